@@ -1,0 +1,49 @@
+"""What the report reads: one `TrialRecord` per (configuration, repeat).
+
+The sweep store builds these (`ddtune.sweep.store.Store.trial_records`); the
+report never touches SQLite or HTTP. Metric names are shared with the bench
+aggregates (`ddtune.bench`): see docs/architecture.md "Metric names".
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+METRIC_NAMES = (
+    "short_tps",  # mean decode tokens/s over the short-context requests
+    "long_tps",  # same at long context
+    "short_ttft_s",  # mean time to first token, short context
+    "long_ttft_s",
+    "acceptance_length",  # tokens committed per verify round incl. bonus, this run only
+    "coding_passed",  # tasks (samples) whose tests passed
+    "coding_total",  # tasks (samples) run
+)
+
+
+@dataclass
+class TrialRecord:
+    trial_id: int
+    label: str  # DecodeParams.label(), e.g. "ddtree b16 k4 wnone"
+    config: dict[str, Any]  # mode, budget, topk, window (+ user variables)
+    is_baseline: bool
+    repeat: int
+    status: str  # "done" | "failed" | "interrupted" | "pending"
+    attempts: int = 0
+    failure: str | None = None  # class of the last failed attempt, e.g. "crashed(1)"
+    failure_detail: str | None = None
+    log_tail_path: str | None = None
+    metrics: dict[str, float | None] = field(default_factory=dict)  # keys from METRIC_NAMES
+    acceptance_lengths: list[float] = field(default_factory=list)  # per request
+    outputs: list[str] = field(default_factory=list)  # T=0 output texts in request order
+    temperature: float = 0.0
+    conditions: dict[str, Any] = field(default_factory=dict)
+    # conditions keys: "hardware" (dict), "hardware_fingerprint" (str),
+    # "prompt_set_hash" (str), "server_identity" (dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
+        return cls(**data)
