@@ -1,0 +1,282 @@
+"""The sweep runner: plan → for each unfinished trial: reconfigure → READY → bench → store.
+
+    1. Take the store's runner lock; trials a dead runner left `running` become
+       `interrupted`; create the sweep and its trials on the first run.
+    2. For each trial that is pending or interrupted (done and failed ones are
+       kept as they are; `sweep retry` reopens failed ones):
+       a. attempt n: `controller.reconfigure(config, attempt_dir)` runs the
+          readiness protocol (stop, quiesce, start, wait for the new identity);
+       b. READY → `run_bench(...)` → samples + results + `done`, one transaction;
+       c. not READY (or the bench failed) → the attempt is stored with its
+          failure class, detail, timings and log tail, and retried after a backoff;
+       d. all attempts failed → the trial is `failed`; the sweep goes on.
+    3. Ctrl-C / SIGTERM: the current trial becomes `interrupted`, the service is
+       stopped (`controller.close()`), and the exit code is 130 with a resume hint.
+
+Every failure line says class + detail + log path; nothing is a bare "skip".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from ddtune.sweep.plan import plan_spec
+from ddtune.sweep.spec import SweepSpec
+from ddtune.sweep.store import Store
+
+RESUMABLE = ("pending", "interrupted")
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM (SIGINT already raises KeyboardInterrupt)."""
+
+
+@dataclass
+class RunSummary:
+    sweep_id: int
+    store_path: Path
+    planned: int  # trials in the sweep
+    already_done: int  # finished before this run (resume)
+    done: int = 0
+    failed: int = 0
+    interrupted: bool = False
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)  # one line per failed trial
+
+    @property
+    def exit_code(self) -> int:
+        return 130 if self.interrupted else 0
+
+
+def default_store_path(spec: SweepSpec) -> Path:
+    return Path("runs") / spec.name / "store.sqlite"
+
+
+def run_sweep(
+    spec: SweepSpec,
+    store_path: Path,
+    console: Console | None = None,
+    resume_hint: str | None = None,
+) -> RunSummary:
+    """Run (or resume) the sweep; see the module docstring for the steps."""
+    console = console or Console(stderr=True)
+    started = time.monotonic()
+    store = Store(store_path)
+    try:
+        store.acquire()  # 1
+        store.recover_if_unlocked()
+        sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec))
+        todo = store.trials(sweep_id, RESUMABLE)
+        summary = RunSummary(
+            sweep_id,
+            store_path,
+            len(store.trials(sweep_id)),
+            len(store.trials(sweep_id, ("done",))),
+        )
+        if todo:
+            TrialLoop(spec, store, store_path.parent, console, summary).run(todo)  # 2, 3
+        if summary.interrupted:
+            hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
+            console.print(f"[yellow]interrupted[/]; the service is stopped. resume with: {hint}")
+        summary.seconds = time.monotonic() - started
+        return summary
+    finally:
+        store.close()
+
+
+class TrialLoop:
+    """Runs a list of trials against one controller, with progress and signals."""
+
+    def __init__(
+        self, spec: SweepSpec, store: Store, workdir: Path, console: Console, summary: RunSummary
+    ) -> None:
+        self.spec, self.store, self.workdir = spec, store, workdir
+        self.console, self.summary = console, summary
+        self.profile = str(getattr(spec.service, "profile", None) or "ddtune")
+
+    def run(self, todo: list[Any]) -> None:
+        from ddtune.services import build_controller
+
+        controller = build_controller(self.spec.service, self.workdir)
+        current: int | None = None
+        try:
+            with _signals_raise(), self._progress() as progress:
+                task = progress.add_task("sweep", total=len(todo), phase="starting", trial="")
+                for index, trial in enumerate(todo, start=1):
+                    current = trial["id"]
+                    name = f"{index}/{len(todo)} {trial['label']} r{trial['repeat']}"
+                    progress.update(task, trial=name)
+                    status = self._trial(
+                        controller, trial, lambda p: progress.update(task, phase=p)
+                    )
+                    current = None
+                    self._count(trial, status)
+                    progress.advance(task)
+        except KeyboardInterrupt:
+            self.summary.interrupted = True
+            if current is not None:
+                self.store.finish_trial(current, "interrupted")
+        finally:
+            with _signals_ignored():
+                controller.close()
+
+    def _progress(self) -> Progress:
+        return Progress(
+            TextColumn("trial {task.fields[trial]}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("[cyan]{task.fields[phase]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+
+    def _count(self, trial: Any, status: str) -> None:
+        if status == "done":
+            self.summary.done += 1
+        else:
+            self.summary.failed += 1
+            last = self.store.attempts(trial["id"])[-1]
+            self.summary.failures.append(
+                f"{trial['label']} r{trial['repeat']}: {last['failure']} — {last['detail']} "
+                f"(log: {last['log_tail_path'] or 'none'})"
+            )
+
+    def _trial(self, controller: Any, trial: Any, phase: Any) -> str:
+        """All attempts of one trial; returns its final status (done | failed)."""
+        config = json.loads(trial["config_json"])
+        retry = self.spec.retry
+        for attempt in range(1, retry.attempts + 1):
+            if attempt > 1:
+                phase(f"backoff {retry.backoff * 2 ** (attempt - 2):.0f}s")
+                time.sleep(retry.backoff * 2 ** (attempt - 2))
+            attempt_id, number = self.store.begin_attempt(trial["id"])
+            attempt_dir = (
+                self.workdir
+                / "trials"
+                / f"{trial['id']:04d}-{_slug(trial['label'])}-r{trial['repeat']}"
+                / f"attempt-{number}"
+            )
+            attempt_dir.mkdir(parents=True, exist_ok=True)
+            error = self._attempt(controller, trial, config, attempt_id, attempt_dir, phase)
+            if error is None:
+                return "done"
+            self.console.print(
+                f"[red]trial {trial['label']} r{trial['repeat']} attempt {attempt}/{retry.attempts} "
+                f"failed[/]: {error}"
+            )
+        self.store.finish_trial(trial["id"], "failed")
+        return "failed"
+
+    def _attempt(
+        self,
+        controller: Any,
+        trial: Any,
+        config: dict,
+        attempt_id: int,
+        attempt_dir: Path,
+        phase: Any,
+    ) -> str | None:
+        """One reconfigure + bench; stores the outcome; returns a failure line or None."""
+        from ddtune.bench import run_bench
+
+        phase("reconfiguring: stopping → quiescing → loading")
+        outcome = controller.reconfigure(config, attempt_dir)
+        timings = dict(getattr(outcome, "timings", None) or {})
+        identity = dict(getattr(outcome, "identity", None) or {})
+        tail_path = _write_tail(attempt_dir, outcome)
+        if not outcome.ready:
+            failure = outcome.failure or "not_ready"
+            detail = outcome.detail or "the controller gave no detail"
+            self.store.fail_attempt(
+                attempt_id,
+                failure,
+                detail,
+                timings=timings,
+                identity=identity,
+                log_tail_path=tail_path,
+            )
+            return f"{failure} — {detail} (log: {tail_path})"
+        self.store.note_attempt(
+            attempt_id, timings=timings, identity=identity, log_tail_path=tail_path
+        )
+        phase("benchmarking")
+        bench_started = time.monotonic()
+        try:
+            result = run_bench(
+                outcome.base_url, self.spec.bench, server_kind=self.profile, identity=identity
+            )
+        except Exception as exc:  # a server dying mid-bench must not stop the sweep
+            detail = f"{type(exc).__name__}: {exc}"
+            self.store.fail_attempt(attempt_id, "bench_error", detail, log_tail_path=tail_path)
+            return f"bench_error — {detail} (log: {tail_path})"
+        bench = result.to_dict()
+        timings["bench_s"] = round(time.monotonic() - bench_started, 3)
+        hardware = _hardware(bench)
+        self.store.record_result(trial["id"], attempt_id, bench, timings=timings, hardware=hardware)
+        return None
+
+
+def _write_tail(attempt_dir: Path, outcome: Any) -> str | None:
+    """Keep the controller's log tail next to the attempt; return its path."""
+    tail = getattr(outcome, "log_tail", None)
+    if tail:
+        path = attempt_dir / "log_tail.txt"
+        path.write_text(tail if isinstance(tail, str) else "\n".join(tail))
+        return str(path)
+    log_path = getattr(outcome, "log_path", None)
+    return str(log_path) if log_path else None
+
+
+def _hardware(bench: dict[str, Any]) -> dict[str, Any]:
+    hardware = bench.get("hardware")
+    return hardware if isinstance(hardware, dict) else {}
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")[:40]
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C for the duration (main thread only)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise SweepInterrupted(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """While cleaning up, a second Ctrl-C must not leave a server running."""
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

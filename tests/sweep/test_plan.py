@@ -1,0 +1,51 @@
+"""Trial ordering: sequential, interleaved, random (seeded)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddtune.errors import UserError
+from ddtune.params import DecodeParams
+from ddtune.sweep.plan import plan_trials
+from ddtune.sweep.spec import Config
+
+BASE = (Config(DecodeParams("ar").canonical()), True)
+A = (Config(DecodeParams("ddtree", 4, 2)), False)
+B = (Config(DecodeParams("ddtree", 8, 2)), False)
+
+
+def _pairs(trials):
+    return [(t.config.params.label(), t.repeat) for t in trials]
+
+
+def test_sequential_is_config_major():
+    trials = plan_trials([BASE, A, B], repeats=2, order="sequential")
+    assert _pairs(trials) == [
+        ("ar", 1), ("ar", 2),
+        ("ddtree b4 k2 wnone", 1), ("ddtree b4 k2 wnone", 2),
+        ("ddtree b8 k2 wnone", 1), ("ddtree b8 k2 wnone", 2),
+    ]  # fmt: skip
+    assert [t.order_index for t in trials] == list(range(6))
+    assert [t.is_baseline for t in trials] == [True, True, False, False, False, False]
+
+
+def test_interleaved_runs_every_config_once_per_pass():
+    trials = plan_trials([BASE, A, B], repeats=3, order="interleaved")
+    assert [t.repeat for t in trials] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert _pairs(trials)[:3] == [("ar", 1), ("ddtree b4 k2 wnone", 1), ("ddtree b8 k2 wnone", 1)]
+
+
+def test_random_is_a_seeded_permutation():
+    first = plan_trials([BASE, A, B], repeats=4, order="random", seed=7)
+    again = plan_trials([BASE, A, B], repeats=4, order="random", seed=7)
+    other = plan_trials([BASE, A, B], repeats=4, order="random", seed=8)
+    interleaved = plan_trials([BASE, A, B], repeats=4, order="interleaved")
+    assert _pairs(first) == _pairs(again)
+    assert _pairs(first) != _pairs(other)
+    assert sorted(_pairs(first)) == sorted(_pairs(interleaved))  # same trials, other order
+    assert len(set(_pairs(first))) == 12
+
+
+def test_unknown_order_is_a_user_error():
+    with pytest.raises(UserError, match="order must be one of"):
+        plan_trials([A], repeats=1, order="zigzag")
