@@ -1,0 +1,115 @@
+"""The FastAPI app: OpenAI endpoints plus identity, health, metrics and hot reconfigure.
+
+GET  /v1/models                  the one served model
+POST /v1/completions             OpenAI completions (stream or not)
+POST /v1/chat/completions        OpenAI chat completions (stream or not)
+GET  /health                     200 serving, 503 loading / shutting down
+GET  /health_generate            200 only after a real 1-token generation
+GET  /server_info                identity, config, config_hash/generation, weights
+GET  /metrics                    Prometheus text format (per-app registry)
+GET  /v1/ddtree/config           the live decoding config
+POST /v1/ddtree/config           change mode/budget/topk/window between requests
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ddtune.server import generation
+from ddtune.server.errors import ApiError, unavailable
+from ddtune.server.state import ServerState
+from ddtune.server.worker import QueueFull
+
+log = logging.getLogger("ddtune.server")
+
+
+def create_app(state: ServerState) -> FastAPI:
+    app = FastAPI(title="ddtune serve", docs_url=None, redoc_url=None, openapi_url=None)
+    _install_error_handlers(app)
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        status = 200 if state.phase == "serving" else 503
+        return JSONResponse({"status": state.phase}, status_code=status)
+
+    @app.get("/health_generate")
+    async def health_generate() -> JSONResponse:
+        state.require_serving()
+        started = time.monotonic()
+        try:
+            outcome = await asyncio.to_thread(
+                state.generate_blocking, state.warmup_ids(), 1, state.config.health_timeout_s
+            )
+        except QueueFull:
+            raise unavailable("the request queue is full", "queue_full", retry_after=1) from None
+        if outcome is None or outcome.error is not None or outcome.result is None:
+            why = "timed out" if outcome is None else f"failed: {outcome.error}"
+            raise unavailable(f"the 1-token health generation {why}", "generation_failed")
+        seconds = round(time.monotonic() - started, 4)
+        return JSONResponse({"status": "ok", "seconds": seconds,
+                             "instance_id": state.identity.instance_id})  # fmt: skip
+
+    @app.get("/server_info")
+    async def server_info() -> JSONResponse:
+        return JSONResponse(state.server_info())
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(state.metrics.render(), media_type=state.metrics.content_type)
+
+    @app.get("/v1/models")
+    async def models() -> JSONResponse:
+        model = {"id": state.model_name, "object": "model", "owned_by": "ddtune",
+                 "created": int(state.identity.started_at),
+                 "max_model_len": getattr(state.engine, "max_context", None)}  # fmt: skip
+        return JSONResponse({"object": "list", "data": [model]})
+
+    @app.post("/v1/completions")
+    async def completions(request: Request):  # noqa: ANN202 - JSON or SSE
+        return await generation.handle(request, state, "completion")
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request):  # noqa: ANN202 - JSON or SSE
+        return await generation.handle(request, state, "chat")
+
+    @app.get("/v1/ddtree/config")
+    async def get_config() -> JSONResponse:
+        return JSONResponse(_config_reply(state))
+
+    @app.post("/v1/ddtree/config")
+    async def set_config(request: Request) -> JSONResponse:
+        body = await generation.read_json(request)
+        params, generation_ = state.reconfigure(body)
+        log.info("reconfigured to %s (generation %d)", params.label(), generation_)
+        return JSONResponse(_config_reply(state))
+
+    return app
+
+
+def _config_reply(state: ServerState) -> dict:
+    params, generation_ = state.current()
+    return {"config": state.config_dict(), "config_hash": params.hash(),
+            "config_generation": generation_}  # fmt: skip
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        error = ApiError(exc.status_code, str(exc.detail), code=f"http_{exc.status_code}")
+        return JSONResponse(error.body(), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def crash(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        error = ApiError(500, f"internal error: {type(exc).__name__}: {exc}", code="internal")
+        return JSONResponse(error.body(), status_code=500)

@@ -1,0 +1,43 @@
+"""`ddtune serve`: register the subcommand and hand the flags to `launcher.serve`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ddtune.server.config import ServeConfig
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="OpenAI-compatible DDTree server (identity, health, metrics, hot reconfigure)",
+        description="Serve one model over an OpenAI-compatible HTTP API. Prints one line "
+        "'ready instance_id=<id> port=<port>' on stdout once it can serve.",
+    )
+    p.add_argument("--target", type=Path, help="target model folder (default: bundled)")
+    p.add_argument("--drafter", type=Path, help="DFlash drafter folder (default: bundled, "
+                   "only when --target is not given)")  # fmt: skip
+    p.add_argument("--mode", choices=["ar", "dflash", "ddtree"], help="default: ddtree")
+    p.add_argument("--budget", type=int, help="tree node budget (default: 16)")
+    p.add_argument("--topk", type=int, help="per-depth branching cap (default: 4)")
+    p.add_argument("--window", help="drafter context window W or 'none' (default: none)")
+    p.add_argument("--host", help="listen address (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, help="listen port, 0 = any free one (default: 8000)")
+    p.add_argument("--config", type=Path, help="TOML file with any of these settings")
+    p.add_argument("--max-queue", type=int, help="waiting requests before 503 (default: 64)")
+    p.add_argument("--grace-seconds", type=float,
+                   help="SIGTERM: time to finish in-flight requests (default: 10)")  # fmt: skip
+    p.add_argument("--model-name", help="served model id (default: the target folder's name)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ddtune.server.launcher import serve  # uvicorn/fastapi only when serving
+
+    config = ServeConfig.from_toml(args.config) if args.config else ServeConfig()
+    flags = {key: getattr(args, key) for key in (
+        "target", "drafter", "mode", "budget", "topk", "window", "host", "port",
+        "max_queue", "grace_seconds", "model_name",
+    )}  # fmt: skip
+    return serve(config.with_overrides(flags))

@@ -1,0 +1,198 @@
+"""The OpenAI generation endpoints: bridge an HTTP request to the worker thread.
+
+Flow for one request: validate the body → submit a `Job` (a full queue is a
+503 with Retry-After) → either wait for the whole result (watching for the
+client going away) or stream SSE chunks as rounds commit. A client that
+disconnects cancels its job: dropped if still queued, stopped after the
+current round if running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from ddtune.params import DecodeParams
+from ddtune.server.errors import ApiError, invalid, unavailable
+from ddtune.server.requests import GenerationRequest, parse_chat, parse_completion
+from ddtune.server.responses import (
+    SSE_DONE,
+    ResponseShape,
+    StreamText,
+    finish_reason,
+    sse,
+    usage,
+)
+from ddtune.server.state import ServerState
+from ddtune.server.worker import Job, JobOutcome, QueueFull
+
+
+async def handle(request: Request, state: ServerState, kind: str) -> Any:
+    """POST /v1/completions (kind "completion") and /v1/chat/completions ("chat")."""
+    endpoint = "completions" if kind == "completion" else "chat"
+    try:
+        state.require_serving()
+        body = await read_json(request)
+        parse = parse_completion if kind == "completion" else parse_chat
+        req = parse(body, state.prompt_context)
+        call = WorkerCall(state, req)
+        call.submit()
+    except ApiError as exc:
+        state.metrics.requests.labels(endpoint, _outcome(exc)).inc()
+        raise
+    shape = ResponseShape(kind, state.model_name, fingerprint="")
+    if req.stream:
+        return StreamingResponse(
+            _stream(call, shape, endpoint), media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+        )  # fmt: skip
+    outcome = await call.wait_or_disconnect(request)
+    if outcome is None:  # the client went away; nobody reads this
+        state.metrics.requests.labels(endpoint, "cancelled").inc()
+        return JSONResponse({}, status_code=499)
+    if outcome.error is not None or outcome.dropped:
+        state.metrics.requests.labels(endpoint, "error").inc()
+        raise _failure(outcome)
+    result = outcome.result
+    shape.fingerprint = _fingerprint(outcome.params, outcome.config_generation)
+    state.metrics.requests.labels(endpoint, "ok").inc()
+    body = shape.full(result.text, finish_reason(result), usage(len(req.prompt_ids), result))
+    return JSONResponse(body)
+
+
+async def read_json(request: Request) -> Any:
+    raw = await request.body()
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise invalid(
+            None, f"the request body is not valid JSON: {exc}", code="invalid_json"
+        ) from None
+
+
+class WorkerCall:
+    """One job on the worker, with its thread→event-loop channel."""
+
+    def __init__(self, state: ServerState, req: GenerationRequest) -> None:
+        self.state = state
+        self.req = req
+        self.loop = asyncio.get_running_loop()
+        self.events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.started: tuple[DecodeParams, int] | None = None
+        sampling = dict(
+            max_new_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
+            seed=req.seed, stop_strings=req.stop, ignore_eos=req.ignore_eos,
+        )  # fmt: skip
+        self.job = Job(
+            prompt_ids=req.prompt_ids,
+            sampling=sampling,
+            on_done=lambda outcome: self._post("done", outcome),
+            on_tokens=(lambda ids: self._post("tokens", ids)) if req.stream else None,
+            on_start=self._on_start,
+        )
+
+    def submit(self) -> None:
+        try:
+            self.state.worker.submit(self.job)
+        except QueueFull:
+            raise unavailable(
+                f"the request queue is full ({self.state.config.max_queue} waiting); retry later",
+                "queue_full", retry_after=1,
+            ) from None  # fmt: skip
+        except RuntimeError:
+            raise unavailable("the server is shutting down", "shutting_down") from None
+
+    def cancel(self) -> None:
+        self.state.worker.cancel(self.job)
+
+    async def next_event(self) -> tuple[str, Any]:
+        return await self.events.get()
+
+    async def wait_or_disconnect(self, request: Request) -> JobOutcome | None:
+        """The job's outcome, or None (job cancelled) if the client disconnects first."""
+        watcher = asyncio.ensure_future(_disconnected(request))
+        try:
+            while True:
+                getter = asyncio.ensure_future(self.events.get())
+                done, _ = await asyncio.wait({getter, watcher}, return_when="FIRST_COMPLETED")
+                if getter not in done:
+                    getter.cancel()
+                    self.cancel()
+                    return None
+                kind, payload = getter.result()
+                if kind == "done":
+                    return payload
+        finally:
+            watcher.cancel()
+
+    def _on_start(self, params: DecodeParams, generation: int) -> None:
+        self.started = (params, generation)
+
+    def _post(self, kind: str, payload: Any) -> None:
+        # RuntimeError: the event loop is closed, the process is exiting.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self.events.put_nowait, (kind, payload))
+
+
+async def _stream(call: WorkerCall, shape: ResponseShape, endpoint: str) -> AsyncIterator[str]:
+    req, state = call.req, call.state
+    text = StreamText(state.engine.tokenizer.decode, req.stop)
+    first, finished = True, False
+    try:
+        # 1. Deltas as rounds commit (held back where a stop string may start).
+        while True:
+            kind, payload = await call.next_event()
+            if kind == "done":
+                outcome: JobOutcome = payload
+                break
+            if call.started is not None:
+                shape.fingerprint = _fingerprint(*call.started)
+            delta = text.feed(payload)
+            if delta or first:
+                yield shape.chunk(delta, first=first)
+                first = False
+        finished = True
+        # 2. The rest of the text with the finish reason, then usage, then [DONE].
+        if outcome.error is not None or outcome.dropped:
+            state.metrics.requests.labels(endpoint, "error").inc()
+            yield sse(_failure(outcome).body())
+            yield SSE_DONE
+            return
+        result = outcome.result
+        shape.fingerprint = _fingerprint(outcome.params, outcome.config_generation)
+        yield shape.chunk(text.finish(result.text), reason=finish_reason(result), first=first)
+        if req.include_usage:
+            yield shape.usage_chunk(usage(len(req.prompt_ids), result))
+        yield SSE_DONE
+        state.metrics.requests.labels(endpoint, "ok").inc()
+    finally:
+        if not finished:  # the client went away mid-stream
+            call.cancel()
+            state.metrics.requests.labels(endpoint, "cancelled").inc()
+
+
+async def _disconnected(request: Request) -> None:
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def _failure(outcome: JobOutcome) -> ApiError:
+    if outcome.dropped:
+        return unavailable("the request was cancelled before it started", "cancelled")
+    return ApiError(500, f"generation failed: {outcome.error}", code="generation_failed")
+
+
+def _fingerprint(params: DecodeParams | None, generation: int) -> str:
+    return "" if params is None else f"ddtune-{params.hash()}-g{generation}"
+
+
+def _outcome(exc: ApiError) -> str:
+    return "unavailable" if exc.status == 503 else "rejected"

@@ -1,0 +1,54 @@
+"""Who this server is: a fresh instance id per process, weight fingerprints, versions.
+
+The readiness protocol trusts `/server_info` only because these values cannot
+be stale: `instance_id` is a new uuid4 at every start, and the weight hashes
+are computed from the files actually loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import time
+import uuid
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt")
+VERSIONED_PACKAGES = ("ddtune", "torch", "fastapi", "uvicorn", "prometheus-client")
+
+
+@dataclass
+class Identity:
+    instance_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    pid: int = field(default_factory=os.getpid)
+    started_at: float = field(default_factory=time.time)  # unix seconds
+    ready_at: float | None = None
+
+
+def weights_sha256(model_dir: Path | None) -> str | None:
+    """sha256 over the folder's weight files (sorted by name, name + bytes each)."""
+    if model_dir is None:
+        return None
+    files = sorted({p for pattern in WEIGHT_PATTERNS for p in Path(model_dir).glob(pattern)})
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0")
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out

@@ -1,0 +1,81 @@
+"""Prometheus metrics for one server app, in the app's own `CollectorRegistry`.
+
+Counters are cumulative over the process (they include the warm-up request);
+a benchmark must diff them before/after, or read per-response `usage.spec`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+STAGES = ("draft", "tree", "verify", "commit")
+ACCEPTANCE_BUCKETS = (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32)
+
+
+class ServerMetrics:
+    """Every metric `/metrics` exposes; safe to update from the worker thread."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "ddtune_requests", "HTTP generation requests by endpoint and outcome",
+            ["endpoint", "outcome"], registry=r,
+        )  # fmt: skip
+        self.prompt_tokens = Counter("ddtune_prompt_tokens", "Prompt tokens", registry=r)
+        self.generated_tokens = Counter(
+            "ddtune_generated_tokens", "Generated (completion) tokens", registry=r
+        )
+        self.rounds = Counter("ddtune_verify_rounds", "Target verify rounds", registry=r)
+        self.accepted_tokens = Counter(
+            "ddtune_accepted_tokens", "Accepted draft tokens (bonus tokens excluded)", registry=r
+        )
+        self.acceptance_length = Histogram(
+            "ddtune_acceptance_length", "Tokens committed per verify round (bonus included)",
+            buckets=ACCEPTANCE_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.stage_seconds = Counter(
+            "ddtune_stage_seconds", "Seconds spent per decoding stage", ["stage"], registry=r
+        )
+        for stage in STAGES:
+            self.stage_seconds.labels(stage=stage)
+        self.queue_depth = Gauge(
+            "ddtune_queue_depth", "Requests waiting for the worker", registry=r
+        )
+        self.running = Gauge("ddtune_running_requests", "Requests being generated", registry=r)
+        self.cancelled = Counter(
+            "ddtune_cancelled", "Generations cancelled (client gone or shutdown)", registry=r
+        )
+        self.config_generation = Gauge(
+            "ddtune_config_generation", "Hot reconfigurations applied", registry=r
+        )
+
+    def observe_generation(self, prompt_tokens: int, completion_tokens: int, stats: Any) -> None:
+        """Record one finished engine call (stats = the engine's GenerationStats)."""
+        self.prompt_tokens.inc(prompt_tokens)
+        self.generated_tokens.inc(completion_tokens)
+        self.rounds.inc(stats.rounds)
+        self.accepted_tokens.inc(accepted_draft_tokens(stats))
+        for length in stats.acceptance_lengths:
+            self.acceptance_length.observe(length)
+        for stage, seconds in (stats.stage_seconds or {}).items():
+            self.stage_seconds.labels(stage=stage).inc(max(0.0, float(seconds)))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def accepted_draft_tokens(stats: Any) -> int:
+    """Draft tokens accepted by verification: each round's length minus its bonus token."""
+    return int(sum(max(0, int(length) - 1) for length in stats.acceptance_lengths))

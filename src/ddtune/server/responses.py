@@ -1,0 +1,127 @@
+"""OpenAI response bodies and SSE chunks, plus safe incremental detokenization.
+
+`StreamText` turns committed token ids into text deltas that never need to be
+taken back: it holds back a trailing partial character (U+FFFD) and any
+suffix that could still grow into a stop string, so the concatenated stream
+equals the non-streamed text exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ddtune.server.metrics import accepted_draft_tokens
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:24]}"
+
+
+def usage(prompt_tokens: int, result: Any) -> dict[str, Any]:
+    """OpenAI usage + `spec` (rounds, accepted draft tokens, tokens per round)."""
+    completion = len(result.token_ids)
+    rounds = int(result.stats.rounds)
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": prompt_tokens + completion,
+        "spec": {
+            "rounds": rounds,
+            "accepted_tokens": accepted_draft_tokens(result.stats),
+            "mean_acceptance_length": completion / rounds if rounds else 0.0,
+        },
+    }
+
+
+def finish_reason(result: Any) -> str:
+    return result.finish_reason if result.finish_reason in ("stop", "length") else "abort"
+
+
+class ResponseShape:
+    """Builds bodies for one request: "completion" (text) or "chat" (message)."""
+
+    def __init__(self, kind: str, model: str, fingerprint: str) -> None:
+        self.kind = kind
+        self.model = model
+        self.fingerprint = fingerprint
+        self.id = new_id("cmpl" if kind == "completion" else "chatcmpl")
+        self.created = int(time.time())
+
+    def full(self, text: str, reason: str, usage_: dict[str, Any]) -> dict[str, Any]:
+        if self.kind == "completion":
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason}
+        else:
+            message = {"role": "assistant", "content": text}
+            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": reason}
+        return {**self._head(chunk=False), "choices": [choice], "usage": usage_}
+
+    def chunk(self, text: str | None, reason: str | None = None, first: bool = False) -> str:
+        if self.kind == "completion":
+            choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": reason}
+        else:
+            delta: dict[str, Any] = {"role": "assistant"} if first else {}
+            if text is not None:
+                delta["content"] = text
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
+        return sse({**self._head(chunk=True), "choices": [choice]})
+
+    def usage_chunk(self, usage_: dict[str, Any]) -> str:
+        return sse({**self._head(chunk=True), "choices": [], "usage": usage_})
+
+    def _head(self, chunk: bool) -> dict[str, Any]:
+        if self.kind == "completion":
+            obj = "text_completion"
+        else:
+            obj = "chat.completion.chunk" if chunk else "chat.completion"
+        return {"id": self.id, "object": obj, "created": self.created, "model": self.model,
+                "system_fingerprint": self.fingerprint}  # fmt: skip
+
+
+def sse(payload: dict[str, Any]) -> str:
+    return f"data: {json.dumps(payload)}\n\n"
+
+
+SSE_DONE = "data: [DONE]\n\n"
+
+
+class StreamText:
+    """Incremental text of a growing id list; every emitted delta is final."""
+
+    def __init__(self, decode: Callable[[list[int]], str], stop: tuple[str, ...]) -> None:
+        self.decode = decode
+        self.stop = stop
+        self.ids: list[int] = []
+        self.sent = ""
+
+    def feed(self, new_ids: list[int]) -> str:
+        self.ids.extend(new_ids)
+        safe = self._safe(self.decode(self.ids))
+        if len(safe) <= len(self.sent) or not safe.startswith(self.sent):
+            return ""
+        delta, self.sent = safe[len(self.sent) :], safe
+        return delta
+
+    def finish(self, final_text: str) -> str:
+        """The rest of the engine's final text (which is authoritative)."""
+        if not final_text.startswith(self.sent):
+            return ""  # cannot happen when the engine cuts at the first stop string
+        delta, self.sent = final_text[len(self.sent) :], final_text
+        return delta
+
+    def _safe(self, text: str) -> str:
+        for stop in self.stop:
+            at = text.find(stop)
+            if at >= 0:
+                text = text[:at]
+        text = text.rstrip("\ufffd")
+        hold = 0
+        for stop in self.stop:
+            for n in range(min(len(stop) - 1, len(text)), hold, -1):
+                if text.endswith(stop[:n]):
+                    hold = n
+                    break
+        return text[: len(text) - hold]

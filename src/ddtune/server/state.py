@@ -1,0 +1,223 @@
+"""`ServerState`: the one object the HTTP app talks to.
+
+It owns the lifecycle (loading → serving → shutting_down), the engine and its
+worker, the live decoding config (hot-reconfigurable, with a generation
+counter), the identity and the metrics. Loading runs on a background thread
+so that `/health` can answer 503 while weights load.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ddtune.errors import UserError
+from ddtune.params import DecodeParams
+from ddtune.server.chat import ChatTemplate
+from ddtune.server.config import ServeConfig
+from ddtune.server.errors import ApiError, invalid
+from ddtune.server.identity import Identity, versions, weights_sha256
+from ddtune.server.metrics import ServerMetrics
+from ddtune.server.requests import PromptContext
+from ddtune.server.worker import GenerationWorker, Job, JobOutcome
+
+log = logging.getLogger("ddtune.server")
+
+WARMUP_PROMPT = "def"
+
+
+class ServerState:
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.identity = Identity()
+        self.metrics = ServerMetrics()
+        self.phase = "loading"  # loading | serving | shutting_down | failed
+        self.load_error: BaseException | None = None
+        self.engine: Any = None
+        self.worker: GenerationWorker | None = None
+        self.chat: ChatTemplate | None = None
+        self.prompt_context: PromptContext | None = None
+        self.target_dir, self.drafter_dir = resolve_model_dirs(config)
+        self.model_name = config.model_name or self.target_dir.name
+        self.target_sha256: str | None = None
+        self.drafter_sha256: str | None = None
+        self._params = config.params
+        self._generation = 0
+        self._lock = threading.Lock()
+        self._check_drafter(self._params)
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def load(self) -> None:
+        """Load weights, start the worker, run a 1-token warm-up (blocking)."""
+        from ddtune.engine import Engine  # heavy import (torch) only here
+
+        self.engine = Engine.load(self.target_dir, self.drafter_dir)
+        self.target_sha256 = weights_sha256(self.target_dir)
+        self.drafter_sha256 = weights_sha256(self.drafter_dir)
+        self.chat = ChatTemplate.from_model_dir(self.target_dir)
+        tokenizer = self.engine.tokenizer
+        self.prompt_context = PromptContext(
+            model_name=self.model_name,
+            max_context=int(self.engine.max_context),
+            encode=tokenizer.encode,
+            render_chat=self.chat.render,
+            vocab_size=getattr(tokenizer, "vocab_size", None),
+        )
+        self.worker = GenerationWorker(
+            self.engine, self.current, self.metrics, self.config.max_queue
+        )
+        self.worker.start()
+        outcome = self.generate_blocking(self.warmup_ids(), max_new_tokens=1, timeout=600)
+        if outcome is None or outcome.error is not None:
+            raise RuntimeError(f"the warm-up generation failed: {outcome and outcome.error}")
+
+    def mark_serving(self) -> None:
+        self.identity.ready_at = time.time()
+        self.phase = "serving"
+
+    def begin_shutdown(self) -> None:
+        if self.phase != "failed":
+            self.phase = "shutting_down"
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+
+    # -- generation helpers --------------------------------------------------
+
+    def warmup_ids(self) -> list[int]:
+        ids = self.engine.tokenizer.encode(WARMUP_PROMPT)
+        return ids or [0]
+
+    def generate_blocking(
+        self, prompt_ids: list[int], max_new_tokens: int, timeout: float
+    ) -> JobOutcome | None:
+        """Queue one greedy generation and wait for it; None on timeout (then cancelled)."""
+        done = threading.Event()
+        box: list[JobOutcome] = []
+
+        def on_done(outcome: JobOutcome) -> None:
+            box.append(outcome)
+            done.set()
+
+        sampling = dict(max_new_tokens=max_new_tokens, temperature=0.0, top_p=1.0, seed=0,
+                        stop_strings=(), ignore_eos=True)  # fmt: skip
+        job = Job(prompt_ids=prompt_ids, sampling=sampling, on_done=on_done)
+        assert self.worker is not None
+        self.worker.submit(job)
+        if not done.wait(timeout):
+            self.worker.cancel(job)
+            return None
+        return box[0]
+
+    # -- decoding config -----------------------------------------------------
+
+    def current(self) -> tuple[DecodeParams, int]:
+        with self._lock:
+            return self._params, self._generation
+
+    def reconfigure(self, updates: Any) -> tuple[DecodeParams, int]:
+        """Validate and apply `{mode, budget, topk, window}` (any subset); 400 if invalid."""
+        if not isinstance(updates, dict) or not updates:
+            raise invalid(
+                None, "the body must be a non-empty JSON object of mode/budget/topk/window"
+            )
+        unknown = sorted(set(updates) - {"mode", "budget", "topk", "window"})
+        if unknown:
+            raise invalid(unknown[0], f"unknown config key(s) {', '.join(unknown)}; "
+                          "expected some of budget, mode, topk, window", code="unknown_field")  # fmt: skip
+        with self._lock:
+            try:
+                params = self._params.with_updates(updates)
+                self._check_drafter(params)
+            except UserError as exc:
+                raise invalid(_named_field(str(exc), updates), str(exc)) from None
+            self._params = params
+            self._generation += 1
+            self.metrics.config_generation.set(self._generation)
+            return params, self._generation
+
+    def _check_drafter(self, params: DecodeParams) -> None:
+        if params.mode != "ar" and self.drafter_dir is None:
+            raise UserError(
+                f"mode {params.mode!r} needs a drafter; start the server with --drafter DIR "
+                "or use mode 'ar'"
+            )
+
+    # -- reports -------------------------------------------------------------
+
+    def config_dict(self) -> dict[str, Any]:
+        params, _ = self.current()
+        return {
+            **params.to_dict(),
+            "window": "none" if params.window is None else params.window,
+            "block_size": getattr(self.engine, "block_size", None),
+            "label": params.label(),
+            "max_queue": self.config.max_queue,
+            "grace_seconds": self.config.grace_seconds,
+        }
+
+    def server_info(self) -> dict[str, Any]:
+        params, generation = self.current()
+        return {
+            "instance_id": self.identity.instance_id,
+            "pid": self.identity.pid,
+            "started_at": self.identity.started_at,
+            "ready_at": self.identity.ready_at,
+            "state": self.phase,
+            "model": self.model_name,
+            "config": self.config_dict(),
+            "config_hash": params.hash(),
+            "config_generation": generation,
+            "target_dir": str(self.target_dir),
+            "drafter_dir": None if self.drafter_dir is None else str(self.drafter_dir),
+            "target_sha256": self.target_sha256,
+            "drafter_sha256": self.drafter_sha256,
+            "max_context": getattr(self.engine, "max_context", None),
+            "versions": versions(),
+        }
+
+    def require_serving(self) -> None:
+        from ddtune.server.errors import unavailable
+
+        if self.phase == "loading":
+            raise unavailable("the model is still loading; retry shortly", "loading", 1)
+        if self.phase != "serving":
+            raise unavailable("the server is shutting down", "shutting_down")
+
+
+def resolve_model_dirs(config: ServeConfig) -> tuple[Path, Path | None]:
+    """Explicit dirs win; with neither given, use the bundled target and drafter.
+
+    A given --target without --drafter gets no drafter (never a bundled drafter
+    trained for another target).
+    """
+    from ddtune.assets import MODELS_DIR, default_drafter_dir, default_target_dir
+
+    if config.target is not None:
+        target = config.target
+        if not (target / "config.json").is_file():
+            raise UserError(f"{target} is not a model folder (config.json is missing)")
+        drafter = config.drafter
+    else:
+        target = default_target_dir()
+        bundled = MODELS_DIR / "drafter"
+        drafter = config.drafter or (default_drafter_dir() if bundled.is_dir() else None)
+    if drafter is not None and not (drafter / "config.json").is_file():
+        raise UserError(f"{drafter} is not a drafter folder (config.json is missing)")
+    return target, drafter
+
+
+def _named_field(message: str, updates: dict[str, Any]) -> str | None:
+    """Which of the updated keys an error message is about (for the `param` field)."""
+    for key in ("mode", "budget", "topk", "window"):
+        if message.startswith(key) or f" {key} " in message:
+            return key
+    return next(iter(updates), None)
+
+
+__all__ = ["ApiError", "ServerState", "resolve_model_dirs"]
