@@ -143,7 +143,7 @@ def test_reset_failed_trials(store):
     attempt, _ = store.begin_attempt(trial["id"])
     store.fail_attempt(attempt, "oom", "out of memory")
     store.finish_trial(trial["id"], "failed")
-    assert store.reset_trials(sweep_id, ("failed",)) == 1
+    assert store.reset_trials(sweep_id, ("failed",)) == [trial["id"]]
     assert store.trials(sweep_id)[1]["status"] == "pending"
     assert len(store.attempts(trial["id"])) == 1  # history is kept
 

@@ -75,6 +75,7 @@ def run_sweep(
     store_path: Path,
     console: Console | None = None,
     resume_hint: str | None = None,
+    only_ids: set[int] | None = None,
 ) -> RunSummary:
     """Run (or resume) the sweep; see the module docstring for the steps."""
     console = console or Console(stderr=True)
@@ -83,8 +84,10 @@ def run_sweep(
     try:
         store.acquire()  # 1
         store.recover_if_unlocked()
-        sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec))
-        todo = store.trials(sweep_id, RESUMABLE)
+        sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec), spec.base_dir)
+        todo = [
+            t for t in store.trials(sweep_id, RESUMABLE) if only_ids is None or t["id"] in only_ids
+        ]
         summary = RunSummary(
             sweep_id,
             store_path,

@@ -75,6 +75,7 @@ class SweepSpec:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     text: str = ""  # the TOML as written, stored with the sweep
     source: str = "<spec>"
+    base_dir: str | None = None  # relative paths in the spec resolve here
 
     @property
     def hash(self) -> str:
@@ -109,6 +110,9 @@ class KeyLines:
         """Line of `table.key`; falls back to the enclosing key or the table header."""
         if key is not None and (table, index, key) in self.lines:
             return self.lines[(table, index, key)]
+        sub_table = (f"{table}.{key}".strip("."), index)
+        if key is not None and sub_table in self.headers:  # key is itself a [table]
+            return self.headers[sub_table]
         if key is not None and "." in key:  # dotted: a sub-table or an inline table
             head, _, last = key.rpartition(".")
             return self.find(f"{table}.{head}".strip("."), last, index)
@@ -154,11 +158,14 @@ def load_spec(path: str | Path) -> SweepSpec:
         text = path.read_text()
     except OSError as exc:
         raise UserError(f"cannot read sweep spec {path}: {exc.strerror}") from None
-    return parse_spec(text, source=str(path))
+    return parse_spec(text, source=str(path), base_dir=path.parent.resolve())
 
 
-def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
-    """Parse and validate the whole spec (service and bench included)."""
+def parse_spec(text: str, source: str = "<spec>", base_dir: Path | None = None) -> SweepSpec:
+    """Parse and validate the whole spec (service and bench included).
+
+    Relative file paths in [bench] resolve against `base_dir` (the spec's folder).
+    """
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -182,13 +189,14 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
         configs=configs,
         baseline=baseline,
         service=_service(reader, doc),
-        bench=_bench(reader, doc),
+        bench=_bench(reader, doc, base_dir),
         repeats=_repeats(reader, sweep),
         order=_order(reader, sweep),
         seed=reader.want("sweep", sweep, "seed", int, 0),
         retry=_retry(reader, doc),
         text=text,
         source=source,
+        base_dir=str(base_dir) if base_dir else None,
     )
 
 
@@ -347,15 +355,16 @@ def _retry(reader: SpecReader, doc: dict) -> RetryPolicy:
 
 
 def _service(reader: SpecReader, doc: dict) -> Any:
-    from ddtune.services import ServiceSpec
+    from ddtune.services.spec import ServiceSpec
 
     return _delegate(reader, "service", _dict(reader, doc, "service"), ServiceSpec.from_dict)
 
 
-def _bench(reader: SpecReader, doc: dict) -> Any:
-    from ddtune.bench import BenchMatrix
+def _bench(reader: SpecReader, doc: dict, base_dir: Path | None) -> Any:
+    from ddtune.bench.matrix import BenchMatrix
 
-    return _delegate(reader, "bench", _dict(reader, doc, "bench"), BenchMatrix.from_dict)
+    matrix = _delegate(reader, "bench", _dict(reader, doc, "bench"), BenchMatrix.from_dict)
+    return matrix.resolve_paths(base_dir) if base_dir else matrix
 
 
 def _delegate(reader: SpecReader, table: str, data: dict, parse: Any) -> Any:

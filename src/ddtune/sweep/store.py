@@ -35,7 +35,7 @@ SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
 CREATE TABLE sweeps (
     id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
-    spec_text TEXT NOT NULL, spec_hash TEXT NOT NULL, created_at REAL NOT NULL);
+    spec_text TEXT NOT NULL, spec_hash TEXT NOT NULL, spec_dir TEXT, created_at REAL NOT NULL);
 CREATE TABLE trials (
     id INTEGER PRIMARY KEY, sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
     order_index INTEGER NOT NULL, config_json TEXT NOT NULL, config_hash TEXT NOT NULL,
@@ -171,7 +171,12 @@ class Store:
     # --- sweeps and trials ---------------------------------------------------------
 
     def open_sweep(
-        self, name: str, spec_text: str, spec_hash: str, plan: list[PlannedTrial]
+        self,
+        name: str,
+        spec_text: str,
+        spec_hash: str,
+        plan: list[PlannedTrial],
+        spec_dir: str | None = None,
     ) -> int:
         """The sweep's id; creates it with all its trials (pending) the first time."""
         with self.tx() as db:
@@ -184,8 +189,8 @@ class Store:
                     )
                 return int(row["id"])
             sweep_id = db.execute(
-                "INSERT INTO sweeps (name, spec_text, spec_hash, created_at) VALUES (?,?,?,?)",
-                (name, spec_text, spec_hash, time.time()),
+                "INSERT INTO sweeps (name, spec_text, spec_hash, spec_dir, created_at) VALUES (?,?,?,?,?)",
+                (name, spec_text, spec_hash, spec_dir, time.time()),
             ).lastrowid
             for trial in plan:
                 config = trial.config.to_dict()
@@ -229,14 +234,22 @@ class Store:
             "SELECT * FROM attempts WHERE trial_id=? ORDER BY number", (trial_id,)
         ).fetchall()
 
-    def reset_trials(self, sweep_id: int, statuses: tuple[str, ...]) -> int:
-        """Put trials back to `pending` (for `sweep retry`); their attempts stay."""
+    def reset_trials(self, sweep_id: int, statuses: tuple[str, ...]) -> list[int]:
+        """Put trials back to `pending` (for `sweep retry`); their attempts stay. Returns ids."""
         marks = ",".join("?" * len(statuses))
         with self.tx() as db:
-            return db.execute(
-                f"UPDATE trials SET status='pending', updated_at=? WHERE sweep_id=? AND status IN ({marks})",
-                (time.time(), sweep_id, *statuses),
-            ).rowcount
+            ids = [
+                r[0]
+                for r in db.execute(
+                    f"SELECT id FROM trials WHERE sweep_id=? AND status IN ({marks})",
+                    (sweep_id, *statuses),
+                )
+            ]
+            db.executemany(
+                "UPDATE trials SET status='pending', updated_at=? WHERE id=?",
+                [(time.time(), i) for i in ids],
+            )
+            return ids
 
     # --- attempts ------------------------------------------------------------------
 

@@ -1,0 +1,182 @@
+"""`ddtune sweep run|status|retry|export|report` and `ddtune demo`.
+
+Each handler parses its arguments, calls one function of the sweep package
+and prints the result; errors in the user's input are `UserError`s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from ddtune.errors import UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    sweep = subparsers.add_parser(
+        "sweep", help="run, resume, inspect and report a configuration sweep"
+    )
+    actions = sweep.add_subparsers(dest="sweep_command", metavar="ACTION", required=True)
+
+    run = actions.add_parser("run", help="run or resume the sweep described by a TOML spec")
+    run.add_argument("spec", help="sweep spec (TOML), e.g. examples/demo.toml")
+    _store_arg(run, run=True)
+    run.set_defaults(func=cmd_run)
+
+    status = actions.add_parser("status", help="table of trials, their status and failures")
+    _store_arg(status)
+    status.set_defaults(func=cmd_status)
+
+    retry = actions.add_parser(
+        "retry", help="rerun unfinished trials with the spec kept in the store"
+    )
+    retry.add_argument("--failed", action="store_true", help="only the failed trials")
+    _store_arg(retry)
+    retry.set_defaults(func=cmd_retry)
+
+    export = actions.add_parser("export", help="write the trials and their metrics as CSV or JSON")
+    export.add_argument("--format", choices=("csv", "json"), default="csv")
+    export.add_argument("--out", help="output file (default: standard output)")
+    _store_arg(export)
+    export.set_defaults(func=cmd_export)
+
+    report = actions.add_parser("report", help="HTML/Markdown/CSV report with uncertainty")
+    report.add_argument("--out", required=True, help="directory for report.html, report.md, plots")
+    _store_arg(report)
+    report.set_defaults(func=cmd_report)
+
+    demo = subparsers.add_parser("demo", help="a real sweep on the bundled models, then its report")
+    demo.add_argument("--out", default="runs/demo", help="where the stores and reports go")
+    demo.add_argument(
+        "--spec", default=None, help="sweep spec (default: the bundled examples/demo.toml)"
+    )
+    demo.add_argument(
+        "--fresh", action="store_true", help="discard a previous demo run instead of resuming"
+    )
+    demo.set_defaults(func=cmd_demo)
+
+
+def _store_arg(parser: argparse.ArgumentParser, run: bool = False) -> None:
+    default = "runs/<sweep name>/store.sqlite" if run else "the newest runs/*/store.sqlite"
+    parser.add_argument("--store", help=f"the sweep's SQLite store (default: {default})")
+    if not run:
+        parser.add_argument("--sweep", help="sweep name inside the store (default: the newest)")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ddtune.sweep.runner import default_store_path, run_sweep
+    from ddtune.sweep.spec import load_spec
+
+    spec = load_spec(args.spec)
+    store_path = Path(args.store) if args.store else default_store_path(spec)
+    hint = f"ddtune sweep run {args.spec}" + (f" --store {args.store}" if args.store else "")
+    console = Console(stderr=True)
+    summary = run_sweep(spec, store_path, console, resume_hint=hint)
+    _print_summary(console, summary)
+    return summary.exit_code
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from ddtune.sweep.views import status_table
+
+    store = _open_store(args.store)
+    try:
+        Console().print(status_table(store, store.sweep_row(args.sweep)))
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    from ddtune.sweep.runner import run_sweep
+    from ddtune.sweep.spec import parse_spec
+
+    store = _open_store(args.store)
+    try:
+        row = store.sweep_row(args.sweep)
+        reopened = store.reset_trials(row["id"], ("failed",))
+    finally:
+        store.close()
+    base_dir = Path(row["spec_dir"]) if row["spec_dir"] else None
+    spec = parse_spec(
+        row["spec_text"], source=f"{store.path} (spec of sweep {row['name']!r})", base_dir=base_dir
+    )
+    console = Console(stderr=True)
+    which = "only those" if args.failed else "with the pending and interrupted ones"
+    console.print(f"reopened {len(reopened)} failed trial(s); running {which}")
+    hint = f"ddtune sweep retry --store {store.path}"
+    only = set(reopened) if args.failed else None
+    summary = run_sweep(spec, store.path, console, resume_hint=hint, only_ids=only)
+    _print_summary(console, summary)
+    return summary.exit_code
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ddtune.sweep.views import export_csv, export_json
+
+    store = _open_store(args.store)
+    try:
+        row = store.sweep_row(args.sweep)
+        text = (export_csv if args.format == "csv" else export_json)(store, row)
+    finally:
+        store.close()
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ddtune.sweep.views import write_report
+
+    store = _open_store(args.store)
+    try:
+        write_report(store, store.sweep_row(args.sweep), Path(args.out), Console())
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ddtune.sweep.demo import run_demo
+
+    return run_demo(Path(args.out), Path(args.spec) if args.spec else None, fresh=args.fresh)
+
+
+def _open_store(path: str | None):
+    from ddtune.sweep.store import Store
+
+    return Store(Path(path) if path else _newest_store(), create=False)
+
+
+def _newest_store() -> Path:
+    found = sorted(Path("runs").glob("*/store.sqlite"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise UserError(
+            "no sweep store under runs/; pass --store PATH or run `ddtune sweep run SPEC`"
+        )
+    if len(found) > 1:
+        print(
+            f"using the newest store {found[-1]} (of {len(found)}; pass --store to choose)",
+            file=sys.stderr,
+        )
+    return found[-1]
+
+
+def _print_summary(console: Console, summary) -> None:
+    console.print(
+        f"sweep: {summary.done} trial(s) done now, {summary.already_done} earlier, "
+        f"{summary.failed} failed, of {summary.planned}; {summary.seconds:.0f} s; store {summary.store_path}"
+    )
+    for line in summary.failures:
+        console.print(f"  [red]failed[/] {line}")
+    if not summary.interrupted:
+        console.print(
+            f"next: ddtune sweep report --store {summary.store_path} --out {summary.store_path.parent / 'report'}"
+        )
