@@ -1,0 +1,92 @@
+"""The result of one reconfigure attempt, and the failure classes it can carry.
+
+Failure classes (DESIGN.md "Readiness protocol", step 6):
+
+    crashed(<exit code or signal>)  the new process died while starting
+    oom                             it died with an out-of-memory message
+    port_in_use                     the port is held by a process that is not ours
+    stale_instance                  the server answering is not the new instance
+    config_mismatch                 the new instance reports another configuration
+    instance_changed                (hot) the server restarted instead of reconfiguring
+    gpu_memory_not_released        GPU memory did not return to the baseline
+    preflight_failed / start_failed rendering or the start command itself failed
+    timeout:<phase>                 stop, quiesce, start, health, identity, generate
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+LOG_TAIL_LINES = 200
+
+OOM_PATTERNS = re.compile(
+    r"out of memory|OutOfMemoryError|CUDA error: out of memory|Cannot allocate memory|"
+    r"MemoryError|oom-kill",
+    re.IGNORECASE,
+)
+PORT_IN_USE_PATTERNS = re.compile(r"address already in use|EADDRINUSE|errno 98", re.IGNORECASE)
+
+
+class PhaseFailure(Exception):
+    """Raised inside the protocol to end an attempt with a failure class."""
+
+    def __init__(self, failure: str, detail: str) -> None:
+        super().__init__(f"{failure}: {detail}")
+        self.failure = failure
+        self.detail = detail
+
+
+@dataclass
+class Outcome:
+    """What `controller.reconfigure()` returns; saved with the attempt."""
+
+    ready: bool
+    failure: str | None = None
+    detail: str = ""
+    log_tail: str = ""
+    log_path: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    identity: dict[str, Any] = field(default_factory=dict)
+    previous_identity: dict[str, Any] = field(default_factory=dict)
+    base_url: str = ""
+    notes: list[str] = field(default_factory=list)
+    leftover_pids: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Outcome:
+        return cls(**data)
+
+
+def tail_lines(path: Path | None, lines: int = LOG_TAIL_LINES) -> str:
+    """The last `lines` lines of a log file ("" when there is none)."""
+    if path is None or not path.exists():
+        return ""
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        size = handle.tell()
+        handle.seek(max(0, size - 512 * 1024))
+        text = handle.read().decode(errors="replace")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def classify_exit(code: int | None, log_tail: str) -> str:
+    """Failure class for a process that exited during start: oom, port_in_use or crashed(X)."""
+    if OOM_PATTERNS.search(log_tail):
+        return "oom"
+    if PORT_IN_USE_PATTERNS.search(log_tail):
+        return "port_in_use"
+    if code is None:
+        return "crashed(unknown)"
+    if code < 0:
+        try:
+            return f"crashed({signal.Signals(-code).name})"
+        except ValueError:
+            return f"crashed(signal {-code})"
+    return f"crashed({code})"

@@ -1,0 +1,133 @@
+"""Step 5 of the readiness protocol: poll the new instance until it is READY.
+
+    start     the new instance (not someone else) listens on the port
+    health    the profile's health endpoint answers 200
+    identity  the instance is new and reports the requested configuration
+    generate  `spec.generations` consecutive 1-token completions succeed
+
+Each phase has its own deadline (`spec.timeouts`) and polls with backoff.
+Before every poll the controller checks that the new process is alive and
+fails fast (crashed/oom/port_in_use, with the log tail) when it is not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from ddtune.services import procs
+from ddtune.services.outcome import PhaseFailure
+from ddtune.services.profiles import generate_one_token
+
+if TYPE_CHECKING:
+    from ddtune.services.protocol import Controller
+
+MAX_BACKOFF_S = 1.0
+
+
+def poll(phase: str, timeout: float, step: Callable[[], str | None], alive: Callable[[], None], failure: Callable[[str], str] | None = None) -> None:
+    """Call `step` until it returns None (done); it returns a reason while not done.
+
+    `alive()` raises PhaseFailure when the process died. At the deadline the
+    failure is `failure(last_reason)` if given, else `timeout:<phase>`.
+    """
+    deadline = time.monotonic() + timeout
+    delay, reason = 0.05, "not checked yet"
+    while True:
+        alive()
+        try:
+            reason = step()
+        except httpx.HTTPError as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+        if reason is None:
+            return
+        if time.monotonic() >= deadline:
+            cls = failure(reason) if failure else f"timeout:{phase}"
+            raise PhaseFailure(cls, f"{phase} not reached after {timeout:.0f}s: {reason}")
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 1.5, MAX_BACKOFF_S)
+
+
+def wait_port(ctl: Controller) -> None:
+    """The port is listened on by a process of the new instance."""
+    seen_foreign: list[str] = []
+
+    def step() -> str | None:
+        listeners = procs.port_listeners(ctl.spec.port)
+        if not listeners:
+            return f"nothing listens on port {ctl.spec.port} yet"
+        ours = ctl.instance_pids()
+        if ours is None or any(pid in ours for pid in listeners.values()):
+            return None
+        owners = sorted({pid for pid in listeners.values()}, key=str)
+        seen_foreign.append(str(owners))
+        return f"port {ctl.spec.port} is held by pid(s) {owners}, not by the new instance"
+
+    def failure(reason: str) -> str:
+        return "port_in_use" if seen_foreign else "timeout:start"
+
+    poll("start", ctl.spec.timeouts.start, step, ctl.check_alive, failure)
+
+
+def wait_health(ctl: Controller, client: httpx.Client) -> None:
+    url = ctl.profile.health_url()
+
+    def step() -> str | None:
+        reply = client.get(url)
+        return None if reply.status_code == 200 else f"GET {url} -> {reply.status_code}"
+
+    poll("health", ctl.spec.timeouts.health, step, ctl.check_alive)
+
+
+def wait_identity(ctl: Controller, client: httpx.Client, params: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """Poll the identity probe; stale answers keep polling, a config mismatch fails at once."""
+    found: dict[str, Any] = {}
+    stale: list[str] = []
+
+    def step() -> str | None:
+        ident, mismatches = ctl.profile.identity(client, params, ctl.launch())
+        why_stale = stale_reason(ident, previous, ctl.instance_pids())
+        if why_stale:
+            stale.append(why_stale)
+            return why_stale
+        if mismatches:
+            raise PhaseFailure("config_mismatch", "; ".join(mismatches))
+        found.update(ident)
+        return None
+
+    def failure(reason: str) -> str:
+        return "stale_instance" if stale and reason == stale[-1] else "timeout:identity"
+
+    poll("identity", ctl.spec.timeouts.identity, step, ctl.check_alive, failure)
+    return found
+
+
+def stale_reason(ident: dict[str, Any], previous: dict[str, Any], ours: set[int] | None) -> str | None:
+    """Why the answering server is not the new instance, or None."""
+    old_id = previous.get("instance_id")
+    if old_id and ident.get("instance_id") == old_id:
+        return f"server still reports the old instance_id {old_id}"
+    pid = ident.get("pid")
+    if ours is not None and isinstance(pid, int) and pid not in ours:
+        return f"server reports pid {pid}, which is not a process of the new instance {sorted(ours)}"
+    return None
+
+
+def wait_generations(ctl: Controller, client: httpx.Client) -> None:
+    """`spec.generations` 1-token completions in a row; a failure restarts the count."""
+    streak = [0]
+    model: list[str] = []
+
+    def step() -> str | None:
+        if not model:
+            model.append(ctl.profile.model_name(client))
+        why = generate_one_token(client, ctl.spec, model[0])
+        streak[0] = 0 if why else streak[0] + 1
+        if why:
+            return why
+        return None if streak[0] >= ctl.spec.generations else f"{streak[0]} of {ctl.spec.generations} generations done"
+
+    poll("generate", ctl.spec.timeouts.generate, step, ctl.check_alive)

@@ -1,0 +1,236 @@
+"""A FAKE model server for fault-injection tests (stdlib only; never used in production).
+
+It speaks just enough of the ddtune/SGLang/vLLM/OpenAI endpoints for the
+readiness protocol, and misbehaves on demand:
+
+    --bind-delay S            bind the port only after S seconds
+    --ready-delay S           health/completions answer 503 for S seconds after bind
+    --models-before-ready     /v1/models answers 200 while still loading
+    --linger-after-term S     after SIGTERM keep serving (old identity) for S seconds
+    --ignore-term             ignore SIGTERM
+    --crash-during-load CODE  exit with CODE while loading (after --crash-after S)
+    --oom                     print a CUDA OOM message while loading and die
+    --orphan-holds-port       double-fork a setsid orphan that keeps the listening socket
+    --children N              fork N children (same process group) that keep the socket
+    --gpu-ledger DIR          write a fake GPU allocation (--gpu-mib) to DIR/<pid>.json,
+    --gpu-release-after S     ... released S seconds after exit, or "never"
+    --report-config JSON      report these config keys instead of the requested ones
+    --instance-id ID          report a fixed instance id (e.g. persisted across restarts)
+    --hang-after S            SIGSTOP itself S seconds after start
+    --hot / --hot-ignore      accept POST /v1/ddtree/config (or accept it and change nothing)
+
+It prints `ready instance_id=... port=...` when ready.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--mode", default="ddtree")
+    p.add_argument("--budget", type=int, default=16)
+    p.add_argument("--topk", type=int, default=4)
+    p.add_argument("--window", default="none")
+    p.add_argument("--bind-delay", type=float, default=0.0)
+    p.add_argument("--ready-delay", type=float, default=0.0)
+    p.add_argument("--models-before-ready", action="store_true")
+    p.add_argument("--linger-after-term", type=float, default=0.0)
+    p.add_argument("--ignore-term", action="store_true")
+    p.add_argument("--crash-during-load", type=int, default=None)
+    p.add_argument("--crash-after", type=float, default=0.3)
+    p.add_argument("--oom", action="store_true")
+    p.add_argument("--orphan-holds-port", action="store_true")
+    p.add_argument("--children", type=int, default=0)
+    p.add_argument("--gpu-ledger", default=None)
+    p.add_argument("--gpu-mib", type=float, default=1000.0)
+    p.add_argument("--gpu-release-after", default="0")
+    p.add_argument("--report-config", default=None)
+    p.add_argument("--instance-id", default=None)
+    p.add_argument("--hang-after", type=float, default=None)
+    p.add_argument("--hot", action="store_true")
+    p.add_argument("--hot-ignore", action="store_true")
+    return p.parse_args()
+
+
+class State:
+    """Identity, config and load progress of this fake instance."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.instance_id = args.instance_id or uuid.uuid4().hex
+        window = None if args.window == "none" else int(args.window)
+        self.config = {"mode": args.mode, "budget": args.budget, "topk": args.topk, "window": window}
+        self.generation = 1
+        self.started_at = time.time()
+        self.ready_at: float | None = None
+        self.lock = threading.Lock()
+
+    @property
+    def ready(self) -> bool:
+        return self.ready_at is not None
+
+    def reported_config(self) -> dict:
+        extra = json.loads(self.args.report_config) if self.args.report_config else {}
+        return {**self.config, **extra}
+
+    def server_info(self) -> dict:
+        config = self.reported_config()
+        digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+        return {
+            "instance_id": self.instance_id,
+            "pid": os.getpid(),
+            "started_at": self.started_at,
+            "ready_at": self.ready_at,
+            "config": config,
+            "config_hash": digest,
+            "config_generation": self.generation,
+        }
+
+    def sglang_info(self) -> dict:
+        config = self.reported_config()
+        algo = {"ar": None, "dflash": "DFLASH", "ddtree": "DDTREE"}[config["mode"]]
+        return {
+            "speculative_algorithm": algo,
+            "speculative_ddtree_budget": config["budget"] if algo == "DDTREE" else None,
+            "speculative_dflash_draft_window_size": config["window"] if algo else None,
+        }
+
+
+def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, fmt: str, *args: object) -> None:  # keep the log short
+            pass
+
+        def send_json(self, code: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            loading = {"error": "loading"}
+            if self.path in ("/health", "/health_generate"):
+                self.send_json(200 if state.ready else 503, {} if state.ready else loading)
+            elif self.path == "/server_info":
+                self.send_json(200, state.server_info())
+            elif self.path == "/get_server_info":
+                self.send_json(200, state.sglang_info())
+            elif self.path == "/v1/models":
+                ok = state.ready or state.args.models_before_ready
+                self.send_json(200 if ok else 503, {"data": [{"id": "fake-model"}]} if ok else loading)
+            else:
+                self.send_json(404, {"error": "not found"})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path == "/v1/completions" and state.ready:
+                self.send_json(200, {"choices": [{"index": 0, "text": " x", "finish_reason": "length"}]})
+            elif self.path == "/v1/completions":
+                self.send_json(503, {"error": "loading"})
+            elif self.path == "/v1/ddtree/config" and state.args.hot:
+                with state.lock:
+                    if not state.args.hot_ignore:
+                        state.config.update({k: body[k] for k in ("mode", "budget", "topk", "window") if k in body})
+                        state.generation += 1
+                    info = state.server_info()
+                self.send_json(200, {k: info[k] for k in ("config", "config_hash", "config_generation")})
+            else:
+                self.send_json(404, {"error": "not found"})
+
+    return Handler
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def fork_holders(server: ThreadingHTTPServer, children: int, orphan: bool) -> None:
+    """Children in our process group, and/or a setsid grandchild, that keep the socket open."""
+    for _ in range(children):
+        if os.fork() == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            while True:
+                time.sleep(3600)
+    if orphan:
+        pid = os.fork()
+        if pid == 0:
+            os.setsid()
+            if os.fork() == 0:
+                say(f"orphan pid={os.getpid()}")
+                while True:
+                    time.sleep(3600)
+            os._exit(0)
+        os.waitpid(pid, 0)
+
+
+def write_ledger(args: argparse.Namespace) -> None:
+    if not args.gpu_ledger:
+        return
+    release = None if args.gpu_release_after == "never" else float(args.gpu_release_after)
+    entry = {"pid": os.getpid(), "mib": args.gpu_mib, "release_after": release}
+    with open(os.path.join(args.gpu_ledger, f"{os.getpid()}.json"), "w") as handle:
+        json.dump(entry, handle)
+
+
+def install_term_handler(args: argparse.Namespace, server: ThreadingHTTPServer) -> None:
+    if args.ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        return
+
+    def on_term(signum: int, frame: object) -> None:
+        say(f"SIGTERM received; exiting in {args.linger_after_term}s")
+        threading.Timer(args.linger_after_term, lambda: os._exit(0)).start()
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def load(args: argparse.Namespace, state: State) -> None:
+    """The fake model load: fail, or become ready after --ready-delay."""
+    say("loading model")
+    if args.oom:
+        time.sleep(args.crash_after)
+        say("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB")
+        os._exit(1)
+    if args.crash_during_load is not None:
+        time.sleep(args.crash_after)
+        say(f"RuntimeError: fake load failure, exiting with {args.crash_during_load}")
+        os._exit(args.crash_during_load)
+    time.sleep(args.ready_delay)
+    state.ready_at = time.time()
+    say(f"ready instance_id={state.instance_id} port={args.port}")
+
+
+def main() -> None:
+    args = parse_args()
+    say(f"fake fault server pid={os.getpid()} pgid={os.getpgid(0)}")
+    if args.hang_after is not None:
+        threading.Timer(args.hang_after, lambda: os.kill(os.getpid(), signal.SIGSTOP)).start()
+    time.sleep(args.bind_delay)
+    state = State(args)
+    server = ThreadingHTTPServer((args.host, args.port), make_handler(state))
+    server.daemon_threads = True
+    fork_holders(server, args.children, args.orphan_holds_port)
+    install_term_handler(args, server)
+    write_ledger(args)
+    threading.Thread(target=load, args=(args, state), daemon=True).start()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
