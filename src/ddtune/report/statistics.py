@@ -97,7 +97,9 @@ def wilson_interval(passed: int, total: int, confidence: float = 0.95) -> tuple[
     denom = 1 + z * z / total
     centre = (p + z * z / (2 * total)) / denom
     half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if passed == 0 else max(0.0, centre - half)  # exact ends at 0/n and n/n
+    high = 1.0 if passed == total else min(1.0, centre + half)
+    return low, high
 
 
 def fisher_exact_two_sided(passed_a: int, total_a: int, passed_b: int, total_b: int) -> float:

@@ -1,0 +1,136 @@
+"""`build_report`: trial records in, report files and a `ReportSummary` out.
+
+    summary = build_report(records, Path("out"), ReportOptions())
+    print(summary.terminal_table())
+
+Writes into `out_dir`: report.html (self-contained), report.md, results.csv,
+results.json and the PNG plots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ddtune.errors import UserError
+from ddtune.report.conditions import condition_values, condition_warnings
+from ddtune.report.decide import best_pass_rate, compare_pass_rates, pareto_front, recommend
+from ddtune.report.document import build_document
+from ddtune.report.html import render_html
+from ddtune.report.inputs import TrialRecord
+from ddtune.report.lossless import check_losslessness, correctness_note, load_compare
+from ddtune.report.markdown import render_markdown
+from ddtune.report.options import ReportOptions
+from ddtune.report.plots import write_plots
+from ddtune.report.result import ReportSummary
+from ddtune.report.summarize import ConfigSummary, summarize_configs, unknown_metric_names
+from ddtune.report.tables import write_csv, write_json
+
+
+def build_report(
+    records: Sequence[TrialRecord], out_dir: Path, options: ReportOptions | None = None
+) -> ReportSummary:
+    options = options or ReportOptions()
+    _check_records(records)
+    out_dir = _prepare_out_dir(Path(out_dir))
+    summary = analyze(records, options)
+    if options.plots:
+        summary.plots, skipped = write_plots(summary.configs, out_dir)
+        summary.notes += [f"plot: {note}" for note in skipped]
+    _write_files(summary, records, out_dir)
+    return summary
+
+
+def analyze(records: Sequence[TrialRecord], options: ReportOptions) -> ReportSummary:
+    """Every statistic and decision of the report, without writing anything."""
+    configs = summarize_configs(records, options.confidence)
+    baselines = [s.label for s in configs if s.is_baseline]
+    baseline = baselines[0] if baselines else None
+    by_label: dict[str, list[TrialRecord]] = {}
+    for record in records:
+        by_label.setdefault(record.label, []).append(record)
+    lossless = check_losslessness(by_label, baseline, load_compare())
+    pass_rates = compare_pass_rates(configs, options.alpha)
+    best = best_pass_rate(configs)
+    notes = [f"{n} of {len(records)} trials did not complete" for n in [_unfinished(records)] if n]
+    if best is None:
+        notes.append(
+            "coding pass rate not measured: the throughput recommendation ignores correctness"
+        )
+    summary = ReportSummary(
+        options=options,
+        configs=configs,
+        baseline=baseline,
+        pass_rates=pass_rates,
+        best_pass_rate=None if best is None else best.label,
+        lossless=lossless,
+        correctness_notes={},
+        pareto=pareto_front(configs),
+        recommendations=recommend(configs, pass_rates, options),
+        conditions=condition_values(records),
+        warnings=_warnings(records, baselines),
+        notes=notes,
+    )
+    if best is not None:
+        summary.correctness_notes = _correctness_notes(summary, best, options.alpha)
+    return summary
+
+
+def _correctness_notes(summary: ReportSummary, best: ConfigSummary, alpha: float) -> dict[str, str]:
+    notes = {}
+    for s in summary.configs:
+        if s.coding is None or s is best or s.coding.rate == best.coding.rate:
+            continue
+        comparison = summary.pass_rates.get(s.label)
+        p = None if comparison is None else comparison.p_value
+        notes[s.label] = correctness_note(
+            summary.lossless.get(s.label), summary.lossless.get(best.label), p, alpha
+        )
+    return notes
+
+
+def _warnings(records: Sequence[TrialRecord], baselines: list[str]) -> list[str]:
+    warnings = condition_warnings(records)
+    if len(baselines) > 1:
+        warnings.append(
+            f"several baseline configs ({', '.join(baselines)}); ratios use {baselines[0]}"
+        )
+    unknown = unknown_metric_names(records)
+    if unknown:
+        warnings.append(f"unknown metric(s) {', '.join(unknown)} are not part of the report")
+    return warnings
+
+
+def _write_files(summary: ReportSummary, records: Sequence[TrialRecord], out_dir: Path) -> None:
+    document = build_document(summary, out_dir)
+    files = {"markdown": out_dir / "report.md", "html": out_dir / "report.html",
+             "csv": out_dir / "results.csv", "json": out_dir / "results.json"}  # fmt: skip
+    files["markdown"].write_text(render_markdown(document), encoding="utf-8")
+    files["html"].write_text(render_html(document, out_dir), encoding="utf-8")
+    write_csv(summary, files["csv"])
+    summary.files = files | {plot.name: out_dir / plot.name for plot in summary.plots}
+    write_json(summary, records, files["json"])
+
+
+def _check_records(records: Sequence[TrialRecord]) -> None:
+    if not records:
+        raise UserError("no trial records to report: run the sweep first (ddtune sweep run)")
+    bad = [type(r).__name__ for r in records if not isinstance(r, TrialRecord)]
+    if bad:
+        raise UserError(f"build_report needs TrialRecord items; got {', '.join(sorted(set(bad)))}")
+
+
+def _prepare_out_dir(out_dir: Path) -> Path:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(
+            f"report output {out_dir} exists and is not a directory; choose another --out"
+        )
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create report directory {out_dir}: {exc.strerror}") from None
+    return out_dir
+
+
+def _unfinished(records: Sequence[TrialRecord]) -> int:
+    return sum(1 for r in records if r.status != "done")

@@ -1,0 +1,261 @@
+"""The report as a neutral document: sections of paragraphs, lists, tables and images.
+
+`build_document(summary)` decides *what* the report says; `markdown.py` and
+`html.py` only decide how it looks, so both outputs carry the same content.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddtune.report.conditions import CONDITION_NAMES
+from ddtune.report.result import ReportSummary, format_ci
+from ddtune.report.statistics import MeanCI
+from ddtune.report.summarize import THROUGHPUT, ConfigSummary
+
+
+@dataclass
+class Link:
+    text: str
+    href: str
+
+
+Cell = str | Link
+
+
+@dataclass
+class Paragraph:
+    text: str
+    warning: bool = False
+
+
+@dataclass
+class Bullets:
+    items: list[str]
+    warning: bool = False
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[Cell]]
+
+
+@dataclass
+class Image:
+    file: str  # name inside the output directory
+    title: str
+    caption: str
+
+
+Block = Paragraph | Bullets | Table | Image
+
+
+@dataclass
+class Section:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+
+@dataclass
+class Document:
+    title: str
+    sections: list[Section]
+
+
+def build_document(summary: ReportSummary, out_dir: Path) -> Document:
+    sections = [
+        _recommendations(summary),
+        _configurations(summary),
+        Section(
+            "Plots",
+            [Image(p.name, p.title, p.caption) for p in summary.plots]
+            + [Paragraph(f"Plot skipped: {n}") for n in summary.notes if n.startswith("plot:")],
+        ),  # fmt: skip
+        _correctness(summary),
+        _acceptance(summary),
+        _failures(summary, out_dir),
+        _conditions(summary),
+        _methods(summary),
+    ]
+    return Document(summary.options.title, [s for s in sections if s.blocks])
+
+
+def _recommendations(summary: ReportSummary) -> Section:
+    items = [f"{r.description} — {r.status.upper()}: {r.text}" for r in summary.recommendations]
+    blocks: list[Block] = []
+    if summary.warnings:
+        blocks.append(Bullets([f"Warning: {w}" for w in summary.warnings], warning=True))
+    blocks.append(Bullets(items))
+    if summary.pareto:
+        blocks.append(
+            Paragraph(
+                "Pareto front over (short tok/s, long tok/s, pass rate): "
+                + ", ".join(summary.pareto)
+            )
+        )
+    if summary.baseline is None:
+        blocks.append(
+            Paragraph("No baseline (AR) config in this sweep: no ratios to the baseline.")
+        )
+    other = [n for n in summary.notes if not n.startswith("plot:")]
+    if other:
+        blocks.append(Bullets(other))
+    return Section("Recommendations", blocks)
+
+
+def _configurations(summary: ReportSummary) -> Section:
+    level = f"{summary.options.confidence:.0%}"
+    headers = ["config", "repeats done", f"short tok/s [{level} CI]", "x baseline", f"long tok/s [{level} CI]",
+               "x baseline", f"throughput tok/s [{level} CI]", "x baseline", f"acceptance length [{level} CI]",
+               "pass rate [Wilson]", "T=0 outputs", "Pareto"]  # fmt: skip
+    rows = [_config_row(summary, s) for s in summary.configs]
+    notes = [f"{s.label}: {n}" for s in summary.configs for n in s.notes]
+    blocks: list[Block] = [Table(headers, rows)]
+    if notes:
+        blocks.append(Bullets(notes))
+    blocks.append(
+        Paragraph(
+            "n=1 means a single completed repeat: no interval can be given; run more repeats."
+        )
+    )
+    return Section("Configurations", blocks)
+
+
+def _config_row(summary: ReportSummary, s: ConfigSummary) -> list[Cell]:
+    verdict = summary.lossless.get(s.label)
+    return [
+        s.label + (" (baseline)" if s.is_baseline else ""),
+        f"{s.done}/{s.trials}",
+        format_ci(s.metrics.get("short_tps")),
+        _ratio(s, "short_tps"),
+        format_ci(s.metrics.get("long_tps")),
+        _ratio(s, "long_tps"),
+        format_ci(s.metrics.get(THROUGHPUT)),
+        _ratio(s, THROUGHPUT),
+        format_ci(s.metrics.get("acceptance_length"), digits=2),
+        _coding(s),
+        "-" if verdict is None else verdict.status,
+        "yes" if s.label in summary.pareto else "",
+    ]
+
+
+def _correctness(summary: ReportSummary) -> Section:
+    rows: list[list[Cell]] = []
+    for s in summary.configs:
+        comparison = summary.pass_rates.get(s.label)
+        versus = (
+            "best pass rate"
+            if s.label == summary.best_pass_rate
+            else (comparison.text if comparison else "-")
+        )
+        verdict = summary.lossless.get(s.label)
+        rows.append([s.label, _coding(s), versus, summary.correctness_notes.get(s.label, ""),
+                     "-" if verdict is None else verdict.text])  # fmt: skip
+    headers = [
+        "config",
+        "pass rate [Wilson]",
+        "vs best (Fisher exact, two-sided)",
+        "difference is",
+        "T=0 vs baseline",
+    ]
+    text = (
+        "Every mode is lossless: at T=0 each config must produce the baseline's text. A pass-rate "
+        "difference between configs is therefore divergence or noise, never a trade-off."
+    )
+    return Section("Correctness and losslessness", [Paragraph(text), Table(headers, rows)])
+
+
+def _acceptance(summary: ReportSummary) -> Section:
+    rows: list[list[Cell]] = []
+    for s in summary.configs:
+        a = s.acceptance
+        if a is not None:
+            rows.append(
+                [s.label, str(a.n)]
+                + [f"{v:.2f}" for v in (a.minimum, a.p25, a.median, a.p75, a.maximum)]
+            )
+    if not rows:
+        return Section(
+            "Acceptance length distribution",
+            [Paragraph("No per-request acceptance lengths recorded.")],
+        )
+    headers = ["config", "requests", "min", "25%", "median", "75%", "max"]
+    return Section("Acceptance length distribution", [Table(headers, rows)])
+
+
+def _failures(summary: ReportSummary, out_dir: Path) -> Section:
+    rows: list[list[Cell]] = []
+    for s in summary.configs:
+        for f in s.failures:
+            link: Cell = (
+                "-" if not f.log_tail_path else Link("log tail", _href(f.log_tail_path, out_dir))
+            )
+            rows.append([s.label, str(f.trial_id), str(f.repeat), f.status, f.failure or "-", str(f.attempts),
+                         (f.detail or "")[:200], link])  # fmt: skip
+    if not rows:
+        return Section("Failures", [Paragraph("No failed or unfinished trials.")])
+    headers = ["config", "trial", "repeat", "status", "class", "attempts", "detail", "log"]
+    return Section("Failures", [Table(headers, rows)])
+
+
+def _conditions(summary: ReportSummary) -> Section:
+    rows: list[list[Cell]] = [
+        [CONDITION_NAMES.get(key, key), "; ".join(values)]
+        for key, values in summary.conditions.items()
+    ]
+    blocks: list[Block] = [Table(["condition", "values over completed trials"], rows)]
+    if summary.warnings:
+        blocks.append(Bullets(summary.warnings, warning=True))
+    else:
+        blocks.append(Paragraph("All completed trials ran under the same recorded conditions."))
+    return Section("Conditions", blocks)
+
+
+def _methods(summary: ReportSummary) -> Section:
+    o = summary.options
+    return Section("Methods", [Bullets([
+        f"Means over completed repeats with {o.confidence:.0%} Student-t intervals; n=1 gets no interval.",
+        "Ratio to the baseline: ratio of mean tok/s with Fieller's interval (independent samples, "
+        "Welch-Satterthwaite degrees of freedom); none when either side has n=1.",
+        "Throughput: per repeat, the geometric mean of short and long tok/s (both must be measured).",
+        f"Pass rates pooled over repeats with {o.confidence:.0%} Wilson intervals; each config against the "
+        f"best by Fisher's exact test (two-sided, significant at p < {o.alpha:g}).",
+        f"Two configs are separated when the {o.confidence:.0%} Welch interval of their difference excludes 0; "
+        "otherwise the recommendation is inconclusive.",
+        f"Repeats needed: exact power of a two-sample t-test ({o.power:.0%} power, alpha {o.alpha:g}) at "
+        "the observed difference and pooled spread.",
+        f"Means within {o.tie_tolerance:.0%} of the best are ties: the cheaper config (smaller budget, then "
+        "smaller topk) is preferred.",
+    ])])  # fmt: skip
+
+
+def _ratio(s: ConfigSummary, metric: str) -> str:
+    ratio: MeanCI | None = s.ratios.get(metric)
+    if s.is_baseline:
+        return "1 (baseline)"
+    if ratio is None:
+        return "-"
+    if not ratio.has_interval:
+        return f"{ratio.mean:.2f}x"
+    return f"{ratio.mean:.2f}x [{ratio.low:.2f}, {ratio.high:.2f}]"
+
+
+def _coding(s: ConfigSummary) -> str:
+    c = s.coding
+    if c is None:
+        return "not measured"
+    return f"{c.passed}/{c.total} = {c.rate:.0%} [{c.low:.0%}, {c.high:.0%}]"
+
+
+def _href(path: str, out_dir: Path) -> str:
+    """A link relative to the report when possible, so the directory can be moved."""
+    target = Path(path)
+    if not target.is_absolute():
+        return target.as_posix()
+    try:
+        return Path(os.path.relpath(target, out_dir.resolve())).as_posix()
+    except ValueError:  # another drive on Windows
+        return target.as_uri()

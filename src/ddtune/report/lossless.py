@@ -1,0 +1,124 @@
+"""Losslessness at T=0 and what a correctness difference between configs means.
+
+Every ddtune mode (ar, dflash, ddtree) is lossless: at temperature 0 it must
+produce the baseline's text token for token. So a pass-rate difference between
+two configurations is never a trade-off; it is either *divergence* (the outputs
+differ from the baseline's) or *noise* (identical outputs, different test
+verdicts, or sampling at T > 0 with no significant difference).
+
+The text comparison itself is `ddtune.bench.compare_outputs` (imported lazily,
+so the report still renders, saying "not checked", where bench is unavailable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ddtune.report.inputs import TrialRecord
+
+Compare = Callable[
+    [Sequence[str], Sequence[str]], Any
+]  # -> verdict(identical, request, char, detail)
+
+
+@dataclass
+class LosslessVerdict:
+    status: str  # "identical" | "diverged" | "reference" | "not checked"
+    text: str  # words for the report
+    request: int | None = None  # first diverging request (as compare_outputs numbers it)
+    char: int | None = None  # first diverging character in that request
+    repeats_checked: int = 0
+
+
+def load_compare() -> Compare | None:
+    """`ddtune.bench.compare_outputs`, or None when bench does not provide it."""
+    try:
+        from ddtune.bench import compare_outputs
+    except ImportError:
+        return None
+    return compare_outputs
+
+
+def check_losslessness(
+    by_label: dict[str, list[TrialRecord]], baseline_label: str | None, compare: Compare | None
+) -> dict[str, LosslessVerdict]:
+    """One verdict per label: its T=0 outputs against the baseline's first recorded outputs."""
+    reference = _reference_outputs(by_label.get(baseline_label, [])) if baseline_label else None
+    verdicts = {}
+    for label, records in by_label.items():
+        verdicts[label] = _verdict(label == baseline_label, records, reference, compare)
+    return verdicts
+
+
+def _verdict(
+    is_baseline: bool,
+    records: list[TrialRecord],
+    reference: list[str] | None,
+    compare: Compare | None,
+) -> LosslessVerdict:
+    done = [r for r in records if r.status == "done" and r.outputs]
+    if any(r.temperature > 0 for r in records):
+        return LosslessVerdict(
+            "not checked", "not checked: T > 0 (sampled outputs differ by design)"
+        )
+    if reference is None:
+        return LosslessVerdict("not checked", "not checked: no baseline outputs at T = 0")
+    if not done:
+        return LosslessVerdict("not checked", "not checked: no outputs recorded")
+    if compare is None:
+        return LosslessVerdict(
+            "not checked", "not checked: ddtune.bench.compare_outputs unavailable"
+        )
+    for record in done:
+        verdict = compare(reference, record.outputs)
+        if not verdict.identical:
+            where = f"request {verdict.request}, char {verdict.char}"
+            who = "baseline repeat" if is_baseline else "repeat"
+            text = f"diverged at {where} ({who} {record.repeat})"
+            if is_baseline:
+                text += ": the baseline itself is not deterministic, so divergence elsewhere may be noise"
+            return LosslessVerdict("diverged", text, verdict.request, verdict.char, len(done))
+    if is_baseline:
+        agree = "identical to each other" if len(done) > 1 else "recorded"
+        text = f"reference (baseline, {len(done)} repeat(s) {agree})"
+        return LosslessVerdict("reference", text, repeats_checked=len(done))
+    return LosslessVerdict(
+        "identical", f"identical to the baseline ({len(done)} repeat(s))", repeats_checked=len(done)
+    )
+
+
+def _reference_outputs(baseline_records: list[TrialRecord]) -> list[str] | None:
+    for record in sorted(baseline_records, key=lambda r: r.repeat):
+        if record.status == "done" and record.outputs and record.temperature == 0:
+            return list(record.outputs)
+    return None
+
+
+def correctness_note(
+    verdict: LosslessVerdict | None,
+    reference_verdict: LosslessVerdict | None,
+    fisher_p: float | None,
+    alpha: float,
+) -> str:
+    """Why a config's pass rate differs from the reference's: divergence or noise, never a trade-off."""
+    if verdict is not None and verdict.status == "diverged":
+        return (
+            f"divergence: outputs {verdict.text}; a lossless method should match the baseline, "
+            "so the pass-rate difference follows from that divergence, not a trade-off"
+        )
+    both_identical = (
+        verdict is not None
+        and reference_verdict is not None
+        and verdict.status in ("identical", "reference")
+        and reference_verdict.status in ("identical", "reference")
+    )
+    if both_identical:
+        return "noise: identical T=0 outputs, different test verdicts (flaky test execution), not a trade-off"
+    if fisher_p is not None and fisher_p >= alpha:
+        return f"noise: not significant (Fisher p = {fisher_p:.2f}); outputs not compared"
+    return (
+        "significant difference with outputs not compared: for a lossless method this points "
+        "at divergence (check the T=0 outputs), not at a trade-off"
+    )

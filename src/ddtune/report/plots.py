@@ -1,0 +1,190 @@
+"""PNG plots of a sweep (matplotlib, Agg canvas, no pyplot global state).
+
+    tps_vs_budget.png         short and long tok/s vs tree budget, one line per topk (CI bars)
+    acceptance_vs_budget.png  mean acceptance length vs budget, and its per-request distribution
+    tps_vs_acceptance.png     tok/s against mean acceptance length, one point per config
+    pass_rate.png             coding pass rate per config with Wilson intervals
+
+ddtree configs form lines over budget; ar and dflash configs (no budget) are
+drawn as horizontal reference lines. A plot without data is skipped, with a note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ddtune.report.statistics import MeanCI
+from ddtune.report.summarize import ConfigSummary
+
+DPI = 100
+
+
+@dataclass
+class Plot:
+    name: str  # file name inside the output directory
+    title: str
+    caption: str
+
+
+def write_plots(summaries: Sequence[ConfigSummary], out_dir: Path) -> tuple[list[Plot], list[str]]:
+    """Write every plot that has data; return the plots and a note per skipped one."""
+    plots, notes = [], []
+    makers = (_tps_vs_budget, _acceptance_vs_budget, _tps_vs_acceptance, _pass_rate)
+    for maker in makers:
+        result = maker(summaries)
+        if isinstance(result, str):
+            notes.append(result)
+            continue
+        figure, plot = result
+        figure.savefig(out_dir / plot.name, dpi=DPI, bbox_inches="tight")
+        plots.append(plot)
+    return plots, notes
+
+
+def _tps_vs_budget(summaries: Sequence[ConfigSummary]) -> tuple[Figure, Plot] | str:
+    metrics = [
+        (m, t)
+        for m, t in (("short_tps", "short context"), ("long_tps", "long context"))
+        if _has(summaries, m)
+    ]
+    if not metrics:
+        return "tok/s vs budget: no tok/s measured"
+    figure = Figure(figsize=(6 * len(metrics), 4.2), layout="constrained")
+    for ax, (metric, title) in zip(
+        figure.subplots(1, len(metrics), squeeze=False)[0], metrics, strict=True
+    ):
+        _lines_over_budget(ax, summaries, metric)
+        ax.set_title(f"tok/s, {title}")
+        ax.set_ylabel("decode tok/s")
+    caption = "Mean over repeats with 95% t-intervals; dashed lines: configs without a tree budget."
+    return figure, Plot("tps_vs_budget.png", "Throughput vs tree budget", caption)
+
+
+def _acceptance_vs_budget(summaries: Sequence[ConfigSummary]) -> tuple[Figure, Plot] | str:
+    if not _has(summaries, "acceptance_length"):
+        return "acceptance length vs budget: no acceptance length measured"
+    with_dist = [s for s in summaries if s.acceptance is not None]
+    panels = 2 if with_dist else 1
+    figure = Figure(figsize=(6 * panels, 4.2), layout="constrained")
+    axes = figure.subplots(1, panels, squeeze=False)[0]
+    _lines_over_budget(axes[0], summaries, "acceptance_length")
+    axes[0].set_title("mean acceptance length")
+    axes[0].set_ylabel("tokens per verify round (incl. bonus)")
+    if with_dist:
+        _acceptance_boxes(axes[1], with_dist)
+    caption = "Left: mean over repeats with 95% t-intervals. Right: per-request distribution (quartiles, min-max)."
+    return figure, Plot("acceptance_vs_budget.png", "Acceptance length vs tree budget", caption)
+
+
+def _tps_vs_acceptance(summaries: Sequence[ConfigSummary]) -> tuple[Figure, Plot] | str:
+    rows = [s for s in summaries if s.mean("acceptance_length") is not None]
+    metrics = [m for m in ("short_tps", "long_tps") if any(s.mean(m) is not None for s in rows)]
+    if not rows or not metrics:
+        return "tok/s vs acceptance length: needs both measured"
+    figure = Figure(figsize=(7, 4.6), layout="constrained")
+    ax = figure.subplots()
+    for metric, marker in zip(metrics, ("o", "s"), strict=False):
+        points = [s for s in rows if s.mean(metric) is not None]
+        xs = [s.mean("acceptance_length") for s in points]
+        ys = [s.mean(metric) for s in points]
+        ax.errorbar(xs, ys, xerr=_errors([s.metrics["acceptance_length"] for s in points]),
+                    yerr=_errors([s.metrics[metric] for s in points]), fmt=marker, capsize=3,
+                    label=metric.replace("_tps", " context"))  # fmt: skip
+        for s, x, y in zip(points, xs, ys, strict=True):
+            ax.annotate(
+                _short(s.label), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            )
+    ax.set_xlabel("mean acceptance length")
+    ax.set_ylabel("decode tok/s")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    caption = "One point per config; bars are 95% t-intervals in both directions."
+    return figure, Plot("tps_vs_acceptance.png", "Throughput vs acceptance length", caption)
+
+
+def _pass_rate(summaries: Sequence[ConfigSummary]) -> tuple[Figure, Plot] | str:
+    rows = [s for s in summaries if s.coding is not None]
+    if not rows:
+        return "pass rate: no coding results"
+    figure = Figure(figsize=(7, 0.45 * len(rows) + 1.4), layout="constrained")
+    ax = figure.subplots()
+    ys = list(range(len(rows)))
+    rates = [s.coding.rate for s in rows]
+    err = [
+        [max(0.0, s.coding.rate - s.coding.low) for s in rows],
+        [max(0.0, s.coding.high - s.coding.rate) for s in rows],
+    ]
+    ax.errorbar(rates, ys, xerr=err, fmt="o", capsize=4, color="tab:green")
+    ax.set_yticks(ys, [f"{s.label}  {s.coding.passed}/{s.coding.total}" for s in rows], fontsize=8)
+    ax.set_xlim(-0.02, 1.02)
+    ax.invert_yaxis()
+    ax.set_xlabel("coding pass rate (95% Wilson interval)")
+    ax.grid(axis="x", alpha=0.3)
+    return figure, Plot(
+        "pass_rate.png", "Coding pass rate", "Pooled over repeats; bars are 95% Wilson intervals."
+    )
+
+
+def _lines_over_budget(ax: Axes, summaries: Sequence[ConfigSummary], metric: str) -> None:
+    series: dict[str, list[ConfigSummary]] = {}
+    for s in summaries:
+        if s.mean(metric) is None:
+            continue
+        if s.config.get("mode") == "ddtree":
+            series.setdefault(_series_name(s), []).append(s)
+        else:
+            ax.axhline(
+                s.mean(metric),
+                linestyle="--",
+                linewidth=1,
+                color="grey" if s.is_baseline else "tab:purple",
+            )
+            ax.annotate(s.label, (0, s.mean(metric)), xycoords=("axes fraction", "data"), fontsize=7,
+                        xytext=(3, 2), textcoords="offset points")  # fmt: skip
+    for name, points in sorted(series.items()):
+        points.sort(key=lambda s: s.cost)
+        cis = [s.metrics[metric] for s in points]
+        ax.errorbar([s.cost[0] for s in points], [ci.mean for ci in cis], yerr=_errors(cis), marker="o",
+                    capsize=3, label=name)  # fmt: skip
+    ax.set_xlabel("tree budget B")
+    ax.grid(alpha=0.3)
+    if series:
+        ax.legend(fontsize=8)
+
+
+def _acceptance_boxes(ax: Axes, rows: list[ConfigSummary]) -> None:
+    boxes = [
+        {"label": _short(s.label), "med": a.median, "q1": a.p25, "q3": a.p75, "whislo": a.minimum, "whishi": a.maximum}
+        for s in rows
+        if (a := s.acceptance) is not None
+    ]  # fmt: skip
+    ax.bxp(boxes, showfliers=False)
+    ax.tick_params(axis="x", labelrotation=45, labelsize=7)
+    ax.set_title("acceptance length per request")
+
+
+def _errors(cis: Sequence[MeanCI]) -> list[list[float]]:
+    """Asymmetric error bars; zero-length where n = 1 (no interval)."""
+    low = [ci.mean - ci.low if ci.has_interval else 0.0 for ci in cis]
+    high = [ci.high - ci.mean if ci.has_interval else 0.0 for ci in cis]
+    return [low, high]
+
+
+def _series_name(s: ConfigSummary) -> str:
+    window = s.config.get("window")
+    return f"topk {s.config.get('topk')}" + (
+        "" if window in (None, "none") else f", window {window}"
+    )
+
+
+def _short(label: str) -> str:
+    return label.replace("ddtree ", "").replace(" wnone", "")
+
+
+def _has(summaries: Sequence[ConfigSummary], metric: str) -> bool:
+    return any(s.mean(metric) is not None for s in summaries)

@@ -1,0 +1,104 @@
+"""`ReportSummary`: everything the report concluded, and the terse terminal table.
+
+`build_report` returns one; the Markdown/HTML renderers, the CSV/JSON writers
+and the CLI all read from it, so every output tells the same story.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ddtune.report.decide import PassRateComparison, Recommendation
+from ddtune.report.lossless import LosslessVerdict
+from ddtune.report.options import ReportOptions
+from ddtune.report.plots import Plot
+from ddtune.report.statistics import MeanCI
+from ddtune.report.summarize import ConfigSummary
+
+
+@dataclass
+class ReportSummary:
+    options: ReportOptions
+    configs: list[ConfigSummary]
+    baseline: str | None  # label of the baseline config, None when the sweep had none
+    pass_rates: dict[str, PassRateComparison]  # label -> comparison with the best pass rate
+    best_pass_rate: str | None
+    lossless: dict[str, LosslessVerdict]
+    correctness_notes: dict[str, str]  # label -> "divergence: ..." / "noise: ..."
+    pareto: list[str]
+    recommendations: list[Recommendation]
+    conditions: dict[str, list[str]]  # condition -> distinct values over completed trials
+    warnings: list[str]
+    notes: list[str]
+    plots: list[Plot] = field(default_factory=list)
+    files: dict[str, Path] = field(
+        default_factory=dict
+    )  # "html", "markdown", "csv", "json", plot names
+
+    def config(self, label: str) -> ConfigSummary:
+        for summary in self.configs:
+            if summary.label == label:
+                return summary
+        raise KeyError(label)
+
+    def recommendation(self, objective: str) -> Recommendation:
+        for rec in self.recommendations:
+            if rec.objective == objective:
+                return rec
+        raise KeyError(objective)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["files"] = {k: str(v) for k, v in self.files.items()}
+        return data
+
+    def terminal_table(self) -> str:
+        """A terse fixed-width table plus one line per recommendation and warning."""
+        headers = [
+            "config",
+            "done",
+            "short tok/s",
+            "long tok/s",
+            "x base",
+            "accept",
+            "pass",
+            "T=0",
+            "pareto",
+        ]
+        rows = [self._terminal_row(s) for s in self.configs]
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+        lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+        lines.append("  ".join("-" * w for w in widths))
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+        lines.append("")
+        for rec in self.recommendations:
+            lines.append(f"{rec.description}: {rec.text}")
+        lines += [f"WARNING: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def _terminal_row(self, s: ConfigSummary) -> list[str]:
+        ratio = s.ratios.get("throughput_tps")
+        coding = "-" if s.coding is None else f"{s.coding.passed}/{s.coding.total}"
+        verdict = self.lossless.get(s.label)
+        return [
+            s.label + (" (baseline)" if s.is_baseline else ""),
+            f"{s.done}/{s.trials}",
+            format_ci(s.metrics.get("short_tps")),
+            format_ci(s.metrics.get("long_tps")),
+            "1" if s.is_baseline else ("-" if ratio is None else f"{ratio.mean:.2f}"),
+            format_ci(s.metrics.get("acceptance_length"), digits=2),
+            coding,
+            "-" if verdict is None else verdict.status,
+            "yes" if s.label in self.pareto else "",
+        ]
+
+
+def format_ci(ci: MeanCI | None, digits: int = 1) -> str:
+    """'170.2 [165.1, 175.3]', '170.2 (n=1)' or '-'."""
+    if ci is None:
+        return "-"
+    if not ci.has_interval:
+        return f"{ci.mean:.{digits}f} (n=1)"
+    return f"{ci.mean:.{digits}f} [{ci.low:.{digits}f}, {ci.high:.{digits}f}]"

@@ -1,0 +1,228 @@
+"""Per-configuration summaries: group trial records by label and describe each group.
+
+One `ConfigSummary` per label holds what a single configuration's repeats can
+say on their own: mean and t-interval of every metric, the ratio to the
+baseline (Fieller interval), the acceptance-length distribution, the pooled
+coding pass rate (Wilson interval) and the failed attempts. Comparisons
+between configurations live in `decide.py`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics as pystats
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddtune.params import MODES, DecodeParams
+from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.report.statistics import MeanCI, mean_ci, ratio_ci, wilson_interval
+
+THROUGHPUT = "throughput_tps"  # derived per repeat: geometric mean of short_tps and long_tps
+MEAN_METRICS = (
+    "short_tps",
+    "long_tps",
+    THROUGHPUT,
+    "short_ttft_s",
+    "long_ttft_s",
+    "acceptance_length",
+)
+REPORTED_METRICS = tuple(m for m in MEAN_METRICS if m != THROUGHPUT)  # read from records
+RATIO_METRICS = ("short_tps", "long_tps", THROUGHPUT)
+
+
+@dataclass
+class Coding:
+    passed: int
+    total: int
+    rate: float
+    low: float  # Wilson interval
+    high: float
+
+
+@dataclass
+class AcceptanceDistribution:
+    """Per-request acceptance lengths pooled over the repeats."""
+
+    n: int
+    minimum: float
+    p25: float
+    median: float
+    p75: float
+    maximum: float
+
+
+@dataclass
+class FailureInfo:
+    trial_id: int
+    repeat: int
+    status: str
+    failure: str | None
+    attempts: int
+    detail: str | None
+    log_tail_path: str | None
+
+
+@dataclass
+class ConfigSummary:
+    label: str
+    config: dict[str, Any]
+    is_baseline: bool
+    cost: tuple[int, int, int]  # (budget, topk, mode rank): smaller is cheaper
+    temperatures: list[float]
+    trials: int
+    done: int
+    failures: list[FailureInfo]
+    samples: dict[str, list[float]]  # metric -> one value per done repeat that reported it
+    metrics: dict[str, MeanCI | None]
+    ratios: dict[str, MeanCI | None] = field(default_factory=dict)  # vs the baseline
+    acceptance: AcceptanceDistribution | None = None
+    coding: Coding | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def mean(self, metric: str) -> float | None:
+        ci = self.metrics.get(metric)
+        return None if ci is None else ci.mean
+
+
+def summarize_configs(
+    records: Sequence[TrialRecord], confidence: float = 0.95
+) -> list[ConfigSummary]:
+    """One summary per label, baseline first, then cheapest first."""
+    groups: dict[str, list[TrialRecord]] = {}
+    for record in records:
+        groups.setdefault(record.label, []).append(record)
+    summaries = [_summarize_group(label, group, confidence) for label, group in groups.items()]
+    summaries.sort(key=lambda s: (not s.is_baseline, s.cost, s.label))
+    baseline = next((s for s in summaries if s.is_baseline), None)
+    if baseline is not None:
+        for summary in summaries:
+            if summary is not baseline:  # the baseline's ratio to itself is 1 by definition
+                summary.ratios = _ratios(summary, baseline, confidence)
+    return summaries
+
+
+def cost_key(config: dict[str, Any]) -> tuple[int, int, int]:
+    """(budget, topk, mode rank) of the canonical parameters; unknown parts count as 0."""
+    known = {k: config[k] for k in ("mode", "budget", "topk", "window") if k in config}
+    try:
+        params = DecodeParams.from_dict(known).canonical()
+    except Exception:  # a config the vocabulary rejects still gets a place in the order
+        mode = str(config.get("mode", ""))
+        rank = MODES.index(mode) if mode in MODES else len(MODES)
+        return (_as_int(config.get("budget")), _as_int(config.get("topk")), rank)
+    return (params.budget, params.topk, MODES.index(params.mode))
+
+
+def _summarize_group(label: str, group: list[TrialRecord], confidence: float) -> ConfigSummary:
+    done = [r for r in group if r.status == "done"]
+    samples = _metric_samples(done)
+    summary = ConfigSummary(
+        label=label,
+        config=dict(group[0].config),
+        is_baseline=any(r.is_baseline for r in group),
+        cost=cost_key(group[0].config),
+        temperatures=sorted({float(r.temperature) for r in group}),
+        trials=len(group),
+        done=len(done),
+        failures=[_failure_info(r) for r in group if r.status != "done"],
+        samples=samples,
+        metrics={m: (mean_ci(v, confidence) if v else None) for m, v in samples.items()},
+        acceptance=_acceptance_distribution(done),
+        coding=_coding(done, confidence),
+    )
+    if any(r.config != group[0].config for r in group):
+        summary.notes.append(f"records labelled {label!r} carry different config dicts")
+    if len(done) == 1:
+        summary.notes.append("one completed repeat: no confidence interval (n = 1)")
+    return summary
+
+
+def _metric_samples(done: list[TrialRecord]) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {m: [] for m in MEAN_METRICS}
+    for record in done:
+        for metric in REPORTED_METRICS:
+            value = _number(record.metrics.get(metric))
+            if value is not None:
+                samples[metric].append(value)
+        short, long = (
+            _number(record.metrics.get("short_tps")),
+            _number(record.metrics.get("long_tps")),
+        )
+        if short is not None and long is not None and short > 0 and long > 0:
+            samples[THROUGHPUT].append(math.sqrt(short * long))
+    return samples
+
+
+def _ratios(
+    summary: ConfigSummary, baseline: ConfigSummary, confidence: float
+) -> dict[str, MeanCI | None]:
+    ratios: dict[str, MeanCI | None] = {}
+    for metric in RATIO_METRICS:
+        num, den = summary.samples.get(metric), baseline.samples.get(metric)
+        ok = num and den and math.fsum(den) != 0
+        ratios[metric] = ratio_ci(num, den, confidence) if ok else None
+    return ratios
+
+
+def _acceptance_distribution(done: list[TrialRecord]) -> AcceptanceDistribution | None:
+    values = sorted(float(v) for r in done for v in r.acceptance_lengths)
+    if not values:
+        return None
+    if len(values) == 1:
+        q1 = med = q3 = values[0]
+    else:
+        q1, med, q3 = pystats.quantiles(values, n=4, method="inclusive")
+    return AcceptanceDistribution(len(values), values[0], q1, med, q3, values[-1])
+
+
+def _coding(done: list[TrialRecord], confidence: float) -> Coding | None:
+    passed = total = 0
+    for record in done:
+        p, t = (
+            _number(record.metrics.get("coding_passed")),
+            _number(record.metrics.get("coding_total")),
+        )
+        if p is None or t is None or t <= 0:
+            continue
+        passed, total = passed + int(p), total + int(t)
+    if total == 0:
+        return None
+    low, high = wilson_interval(passed, total, confidence)
+    return Coding(passed, total, passed / total, low, high)
+
+
+def _failure_info(record: TrialRecord) -> FailureInfo:
+    return FailureInfo(
+        trial_id=record.trial_id,
+        repeat=record.repeat,
+        status=record.status,
+        failure=record.failure,
+        attempts=record.attempts,
+        detail=record.failure_detail,
+        log_tail_path=record.log_tail_path,
+    )
+
+
+def _number(value: Any) -> float | None:
+    """A finite float, or None for missing / non-numeric / NaN values."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def unknown_metric_names(records: Sequence[TrialRecord]) -> list[str]:
+    """Metric keys the report does not know (reported as a warning, never silently dropped)."""
+    return sorted({k for r in records for k in r.metrics} - set(METRIC_NAMES))
