@@ -1,0 +1,94 @@
+"""`BenchResult`: one run's JSON document, per-request samples and aggregates.
+
+Aggregates use the shared metric names (`ddtune.report.inputs.METRIC_NAMES`):
+short_tps / long_tps (mean per-request decode tokens/s), short_ttft_s /
+long_ttft_s (mean), acceptance_length (pooled over the measured requests, None
+when unavailable), coding_passed / coding_total (samples); extras:
+short_e2e_s, long_e2e_s, short_itl_s, long_itl_s, pass_at_1, pass_at_<n>,
+acceptance_length_request_mean, requests.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from ddtune.bench.client import StreamRecord
+from ddtune.bench.lossless import output_hash
+
+
+@dataclass
+class BenchResult:
+    base_url: str
+    server_kind: str
+    model: str | None
+    matrix: dict[str, Any]
+    identity: dict[str, Any] | None
+    hardware: dict[str, Any]
+    hardware_fingerprint: str
+    prompt_set_hash: str
+    prompt_source: str
+    temperature: float
+    started_at: float  # unix time
+    duration_s: float
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    aggregates: dict[str, float | int | None] = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)  # texts in request order (T=0: losslessness)
+    acceptance_source: str | None = None  # "usage.spec" | "meta_info" | "prometheus" | None
+    notes: list[str] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BenchResult:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> BenchResult:
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def make_sample(
+    workload: str, index: int, record: StreamRecord, acceptance: float | None
+) -> dict[str, Any]:
+    """One per-request row; decode figures exclude the first token (time to it is TTFT)."""
+    ttft = record.ttft_s
+    decode_s = record.e2e_s - ttft if ttft is not None else None
+    n = record.output_tokens
+    itl = decode_s / (n - 1) if decode_s and n > 1 else None
+    return {
+        "workload": workload, "index": index,
+        "ttft_s": ttft, "itl_s": itl, "e2e_s": record.e2e_s,
+        "output_tokens": n, "tokens_counted_by": record.tokens_counted_by,
+        "prompt_tokens": record.prompt_tokens,
+        "decode_tps": (n - 1) / decode_s if decode_s and n > 1 else None,
+        "chunks": len(record.chunk_times_s), "finish_reason": record.finish_reason,
+        "acceptance_length": acceptance,
+        "text": record.text, "sha256": output_hash(record.text),
+        "passed": None, "fail_reason": None,
+    }  # fmt: skip
+
+
+def throughput_aggregates(samples: list[dict[str, Any]]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for workload in ("short", "long"):
+        rows = [s for s in samples if s["workload"] == workload]
+        out[f"{workload}_tps"] = _mean(s["decode_tps"] for s in rows)
+        out[f"{workload}_ttft_s"] = _mean(s["ttft_s"] for s in rows)
+        out[f"{workload}_e2e_s"] = _mean(s["e2e_s"] for s in rows)
+        out[f"{workload}_itl_s"] = _mean(s["itl_s"] for s in rows)
+    return out
+
+
+def _mean(values: Any) -> float | None:
+    present = [v for v in values if v is not None]
+    return fmean(present) if present else None

@@ -1,0 +1,254 @@
+"""`run_bench`: one benchmark run against a server URL, as the sweep calls it per trial.
+
+Steps:
+1. Resolve the model name (/v1/models) and the identity snapshot.
+2. Build the request list: warmup, short, long, coding (deterministic order).
+3. Send the warmup requests (excluded from every figure).
+4. vLLM only: read the Prometheus counters.
+5. Send the measured requests (concurrency from the matrix), timed from the stream.
+6. vLLM only: read the counters again; acceptance from the difference.
+7. Run the coding samples' tests in the sandbox.
+8. Samples, aggregates and T=0 outputs into one `BenchResult`.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from importlib import metadata
+from typing import Any
+
+import httpx
+from rich.progress import Progress
+
+from ddtune.assets import default_tasks_file
+from ddtune.bench import acceptance as acc
+from ddtune.bench.client import (
+    SERVER_KINDS,
+    RequestSpec,
+    StreamRecord,
+    discover_model,
+    stream_request,
+)
+from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, load_tasks, pass_at_k_summary
+from ddtune.bench.hardware import hardware_fingerprint
+from ddtune.bench.matrix import BenchMatrix
+from ddtune.bench.prompts import build_prompt_set
+from ddtune.bench.result import BenchResult, make_sample, throughput_aggregates
+from ddtune.bench.sandbox import SandboxLimits
+from ddtune.errors import UserError
+
+IDENTITY_ENDPOINTS = {
+    "ddtune": ("/server_info",),
+    "sglang": ("/get_model_info", "/server_info"),
+    "vllm": ("/version", "/v1/models"),
+    "openai": ("/v1/models",),
+}
+ACCEPTANCE_SOURCES = {"ddtune": "usage.spec", "sglang": "meta_info", "vllm": "prometheus"}
+
+
+def run_bench(
+    base_url: str, matrix: BenchMatrix, server_kind: str = "ddtune",
+    identity: dict[str, Any] | None = None, progress: bool = True,
+) -> BenchResult:  # fmt: skip
+    """Run the matrix against `base_url`; raises BenchError when a request fails."""
+    if server_kind not in SERVER_KINDS:
+        raise UserError(
+            f"server kind must be one of {', '.join(SERVER_KINDS)}; got {server_kind!r}"
+        )
+    base_url = base_url.rstrip("/")
+    started, t0 = time.time(), time.perf_counter()
+    tasks = _coding_tasks(matrix)
+    prompts = build_prompt_set(
+        matrix.seed, (matrix.short.n_prompts, matrix.short.prompt_tokens),
+        (matrix.long.n_prompts, matrix.long.prompt_tokens), matrix.chars_per_token, matrix.prompts_file,
+    )  # fmt: skip
+    hardware = hardware_fingerprint()
+    with httpx.Client(timeout=httpx.Timeout(matrix.request_timeout_s, connect=10.0)) as client:
+        # 1. model name and identity
+        model = matrix.model or (
+            None if server_kind == "sglang" else discover_model(client, base_url)
+        )
+        identity = (
+            identity if identity is not None else snapshot_identity(client, base_url, server_kind)
+        )
+        # 2. requests
+        warmup, measured = plan_requests(matrix, prompts.short, prompts.long, tasks)
+        send = _sender(client, base_url, server_kind, model, matrix)
+        with _progress(progress) as bar:
+            _run_all(send, warmup, 1, bar, "warmup")  # 3.
+            before = acc.scrape_metrics(client, base_url) if server_kind == "vllm" else None  # 4.
+            records = _run_all(send, measured, matrix.concurrency, bar, "requests")  # 5.
+            after = acc.scrape_metrics(client, base_url) if server_kind == "vllm" else None  # 6.
+            samples = _samples(server_kind, measured, records)
+            coding = _run_coding(samples, measured, tasks, matrix, bar)  # 7.
+    # 8.
+    result = BenchResult(
+        base_url=base_url, server_kind=server_kind, model=model, matrix=matrix.to_dict(),
+        identity=identity, hardware=hardware, hardware_fingerprint=hardware["fingerprint"],
+        prompt_set_hash=prompts.hash(), prompt_source=prompts.source,
+        temperature=matrix.temperature, started_at=started, duration_s=0.0, samples=samples,
+        outputs=[s["text"] for s in samples], versions=_versions(),
+    )  # fmt: skip
+    _aggregate(result, server_kind, records, before, after, coding)
+    result.duration_s = time.perf_counter() - t0
+    return result
+
+
+def plan_requests(
+    matrix: BenchMatrix, short: list[str], long: list[str], tasks: list[CodingTask]
+) -> tuple[list[RequestSpec], list[RequestSpec]]:
+    """(warmup, measured) in a fixed order: short repeats, long repeats, coding samples."""
+    measured: list[RequestSpec] = []
+    for workload, prompts in (("short", short), ("long", long)):
+        cfg = getattr(matrix, workload)
+        if not cfg.enabled:
+            continue
+        texts = [prompt for _ in range(cfg.repeats) for prompt in prompts]
+        measured += [
+            RequestSpec(workload, i, p, cfg.max_tokens, matrix.seed) for i, p in enumerate(texts)
+        ]
+    for t, task in enumerate(tasks):
+        for s in range(matrix.coding.n_samples):
+            index = t * matrix.coding.n_samples + s
+            measured.append(RequestSpec("coding", index, task.prompt, matrix.coding.max_tokens,
+                                        matrix.seed + s, tuple(STOP_SEQUENCES)))  # fmt: skip
+    if not measured:
+        raise UserError(
+            "every bench workload is disabled; enable bench.short, bench.long or bench.coding"
+        )
+    pool = [m for m in measured if m.workload != "coding"] or measured
+    warmup = [
+        RequestSpec(
+            "warmup", i, pool[i % len(pool)].prompt, pool[i % len(pool)].max_tokens, matrix.seed
+        )
+        for i in range(matrix.warmup)
+    ]
+    return warmup, measured
+
+
+def snapshot_identity(
+    client: httpx.Client, base_url: str, server_kind: str
+) -> dict[str, Any] | None:
+    """The first identity endpoint that answers with JSON, tagged with `_source`."""
+    for path in IDENTITY_ENDPOINTS[server_kind]:
+        try:
+            response = client.get(base_url + path)
+            data = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            continue
+        if isinstance(data, dict):
+            return {**data, "_source": path}
+    return None
+
+
+def _coding_tasks(matrix: BenchMatrix) -> list[CodingTask]:
+    cfg = matrix.coding
+    if not cfg.enabled or cfg.limit == 0:
+        return []
+    return load_tasks(cfg.tasks_file or default_tasks_file(), cfg.limit)
+
+
+def _sender(client: httpx.Client, base_url: str, kind: str, model: str | None, matrix: BenchMatrix):
+    def send(spec: RequestSpec) -> StreamRecord:
+        return stream_request(client, base_url, kind, spec, model=model,
+                              temperature=matrix.temperature, ignore_eos=matrix.ignore_eos)  # fmt: skip
+
+    return send
+
+
+def _progress(enabled: bool):
+    return Progress(transient=True) if enabled else nullcontext(None)
+
+
+def _run_all(
+    send, specs: list[RequestSpec], concurrency: int, bar: Progress | None, label: str
+) -> list[StreamRecord]:
+    if not specs:
+        return []
+    task = bar.add_task(label, total=len(specs)) if bar else None
+
+    def one(spec: RequestSpec) -> StreamRecord:
+        record = send(spec)
+        if bar is not None:
+            bar.advance(task)
+        return record
+
+    if concurrency == 1:
+        return [one(spec) for spec in specs]
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(one, specs))
+
+
+def _samples(
+    kind: str, specs: list[RequestSpec], records: list[StreamRecord]
+) -> list[dict[str, Any]]:
+    return [
+        make_sample(spec.workload, spec.index, record, acc.request_acceptance(kind, record)[0])
+        for spec, record in zip(specs, records, strict=True)
+    ]
+
+
+def _run_coding(samples, specs, tasks, matrix: BenchMatrix, bar) -> list[list[bool]]:
+    """Fill passed/fail_reason of the coding samples; passes per task for pass@k."""
+    cfg = matrix.coding
+    limits = SandboxLimits(timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb)
+    rows = [(spec, s) for spec, s in zip(specs, samples, strict=True) if spec.workload == "coding"]
+    task_bar = bar.add_task("tests", total=len(rows)) if bar and rows else None
+    per_task: list[list[bool]] = [[] for _ in tasks]
+    for spec, sample in rows:
+        task = tasks[spec.index // cfg.n_samples]
+        outcome = evaluate(task, sample["text"], limits)
+        sample.update(task_id=task.task_id, sample=spec.index % cfg.n_samples, passed=outcome.passed,
+                      fail_reason=None if outcome.passed else outcome.outcome,
+                      fail_detail=outcome.detail, test_s=round(outcome.duration_s, 4))  # fmt: skip
+        per_task[spec.index // cfg.n_samples].append(outcome.passed)
+        if task_bar is not None:
+            bar.advance(task_bar)
+    return per_task
+
+
+def _aggregate(
+    result: BenchResult, kind: str, records, before, after, coding: list[list[bool]]
+) -> None:
+    aggregates: dict[str, Any] = throughput_aggregates(result.samples)
+    per_request = [acc.request_acceptance(kind, r) for r in records]
+    if kind == "vllm":
+        value, note = acc.vllm_acceptance(before, after)
+        result.notes.append(note)
+    else:
+        value = acc.pooled_acceptance(per_request)
+        if value is None:
+            result.notes.append(_no_acceptance_note(kind))
+    aggregates["acceptance_length"] = value
+    request_values = [v for v, _ in per_request if v is not None]
+    aggregates["acceptance_length_request_mean"] = (
+        sum(request_values) / len(request_values) if request_values else None
+    )
+    result.acceptance_source = ACCEPTANCE_SOURCES.get(kind) if value is not None else None
+    aggregates["coding_passed"] = sum(sum(t) for t in coding)
+    aggregates["coding_total"] = sum(len(t) for t in coding)
+    aggregates.update(pass_at_k_summary(coding))
+    aggregates["requests"] = len(result.samples)
+    result.aggregates = aggregates
+
+
+def _no_acceptance_note(kind: str) -> str:
+    if kind == "openai":
+        return "acceptance length unavailable: a generic OpenAI server reports no speculation stats"
+    field = "usage.spec" if kind == "ddtune" else "meta_info.spec_verify_ct"
+    return f"acceptance length unavailable: no response carried {field} (speculation off?)"
+
+
+def _versions() -> dict[str, str]:
+    try:
+        ddtune_version = metadata.version("ddtune")
+    except metadata.PackageNotFoundError:
+        ddtune_version = "unknown"
+    return {
+        "ddtune": ddtune_version,
+        "python": platform.python_version(),
+        "httpx": httpx.__version__,
+    }
