@@ -22,7 +22,7 @@ import json
 import re
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +114,7 @@ class TrialLoop:
         self.spec, self.store, self.workdir = spec, store, workdir
         self.console, self.summary = console, summary
         self.profile = str(getattr(spec.service, "profile", None) or "ddtune")
+        self.hardware = _hardware_now()
 
     def run(self, todo: list[Any]) -> None:
         from ddtune.services import build_controller
@@ -203,7 +204,7 @@ class TrialLoop:
         """One reconfigure + bench; stores the outcome; returns a failure line or None."""
         from ddtune.bench import run_bench
 
-        phase("reconfiguring: stopping → quiescing → loading")
+        phase("reconfiguring")
         outcome = controller.reconfigure(config, attempt_dir)
         timings = dict(getattr(outcome, "timings", None) or {})
         identity = dict(getattr(outcome, "identity", None) or {})
@@ -235,7 +236,7 @@ class TrialLoop:
             return f"bench_error — {detail} (log: {tail_path})"
         bench = result.to_dict()
         timings["bench_s"] = round(time.monotonic() - bench_started, 3)
-        hardware = _hardware(bench)
+        hardware = bench.get("hardware") or self.hardware
         self.store.record_result(trial["id"], attempt_id, bench, timings=timings, hardware=hardware)
         return None
 
@@ -251,9 +252,40 @@ def _write_tail(attempt_dir: Path, outcome: Any) -> str | None:
     return str(log_path) if log_path else None
 
 
-def _hardware(bench: dict[str, Any]) -> dict[str, Any]:
-    hardware = bench.get("hardware")
-    return hardware if isinstance(hardware, dict) else {}
+def _hardware_now() -> dict[str, Any]:
+    """Recorded with every attempt, failed ones included."""
+    from ddtune.bench.hardware import hardware_fingerprint
+
+    return hardware_fingerprint()
+
+
+PHASES = {  # controller step → what the progress line says while it runs
+    "preflight": "preflight",
+    "stop_command": "stopping",
+    "_wait_port_free": "quiescing",
+    "start": "starting",
+    "wait_ready": "loading (waiting for READY)",
+}
+
+
+def report_phases(controller: Any, phase: Callable[[str], None]) -> None:
+    """Show the readiness protocol's steps in the progress line.
+
+    `reconfigure()` has no progress callback, so each step method of this one
+    controller object is wrapped to announce itself first (missing ones are skipped).
+    """
+    for method, text in PHASES.items():
+        original = getattr(controller, method, None)
+        if callable(original):
+            setattr(controller, method, _announce(original, text, phase))
+
+
+def _announce(method: Callable, text: str, phase: Callable[[str], None]) -> Callable:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        phase(text)
+        return method(*args, **kwargs)
+
+    return wrapper
 
 
 def _slug(label: str) -> str:

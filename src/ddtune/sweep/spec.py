@@ -4,7 +4,8 @@
     [space]    a grid: lists of mode/budget/topk/window (+ [space.vars] user variables),
                expanded to their cartesian product
     [[configs]] an explicit list of configurations (mode/budget/topk/window + vars)
-    [service]  handed to `ddtune.services.ServiceSpec.from_dict`
+    [service]  handed to `ddtune.services.ServiceSpec.from_dict`; a command argument
+               "{python}" is replaced by the interpreter running ddtune
     [bench]    handed to `ddtune.bench.BenchMatrix.from_dict`
     [retry]    attempts, backoff (seconds between attempts)
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,7 @@ TOP_KEYS = ("sweep", "space", "configs", "service", "bench", "retry")
 SWEEP_KEYS = ("name", "repeats", "order", "seed", "baseline", "description")
 PARAM_KEYS = ("mode", "budget", "topk", "window")
 RETRY_KEYS = ("attempts", "backoff")
+PYTHON_PLACEHOLDER = "{python}"  # service.command argument: the Python running ddtune
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -355,9 +358,15 @@ def _retry(reader: SpecReader, doc: dict) -> RetryPolicy:
 
 
 def _service(reader: SpecReader, doc: dict) -> Any:
+    """The [service] table; a `{python}` argument becomes this interpreter's path."""
     from ddtune.services.spec import ServiceSpec
 
-    return _delegate(reader, "service", _dict(reader, doc, "service"), ServiceSpec.from_dict)
+    table = dict(_dict(reader, doc, "service"))
+    if isinstance(table.get("command"), list):
+        table["command"] = [
+            sys.executable if a == PYTHON_PLACEHOLDER else a for a in table["command"]
+        ]
+    return _delegate(reader, "service", table, ServiceSpec.from_dict)
 
 
 def _bench(reader: SpecReader, doc: dict, base_dir: Path | None) -> Any:

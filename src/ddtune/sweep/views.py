@@ -127,9 +127,7 @@ def write_report(store: Store, sweep: sqlite3.Row, out_dir: Path, console: Conso
     records = store.trial_records(sweep["id"])
     out_dir.mkdir(parents=True, exist_ok=True)
     result = build_report(records, out_dir)
-    summary = getattr(result, "summary", None) or getattr(result, "text", None)
-    if summary:
-        console.print(summary)
+    console.print(result.terminal_table(), markup=False, highlight=False)
     files = sorted(p.name for p in out_dir.iterdir())
     console.print(
         f"report for sweep {sweep['name']} ({len(records)} trials) in {out_dir}: {', '.join(files)}"

@@ -1,0 +1,88 @@
+"""`ddtune demo`: a real sweep on this machine with the bundled models, then its report.
+
+    1. restart pass  examples/demo.toml: every configuration gets a fresh
+                     `ddtune serve` process (process controller, full readiness
+                     protocol), AR baseline included, 2 repeats, interleaved
+    2. hot pass      examples/demo-hot.toml: one `ddtune serve` reconfigured in
+                     place through POST /v1/ddtree/config (hot controller)
+    3. reports       runs/demo/report and runs/demo/hot/report, plus the total time
+
+Both passes resume like any sweep: running the demo again finishes what an
+interrupted demo left and never redoes finished trials (`--fresh` starts over).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from ddtune.assets import default_drafter_dir, default_target_dir
+from ddtune.sweep.runner import RunSummary, run_sweep
+from ddtune.sweep.spec import load_spec
+from ddtune.sweep.store import Store
+from ddtune.sweep.views import write_report
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+RESTART_SPEC = EXAMPLES / "demo.toml"
+HOT_SPEC = EXAMPLES / "demo-hot.toml"
+
+
+def run_demo(out: Path, spec_path: Path | None = None, fresh: bool = False) -> int:
+    """Both passes and both reports; returns the exit code."""
+    console = Console(stderr=True)
+    started = time.monotonic()
+    default_target_dir(), default_drafter_dir()  # fail fast, with the fix, when models are missing
+    if fresh:
+        _clear(out)
+    passes = [("restart", spec_path or RESTART_SPEC, out)]
+    if spec_path is None:
+        passes.append(("hot", HOT_SPEC, out / "hot"))
+    for kind, path, folder in passes:
+        summary = _one_pass(console, kind, path, folder)
+        if summary.interrupted:
+            console.print("[yellow]demo interrupted[/]; run `ddtune demo` again to resume")
+            return summary.exit_code
+    minutes = (time.monotonic() - started) / 60
+    console.print(f"[bold]demo finished in {minutes:.1f} min[/]; reports:")
+    for kind, _, folder in passes:
+        console.print(
+            f"  {kind:8s} {folder / 'report' / 'report.html'}  (store {folder / 'store.sqlite'})"
+        )
+    return 0
+
+
+def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> RunSummary:
+    spec = load_spec(spec_path)
+    how = {
+        "restart": "each configuration restarts `ddtune serve` (process controller)",
+        "hot": "one `ddtune serve` reconfigured in place (hot controller, no restart)",
+    }[kind]
+    trials = (len(spec.configs) + bool(spec.baseline)) * spec.repeats
+    console.rule(f"{kind} pass: {spec.name}, {trials} trials — {how}")
+    store_path = folder / "store.sqlite"
+    summary = run_sweep(spec, store_path, console, resume_hint="ddtune demo")
+    console.print(
+        f"{kind} pass: {summary.done} done now, {summary.already_done} earlier, "
+        f"{summary.failed} failed, {summary.seconds:.0f} s"
+    )
+    for line in summary.failures:
+        console.print(f"  [red]failed[/] {line}")
+    if not summary.interrupted:
+        store = Store(store_path, create=False)
+        try:
+            write_report(store, store.sweep_row(spec.name), folder / "report", console)
+        finally:
+            store.close()
+    return summary
+
+
+def _clear(out: Path) -> None:
+    """Remove what earlier demo runs wrote under `out` (stores, trial logs, reports)."""
+    for folder in (out, out / "hot"):
+        for name in ("store.sqlite", "store.sqlite-wal", "store.sqlite-shm", "store.sqlite.lock"):
+            (folder / name).unlink(missing_ok=True)
+        for sub in ("trials", "report"):
+            shutil.rmtree(folder / sub, ignore_errors=True)
