@@ -1,0 +1,167 @@
+"""One request's decoding state and its rounds: AR steps and DFlash/DDTree draft-verify rounds.
+
+State between rounds: the target KV cache (committed tokens), the `root` (the
+last chosen token, not yet run through the target, at position `pos`), and
+the target hidden features of committed positions the drafter has not seen.
+
+A speculative round (DESIGN.md "DDTree round"):
+  1. draft   the drafter reads the new features and `[root, MASK x (block-1)]`
+  2. tree    best-first tree (ddtree) or top-1 chain (dflash), ancestor mask
+  3. verify  one target forward over `[root] + nodes` at positions pos + depth
+  4. walk    follow the target's own choice while a matching child exists;
+             the first unmatched choice is the bonus token
+  5. commit  compact the accepted path's KV in place, keep its features
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from ddtune.engine.drafter import DFlashDrafter
+from ddtune.engine.model import Decoder
+from ddtune.engine.sampling import Sampler
+from ddtune.engine.tree import DraftTree, build_tree, chain_tree, children_index, verify_mask
+
+STAGES = ("draft", "tree", "verify", "commit")
+
+
+@dataclass
+class RoundOutcome:
+    tokens: list[int]  # accepted draft tokens then the bonus token
+    tree_size: int  # draft nodes verified (root excluded)
+
+
+@dataclass
+class Session:
+    target: Decoder
+    drafter: DFlashDrafter | None
+    mode: str  # "ar" | "dflash" | "ddtree"
+    budget: int
+    topk: int
+    window: int | None
+    sampler: Sampler
+    generator: torch.Generator | None
+    capacity: int
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+
+    def __post_init__(self) -> None:
+        self.cache = self.target.new_cache(self.capacity)
+        self.dcache = self.drafter.new_cache(self.capacity) if self.drafter is not None else None
+        self.layer_ids = self.drafter.cfg.target_layer_ids if self.drafter is not None else []
+        self.root = -1
+        self.feats: torch.Tensor | None = None  # [1, C, L*H] features the drafter has not seen
+        self.feat_pos = 0  # position of feats[:, 0]
+
+    @property
+    def pos(self) -> int:
+        """Position of the root token (= committed tokens in the cache)."""
+        return self.cache.length
+
+    # --- prefill ---------------------------------------------------------------
+
+    def prefill(self, prompt: list[int]) -> int:
+        """Run the prompt through the target; returns the first generated token."""
+        ids = torch.tensor([prompt])
+        out = self.target(ids, cache=self.cache, hidden_layer_ids=self.layer_ids,
+                          last_logits_only=True)  # fmt: skip
+        if self.layer_ids:
+            self.feats, self.feat_pos = torch.cat(out.hidden, dim=-1), 0
+        self.root = self.sampler.choose(out.logits[0, -1], self.generator)
+        return self.root
+
+    # --- one round ---------------------------------------------------------------
+
+    def step(self, max_tokens: int) -> RoundOutcome:
+        """One round emitting at most `max_tokens` (>= 1) tokens."""
+        if self.mode == "ar":
+            return self._ar_step()
+        room = self.capacity - self.pos - 1  # cache slots left for draft nodes
+        max_depth = min(self.drafter.cfg.block_size - 1, max_tokens - 1, room)
+        t0 = time.perf_counter()
+        tree = DraftTree.empty()
+        if max_depth > 0 and (self.budget > 0 or self.mode == "dflash"):
+            top_lp, top_ids = self._draft(max_depth)
+            t1 = time.perf_counter()
+            self.seconds["draft"] += t1 - t0
+            if self.mode == "dflash":
+                tree = chain_tree(top_ids, top_lp)
+            else:
+                tree = build_tree(top_lp, top_ids, min(self.budget, room), self.topk)
+            t0 = t1
+        mask = verify_mask(tree, self.pos)
+        t1 = time.perf_counter()
+        self.seconds["tree"] += t1 - t0
+        logits, hidden = self._verify(tree, mask)
+        t2 = time.perf_counter()
+        self.seconds["verify"] += t2 - t1
+        outcome = self._walk_and_commit(tree, logits, hidden)
+        self.seconds["commit"] += time.perf_counter() - t2
+        return outcome
+
+    def _ar_step(self) -> RoundOutcome:
+        t0 = time.perf_counter()
+        out = self.target(torch.tensor([[self.root]]), cache=self.cache)
+        t1 = time.perf_counter()
+        self.seconds["verify"] += t1 - t0
+        self.root = self.sampler.choose(out.logits[0, -1], self.generator)
+        self.seconds["commit"] += time.perf_counter() - t1
+        return RoundOutcome([self.root], 0)
+
+    def _draft(self, max_depth: int) -> tuple[list[list[float]], list[list[int]]]:
+        """Per-depth top-K log-probs and ids for depths 1..max_depth."""
+        cfg = self.drafter.cfg
+        block = torch.full((1, cfg.block_size), cfg.mask_token_id)
+        block[0, 0] = self.root
+        q_pos = torch.arange(self.pos, self.pos + cfg.block_size)[None]
+        c_pos = torch.arange(self.feat_pos, self.pos)[None]
+        assert self.feats is not None and self.feats.shape[1] == c_pos.shape[1]
+        hidden = self.drafter(self.target.embed(block), self.feats, q_pos, c_pos,
+                              cache=self.dcache, window=self.window)  # fmt: skip
+        self.feats = None
+        logits = self.target.lm_logits(hidden[0, 1 : max_depth + 1])  # [D, V]
+        k = 1 if self.mode == "dflash" else min(self.topk, logits.shape[-1])
+        values, ids = torch.log_softmax(logits.float(), dim=-1).topk(k, dim=-1)
+        return values.tolist(), ids.tolist()
+
+    def _verify(self, tree: DraftTree, mask: torch.Tensor):
+        """Target logits [N+1, V] and features [N+1, L*H] for `[root] + nodes`."""
+        ids = torch.tensor([[self.root, *tree.tokens]])
+        positions = self.pos + torch.tensor([[0, *tree.depths]])
+        out = self.target(ids, positions=positions, cache=self.cache, attn_mask=mask,
+                          hidden_layer_ids=self.layer_ids)  # fmt: skip
+        hidden = torch.cat(out.hidden, dim=-1)[0] if self.layer_ids else None
+        return out.logits[0], hidden
+
+    def _walk_and_commit(self, tree: DraftTree, logits, hidden) -> RoundOutcome:
+        path, tokens = self._walk(tree, logits)
+        start = self.cache.length - tree.size - 1  # the root's slot
+        keep = torch.tensor(path) + start
+        self.cache.compact(keep, start)
+        if hidden is not None:
+            new = hidden[path][None]  # [1, len(path), L*H] at positions start, start+1, ...
+            if self.feats is None:
+                self.feats, self.feat_pos = new, start
+            else:
+                self.feats = torch.cat([self.feats, new], dim=1)
+        self.root = tokens[-1]
+        return RoundOutcome(tokens, tree.size)
+
+    def _walk(self, tree: DraftTree, logits: torch.Tensor) -> tuple[list[int], list[int]]:
+        """Accepted verify indices (root first) and emitted tokens (accepted + bonus)."""
+        children = children_index(tree)
+        greedy = logits.argmax(-1).tolist() if self.sampler.greedy else None
+        node, path, tokens = 0, [0], []
+        while True:
+            if greedy is not None:
+                choice = greedy[node]
+            else:
+                choice = self.sampler.choose(logits[node], self.generator)
+            child = children.get((node, choice))
+            tokens.append(choice)
+            if child is None:
+                return path, tokens
+            path.append(child)
+            node = child

@@ -1,0 +1,209 @@
+"""`Engine`: load a target (and drafter) folder once, then `generate()` one request at a time.
+
+    engine = Engine.load(target_dir, drafter_dir)
+    result = engine.generate(engine.tokenizer.encode("def f("), mode="ddtree", budget=16)
+    result.token_ids, result.text, result.finish_reason, result.stats
+
+`generate` holds a lock for the whole request (one at a time; callers such as
+the server serialise requests anyway) and keeps no state between requests.
+`on_tokens(new_ids)` is called as tokens become final; returning False
+cancels (finish "cancelled"). The first token comes from the prefill; every
+round after it is counted in the stats.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ddtune.engine.decoding import STAGES, Session
+from ddtune.engine.drafter import DFlashDrafter
+from ddtune.engine.loading import load_decoder, load_drafter
+from ddtune.engine.model import Decoder
+from ddtune.engine.sampling import Sampler
+from ddtune.engine.stops import OutputBuilder
+from ddtune.engine.tokenizer import Tokenizer
+from ddtune.errors import UserError
+from ddtune.params import DecodeParams
+
+
+@dataclass
+class GenerationStats:
+    rounds: int = 0  # verify rounds after the prefill
+    acceptance_lengths: list[int] = field(default_factory=list)  # tokens per round, bonus incl.
+    tree_sizes: list[int] = field(default_factory=list)  # draft nodes verified per round
+    stage_seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    prefill_seconds: float = 0.0
+    total_seconds: float = 0.0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+
+    @property
+    def mean_acceptance_length(self) -> float:
+        """Mean tokens committed per round (bonus included), in [1, block_size]."""
+        return sum(self.acceptance_lengths) / self.rounds if self.rounds else 0.0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.generated_tokens / self.total_seconds if self.total_seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["mean_acceptance_length"] = self.mean_acceptance_length
+        d["tokens_per_second"] = self.tokens_per_second
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GenerationStats:
+        derived = {"mean_acceptance_length", "tokens_per_second"}
+        return cls(**{k: v for k, v in d.items() if k not in derived})
+
+
+@dataclass
+class GenerationResult:
+    token_ids: list[int]  # generated ids only (stop token excluded)
+    text: str
+    finish_reason: str  # "stop" | "length" | "cancelled"
+    stats: GenerationStats
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "token_ids": self.token_ids,
+            "text": self.text,
+            "finish_reason": self.finish_reason,
+            "stats": self.stats.to_dict(),
+        }
+
+
+class Engine:
+    def __init__(
+        self,
+        target: Decoder,
+        tokenizer: Tokenizer,
+        drafter: DFlashDrafter | None = None,
+        eos_token_ids: Sequence[int] = (),
+        max_context: int | None = None,
+    ) -> None:
+        if drafter is not None:
+            drafter.cfg.check_target(target.cfg)
+        self.target, self.drafter, self.tokenizer = target, drafter, tokenizer
+        self.eos_token_ids = sorted(set(eos_token_ids))
+        self.max_context = min(max_context or 1 << 30, target.cfg.max_position_embeddings)
+        self.block_size = drafter.cfg.block_size if drafter is not None else 1
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(
+        cls,
+        target_dir: str | Path,
+        drafter_dir: str | Path | None = None,
+        dtype: torch.dtype = torch.float32,
+        max_context: int | None = None,
+    ) -> Engine:
+        target = load_decoder(target_dir, dtype)
+        drafter = load_drafter(drafter_dir, dtype) if drafter_dir is not None else None
+        return cls(target, Tokenizer.load(target_dir), drafter,
+                   eos_ids(Path(target_dir), target), max_context)  # fmt: skip
+
+    def generate(
+        self,
+        prompt_ids: Sequence[int],
+        mode: str = "ddtree",
+        budget: int = 16,
+        topk: int = 4,
+        window: int | None = None,
+        max_new_tokens: int = 64,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop_token_ids: Sequence[int] = (),
+        stop_strings: Sequence[str] = (),
+        ignore_eos: bool = False,
+        on_tokens: Callable[[list[int]], bool | None] | None = None,
+    ) -> GenerationResult:
+        params = DecodeParams(mode, budget, topk, window)
+        sampler = self._check(list(prompt_ids), params, max_new_tokens, temperature, top_p)
+        stops = list(stop_token_ids) + ([] if ignore_eos else self.eos_token_ids)
+        out = OutputBuilder(self.tokenizer.decode, max_new_tokens, stops, stop_strings)
+        capacity = min(
+            self.max_context, len(prompt_ids) + max_new_tokens + budget + self.block_size
+        )
+        gen = torch.Generator().manual_seed(seed if seed is not None else random.getrandbits(63))
+        with self._lock, torch.inference_mode():
+            session = Session(self.target, None if mode == "ar" else self.drafter, mode, budget,
+                              topk, window, sampler, gen, capacity)  # fmt: skip
+            stats = _run(session, list(prompt_ids), out, on_tokens)
+        return GenerationResult(out.ids, out.final_text(), out.finish_reason or "length", stats)
+
+    def _check(self, prompt, params, max_new_tokens, temperature, top_p) -> Sampler:
+        if params.mode != "ar" and self.drafter is None:
+            raise UserError(f"mode {params.mode!r} needs a drafter; load one or use mode 'ar'")
+        if not prompt:
+            raise UserError("the prompt is empty; give at least one token")
+        if len(prompt) >= self.max_context:
+            raise UserError(
+                f"the prompt has {len(prompt)} tokens but the context holds {self.max_context}; "
+                "shorten the prompt"
+            )
+        vocab = self.target.cfg.vocab_size
+        if min(prompt) < 0 or max(prompt) >= vocab:
+            raise UserError(f"prompt token ids must be in 0..{vocab - 1}")
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+            raise UserError(f"max_new_tokens must be an integer; got {max_new_tokens!r}")
+        if max_new_tokens < 1:
+            raise UserError(f"max_new_tokens must be at least 1; got {max_new_tokens}")
+        if not temperature >= 0:
+            raise UserError(f"temperature must be >= 0; got {temperature}")
+        if not 0 < top_p <= 1:
+            raise UserError(f"top_p must be in (0, 1]; got {top_p}")
+        return Sampler(float(temperature), float(top_p))
+
+
+def _run(session: Session, prompt: list[int], out: OutputBuilder, on_tokens) -> GenerationStats:
+    """Prefill, then rounds until a finish reason; returns the stats."""
+    stats = GenerationStats(prompt_tokens=len(prompt))
+    start = time.perf_counter()
+    cancelled = _emit(out, [session.prefill(prompt)], on_tokens)
+    stats.prefill_seconds = time.perf_counter() - start
+    while out.finish_reason is None and not cancelled:
+        if session.pos >= session.capacity:  # no slot left for the root: context is full
+            out.finish_reason = "length"
+            break
+        outcome = session.step(out.remaining)
+        stats.rounds += 1
+        stats.acceptance_lengths.append(len(outcome.tokens))
+        stats.tree_sizes.append(outcome.tree_size)
+        cancelled = _emit(out, outcome.tokens, on_tokens)
+    if cancelled:
+        out.finish_reason = "cancelled"
+    stats.total_seconds = time.perf_counter() - start
+    stats.stage_seconds = dict(session.seconds)
+    stats.generated_tokens = len(out.ids)
+    return stats
+
+
+def _emit(out: OutputBuilder, tokens: list[int], on_tokens) -> bool:
+    """Add a round's tokens; stream what became final. True when the caller cancelled."""
+    new = out.add(tokens)
+    if on_tokens is not None and new and on_tokens(new) is False:
+        return out.finish_reason is None
+    return False
+
+
+def eos_ids(folder: Path, target: Decoder) -> list[int]:
+    """EOS ids from generation_config.json, else from config.json (both may be int or list)."""
+    path = folder / "generation_config.json"
+    value: Any = target.cfg.eos_token_id
+    if path.is_file():
+        value = json.loads(path.read_text()).get("eos_token_id", value)
+    if value is None:
+        return []
+    return [int(v) for v in (value if isinstance(value, list) else [value])]
