@@ -1,0 +1,141 @@
+"""Fault-injection suite: the readiness protocol against a misbehaving real process.
+
+Each case starts the fake fault server with one switch and checks: no false
+READY, the right failure class, the log tail kept, no process left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+
+import pytest
+
+from ddtune.services import procs
+
+FAILURES = [
+    # (switches, timeouts / spec overrides, failure class, text expected in the log tail)
+    (["--crash-during-load", "3"], {}, "crashed(3)", "fake load failure"),
+    (["--oom"], {}, "oom", "CUDA out of memory"),
+    (["--bind-delay", "4"], {"timeouts": {"start": 1}}, "timeout:start", "fake fault server pid"),
+    (["--ready-delay", "6"], {"timeouts": {"health": 1}}, "timeout:health", "loading model"),
+    (["--report-config", '{{"budget": 99}}'], {}, "config_mismatch", "ready instance_id"),
+    (["--hang-after", "0.5", "--ready-delay", "6"], {"timeouts": {"health": 1.5}}, "timeout:health", "loading model"),
+    (["--ready-delay", "6", "--models-before-ready"], {"profile": "vllm", "timeouts": {"health": 1.5}}, "timeout:health", "loading model"),
+]
+
+
+@pytest.mark.parametrize("switches, overrides, failure, log_text", FAILURES, ids=lambda v: str(v)[:30])
+def test_fault_is_classified_and_cleaned_up(svc, port, controllers, tmp_path, switches, overrides, failure, log_text):
+    ctl = controllers(svc.make_spec(port, svc.fault_command(*switches), **overrides))
+    t0 = time.monotonic()
+    out = ctl.reconfigure(svc.params, tmp_path / "attempt")
+    assert not out.ready
+    assert out.failure == failure, out
+    assert log_text in out.log_tail
+    assert out.log_path and out.log_path.endswith("service.log")
+    assert svc.leftovers(ctl.workdir) == [] and out.leftover_pids == []
+    assert procs.port_listeners(port) == {}
+    if failure.startswith("crashed") or failure == "oom":
+        assert time.monotonic() - t0 < 5, "a dead process must fail fast, not wait for the health deadline"
+
+
+def test_slow_bind_and_slow_ready_wait_for_the_real_ready(svc, port, controllers, tmp_path):
+    ctl = controllers(svc.make_spec(port, svc.fault_command("--bind-delay", "1", "--ready-delay", "1.5")))
+    out = ctl.reconfigure(svc.params, tmp_path / "a")
+    assert out.ready, out
+    assert out.timings["port_s"] >= 0.9
+    assert out.timings["start_to_ready_s"] >= 2.4
+    ready_line = re.search(r"ready instance_id=(\w+)", out.log_tail)
+    assert ready_line and ready_line.group(1) == out.identity["instance_id"]
+
+
+def test_models_200_before_ready_is_not_ready_for_vllm(svc, port, controllers, tmp_path):
+    cmd = svc.fault_command("--ready-delay", "2", "--models-before-ready")
+    ctl = controllers(svc.make_spec(port, cmd, profile="vllm"))
+    out = ctl.reconfigure(svc.params, tmp_path / "a")
+    assert out.ready, out
+    assert out.timings["start_to_ready_s"] >= 1.9
+    assert out.identity["models"] == ["fake-model"]
+
+
+@pytest.mark.parametrize("linger, grace", [(1.5, 4.0), (30.0, 1.0)])
+def test_old_identity_answering_after_sigterm_is_never_ready(svc, port, controllers, tmp_path, linger, grace):
+    cmd = svc.fault_command("--linger-after-term", str(linger))
+    ctl = controllers(svc.make_spec(port, cmd, timeouts={"stop": grace}))
+    first = ctl.reconfigure(svc.params, tmp_path / "a1")
+    assert first.ready, first
+    second = ctl.reconfigure({**svc.params, "topk": 6}, tmp_path / "a2")
+    assert second.ready, second
+    assert second.identity["instance_id"] != first.identity["instance_id"]
+    assert second.identity["config"]["topk"] == 6
+    assert not procs.is_alive(first.identity["pid"], first.identity["start_ticks"])
+    assert second.timings["stop_to_quiet_s"] >= min(linger, grace) - 0.1
+
+
+def test_process_ignoring_sigterm_is_killed(svc, port, controllers, tmp_path):
+    ctl = controllers(svc.make_spec(port, svc.fault_command("--ignore-term"), timeouts={"stop": 1}))
+    first = ctl.reconfigure(svc.params, tmp_path / "a1")
+    second = ctl.reconfigure(svc.params, tmp_path / "a2")
+    assert first.ready and second.ready, (first, second)
+    assert second.timings["stop_to_quiet_s"] >= 0.9
+    assert not procs.is_alive(first.identity["pid"], first.identity["start_ticks"])
+
+
+def test_children_and_setsid_orphans_holding_the_port_are_found_and_killed(svc, port, controllers, tmp_path):
+    ctl = controllers(svc.make_spec(port, svc.fault_command("--orphan-holds-port", "--children", "2")))
+    first = ctl.reconfigure(svc.params, tmp_path / "a1")
+    assert first.ready, first
+    orphan = int(re.search(r"orphan pid=(\d+)", first.log_tail).group(1))
+    orphan_info = procs.read_stat(orphan)
+    assert orphan_info is not None and orphan_info.pgid != first.identity["pgid"], "the orphan left the process group"
+    second = ctl.reconfigure(svc.params, tmp_path / "a2")
+    assert second.ready, second
+    assert not procs.is_alive(orphan, orphan_info.start_ticks)
+    assert len(svc.leftovers(ctl.workdir)) == 4  # the new server, its 2 children and its orphan
+
+
+@pytest.mark.parametrize("release, failure", [("1.5", None), ("never", "gpu_memory_not_released")])
+def test_gpu_memory_must_return_to_baseline(svc, port, controllers, tmp_path, release, failure):
+    ledger = tmp_path / "ledger"
+    ledger.mkdir()
+    cmd = svc.fault_command("--gpu-ledger", str(ledger), "--gpu-mib", "4000", "--gpu-release-after", release)
+    ctl = controllers(svc.make_spec(port, cmd), gpu=svc.FakeLedgerGpu(ledger))
+    assert ctl.reconfigure(svc.params, tmp_path / "a1").ready
+    second = ctl.reconfigure(svc.params, tmp_path / "a2")
+    assert second.failure == failure, second
+    assert second.ready == (failure is None)
+    if failure is None:
+        assert second.timings["gpu_release_s"] >= 1.3
+    else:
+        assert "GPU 0" in second.detail and second.log_tail
+        assert svc.leftovers(ctl.workdir) == []
+
+
+def test_persisted_instance_id_is_a_stale_instance(svc, port, controllers, tmp_path):
+    ctl = controllers(svc.make_spec(port, svc.fault_command("--instance-id", "fixed-id")))
+    assert ctl.reconfigure(svc.params, tmp_path / "a1").ready
+    second = ctl.reconfigure(svc.params, tmp_path / "a2")
+    assert second.failure == "stale_instance", second
+    assert "fixed-id" in second.detail and second.log_tail
+    assert svc.leftovers(ctl.workdir) == []
+
+
+def test_foreign_listener_on_the_port_is_port_in_use(svc, port, controllers, tmp_path):
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        ctl = controllers(svc.make_spec(port, svc.fault_command(), timeouts={"quiesce": 1}))
+        out = ctl.reconfigure(svc.params, tmp_path / "a")
+    assert out.failure == "port_in_use", out
+    assert "pid" in out.detail
+    assert svc.leftovers(ctl.workdir) == []
+
+
+def test_outcome_round_trips_through_json(svc, port, controllers, tmp_path):
+    ctl = controllers(svc.make_spec(port, svc.fault_command("--crash-during-load", "7")))
+    out = ctl.reconfigure(svc.params, tmp_path / "a")
+    again = type(out).from_dict(json.loads(json.dumps(out.to_dict())))
+    assert again == out and again.failure == "crashed(7)"
