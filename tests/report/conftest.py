@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pytest
 
 from ddtune.params import DecodeParams
 from ddtune.report.inputs import TrialRecord
 
-OUTPUTS = ["def add(a, b):\n    return a + b\n", "The capital of France is Paris.", "1 2 3 5 8 13 21"]
+OUTPUTS = [
+    "def add(a, b):\n    return a + b\n",
+    "The capital of France is Paris.",
+    "1 2 3 5 8 13 21",
+]
 CONDITIONS = {
     "hardware": {"cpu": "test-cpu", "gpus": []},
     "hardware_fingerprint": "hw-0001",
@@ -89,10 +93,8 @@ def standard_effects() -> list[Effect]:
 
 
 @pytest.fixture
-def records_factory() -> Callable[..., list[TrialRecord]]:
-    return make_records
-
-
-@pytest.fixture
-def effects() -> list[Effect]:
-    return standard_effects()
+def synth() -> SimpleNamespace:
+    """The helpers above (importlib mode keeps conftest off sys.path, so tests get them here)."""
+    return SimpleNamespace(
+        Effect=Effect, make_records=make_records, standard_effects=standard_effects, OUTPUTS=OUTPUTS
+    )

@@ -17,12 +17,11 @@ from typing import Any
 
 from ddtune.report.inputs import TrialRecord
 
-# server_info fields that change with every start or configuration by design
-VOLATILE_IDENTITY_KEYS = frozenset(
-    {
-        "instance_id", "pid", "started_at", "ready_at", "start_time", "invocation_id",
-        "InvocationID", "config", "config_hash", "config_generation", "uptime_s", "base_url", "port",
-    }
+# identity fields that name what is served (models, software), the same for every config;
+# everything else in an identity (pid, argv, instance id, reported config) changes by design
+STABLE_IDENTITY_KEYS = (
+    "target_sha256", "drafter_sha256", "models", "model", "model_path", "served_model_name",
+    "versions", "version", "server_kind", "kind", "engine", "max_context",
 )  # fmt: skip
 CONDITION_NAMES = {
     "hardware": "hardware fingerprint",
@@ -61,7 +60,7 @@ def server_fingerprint(identity: Any) -> str | None:
     """Short description of the stable part of a server identity (models, versions)."""
     if not isinstance(identity, dict) or not identity:
         return None
-    stable = {k: v for k, v in identity.items() if k not in VOLATILE_IDENTITY_KEYS}
+    stable = {k: identity[k] for k in STABLE_IDENTITY_KEYS if identity.get(k) is not None}
     if not stable:
         return None
     named = [

@@ -24,7 +24,7 @@ Compare = Callable[
 
 
 @dataclass
-class LosslessVerdict:
+class LosslessCheck:
     status: str  # "identical" | "diverged" | "reference" | "not checked"
     text: str  # words for the report
     request: int | None = None  # first diverging request (as compare_outputs numbers it)
@@ -43,7 +43,7 @@ def load_compare() -> Compare | None:
 
 def check_losslessness(
     by_label: dict[str, list[TrialRecord]], baseline_label: str | None, compare: Compare | None
-) -> dict[str, LosslessVerdict]:
+) -> dict[str, LosslessCheck]:
     """One verdict per label: its T=0 outputs against the baseline's first recorded outputs."""
     reference = _reference_outputs(by_label.get(baseline_label, [])) if baseline_label else None
     verdicts = {}
@@ -57,34 +57,33 @@ def _verdict(
     records: list[TrialRecord],
     reference: list[str] | None,
     compare: Compare | None,
-) -> LosslessVerdict:
+) -> LosslessCheck:
     done = [r for r in records if r.status == "done" and r.outputs]
     if any(r.temperature > 0 for r in records):
-        return LosslessVerdict(
+        return LosslessCheck(
             "not checked", "not checked: T > 0 (sampled outputs differ by design)"
         )
     if reference is None:
-        return LosslessVerdict("not checked", "not checked: no baseline outputs at T = 0")
+        return LosslessCheck("not checked", "not checked: no baseline outputs at T = 0")
     if not done:
-        return LosslessVerdict("not checked", "not checked: no outputs recorded")
+        return LosslessCheck("not checked", "not checked: no outputs recorded")
     if compare is None:
-        return LosslessVerdict(
+        return LosslessCheck(
             "not checked", "not checked: ddtune.bench.compare_outputs unavailable"
         )
     for record in done:
         verdict = compare(reference, record.outputs)
         if not verdict.identical:
-            where = f"request {verdict.request}, char {verdict.char}"
             who = "baseline repeat" if is_baseline else "repeat"
-            text = f"diverged at {where} ({who} {record.repeat})"
+            text = f"{verdict.detail} ({who} {record.repeat}; request and char count from 0)"
             if is_baseline:
                 text += ": the baseline itself is not deterministic, so divergence elsewhere may be noise"
-            return LosslessVerdict("diverged", text, verdict.request, verdict.char, len(done))
+            return LosslessCheck("diverged", text, verdict.request, verdict.char, len(done))
     if is_baseline:
         agree = "identical to each other" if len(done) > 1 else "recorded"
         text = f"reference (baseline, {len(done)} repeat(s) {agree})"
-        return LosslessVerdict("reference", text, repeats_checked=len(done))
-    return LosslessVerdict(
+        return LosslessCheck("reference", text, repeats_checked=len(done))
+    return LosslessCheck(
         "identical", f"identical to the baseline ({len(done)} repeat(s))", repeats_checked=len(done)
     )
 
@@ -97,8 +96,8 @@ def _reference_outputs(baseline_records: list[TrialRecord]) -> list[str] | None:
 
 
 def correctness_note(
-    verdict: LosslessVerdict | None,
-    reference_verdict: LosslessVerdict | None,
+    verdict: LosslessCheck | None,
+    reference_verdict: LosslessCheck | None,
     fisher_p: float | None,
     alpha: float,
 ) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.report.decide import PassRateComparison, Recommendation
-from ddtune.report.lossless import LosslessVerdict
+from ddtune.report.lossless import LosslessCheck
 from ddtune.report.options import ReportOptions
 from ddtune.report.plots import Plot
 from ddtune.report.statistics import MeanCI
@@ -25,7 +25,7 @@ class ReportSummary:
     baseline: str | None  # label of the baseline config, None when the sweep had none
     pass_rates: dict[str, PassRateComparison]  # label -> comparison with the best pass rate
     best_pass_rate: str | None
-    lossless: dict[str, LosslessVerdict]
+    lossless: dict[str, LosslessCheck]
     correctness_notes: dict[str, str]  # label -> "divergence: ..." / "noise: ..."
     pareto: list[str]
     recommendations: list[Recommendation]

@@ -1,0 +1,120 @@
+"""Decisions on synthetic sweeps with known effects: recommendation, inconclusive, ties, Pareto."""
+
+from __future__ import annotations
+
+from ddtune.params import DecodeParams
+from ddtune.report import ReportOptions, analyze
+from ddtune.report.decide import pareto_front
+from ddtune.report.summarize import summarize_configs
+
+BEST = "ddtree b16 k4 wnone"
+
+
+def test_known_best_config_is_recommended_for_every_objective(synth):
+    summary = analyze(synth.make_records(synth.standard_effects(), repeats=3), ReportOptions())
+    for objective in ("throughput", "long_context", "short_context"):
+        rec = summary.recommendation(objective)
+        assert (rec.status, rec.label, rec.contenders) == ("recommended", BEST, [])
+    assert "x baseline" in summary.recommendation("throughput").text
+
+
+def test_close_configs_with_few_repeats_are_inconclusive_with_a_power_estimate(synth):
+    Effect, make_records = synth.Effect, synth.make_records
+    effects = [
+        Effect(DecodeParams("ddtree", 16, 4), 170.0, 120.0, 4.0, sd=0.05),
+        Effect(DecodeParams("ddtree", 8, 2), 164.0, 116.0, 3.6, sd=0.05),
+    ]
+    summary = analyze(make_records(effects, repeats=2, seed=3), ReportOptions())
+    rec = summary.recommendation("short_context")
+    assert rec.status == "inconclusive"
+    assert rec.label in (BEST, "ddtree b8 k2 wnone") and len(rec.contenders) == 1
+    assert rec.required_repeats is not None and rec.required_repeats > 2
+    assert f"About {rec.required_repeats} repeats per config (now 2)" in rec.text
+
+
+def test_single_runs_like_the_seed_sweep_are_inconclusive(synth):
+    Effect, make_records = synth.Effect, synth.make_records
+    # the seed read 149 vs 170 tok/s from one run each as a difference
+    effects = [
+        Effect(DecodeParams("ddtree", 16, 4), 149.0, 100.0, 4.0, sd=0.0),
+        Effect(DecodeParams("ddtree", 32, 4), 170.0, 110.0, 4.2, sd=0.0),
+    ]
+    rec = analyze(make_records(effects, repeats=1), ReportOptions()).recommendation("short_context")
+    assert rec.status == "inconclusive" and rec.label == "ddtree b32 k4 wnone"
+    assert rec.required_repeats is None
+    assert "Run at least 2 repeats" in rec.text
+
+
+def test_many_repeats_separate_the_same_effect(synth):
+    Effect, make_records = synth.Effect, synth.make_records
+    effects = [
+        Effect(DecodeParams("ddtree", 16, 4), 170.0, 120.0, 4.0, sd=0.01),
+        Effect(DecodeParams("ddtree", 8, 2), 160.0, 110.0, 3.6, sd=0.01),
+    ]
+    rec = analyze(make_records(effects, repeats=6, seed=1), ReportOptions()).recommendation(
+        "short_context"
+    )
+    assert (rec.status, rec.label) == ("recommended", BEST)
+
+
+def test_ties_within_tolerance_prefer_the_cheaper_config(synth):
+    Effect, make_records = synth.Effect, synth.make_records
+    effects = [
+        Effect(DecodeParams("ddtree", 32, 8), 171.0, 121.0, 4.1, sd=0.001),
+        Effect(DecodeParams("ddtree", 16, 8), 170.0, 120.0, 4.0, sd=0.001),
+        Effect(DecodeParams("ddtree", 16, 4), 169.5, 119.5, 4.0, sd=0.001),
+    ]
+    summary = analyze(make_records(effects, repeats=4), ReportOptions(tie_tolerance=0.02))
+    rec = summary.recommendation("short_context")
+    assert (rec.status, rec.label) == ("recommended", BEST)
+    assert "cheaper" in rec.text
+    strict = analyze(make_records(effects, repeats=4), ReportOptions(tie_tolerance=0.0))
+    assert strict.recommendation("short_context").label == "ddtree b32 k8 wnone"
+
+
+def test_throughput_excludes_a_config_significantly_worse_at_coding(synth):
+    Effect, make_records = synth.Effect, synth.make_records
+    effects = synth.standard_effects()
+    effects[3] = Effect(DecodeParams("ddtree", 16, 4), 190.0, 150.0, 4.5, passed=2)  # 6/30 vs 30/30
+    summary = analyze(make_records(effects, repeats=3), ReportOptions())
+    assert summary.pass_rates[BEST].significantly_below
+    throughput = summary.recommendation("throughput")
+    assert throughput.label == "ddtree b32 k4 wnone" and BEST in throughput.excluded
+    assert summary.recommendation("long_context").label == BEST  # speed objectives ignore coding
+
+
+def test_four_of_five_vs_five_of_five_is_not_a_difference(synth):
+    Effect, make_records = synth.Effect, synth.make_records
+    effects = [
+        Effect(DecodeParams("ddtree", 16, 4), 190.0, 150.0, 4.5, passed=4, total=5),
+        Effect(DecodeParams("ddtree", 8, 2), 150.0, 110.0, 3.5, passed=5, total=5),
+    ]
+    summary = analyze(make_records(effects, repeats=1), ReportOptions())
+    comparison = summary.pass_rates[BEST]
+    assert comparison.p_value == 1.0 and not comparison.significantly_below
+    assert "n is too small to separate" in comparison.text and "4/5 vs 5/5" in comparison.text
+    assert summary.best_pass_rate == "ddtree b8 k2 wnone"
+    assert BEST not in summary.recommendation("throughput").excluded
+
+
+def test_pareto_front_keeps_each_trade_off_and_drops_dominated(synth):
+    Effect, make_records = synth.Effect, synth.make_records
+    effects = [
+        Effect(DecodeParams("ddtree", 8, 2), 200.0, 100.0, 4.0),  # best short
+        Effect(DecodeParams("ddtree", 16, 4), 150.0, 160.0, 4.0),  # best long
+        Effect(DecodeParams("ddtree", 32, 4), 140.0, 150.0, 4.0),  # dominated by b16 k4
+    ]
+    configs = summarize_configs(make_records(effects, repeats=2))
+    assert pareto_front(configs) == ["ddtree b8 k2 wnone", BEST]
+
+
+def test_no_data_objective_says_so(synth):
+    Effect, make_records = synth.Effect, synth.make_records
+    effects = [Effect(DecodeParams("ddtree", 8, 2), 150.0, 110.0, 3.5)]
+    records = make_records(effects, repeats=2)
+    for r in records:
+        r.metrics["long_tps"] = None
+    summary = analyze(records, ReportOptions())
+    assert summary.recommendation("long_context").status == "no data"
+    assert summary.recommendation("throughput").status == "no data"
+    assert summary.recommendation("short_context").label == "ddtree b8 k2 wnone"
