@@ -84,7 +84,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     store = _open_store(args.store)
     try:
-        Console().print(status_table(store, store.sweep_row(args.sweep)))
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=160)  # a file or pipe: do not fold the table to 80 columns
+        console.print(status_table(store, store.sweep_row(args.sweep)))
     finally:
         store.close()
     return 0

@@ -95,7 +95,7 @@ def run_sweep(
             len(store.trials(sweep_id, ("done",))),
         )
         if todo:
-            TrialLoop(spec, store, store_path.parent, console, summary).run(todo)  # 2, 3
+            TrialLoop(spec, store, store_path.parent.resolve(), console, summary).run(todo)  # 2, 3
         if summary.interrupted:
             hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
             console.print(f"[yellow]interrupted[/]; the service is stopped. resume with: {hint}")
@@ -228,8 +228,9 @@ class TrialLoop:
         bench_started = time.monotonic()
         try:
             result = run_bench(
-                outcome.base_url, self.spec.bench, server_kind=self.profile, identity=identity
-            )
+                outcome.base_url, self.spec.bench, server_kind=self.profile, identity=identity,
+                progress=False,  # the sweep's own progress line is live
+            )  # fmt: skip
         except Exception as exc:  # a server dying mid-bench must not stop the sweep
             detail = f"{type(exc).__name__}: {exc}"
             self.store.fail_attempt(attempt_id, "bench_error", detail, log_tail_path=tail_path)
