@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from ddtune.errors import UserError
 from ddtune.params import DecodeParams
 from ddtune.server.errors import ApiError, invalid, unavailable
 from ddtune.server.requests import GenerationRequest, parse_chat, parse_completion
@@ -187,6 +188,8 @@ async def _disconnected(request: Request) -> None:
 def _failure(outcome: JobOutcome) -> ApiError:
     if outcome.dropped:
         return unavailable("the request was cancelled before it started", "cancelled")
+    if isinstance(outcome.error, UserError):  # the engine refused this request's input
+        return ApiError(400, str(outcome.error), code="invalid_request")
     return ApiError(500, f"generation failed: {outcome.error}", code="generation_failed")
 
 

@@ -29,18 +29,29 @@ class Identity:
 
 
 def weights_sha256(model_dir: Path | None) -> str | None:
-    """sha256 over the folder's weight files (sorted by name, name + bytes each)."""
+    """Fingerprint of a folder's weight files.
+
+    One file: its plain sha256 (what `sha256sum model.safetensors` prints).
+    Several (sharded): the sha256 of the `sha256sum`-style listing
+    "<hex>  <name>\\n" of every file, sorted by name.
+    """
     if model_dir is None:
         return None
     files = sorted({p for pattern in WEIGHT_PATTERNS for p in Path(model_dir).glob(pattern)})
     if not files:
         return None
+    digests = [(file_sha256(path), path.name) for path in files]
+    if len(digests) == 1:
+        return digests[0][0]
+    listing = "".join(f"{hex_}  {name}\n" for hex_, name in digests)
+    return hashlib.sha256(listing.encode()).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode() + b"\0")
-        with path.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
     return digest.hexdigest()
 
 

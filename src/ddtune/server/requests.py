@@ -70,7 +70,11 @@ def parse_chat(body: Any, ctx: PromptContext) -> GenerationRequest:
     body = _require_object(body)
     _check_fields(body, CHAT_FIELDS)
     messages = _messages(body.get("messages"))
-    prompt_ids = ctx.encode(ctx.render_chat(messages))
+    try:
+        text = ctx.render_chat(messages)
+    except Exception as exc:  # the template itself rejects these messages
+        raise invalid("messages", f"the chat template rejected the messages: {exc}") from None
+    prompt_ids = ctx.encode(text)
     if "max_completion_tokens" in body and body.get("max_tokens") is None:
         body = {**body, "max_tokens": body["max_completion_tokens"]}
     return _build("chat", body, prompt_ids, ctx, default_max_tokens=None)

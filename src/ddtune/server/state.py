@@ -53,7 +53,7 @@ class ServerState:
 
     def load(self) -> None:
         """Load weights, start the worker, run a 1-token warm-up (blocking)."""
-        from ddtune.engine import Engine  # heavy import (torch) only here
+        from ddtune.engine.engine import Engine  # heavy import (torch) only here
 
         self.engine = Engine.load(self.target_dir, self.drafter_dir)
         self.target_sha256 = weights_sha256(self.target_dir)
@@ -65,7 +65,7 @@ class ServerState:
             max_context=int(self.engine.max_context),
             encode=tokenizer.encode,
             render_chat=self.chat.render,
-            vocab_size=getattr(tokenizer, "vocab_size", None),
+            vocab_size=_vocab_size(self.engine),
         )
         self.worker = GenerationWorker(
             self.engine, self.current, self.metrics, self.config.max_queue
@@ -210,6 +210,15 @@ def resolve_model_dirs(config: ServeConfig) -> tuple[Path, Path | None]:
     if drafter is not None and not (drafter / "config.json").is_file():
         raise UserError(f"{drafter} is not a drafter folder (config.json is missing)")
     return target, drafter
+
+
+def _vocab_size(engine: Any) -> int | None:
+    """Token ids a prompt may use: both the tokenizer and the target must know them."""
+    sizes = [getattr(engine.tokenizer, "vocab_size", None)]
+    target = getattr(engine, "target", None)
+    sizes.append(getattr(getattr(target, "cfg", None), "vocab_size", None))
+    known = [int(s) for s in sizes if isinstance(s, int)]
+    return min(known) if known else None
 
 
 def _named_field(message: str, updates: dict[str, Any]) -> str | None:
