@@ -35,8 +35,7 @@ def build_report(
     out_dir = _prepare_out_dir(Path(out_dir))
     summary = analyze(records, options)
     if options.plots:
-        summary.plots, skipped = write_plots(summary.configs, out_dir)
-        summary.notes += [f"plot: {note}" for note in skipped]
+        summary.plots, summary.skipped_plots = write_plots(summary.configs, out_dir)
     _write_files(summary, records, out_dir)
     return summary
 

@@ -72,8 +72,8 @@ def build_document(summary: ReportSummary, out_dir: Path) -> Document:
         Section(
             "Plots",
             [Image(p.name, p.title, p.caption) for p in summary.plots]
-            + [Paragraph(f"Plot skipped: {n}") for n in summary.notes if n.startswith("plot:")],
-        ),  # fmt: skip
+            + [Paragraph(f"Plot skipped: {note}") for note in summary.skipped_plots],
+        ),
         _correctness(summary),
         _acceptance(summary),
         _failures(summary, out_dir),
@@ -100,9 +100,8 @@ def _recommendations(summary: ReportSummary) -> Section:
         blocks.append(
             Paragraph("No baseline (AR) config in this sweep: no ratios to the baseline.")
         )
-    other = [n for n in summary.notes if not n.startswith("plot:")]
-    if other:
-        blocks.append(Bullets(other))
+    if summary.notes:
+        blocks.append(Bullets(summary.notes))
     return Section("Recommendations", blocks)
 
 

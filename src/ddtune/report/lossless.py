@@ -60,17 +60,13 @@ def _verdict(
 ) -> LosslessCheck:
     done = [r for r in records if r.status == "done" and r.outputs]
     if any(r.temperature > 0 for r in records):
-        return LosslessCheck(
-            "not checked", "not checked: T > 0 (sampled outputs differ by design)"
-        )
+        return LosslessCheck("not checked", "not checked: T > 0 (sampled outputs differ by design)")
     if reference is None:
         return LosslessCheck("not checked", "not checked: no baseline outputs at T = 0")
     if not done:
         return LosslessCheck("not checked", "not checked: no outputs recorded")
     if compare is None:
-        return LosslessCheck(
-            "not checked", "not checked: ddtune.bench.compare_outputs unavailable"
-        )
+        return LosslessCheck("not checked", "not checked: ddtune.bench.compare_outputs unavailable")
     for record in done:
         verdict = compare(reference, record.outputs)
         if not verdict.identical:

@@ -33,6 +33,7 @@ class ReportSummary:
     warnings: list[str]
     notes: list[str]
     plots: list[Plot] = field(default_factory=list)
+    skipped_plots: list[str] = field(default_factory=list)  # why a plot has no data
     files: dict[str, Path] = field(
         default_factory=dict
     )  # "html", "markdown", "csv", "json", plot names
