@@ -77,9 +77,7 @@ def extract_code(prompt: str, completion: str) -> str:
        def/class/decorator, `if __name__`, a fence, or any unindented code).
     4. Re-indent the body when its indentation differs from the prompt's.
     """
-    fenced = FENCE.search(completion)
-    text = fenced.group(1) if fenced else completion
-    lines = text.splitlines()
+    lines = _unfence(completion).splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     if first.startswith(("def ", "async def ")):
         return _first_block(lines)
@@ -89,6 +87,18 @@ def extract_code(prompt: str, completion: str) -> str:
             break
         kept.append(line)
     return _reindent("\n".join(kept), _body_indent(prompt))
+
+
+def _unfence(completion: str) -> str:
+    """Code before a closing fence, or the content of the first fenced block after prose."""
+    at = completion.find("```")
+    if at < 0:
+        return completion
+    before = completion[:at]
+    if any(line.strip() and line[0].isspace() for line in before.splitlines()):
+        return before  # body code, then a fence that closes it
+    fenced = FENCE.search(completion, at)
+    return fenced.group(1) if fenced else before
 
 
 def _first_block(lines: list[str]) -> str:
