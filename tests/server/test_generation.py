@@ -106,7 +106,7 @@ def test_chat_equals_generate_cli_on_the_rendered_prompt(server, checkpoint) -> 
 def test_stop_string_cuts_streamed_and_plain_text(server) -> None:  # noqa: ANN001
     no_eos = {"extra_body": {"ignore_eos": True}}
     text = complete(server, PROMPT, **no_eos).choices[0].text
-    assert len(text) == MAX_TOKENS  # char tokenizer: one char per token
+    assert len(text) >= 8
     stop = text[6:8]
     expected = text[: text.find(stop)]
     plain = complete(server, PROMPT, stop=[stop, "@@never@@"], **no_eos)

@@ -1,0 +1,154 @@
+"""Process lifecycle of `ddtune serve`: TOML config, a full queue, graceful SIGTERM drain,
+SIGINT abort after the grace period, exit 0 with no process left, clear start errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+def poll(predicate, timeout: float) -> bool:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class StreamReader(threading.Thread):
+    """Reads one streaming completion in the background; `.first` is set on its first chunk."""
+
+    def __init__(self, url: str, body: dict) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        self.first = threading.Event()
+        self.events: list[str] = []
+        self.status = 0
+
+    def run(self) -> None:
+        with httpx.Client(timeout=120) as http, http.stream("POST", self.url, json=self.body) as r:
+            self.status = r.status_code
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    self.events.append(line[6:])
+                    self.first.set()
+
+    def completion_tokens(self) -> int:
+        chunks = [json.loads(e) for e in self.events if e != "[DONE]"]
+        return chunks[-1]["usage"]["completion_tokens"]
+
+    def text_and_reason(self) -> tuple[str, str | None]:
+        chunks = [json.loads(e) for e in self.events if e != "[DONE]"]
+        choices = [c["choices"][0] for c in chunks if c.get("choices")]
+        return "".join(c["text"] for c in choices), choices[-1][
+            "finish_reason"
+        ] if choices else None
+
+
+def queue_depth(base_url: str) -> float:
+    for line in httpx.get(base_url + "/metrics", timeout=30).text.splitlines():
+        if line.startswith("ddtune_queue_depth "):
+            return float(line.split()[1])
+    raise AssertionError("ddtune_queue_depth missing")
+
+
+def test_sigterm_drains_in_flight_requests_then_exits_zero(
+    server_factory, checkpoint, tmp_path
+) -> None:  # noqa: ANN001
+    target, drafter = checkpoint
+    toml = tmp_path / "serve.toml"
+    toml.write_text('mode = "ddtree"\nbudget = 4\ntopk = 2\nmax_queue = 1\ngrace_seconds = 60\n'
+                    'model_name = "tiny"\n')  # fmt: skip
+    server = server_factory(
+        ["--config", str(toml), "--target", str(target), "--drafter", str(drafter)]
+    )
+    url = server.base_url
+    config = httpx.get(url + "/server_info").json()["config"]
+    assert (config["budget"], config["topk"], config["max_queue"]) == (4, 2, 1)
+
+    # 1. A long request runs, a short one waits in the queue, a third finds the queue full.
+    long_body = {"prompt": "a = 1\n", "max_tokens": 300, "temperature": 0, "ignore_eos": True}
+    running = StreamReader(url + "/v1/completions", long_body)
+    running.start()
+    assert running.first.wait(60)
+    queued = StreamReader(url + "/v1/completions", {**long_body, "max_tokens": 3})
+    queued.start()
+    assert poll(lambda: queue_depth(url) == 1, 30)
+    full = httpx.post(url + "/v1/completions", json={"prompt": "b", "max_tokens": 2})
+    assert full.status_code == 503 and full.headers["Retry-After"] == "1"
+    assert full.json()["error"]["code"] == "queue_full"
+
+    # 2. SIGTERM: health turns 503 and new work is refused while in-flight work goes on.
+    os.killpg(server.pgid, signal.SIGTERM)
+    sent = time.monotonic()
+    assert poll(lambda: httpx.get(url + "/health").status_code == 503, 10)
+    assert running.is_alive(), "the long request should still be in flight"
+    refused = httpx.post(url + "/v1/completions", json={"prompt": "c", "max_tokens": 2})
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
+
+    # 3. Both accepted requests finish completely; the process exits 0, nothing left.
+    running.join(60)
+    queued.join(60)
+    assert running.text_and_reason()[1] == "length"
+    assert running.completion_tokens() == 300
+    assert running.events[-1] == "[DONE]" and queued.text_and_reason()[1] == "length"
+    assert server.proc.wait(timeout=60) == 0
+    assert time.monotonic() - sent < 60
+    assert not server.group_alive()
+    assert server.stdout_lines.qsize() == 0  # the ready line was the only stdout line
+
+
+def test_sigint_aborts_in_flight_work_after_the_grace_period(server_factory, checkpoint) -> None:  # noqa: ANN001
+    target, drafter = checkpoint
+    server = server_factory(["--target", str(target), "--drafter", str(drafter),
+                             "--mode", "ar", "--grace-seconds", "1"])  # fmt: skip
+    body = {"prompt": "while True:\n", "max_tokens": 1900, "temperature": 0, "ignore_eos": True}
+    stream = StreamReader(server.base_url + "/v1/completions", body)
+    stream.start()
+    assert stream.first.wait(60)
+    os.killpg(server.pgid, signal.SIGINT)
+    sent = time.monotonic()
+    assert server.proc.wait(timeout=30) == 0
+    assert time.monotonic() - sent < 1 + 10  # grace + one round + connection close
+    stream.join(30)
+    text, reason = stream.text_and_reason()
+    assert reason == "abort" and text
+    assert 0 < stream.completion_tokens() < 1900
+    assert stream.events[-1] == "[DONE]"
+    assert not server.group_alive()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target", "/nonexistent/model"], "config.json is missing"),
+        (["--mode", "ddtree", "--budget", "-3"], "budget must be between"),
+        (["--window", "wide"], "window must be a positive integer"),
+    ],
+)
+def test_bad_start_is_one_clear_line(args: list[str], message: str, checkpoint) -> None:  # noqa: ANN001
+    if args[0] != "--target":
+        args = ["--target", str(checkpoint[0]), "--drafter", str(checkpoint[1]), *args]
+    out = subprocess.run([sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", *args],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert message in out.stderr and out.stderr.startswith("ddtune: error:")
+
+
+def test_drafter_modes_need_a_drafter(checkpoint: tuple[Path, Path]) -> None:
+    argv = [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0",
+            "--target", str(checkpoint[0]), "--mode", "dflash"]  # fmt: skip
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "needs a drafter" in out.stderr
