@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-_spec = importlib.util.spec_from_file_location("bench_fake_server", Path(__file__).with_name("fake_server.py"))
+_spec = importlib.util.spec_from_file_location(
+    "bench_fake_server", Path(__file__).with_name("fake_server.py")
+)
 fake_server = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fake_server)
 

@@ -56,7 +56,10 @@ class FakeLLMServer:
 
     def metrics_text(self) -> str:
         lines = []
-        for name, key in (("spec_decode_num_drafts", "drafts"), ("spec_decode_num_accepted_tokens", "accepted")):
+        for name, key in (
+            ("spec_decode_num_drafts", "drafts"),
+            ("spec_decode_num_accepted_tokens", "accepted"),
+        ):
             lines += [f"# TYPE vllm:{name}_total counter",
                       f'vllm:{name}_total{{engine="0",model_name="fake"}} {self.counters[key]}']  # fmt: skip
         return "\n".join(lines) + "\n"
@@ -70,7 +73,11 @@ def _handler(server: FakeLLMServer):
         def do_GET(self) -> None:
             routes = {
                 "/v1/models": {"object": "list", "data": [{"id": "fake-model", "object": "model"}]},
-                "/server_info": {"instance_id": "fake-instance", "pid": 1, "config": {"mode": "ddtree"}},
+                "/server_info": {
+                    "instance_id": "fake-instance",
+                    "pid": 1,
+                    "config": {"mode": "ddtree"},
+                },
                 "/get_model_info": {"model_path": "fake-model", "is_generation": True},
             }
             if self.path == "/metrics" and server.kind == "vllm":
@@ -85,7 +92,9 @@ def _handler(server: FakeLLMServer):
                 number = len(server.bodies)
                 server.bodies.append({"path": self.path, **body})
             if number == server.fail_request:
-                return self._send(500, b'{"error": {"message": "injected fault"}}', "application/json")
+                return self._send(
+                    500, b'{"error": {"message": "injected fault"}}', "application/json"
+                )
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
@@ -100,7 +109,12 @@ def _handler(server: FakeLLMServer):
             rounds = _chunks(tokens, server.tokens_per_round)
             for i, chunk in enumerate(rounds):
                 finish = "length" if i == len(rounds) - 1 else None
-                self._event({"object": "text_completion", "choices": [{"index": 0, "text": "".join(chunk), "finish_reason": finish}]})
+                self._event(
+                    {
+                        "object": "text_completion",
+                        "choices": [{"index": 0, "text": "".join(chunk), "finish_reason": finish}],
+                    }
+                )
             usage = {"prompt_tokens": len(body["prompt"]) // 3, "completion_tokens": len(tokens)}
             if server.kind == "ddtune":
                 usage["spec"] = {"rounds": len(rounds), "accepted_tokens": len(tokens) - len(rounds),
@@ -121,7 +135,10 @@ def _handler(server: FakeLLMServer):
                 text, count = text + "".join(chunk), count + len(chunk)
                 meta = {"prompt_tokens": 10, "completion_tokens": count, "finish_reason": None}
                 if i == len(rounds) - 1:
-                    meta.update(finish_reason={"type": "length", "length": count}, spec_verify_ct=len(rounds))
+                    meta.update(
+                        finish_reason={"type": "length", "length": count},
+                        spec_verify_ct=len(rounds),
+                    )
                 self._event({"text": text, "meta_info": meta, "index": 0})
             self._write("data: [DONE]\n\n")
 

@@ -68,4 +68,7 @@ def test_no_stats_is_unavailable_not_guessed() -> None:
     record = StreamRecord(text="x", output_tokens=5, usage={"completion_tokens": 5})
     assert acc.request_acceptance("ddtune", record) == (None, 0.0)
     assert acc.request_acceptance("openai", record) == (None, 0.0)
-    assert acc.request_acceptance("sglang", StreamRecord(meta_info={"completion_tokens": 5})) == (None, 0.0)
+    assert acc.request_acceptance("sglang", StreamRecord(meta_info={"completion_tokens": 5})) == (
+        None,
+        0.0,
+    )

@@ -49,7 +49,10 @@ def test_openai_kind_does_not_send_ignore_eos(fake_server_cls) -> None:
 
 
 def test_http_error_raises_bench_error(fake_server_cls) -> None:
-    with fake_server_cls(fail_request=0) as server, pytest.raises(BenchError, match="HTTP 500.*injected fault"):
+    with (
+        fake_server_cls(fail_request=0) as server,
+        pytest.raises(BenchError, match="HTTP 500.*injected fault"),
+    ):
         _send(server.url, "ddtune")
 
 

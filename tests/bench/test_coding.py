@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from ddtune.assets import TASKS_FILE
-from ddtune.bench.coding import build_program, evaluate, extract_code, load_tasks, pass_at_k, pass_at_k_summary
+from ddtune.bench.coding import (
+    build_program,
+    evaluate,
+    extract_code,
+    load_tasks,
+    pass_at_k,
+    pass_at_k_summary,
+)
 from ddtune.bench.sandbox import SandboxLimits
 from ddtune.errors import UserError
 
@@ -23,10 +30,16 @@ LIMITS = SandboxLimits(timeout_s=5)
         ("    return x + 1\nif __name__ == '__main__':\n    print(inc(1))\n", "    return x + 1"),
         ("    return x + 1\nprint(inc(2))\n", "    return x + 1"),
         ("    y = x\n    return y + 1\n```\nSome prose", "    y = x\n    return y + 1"),
-        ("  y = x\n  return y + 1\n", "    y = x\n    return y + 1"),  # re-indented to the prompt's 4
+        (
+            "  y = x\n  return y + 1\n",
+            "    y = x\n    return y + 1",
+        ),  # re-indented to the prompt's 4
         ("```python\ndef inc(x):\n    return x + 1\n```\nmore", "def inc(x):\n    return x + 1"),
         ("Here it is:\n```python\n    return x + 1\n```\n", "    return x + 1"),
-        ("def inc(x):\n    return x + 1\n\nclass Z:\n    pass\n", "def inc(x):\n    return x + 1\n"),
+        (
+            "def inc(x):\n    return x + 1\n\nclass Z:\n    pass\n",
+            "def inc(x):\n    return x + 1\n",
+        ),
     ],
 )
 def test_extract_code(completion: str, expected: str) -> None:
@@ -66,7 +79,10 @@ def test_pass_at_k_unbiased_estimator() -> None:
 
 def test_load_tasks_limit_and_errors(tmp_path: Path, fixtures_dir: Path) -> None:
     assert len(load_tasks(fixtures_dir / "tasks.jsonl")) == 4
-    assert [t.task_id for t in load_tasks(fixtures_dir / "tasks.jsonl", limit=2)] == ["fx/0", "fx/1"]
+    assert [t.task_id for t in load_tasks(fixtures_dir / "tasks.jsonl", limit=2)] == [
+        "fx/0",
+        "fx/1",
+    ]
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"task_id": "a", "prompt": "p", "entry_point": "f"}) + "\n")
     with pytest.raises(UserError, match=r"bad.jsonl:1: field 'test'"):

@@ -36,7 +36,11 @@ def test_prompt_lengths_follow_the_character_budget() -> None:
 
 def test_user_prompts_file(tmp_path: Path) -> None:
     path = tmp_path / "p.jsonl"
-    rows = [{"prompt": "a"}, {"prompt": "b", "workload": "long"}, {"prompt": "c", "workload": "short"}]
+    rows = [
+        {"prompt": "a"},
+        {"prompt": "b", "workload": "long"},
+        {"prompt": "c", "workload": "short"},
+    ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     prompts = build_prompt_set(0, (4, 100), (2, 320), 3.0, str(path))
     assert prompts.short == ["a", "c"] and prompts.long == ["b"] and prompts.source == str(path)

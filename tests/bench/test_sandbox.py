@@ -104,7 +104,9 @@ def test_network_is_blocked() -> None:
     assert run_program(program(body), "f", FAST).outcome == "exception:PermissionError"
 
 
-@pytest.mark.skipif("netns" not in _isolation_plan().notes, reason="no network namespaces on this machine")
+@pytest.mark.skipif(
+    "netns" not in _isolation_plan().notes, reason="no network namespaces on this machine"
+)
 def test_network_namespace_has_only_loopback() -> None:
     body = "    return sorted(line.split(':')[0].strip() for line in open('/proc/net/dev').readlines()[2:])"
     result = run_program(program(body, "def check(c):\n    assert c() == ['lo'], c()\n"), "f", FAST)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import sysconfig
 from dataclasses import dataclass
@@ -61,13 +62,15 @@ def stdlib_prompt_files(root: Path | None = None) -> list[Path]:
     """Sorted held-out stdlib `.py` files long enough to slice prompts from."""
     root = root or Path(sysconfig.get_paths()["stdlib"])
     files = []
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if SKIP_DIRS.intersection(rel.parts[:-1]):
-            continue
-        bucket = int(hashlib.sha256(str(rel).encode()).hexdigest()[:8], 16) % HELDOUT_EVERY
-        if bucket == 0 and path.stat().st_size >= MIN_FILE_CHARS:
-            files.append(path)
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)  # prune, keep the walk ordered
+        for name in sorted(n for n in names if n.endswith(".py")):
+            path = Path(folder, name)
+            rel = path.relative_to(root)
+            bucket = int(hashlib.sha256(str(rel).encode()).hexdigest()[:8], 16) % HELDOUT_EVERY
+            if bucket == 0 and path.stat().st_size >= MIN_FILE_CHARS:
+                files.append(path)
+    files.sort()
     if not files:
         raise UserError(f"no standard-library source found under {root}; pass bench.prompts_file")
     return files
