@@ -98,6 +98,8 @@ class ServiceSpec:
             raise UserError("service.unit is required for kind = 'systemd' (e.g. 'sglang.service')")
         if self.kind == "hooks" and not {"stop", "start"} <= set(self.hooks):
             raise UserError("kind = 'hooks' needs service.hooks.start and service.hooks.stop")
+        if self.kind == "hot" and self.profile != "ddtune":
+            raise UserError("kind = 'hot' works with profile = 'ddtune' only (POST /v1/ddtree/config)")
         if self.profile == "openai" and not self.model:
             raise UserError("profile = 'openai' needs service.model (the model name to request)")
         known = set(BUILTIN_PLACEHOLDERS) | set(self.vars)
