@@ -1,0 +1,77 @@
+"""run_bench against a live `ddtune serve` subprocess (random tiny checkpoint, loopback).
+
+The same prompts in DDTree mode and, after a hot reconfigure, in plain AR mode
+must give identical T=0 outputs (DDTree is lossless), and acceptance length
+comes from the server's `usage.spec`.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ddtune.bench import BenchMatrix, compare_outputs, run_bench
+
+MATRIX = {
+    "warmup": 1,
+    "chars_per_token": 1.0,  # the test checkpoint's tokenizer is character-level
+    "short": {"n_prompts": 2, "prompt_tokens": 60, "max_tokens": 12, "repeats": 1},
+    "long": {"n_prompts": 1, "prompt_tokens": 300, "max_tokens": 12, "repeats": 1},
+    "coding": {"limit": 2, "max_tokens": 16, "timeout_s": 5.0},
+}
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from ddtune.engine.testing import ALPHABET, write_random_checkpoint
+
+    folder = tmp_path_factory.mktemp("bench-live")
+    target, drafter = write_random_checkpoint(folder, seed=5, vocab_size=len(ALPHABET) + 2,
+                                              max_position_embeddings=2048)  # fmt: skip
+    argv = [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", "--target", str(target),
+            "--drafter", str(drafter), "--mode", "ddtree", "--budget", "8", "--topk", "3"]  # fmt: skip
+    log = (folder / "serve.log").open("w")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
+    try:
+        line = lines.get(timeout=180)
+        assert line.startswith("ready "), line
+        port = dict(p.split("=", 1) for p in line.split()[1:])["port"]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        log.close()
+
+
+def test_live_ddtree_vs_ar_is_lossless(live_server: str, fixtures_dir: Path) -> None:
+    matrix = BenchMatrix.from_dict({**MATRIX, "coding": {**MATRIX["coding"],
+                                    "tasks_file": str(fixtures_dir / "tasks.jsonl")}})  # fmt: skip
+    tree = run_bench(live_server, matrix, server_kind="ddtune", progress=False)
+    assert tree.identity["_source"] == "/server_info" and tree.identity["config"]["mode"] == "ddtree"
+    al = tree.aggregates["acceptance_length"]
+    assert al is not None and 1.0 <= al <= 16.0 and tree.acceptance_source == "usage.spec"
+    assert [s["output_tokens"] for s in tree.samples if s["workload"] != "coding"] == [12, 12, 12]
+    assert all(s["ttft_s"] > 0 and s["decode_tps"] > 0 for s in tree.samples if s["workload"] != "coding")
+    assert tree.aggregates["coding_total"] == 2
+    coding = [s for s in tree.samples if s["workload"] == "coding"]
+    assert all(s["passed"] or s["fail_reason"] for s in coding)
+
+    response = httpx.post(f"{live_server}/v1/ddtree/config", json={"mode": "ar"}, timeout=60)
+    assert response.status_code == 200, response.text
+    plain = run_bench(live_server, matrix, server_kind="ddtune", progress=False)
+    assert plain.identity["config"]["mode"] == "ar"
+    assert plain.prompt_set_hash == tree.prompt_set_hash
+    verdict = compare_outputs(plain.outputs, tree.outputs)
+    assert verdict.identical, verdict.detail
