@@ -59,11 +59,15 @@ def test_live_ddtree_vs_ar_is_lossless(live_server: str, fixtures_dir: Path) -> 
     matrix = BenchMatrix.from_dict({**MATRIX, "coding": {**MATRIX["coding"],
                                     "tasks_file": str(fixtures_dir / "tasks.jsonl")}})  # fmt: skip
     tree = run_bench(live_server, matrix, server_kind="ddtune", progress=False)
-    assert tree.identity["_source"] == "/server_info" and tree.identity["config"]["mode"] == "ddtree"
+    assert (
+        tree.identity["_source"] == "/server_info" and tree.identity["config"]["mode"] == "ddtree"
+    )
     al = tree.aggregates["acceptance_length"]
     assert al is not None and 1.0 <= al <= 16.0 and tree.acceptance_source == "usage.spec"
     assert [s["output_tokens"] for s in tree.samples if s["workload"] != "coding"] == [12, 12, 12]
-    assert all(s["ttft_s"] > 0 and s["decode_tps"] > 0 for s in tree.samples if s["workload"] != "coding")
+    assert all(
+        s["ttft_s"] > 0 and s["decode_tps"] > 0 for s in tree.samples if s["workload"] != "coding"
+    )
     assert tree.aggregates["coding_total"] == 2
     coding = [s for s in tree.samples if s["workload"] == "coding"]
     assert all(s["passed"] or s["fail_reason"] for s in coding)
