@@ -61,7 +61,7 @@ def _record(effect: Effect, trial_id: int, repeat: int, rng: random.Random) -> T
         "long_tps": effect.long_tps * (1 + rng.gauss(0, effect.sd)),
         "short_ttft_s": 0.05,
         "long_ttft_s": 0.4,
-        "acceptance_length": effect.acceptance + rng.gauss(0, 0.05),
+        "acceptance_length": max(1.0, effect.acceptance + rng.gauss(0, 0.05)),  # >= 1 by definition
     }
     if effect.passed is not None:
         metrics.update(coding_passed=effect.passed, coding_total=effect.total)

@@ -28,6 +28,8 @@ OBJECTIVES = (
     ("long_context", "long_tps", "best long-context tok/s"),
     ("short_context", "short_tps", "best short-context tok/s"),
 )
+METRIC_WORDS = {THROUGHPUT: "throughput (geometric mean of short and long)", "short_tps": "short",
+                "long_tps": "long"}  # fmt: skip
 PARETO_METRICS = ("short_tps", "long_tps", "pass_rate")
 
 
@@ -132,44 +134,53 @@ def _recommend_one(
         return Recommendation(
             objective, metric, description, "no data", None, f"No data for {description}."
         )
+    tol = options.tie_tolerance
     top = max(s.mean(metric) for s in candidates)
-    tied = [s for s in candidates if s.mean(metric) >= top * (1 - options.tie_tolerance)]
+    tied = [s for s in candidates if s.mean(metric) >= top * (1 - tol)]
     winner = min(tied, key=lambda s: (s.cost, -s.mean(metric), s.label))
+    # practically equal to the winner (within the tolerance of its mean) is no contender either
+    equal = [
+        s for s in candidates if s not in tied and s.mean(metric) >= winner.mean(metric) * (1 - tol)
+    ]
     contenders = [
         s
         for s in candidates
         if s not in tied
+        and s not in equal
         and not welch_difference(
             winner.samples[metric], s.samples[metric], options.confidence
         ).separated
     ]
+    notes = _tie_notes(len(tied) - 1, len(equal), tol)
     value = _value_text(winner, metric)
-    tie_note = (
-        f" {len(tied) - 1} other config(s) within {options.tie_tolerance:.0%} of the best: "
-        f"the cheaper one is preferred."
-        if len(tied) > 1
-        else ""
-    )
     if not contenders:
-        text = f"{winner.label}: {value}.{tie_note}"
+        text = f"{winner.label}: {value}.{notes}"
         return Recommendation(objective, metric, description, "recommended", winner.label, text)
     nearest = max(contenders, key=lambda s: s.mean(metric))
     repeats, repeats_text = _repeats_needed(winner, nearest, metric, options)
     text = (
-        f"inconclusive: {winner.label} ({value}) cannot be separated from "
-        f"{', '.join(s.label for s in contenders)} (the {options.confidence:.0%} interval of the "
-        f"difference includes 0). {repeats_text} Leaning: {winner.label}.{tie_note}"
+        f"inconclusive: {winner.label} ({value}) cannot be separated from {_names(contenders)} "
+        f"(the {options.confidence:.0%} interval of the difference includes 0). "
+        f"{repeats_text} Leaning: {winner.label}.{notes}"
     )
-    return Recommendation(
-        objective,
-        metric,
-        description,
-        "inconclusive",
-        winner.label,
-        text,
-        contenders=[s.label for s in contenders],
-        required_repeats=repeats,
-    )
+    rec = Recommendation(objective, metric, description, "inconclusive", winner.label, text)
+    rec.contenders, rec.required_repeats = [s.label for s in contenders], repeats
+    return rec
+
+
+def _tie_notes(tied: int, equal: int, tolerance: float) -> str:
+    notes = ""
+    if tied:
+        notes += f" {tied} other config(s) within {tolerance:.0%} of the best mean: the cheaper one is preferred."
+    if equal:
+        notes += f" {equal} other config(s) within {tolerance:.0%} of the recommended one: practically equal."
+    return notes
+
+
+def _names(configs: list[ConfigSummary], shown: int = 4) -> str:
+    names = ", ".join(s.label for s in configs[:shown])
+    more = len(configs) - shown
+    return names + (f" and {more} more" if more > 0 else "")
 
 
 def _repeats_needed(
@@ -183,16 +194,15 @@ def _repeats_needed(
     sd_b = ci_b.sd if ci_b.sd is not None else sds[0]
     difference = ci_a.mean - ci_b.mean
     n = required_repeats(difference, sd_a, sd_b, options.alpha, options.power)
+    against = f"from {b.label} (the nearest, {difference:+.3g} tok/s)"
     if n is None:
         return None, (
-            f"The observed difference ({difference:+.3g}) is too small for the observed spread "
-            "to separate with any practical number of repeats."
+            f"Separating it {against} would take more repeats than is practical at the observed spread."
         )
     have = min(ci_a.n, ci_b.n)
     return n, (
-        f"About {n} repeats per config (now {have}) would separate a difference of "
-        f"{difference:+.3g} at the observed spread (two-sample t, {options.power:.0%} power, "
-        f"alpha {options.alpha:g})."
+        f"About {n} repeats per config (now {have}) would separate it {against} at the observed "
+        f"spread (two-sample t, {options.power:.0%} power, alpha {options.alpha:g})."
     )
 
 
@@ -216,11 +226,12 @@ def _pass_rate_eligible(
 def _value_text(s: ConfigSummary, metric: str) -> str:
     ci = s.metrics[metric]
     interval = f" [{ci.low:.1f}, {ci.high:.1f}]" if ci.has_interval else " (n = 1, no CI)"
+    value = f"{METRIC_WORDS.get(metric, metric)} {ci.mean:.1f} tok/s{interval}"
     ratio = s.ratios.get(metric)
     if ratio is None or s.is_baseline:
-        return f"{ci.mean:.1f} tok/s{interval}"
+        return value
     ratio_interval = f" [{ratio.low:.2f}, {ratio.high:.2f}]" if ratio.has_interval else ""
-    return f"{ci.mean:.1f} tok/s{interval}, {ratio.mean:.2f}x baseline{ratio_interval}"
+    return f"{value}, {ratio.mean:.2f}x baseline{ratio_interval}"
 
 
 def _pareto_point(s: ConfigSummary) -> tuple[float | None, ...]:

@@ -22,6 +22,7 @@ from ddtune.report.statistics import MeanCI
 from ddtune.report.summarize import ConfigSummary
 
 DPI = 100
+MAX_ANNOTATED = 12  # label points by config only up to this many
 
 
 @dataclass
@@ -92,9 +93,11 @@ def _tps_vs_acceptance(summaries: Sequence[ConfigSummary]) -> tuple[Figure, Plot
         points = [s for s in rows if s.mean(metric) is not None]
         xs = [s.mean("acceptance_length") for s in points]
         ys = [s.mean(metric) for s in points]
-        ax.errorbar(xs, ys, xerr=_errors([s.metrics["acceptance_length"] for s in points]),
-                    yerr=_errors([s.metrics[metric] for s in points]), fmt=marker, capsize=3,
-                    label=metric.replace("_tps", " context"))  # fmt: skip
+        yerr = _errors([s.metrics[metric] for s in points])
+        label = metric.replace("_tps", " context")
+        ax.errorbar(xs, ys, yerr=yerr, fmt=marker, capsize=3, alpha=0.8, label=label)
+        if len(points) > MAX_ANNOTATED:
+            continue  # labels would pile up; the tables name every config
         for s, x, y in zip(points, xs, ys, strict=True):
             ax.annotate(
                 _short(s.label), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points"
@@ -103,7 +106,7 @@ def _tps_vs_acceptance(summaries: Sequence[ConfigSummary]) -> tuple[Figure, Plot
     ax.set_ylabel("decode tok/s")
     ax.legend()
     ax.grid(alpha=0.3)
-    caption = "One point per config; bars are 95% t-intervals in both directions."
+    caption = "One point per config; bars are 95% t-intervals of tok/s."
     return figure, Plot("tps_vs_acceptance.png", "Throughput vs acceptance length", caption)
 
 
@@ -146,12 +149,22 @@ def _lines_over_budget(ax: Axes, summaries: Sequence[ConfigSummary], metric: str
             )
             ax.annotate(s.label, (0, s.mean(metric)), xycoords=("axes fraction", "data"), fontsize=7,
                         xytext=(3, 2), textcoords="offset points")  # fmt: skip
-    for name, points in sorted(series.items()):
+    for i, (name, points) in enumerate(sorted(series.items())):
         points.sort(key=lambda s: s.cost)
         cis = [s.metrics[metric] for s in points]
-        ax.errorbar([s.cost[0] for s in points], [ci.mean for ci in cis], yerr=_errors(cis), marker="o",
-                    capsize=3, label=name)  # fmt: skip
-    ax.set_xlabel("tree budget B")
+        dodge = 2 ** (
+            (i - (len(series) - 1) / 2) * 0.05
+        )  # shift series apart so bars don't overlap
+        xs = [max(s.cost[0], 1) * dodge for s in points]
+        ax.errorbar(
+            xs, [ci.mean for ci in cis], yerr=_errors(cis), marker="o", capsize=3, label=name
+        )
+    budgets = sorted({max(s.cost[0], 1) for p in series.values() for s in p})
+    if budgets:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(budgets, [str(b) for b in budgets])
+        ax.minorticks_off()
+    ax.set_xlabel("tree budget B (log scale)")
     ax.grid(alpha=0.3)
     if series:
         ax.legend(fontsize=8)
