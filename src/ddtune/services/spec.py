@@ -137,7 +137,8 @@ class ServiceSpec:
         return {**hook_vars, **self.render_env(params)}
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        """A TOML-able table (None fields are left out) that from_dict() reads back."""
+        data = {k: v for k, v in asdict(self).items() if v is not None}
         data["command"] = list(self.command)
         return data
 
