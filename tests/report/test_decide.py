@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddtune.params import DecodeParams
-from ddtune.report import ReportOptions, analyze
+from ddtune.report import ReportOptions, TrialRecord, analyze
 from ddtune.report.decide import pareto_front
 from ddtune.report.summarize import summarize_configs
 
@@ -118,3 +118,32 @@ def test_no_data_objective_says_so(synth):
     assert summary.recommendation("long_context").status == "no data"
     assert summary.recommendation("throughput").status == "no data"
     assert summary.recommendation("short_context").label == "ddtree b8 k2 wnone"
+
+
+def _fixed(params: DecodeParams, short: list[float]) -> list[TrialRecord]:
+    return [
+        TrialRecord(i, params.label(), params.to_dict(), False, i, "done", metrics={"short_tps": v})
+        for i, v in enumerate(short)
+    ]
+
+
+def test_overlapping_intervals_but_clear_difference_is_explained():
+    # A: mean 110, B: mean 104, sd ~5.4, n = 8: the 95% intervals overlap, Welch p ~ 0.04
+    spread = [-7.0, -5.0, -3.0, -1.0, 1.0, 3.0, 5.0, 7.0]
+    a = _fixed(DecodeParams("ddtree", 16, 4), [110.0 + d for d in spread])
+    b = _fixed(DecodeParams("ddtree", 8, 2), [104.0 + d for d in spread])
+    summary = analyze(a + b, ReportOptions())
+    ci_a, ci_b = (summary.config(s).metrics["short_tps"] for s in (BEST, "ddtree b8 k2 wnone"))
+    assert ci_a.low < ci_b.high  # the premise: the intervals overlap
+    rec = summary.recommendation("short_context")
+    assert (rec.status, rec.label) == ("recommended", BEST)
+    assert (
+        "overlaps that of ddtree b8 k2 wnone, but the interval of the difference excludes 0"
+        in rec.text
+    )
+
+
+def test_pareto_front_is_empty_when_nothing_was_measured():
+    records = _fixed(DecodeParams("ddtree", 16, 4), [100.0])
+    records[0].metrics = {}
+    assert analyze(records, ReportOptions()).pareto == []

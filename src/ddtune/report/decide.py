@@ -95,6 +95,8 @@ def pareto_front(summaries: Sequence[ConfigSummary]) -> list[str]:
     """Labels of configs no other config beats on every measured axis (missing = worst)."""
     points = {s.label: _pareto_point(s) for s in summaries if s.done > 0}
     axes = [i for i in range(len(PARETO_METRICS)) if any(p[i] is not None for p in points.values())]
+    if not axes:
+        return []  # nothing measured: no front
     scored = {
         label: tuple(float("-inf") if p[i] is None else p[i] for i in axes)
         for label, p in points.items()
@@ -154,7 +156,7 @@ def _recommend_one(
     notes = _tie_notes(len(tied) - 1, len(equal), tol)
     value = _value_text(winner, metric)
     if not contenders:
-        text = f"{winner.label}: {value}.{notes}"
+        text = f"{winner.label}: {value}.{notes}{_overlap_note(winner, candidates, tied + equal, metric)}"
         return Recommendation(objective, metric, description, "recommended", winner.label, text)
     nearest = max(contenders, key=lambda s: s.mean(metric))
     repeats, repeats_text = _repeats_needed(winner, nearest, metric, options)
@@ -166,6 +168,23 @@ def _recommend_one(
     rec = Recommendation(objective, metric, description, "inconclusive", winner.label, text)
     rec.contenders, rec.required_repeats = [s.label for s in contenders], repeats
     return rec
+
+
+def _overlap_note(
+    winner: ConfigSummary, candidates: list[ConfigSummary], skip: list[ConfigSummary], metric: str
+) -> str:
+    """Say so when the runner-up's interval overlaps the winner's although the difference is clear."""
+    rest = [s for s in candidates if s not in skip]
+    if not rest:
+        return ""
+    runner_up = max(rest, key=lambda s: s.mean(metric))
+    a, b = winner.metrics[metric], runner_up.metrics[metric]
+    if a.has_interval and b.has_interval and a.low <= b.high:
+        return (
+            f" Its interval overlaps that of {runner_up.label}, but the interval of the "
+            "difference excludes 0 (Welch): the two are separated."
+        )
+    return ""
 
 
 def _tie_notes(tied: int, equal: int, tolerance: float) -> str:
