@@ -8,9 +8,13 @@ import uuid
 import httpx
 import openai
 import pytest
+from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from ddtune.params import DecodeParams
+from ddtune.server.app import create_app
+from ddtune.server.config import ServeConfig
+from ddtune.server.state import ServerState
 
 PROMPT = "for i in range(3):\n"
 
@@ -166,3 +170,19 @@ def test_hot_reconfigure_changes_identity_not_outputs(server) -> None:  # noqa: 
         assert fingerprint == f"ddtune-{body['config_hash']}-g{generation}"
     assert len(seen_hashes) == 5  # the final config equals the first: hash back to the start
     assert get(server, "/server_info").json()["config_hash"] == info["config_hash"]
+
+
+def test_everything_answers_503_loading_before_the_weights_are_in(checkpoint) -> None:  # noqa: ANN001
+    """In-process app whose state never loaded: the window a live server is in at start."""
+    target, drafter = checkpoint
+    state = ServerState(ServeConfig(target=target, drafter=drafter))
+    with TestClient(create_app(state)) as http:
+        health = http.get("/health")
+        assert (health.status_code, health.json()) == (503, {"status": "loading"})
+        for path in ("/v1/completions", "/v1/chat/completions"):
+            r = http.post(path, json={"prompt": "x"})
+            assert r.status_code == 503 and r.json()["error"]["code"] == "loading"
+            assert r.headers["Retry-After"] == "1"
+        assert http.get("/health_generate").status_code == 503
+        info = http.get("/server_info").json()
+        assert (info["state"], info["ready_at"], info["config_generation"]) == ("loading", None, 0)

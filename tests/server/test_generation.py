@@ -133,9 +133,10 @@ def test_seeded_sampling_is_reproducible(server) -> None:  # noqa: ANN001
     assert a == b
 
 
-def test_disconnect_cancels_the_generation(server) -> None:  # noqa: ANN001
+def test_disconnect_cancels_running_and_drops_queued_work(server) -> None:  # noqa: ANN001
     cancelled = metric(server, "ddtune_cancelled_total")
     generated = metric(server, "ddtune_generated_tokens_total")
+    prompted = metric(server, "ddtune_prompt_tokens_total")
     body = {
         "prompt": PROMPT,
         "max_tokens": 1900,
@@ -148,12 +149,28 @@ def test_disconnect_cancels_the_generation(server) -> None:  # noqa: ANN001
         http.stream("POST", server.base_url + "/v1/completions", json=body) as response,
     ):
         assert response.status_code == 200
-        next(response.iter_lines())  # the first chunk arrived: the job is running
-    # the stream is closed here: the worker must stop after its current round
-    deadline = time.monotonic() + 30
-    while metric(server, "ddtune_cancelled_total") == cancelled and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert metric(server, "ddtune_cancelled_total") == cancelled + 1
+        lines = response.iter_lines()  # keep a reference: a collected iterator closes the stream
+        next(lines)  # the first chunk arrived: the job is running
+        # 1. A plain request queued behind it whose client gives up: dropped unrun.
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(server.base_url + "/v1/completions", timeout=1.5,
+                       json={"prompt": "zzzz", "max_tokens": 4, "temperature": 0})  # fmt: skip
+        assert poll(lambda: metric(server, "ddtune_cancelled_total") == cancelled + 1, 30)
+        assert metric(server, "ddtune_queue_depth") == 0
+        assert metric(server, "ddtune_running_requests") == 1
+    # 2. The stream is closed here: the worker must stop after its current round.
+    assert poll(lambda: metric(server, "ddtune_cancelled_total") == cancelled + 2, 30)
+    assert poll(lambda: metric(server, "ddtune_running_requests") == 0, 30)
     assert metric(server, "ddtune_generated_tokens_total") - generated < 1900
-    assert metric(server, "ddtune_running_requests") == 0
+    ran = metric(server, "ddtune_prompt_tokens_total") - prompted
+    assert ran == len(PROMPT)  # only the long prompt ran: "zzzz" was dropped from the queue
     assert complete(server, PROMPT, max_tokens=2).usage.completion_tokens == 2  # still serving
+
+
+def poll(predicate, timeout: float) -> bool:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return bool(predicate())
