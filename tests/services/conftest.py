@@ -130,7 +130,9 @@ def fake_systemd(tmp_path, monkeypatch):
     import importlib.util
     import os
 
-    spec = importlib.util.spec_from_file_location("fake_systemd", Path(__file__).with_name("fake_systemd.py"))
+    spec = importlib.util.spec_from_file_location(
+        "fake_systemd", Path(__file__).with_name("fake_systemd.py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     root, bin_dir = tmp_path / "systemd", tmp_path / "bin"
@@ -139,7 +141,9 @@ def fake_systemd(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_SYSTEMD_ROOT", str(root))
 
     def install_unit(name: str, exec_start: str, extra: str = "TimeoutStopSec=2\n") -> None:
-        (root / "units" / name).write_text(f"[Unit]\nDescription=fake\n[Service]\nType=simple\nExecStart={exec_start}\n{extra}")
+        (root / "units" / name).write_text(
+            f"[Unit]\nDescription=fake\n[Service]\nType=simple\nExecStart={exec_start}\n{extra}"
+        )
         subprocess.run(["systemctl", "daemon-reload"], check=True)  # what boot would have done
 
     import subprocess

@@ -72,7 +72,12 @@ class State:
         self.args = args
         self.instance_id = args.instance_id or uuid.uuid4().hex
         window = None if args.window == "none" else int(args.window)
-        self.config = {"mode": args.mode, "budget": args.budget, "topk": args.topk, "window": window}
+        self.config = {
+            "mode": args.mode,
+            "budget": args.budget,
+            "topk": args.topk,
+            "window": window,
+        }
         self.generation = 1
         self.started_at = time.time()
         self.ready_at: float | None = None
@@ -132,7 +137,9 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                 self.send_json(200, state.sglang_info())
             elif self.path == "/v1/models":
                 ok = state.ready or state.args.models_before_ready
-                self.send_json(200 if ok else 503, {"data": [{"id": "fake-model"}]} if ok else loading)
+                self.send_json(
+                    200 if ok else 503, {"data": [{"id": "fake-model"}]} if ok else loading
+                )
             else:
                 self.send_json(404, {"error": "not found"})
 
@@ -140,16 +147,22 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             if self.path == "/v1/completions" and state.ready:
-                self.send_json(200, {"choices": [{"index": 0, "text": " x", "finish_reason": "length"}]})
+                self.send_json(
+                    200, {"choices": [{"index": 0, "text": " x", "finish_reason": "length"}]}
+                )
             elif self.path == "/v1/completions":
                 self.send_json(503, {"error": "loading"})
             elif self.path == "/v1/ddtree/config" and state.args.hot:
                 with state.lock:
                     if not state.args.hot_ignore:
-                        state.config.update({k: body[k] for k in ("mode", "budget", "topk", "window") if k in body})
+                        state.config.update(
+                            {k: body[k] for k in ("mode", "budget", "topk", "window") if k in body}
+                        )
                         state.generation += 1
                     info = state.server_info()
-                self.send_json(200, {k: info[k] for k in ("config", "config_hash", "config_generation")})
+                self.send_json(
+                    200, {k: info[k] for k in ("config", "config_hash", "config_generation")}
+                )
             else:
                 self.send_json(404, {"error": "not found"})
 

@@ -46,7 +46,13 @@ def unit_sources(unit: str) -> list[Path]:
 
 def parse_config(unit: str) -> dict:
     """Merge the unit file and drop-ins: Environment accumulates, an empty ExecStart= resets."""
-    config: dict = {"ExecStart": [], "Environment": {}, "TimeoutStopSec": "90", "KillMode": "control-group", "StartLimitBurst": "5"}
+    config: dict = {
+        "ExecStart": [],
+        "Environment": {},
+        "TimeoutStopSec": "90",
+        "KillMode": "control-group",
+        "StartLimitBurst": "5",
+    }
     for path in unit_sources(unit):
         if not path.exists():
             continue
@@ -73,7 +79,11 @@ def sources_hash(unit: str) -> str:
 
 def load_state(unit: str) -> dict:
     path = ROOT / "state" / f"{unit}.json"
-    return json.loads(path.read_text()) if path.exists() else {"starts": [], "result": "success", "failed": False}
+    return (
+        json.loads(path.read_text())
+        if path.exists()
+        else {"starts": [], "result": "success", "failed": False}
+    )
 
 
 def save_state(unit: str, state: dict) -> None:
@@ -111,7 +121,11 @@ def properties(unit: str) -> dict[str, str]:
     if running:
         active = "active"
     else:
-        active = "failed" if state.get("failed") or (status and status["code"] != 0 and not state.get("stopped")) else "inactive"
+        active = (
+            "failed"
+            if state.get("failed") or (status and status["code"] != 0 and not state.get("stopped"))
+            else "inactive"
+        )
     result = state.get("result", "success")
     if status and not state.get("stopped") and status["code"] != 0 and result == "success":
         result = "signal" if status["killed"] else "exit-code"
@@ -151,21 +165,34 @@ def cmd_start(unit: str) -> int:
     if properties(unit)["ActiveState"] == "active":
         return 0
     if state.get("loaded_hash") != sources_hash(unit):
-        print(f"Warning: The unit file, source configuration file or drop-ins of {unit} changed on disk. "
-              "Run 'systemctl daemon-reload' to reload units.", file=sys.stderr)
+        print(
+            f"Warning: The unit file, source configuration file or drop-ins of {unit} changed on disk. "
+            "Run 'systemctl daemon-reload' to reload units.",
+            file=sys.stderr,
+        )
     config = state.get("loaded") or parse_config(unit)
     now = time.time()
     starts = [t for t in state["starts"] if now - t < START_LIMIT_INTERVAL_S]
     if len(starts) >= int(config["StartLimitBurst"]):
         state.update(result="start-limit-hit", failed=True)
         save_state(unit, state)
-        print(f"Job for {unit} failed. See \"systemctl status {unit}\" and \"journalctl -xeu {unit}\" for details.", file=sys.stderr)
+        print(
+            f'Job for {unit} failed. See "systemctl status {unit}" and "journalctl -xeu {unit}" for details.',
+            file=sys.stderr,
+        )
         return 1
     inv = uuid.uuid4().hex
-    state.update(starts=[*starts, now], invocation=inv, result="success", failed=False, stopped=False)
+    state.update(
+        starts=[*starts, now], invocation=inv, result="success", failed=False, stopped=False
+    )
     save_state(unit, state)
-    subprocess.Popen([sys.executable, __file__, "supervise", unit, inv], start_new_session=True,
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.Popen(
+        [sys.executable, __file__, "supervise", unit, inv],
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     while not main_pid(inv):  # Type=simple: ready as soon as the main process exists
         time.sleep(0.01)
     return 0
@@ -178,7 +205,14 @@ def cmd_supervise(unit: str, inv: str) -> int:
     env = {**os.environ, **config["Environment"], "INVOCATION_ID": inv}
     env.pop("FAKE_SYSTEMD_ROOT", None)
     with open(ROOT / "journal" / f"{inv}.log", "ab") as log:
-        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     (ROOT / "state" / f"{inv}.main").write_text(str(proc.pid))
     code = proc.wait()
     status = {"code": -code if code < 0 else code, "killed": code < 0}
@@ -223,7 +257,9 @@ def systemctl(args: list[str]) -> int:
     for i, a in enumerate(args):
         if a == "-p":
             props += args[i + 1].split(",")
-    words = [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] != "-p")]
+    words = [
+        a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] != "-p")
+    ]
     verb, units = words[0], words[1:]
     if verb == "daemon-reload":
         return cmd_daemon_reload()

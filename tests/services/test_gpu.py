@@ -32,7 +32,9 @@ def test_gpu_off_is_a_note():
     assert probe is None and "gpu = 'off'" in note
 
 
-@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has an NVIDIA driver")
+@pytest.mark.skipif(
+    shutil.which("nvidia-smi") is not None, reason="this machine has an NVIDIA driver"
+)
 def test_no_gpu_is_skipped_with_a_note():
     probe, note = default_probe("auto")
     assert probe is None and note == "GPU check skipped: no NVIDIA GPU"

@@ -14,7 +14,8 @@ def hooks_spec(svc, port, state_dir, *switches, stop=None, start_extra="", **ove
     )
     hooks = {
         "start": start,
-        "stop": stop or 'if [ -f "$STATE/pid" ]; then kill "$(cat "$STATE/pid")" 2>/dev/null; fi; true',
+        "stop": stop
+        or 'if [ -f "$STATE/pid" ]; then kill "$(cat "$STATE/pid")" 2>/dev/null; fi; true',
         "logs": 'cat "$STATE/server.log"',
     }
     env = {"PY": sys.executable, "SERVER": str(svc.fault_server), "STATE": str(state_dir)}
@@ -26,7 +27,9 @@ def test_hooks_reconfigure_passes_config_as_environment(svc, port, controllers, 
     first = ctl.reconfigure(svc.params, tmp_path / "a1")
     second = ctl.reconfigure({**svc.params, "mode": "dflash", "window": 32}, tmp_path / "a2")
     assert first.ready and second.ready, (first, second)
-    assert second.identity["config"]["mode"] == "dflash" and second.identity["config"]["window"] == 32
+    assert (
+        second.identity["config"]["mode"] == "dflash" and second.identity["config"]["window"] == 32
+    )
     assert second.identity["instance_id"] != first.identity["instance_id"]
     assert "--- start hook" in second.log_tail and "ready instance_id=" in second.log_tail
 
@@ -48,7 +51,9 @@ def test_stop_hook_that_does_not_stop_is_backed_by_the_tag(svc, port, controller
 
 
 def test_local_server_crash_fails_fast_with_log(svc, port, controllers, tmp_path):
-    ctl = controllers(hooks_spec(svc, port, tmp_path, "--crash-during-load", "5", "--crash-after", "0.5"))
+    ctl = controllers(
+        hooks_spec(svc, port, tmp_path, "--crash-during-load", "5", "--crash-after", "0.5")
+    )
     out = ctl.reconfigure(svc.params, tmp_path / "a")
     assert out.failure == "crashed(unknown)", out
     assert "fake load failure" in out.log_tail

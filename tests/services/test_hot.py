@@ -7,7 +7,6 @@ import sys
 import time
 
 import httpx
-
 import pytest
 
 
@@ -26,11 +25,16 @@ def test_first_call_starts_then_hot_reconfigures_same_instance(svc, port, contro
 
 @pytest.mark.parametrize(
     "switches, failure",
-    [(["--hot", "--hot-ignore"], "stale_instance"), (["--hot", "--report-config", '{{"topk": 9}}'], "config_mismatch")],
+    [
+        (["--hot", "--hot-ignore"], "stale_instance"),
+        (["--hot", "--report-config", '{{"topk": 9}}'], "config_mismatch"),
+    ],
 )
 def test_hot_faults(svc, port, controllers, tmp_path, switches, failure):
     ctl = controllers(svc.make_spec(port, svc.fault_command(*switches), kind="hot"))
-    first = ctl.reconfigure({**svc.params, "topk": 9} if failure == "config_mismatch" else svc.params, tmp_path / "a1")
+    first = ctl.reconfigure(
+        {**svc.params, "topk": 9} if failure == "config_mismatch" else svc.params, tmp_path / "a1"
+    )
     assert first.ready, first
     second = ctl.reconfigure({**svc.params, "budget": 8}, tmp_path / "a2")
     assert second.failure == failure, second
@@ -41,7 +45,9 @@ def test_server_that_was_already_running_is_left_running(svc, port, controllers,
     argv = [sys.executable, str(svc.fault_server), "--port", str(port), "--hot"]
     external = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        ctl = controllers(svc.make_spec(port, svc.fault_command("--hot"), kind="hot", timeouts={"identity": 5}))
+        ctl = controllers(
+            svc.make_spec(port, svc.fault_command("--hot"), kind="hot", timeouts={"identity": 5})
+        )
         for _ in range(100):  # wait until the external server answers
             try:
                 httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=1)

@@ -16,7 +16,9 @@ IGNORE_TERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN
 
 def spawn(tag: str, code: str = "import time; time.sleep(60)") -> subprocess.Popen:
     env = {**os.environ, procs.TAG_VAR: tag}
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env=env, start_new_session=True, stdout=subprocess.PIPE
+    )
     return proc
 
 
@@ -27,7 +29,9 @@ def test_identity_is_pid_and_start_time():
         assert info is not None and info.pgid == child.pid and not info.zombie
         assert abs(procs.start_time_epoch(info.start_ticks) - time.time()) < 5
         assert procs.is_alive(child.pid, info.start_ticks)
-        assert not procs.is_alive(child.pid, info.start_ticks + 1), "another start time is another process"
+        assert not procs.is_alive(child.pid, info.start_ticks + 1), (
+            "another start time is another process"
+        )
     finally:
         child.kill()
         child.wait()

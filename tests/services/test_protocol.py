@@ -22,13 +22,27 @@ FAILURES = [
     (["--bind-delay", "4"], {"timeouts": {"start": 1}}, "timeout:start", "fake fault server pid"),
     (["--ready-delay", "6"], {"timeouts": {"health": 1}}, "timeout:health", "loading model"),
     (["--report-config", '{{"budget": 99}}'], {}, "config_mismatch", "ready instance_id"),
-    (["--hang-after", "0.5", "--ready-delay", "6"], {"timeouts": {"health": 1.5}}, "timeout:health", "loading model"),
-    (["--ready-delay", "6", "--models-before-ready"], {"profile": "vllm", "timeouts": {"health": 1.5}}, "timeout:health", "loading model"),
+    (
+        ["--hang-after", "0.5", "--ready-delay", "6"],
+        {"timeouts": {"health": 1.5}},
+        "timeout:health",
+        "loading model",
+    ),
+    (
+        ["--ready-delay", "6", "--models-before-ready"],
+        {"profile": "vllm", "timeouts": {"health": 1.5}},
+        "timeout:health",
+        "loading model",
+    ),
 ]
 
 
-@pytest.mark.parametrize("switches, overrides, failure, log_text", FAILURES, ids=lambda v: str(v)[:30])
-def test_fault_is_classified_and_cleaned_up(svc, port, controllers, tmp_path, switches, overrides, failure, log_text):
+@pytest.mark.parametrize(
+    "switches, overrides, failure, log_text", FAILURES, ids=lambda v: str(v)[:30]
+)
+def test_fault_is_classified_and_cleaned_up(
+    svc, port, controllers, tmp_path, switches, overrides, failure, log_text
+):
     ctl = controllers(svc.make_spec(port, svc.fault_command(*switches), **overrides))
     t0 = time.monotonic()
     out = ctl.reconfigure(svc.params, tmp_path / "attempt")
@@ -39,11 +53,15 @@ def test_fault_is_classified_and_cleaned_up(svc, port, controllers, tmp_path, sw
     assert svc.leftovers(ctl.workdir) == [] and out.leftover_pids == []
     assert procs.port_listeners(port) == {}
     if failure.startswith("crashed") or failure == "oom":
-        assert time.monotonic() - t0 < 5, "a dead process must fail fast, not wait for the health deadline"
+        assert time.monotonic() - t0 < 5, (
+            "a dead process must fail fast, not wait for the health deadline"
+        )
 
 
 def test_slow_bind_and_slow_ready_wait_for_the_real_ready(svc, port, controllers, tmp_path):
-    ctl = controllers(svc.make_spec(port, svc.fault_command("--bind-delay", "1", "--ready-delay", "1.5")))
+    ctl = controllers(
+        svc.make_spec(port, svc.fault_command("--bind-delay", "1", "--ready-delay", "1.5"))
+    )
     out = ctl.reconfigure(svc.params, tmp_path / "a")
     assert out.ready, out
     assert out.timings["port_s"] >= 0.9
@@ -62,7 +80,9 @@ def test_models_200_before_ready_is_not_ready_for_vllm(svc, port, controllers, t
 
 
 @pytest.mark.parametrize("linger, grace", [(1.5, 4.0), (30.0, 1.0)])
-def test_old_identity_answering_after_sigterm_is_never_ready(svc, port, controllers, tmp_path, linger, grace):
+def test_old_identity_answering_after_sigterm_is_never_ready(
+    svc, port, controllers, tmp_path, linger, grace
+):
     cmd = svc.fault_command("--linger-after-term", str(linger))
     ctl = controllers(svc.make_spec(port, cmd, timeouts={"stop": grace}))
     first = ctl.reconfigure(svc.params, tmp_path / "a1")
@@ -84,13 +104,19 @@ def test_process_ignoring_sigterm_is_killed(svc, port, controllers, tmp_path):
     assert not procs.is_alive(first.identity["pid"], first.identity["start_ticks"])
 
 
-def test_children_and_setsid_orphans_holding_the_port_are_found_and_killed(svc, port, controllers, tmp_path):
-    ctl = controllers(svc.make_spec(port, svc.fault_command("--orphan-holds-port", "--children", "2")))
+def test_children_and_setsid_orphans_holding_the_port_are_found_and_killed(
+    svc, port, controllers, tmp_path
+):
+    ctl = controllers(
+        svc.make_spec(port, svc.fault_command("--orphan-holds-port", "--children", "2"))
+    )
     first = ctl.reconfigure(svc.params, tmp_path / "a1")
     assert first.ready, first
     orphan = int(re.search(r"orphan pid=(\d+)", first.log_tail).group(1))
     orphan_info = procs.read_stat(orphan)
-    assert orphan_info is not None and orphan_info.pgid != first.identity["pgid"], "the orphan left the process group"
+    assert orphan_info is not None and orphan_info.pgid != first.identity["pgid"], (
+        "the orphan left the process group"
+    )
     second = ctl.reconfigure(svc.params, tmp_path / "a2")
     assert second.ready, second
     assert not procs.is_alive(orphan, orphan_info.start_ticks)
@@ -101,7 +127,9 @@ def test_children_and_setsid_orphans_holding_the_port_are_found_and_killed(svc, 
 def test_gpu_memory_must_return_to_baseline(svc, port, controllers, tmp_path, release, failure):
     ledger = tmp_path / "ledger"
     ledger.mkdir()
-    cmd = svc.fault_command("--gpu-ledger", str(ledger), "--gpu-mib", "4000", "--gpu-release-after", release)
+    cmd = svc.fault_command(
+        "--gpu-ledger", str(ledger), "--gpu-mib", "4000", "--gpu-release-after", release
+    )
     ctl = controllers(svc.make_spec(port, cmd), gpu=svc.FakeLedgerGpu(ledger))
     assert ctl.reconfigure(svc.params, tmp_path / "a1").ready
     second = ctl.reconfigure(svc.params, tmp_path / "a2")

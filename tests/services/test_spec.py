@@ -7,16 +7,43 @@ import pytest
 from ddtune.errors import UserError
 from ddtune.services import ServiceSpec
 
-BASE = {"command": ["srv", "--budget", "{budget}", "--window", "{window}", "--port", "{port}", "--x", "{extra}"], "vars": {"extra": 7}}
+BASE = {
+    "command": [
+        "srv",
+        "--budget",
+        "{budget}",
+        "--window",
+        "{window}",
+        "--port",
+        "{port}",
+        "--x",
+        "{extra}",
+    ],
+    "vars": {"extra": 7},
+}
 
 
 def test_render_argv_env_and_hook_env():
     spec = ServiceSpec.from_dict({**BASE, "env": {"TOPK": "{topk}"}, "port": 9100})
     params = {"mode": "ddtree", "budget": 16, "topk": 4, "window": None}
-    assert spec.render_argv(params) == ["srv", "--budget", "16", "--window", "none", "--port", "9100", "--x", "7"]
+    assert spec.render_argv(params) == [
+        "srv",
+        "--budget",
+        "16",
+        "--window",
+        "none",
+        "--port",
+        "9100",
+        "--x",
+        "7",
+    ]
     assert spec.render_env(params) == {"TOPK": "4"}
     hook_env = spec.hook_env({**params, "extra": 9})
-    assert hook_env["DDTUNE_WINDOW"] == "none" and hook_env["DDTUNE_EXTRA"] == "9" and hook_env["TOPK"] == "4"
+    assert (
+        hook_env["DDTUNE_WINDOW"] == "none"
+        and hook_env["DDTUNE_EXTRA"] == "9"
+        and hook_env["TOPK"] == "4"
+    )
     assert spec.base_url == "http://127.0.0.1:9100"
 
 

@@ -16,16 +16,25 @@ UNIT = "fake-llm.service"
 
 
 def systemd_spec(svc, port, root, *switches, **overrides):
-    return svc.make_spec(port, svc.fault_command(*switches), kind="systemd", unit=UNIT, systemd_dir=str(root / "run"), **overrides)
+    return svc.make_spec(
+        port,
+        svc.fault_command(*switches),
+        kind="systemd",
+        unit=UNIT,
+        systemd_dir=str(root / "run"),
+        **overrides,
+    )
 
 
 def test_dropin_rendering_quotes_and_resets_execstart():
     text = render_dropin({"A": 'x "y" 50%'}, ["/bin/srv", "--name", "a b", "$HOME"])
     assert 'Environment="A=x \\"y\\" 50%%"' in text
-    assert "ExecStart=\nExecStart=\"/bin/srv\" \"--name\" \"a b\" \"$$HOME\"" in text
+    assert 'ExecStart=\nExecStart="/bin/srv" "--name" "a b" "$$HOME"' in text
 
 
-def test_stop_start_through_dropin_gives_new_invocation(svc, port, controllers, tmp_path, fake_systemd):
+def test_stop_start_through_dropin_gives_new_invocation(
+    svc, port, controllers, tmp_path, fake_systemd
+):
     root, install_unit = fake_systemd
     install_unit(UNIT, "/bin/false")
     ctl = controllers(systemd_spec(svc, port, root))
@@ -40,14 +49,20 @@ def test_stop_start_through_dropin_gives_new_invocation(svc, port, controllers, 
     assert second.log_tail.count("ready instance_id=") == 1  # journal of this invocation only
     ctl.close()
     assert not dropin.exists()
-    state = subprocess.run(["systemctl", "is-active", UNIT], capture_output=True, text=True).stdout.strip()
+    state = subprocess.run(
+        ["systemctl", "is-active", UNIT], capture_output=True, text=True
+    ).stdout.strip()
     assert state == "inactive"
 
 
-def test_restart_returns_before_ready_but_the_protocol_waits(svc, port, controllers, tmp_path, fake_systemd):
+def test_restart_returns_before_ready_but_the_protocol_waits(
+    svc, port, controllers, tmp_path, fake_systemd
+):
     root, install_unit = fake_systemd
     install_unit(UNIT, "/bin/false")
-    ctl = controllers(systemd_spec(svc, port, root, "--ready-delay", "1.5", "--linger-after-term", "0.5"))
+    ctl = controllers(
+        systemd_spec(svc, port, root, "--ready-delay", "1.5", "--linger-after-term", "0.5")
+    )
     assert ctl.reconfigure(svc.params, tmp_path / "a1").ready
     t0 = time.monotonic()
     subprocess.run(["systemctl", "restart", UNIT], check=True)  # what the old shell loop did
@@ -64,7 +79,9 @@ def test_restart_returns_before_ready_but_the_protocol_waits(svc, port, controll
     assert out.timings["start_s"] < 1.4 and out.timings["start_to_ready_s"] >= 1.4
 
 
-def test_need_daemon_reload_is_a_preflight_failure(svc, port, controllers, tmp_path, fake_systemd, monkeypatch):
+def test_need_daemon_reload_is_a_preflight_failure(
+    svc, port, controllers, tmp_path, fake_systemd, monkeypatch
+):
     root, install_unit = fake_systemd
     install_unit(UNIT, "/bin/false")
     monkeypatch.setenv("FAKE_SYSTEMD_BROKEN_RELOAD", "1")
@@ -73,10 +90,15 @@ def test_need_daemon_reload_is_a_preflight_failure(svc, port, controllers, tmp_p
     assert out.failure == "preflight_failed" and "NeedDaemonReload=yes" in out.detail, out
 
 
-def test_crash_is_classified_and_start_limit_is_reset(svc, port, controllers, tmp_path, fake_systemd):
+def test_crash_is_classified_and_start_limit_is_reset(
+    svc, port, controllers, tmp_path, fake_systemd
+):
     root, install_unit = fake_systemd
     install_unit(UNIT, "/bin/false")
-    crashing = controllers(systemd_spec(svc, port, root, "--crash-during-load", "3", "--crash-after", "0.05"), name="crash")
+    crashing = controllers(
+        systemd_spec(svc, port, root, "--crash-during-load", "3", "--crash-after", "0.05"),
+        name="crash",
+    )
     out = crashing.reconfigure(svc.params, tmp_path / "a1")
     assert out.failure == "crashed(3)", out
     assert "fake load failure" in out.log_tail
@@ -85,16 +107,24 @@ def test_crash_is_classified_and_start_limit_is_reset(svc, port, controllers, tm
         while subprocess.run(["systemctl", "is-active", UNIT], capture_output=True).returncode == 0:
             time.sleep(0.05)
     assert done.returncode == 1
-    assert subprocess.run(["systemctl", "show", UNIT, "-p", "Result", "--value"], capture_output=True, text=True).stdout.strip() == "start-limit-hit"
+    assert (
+        subprocess.run(
+            ["systemctl", "show", UNIT, "-p", "Result", "--value"], capture_output=True, text=True
+        ).stdout.strip()
+        == "start-limit-hit"
+    )
     good = controllers(systemd_spec(svc, port, root), name="good")
     assert good.reconfigure(svc.params, tmp_path / "a2").ready  # reset-failed in preflight
 
 
-@pytest.mark.skipif(not Path("/run/systemd/system").is_dir(), reason="real systemd is not running here (no /run/systemd/system)")
+@pytest.mark.skipif(
+    not Path("/run/systemd/system").is_dir(),
+    reason="real systemd is not running here (no /run/systemd/system)",
+)
 def test_real_systemd_unit_stop_start(svc, port, controllers, tmp_path):
     unit = f"ddtune-test-{uuid.uuid4().hex[:8]}.service"
     unit_file = Path("/run/systemd/system") / unit
-    unit_file.write_text(f"[Service]\nType=simple\nExecStart=/bin/false\nTimeoutStopSec=5\n")
+    unit_file.write_text("[Service]\nType=simple\nExecStart=/bin/false\nTimeoutStopSec=5\n")
     subprocess.run(["systemctl", "daemon-reload"], check=True)
     try:
         spec = svc.make_spec(port, svc.fault_command(), kind="systemd", unit=unit)

@@ -19,7 +19,9 @@ from ddtune.services.protocol import Controller
 from ddtune.services.spec import ServiceSpec, Timeouts
 
 
-def build_controller(spec: ServiceSpec, workdir: Path, gpu_probe: GpuProbe | None = None) -> Controller:
+def build_controller(
+    spec: ServiceSpec, workdir: Path, gpu_probe: GpuProbe | None = None
+) -> Controller:
     """The controller for `spec.kind`; `gpu_probe` overrides NVML/nvidia-smi (tests)."""
     if spec.kind == "process":
         from ddtune.services.process import ProcessController
@@ -38,4 +40,12 @@ def build_controller(spec: ServiceSpec, workdir: Path, gpu_probe: GpuProbe | Non
     return HotController(spec, Path(workdir), gpu_probe)
 
 
-__all__ = ["Controller", "GpuDevice", "GpuProbe", "Outcome", "ServiceSpec", "Timeouts", "build_controller"]
+__all__ = [
+    "Controller",
+    "GpuDevice",
+    "GpuProbe",
+    "Outcome",
+    "ServiceSpec",
+    "Timeouts",
+    "build_controller",
+]

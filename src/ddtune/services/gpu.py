@@ -67,7 +67,10 @@ class NvidiaSmiProbe:
             timeout=30,
             check=True,
         ).stdout
-        devices = [GpuDevice(int(i), float(m)) for i, m in (line.split(",") for line in out.splitlines() if line.strip())]
+        devices = [
+            GpuDevice(int(i), float(m))
+            for i, m in (line.split(",") for line in out.splitlines() if line.strip())
+        ]
         return devices or None
 
 
@@ -100,7 +103,10 @@ class GpuBaseline:
 
 
 def baseline(devices: list[GpuDevice], old_pids: set[int]) -> GpuBaseline:
-    used = {d.index: d.used_mib - sum(m for p, m in d.processes.items() if p in old_pids) for d in devices}
+    used = {
+        d.index: d.used_mib - sum(m for p, m in d.processes.items() if p in old_pids)
+        for d in devices
+    }
     return GpuBaseline(used, frozenset(old_pids))
 
 
@@ -111,5 +117,8 @@ def not_released(devices: list[GpuDevice], base: GpuBaseline, tolerance_mib: flo
         limit = base.used_mib.get(d.index, 0.0) + tolerance_mib
         pids = sorted(p for p in d.processes if p in base.old_pids)
         if d.used_mib > limit or pids:
-            held.append(f"GPU {d.index}: {d.used_mib:.0f} MiB used, baseline {limit - tolerance_mib:.0f} MiB" + (f", old pids {pids}" if pids else ""))
+            held.append(
+                f"GPU {d.index}: {d.used_mib:.0f} MiB used, baseline {limit - tolerance_mib:.0f} MiB"
+                + (f", old pids {pids}" if pids else "")
+            )
     return "; ".join(held) or None

@@ -40,7 +40,11 @@ class HooksController(Controller):
     def preflight(self, params: dict[str, Any], attempt_dir: Path) -> None:
         self._old_env = self._env or {}
         self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
-        self._env = {**self.spec.hook_env(params), "DDTUNE_ATTEMPT_DIR": str(attempt_dir), procs.TAG_VAR: self._tag}
+        self._env = {
+            **self.spec.hook_env(params),
+            "DDTUNE_ATTEMPT_DIR": str(attempt_dir),
+            procs.TAG_VAR: self._tag,
+        }
         self._hooks_log = attempt_dir / "hooks.log"
 
     def run_hook(self, name: str, timeout: float, env: dict[str, str] | None = None) -> int:
@@ -50,13 +54,25 @@ class HooksController(Controller):
         with open(log_path, "a") as log:
             log.write(f"--- {name} hook: {command}\n")
             log.flush()
-            proc = subprocess.Popen(["/bin/sh", "-c", command], env={**os.environ, **(env or self._env)}, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.spec.cwd or self.workdir)
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                env={**os.environ, **(env or self._env)},
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=self.spec.cwd or self.workdir,
+            )
             try:
                 code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                procs.terminate(lambda: procs.find_instance(pgids=(proc.pid,)), grace=2.0, kill_wait=5.0)
+                procs.terminate(
+                    lambda: procs.find_instance(pgids=(proc.pid,)), grace=2.0, kill_wait=5.0
+                )
                 proc.wait()
-                raise PhaseFailure(f"timeout:{name}", f"the {name} hook did not return in {timeout:.0f}s") from None
+                raise PhaseFailure(
+                    f"timeout:{name}", f"the {name} hook did not return in {timeout:.0f}s"
+                ) from None
             log.write(f"--- {name} hook exited with {code}\n")
         return code
 
@@ -70,7 +86,9 @@ class HooksController(Controller):
     def start(self, params: dict[str, Any], attempt_dir: Path) -> dict[str, Any]:
         code = self.run_hook("start", self.spec.timeouts.start)
         if code != 0:
-            raise PhaseFailure(f"start_failed({code})", f"the start hook exited with {code}; see hooks.log")
+            raise PhaseFailure(
+                f"start_failed({code})", f"the start hook exited with {code}; see hooks.log"
+            )
         local = procs.find_instance(tag=self._tag)
         self._had_local = bool(local)
         return {"tag": self._tag, "local_pids": sorted(p.pid for p in local)}
@@ -84,11 +102,21 @@ class HooksController(Controller):
     def write_logs(self, attempt_dir: Path) -> Path | None:
         """service.log = the hooks' own output, then the logs hook's output."""
         path = attempt_dir / "service.log"
-        hooks_text = self._hooks_log.read_text(errors="replace") if self._hooks_log and self._hooks_log.exists() else ""
+        hooks_text = (
+            self._hooks_log.read_text(errors="replace")
+            if self._hooks_log and self._hooks_log.exists()
+            else ""
+        )
         logs_text = ""
         if "logs" in self.spec.hooks:
             try:
-                logs_text = subprocess.run(["/bin/sh", "-c", self.spec.hooks["logs"]], env={**os.environ, **self._env}, capture_output=True, text=True, timeout=LOGS_HOOK_TIMEOUT_S).stdout
+                logs_text = subprocess.run(
+                    ["/bin/sh", "-c", self.spec.hooks["logs"]],
+                    env={**os.environ, **self._env},
+                    capture_output=True,
+                    text=True,
+                    timeout=LOGS_HOOK_TIMEOUT_S,
+                ).stdout
             except subprocess.TimeoutExpired:
                 logs_text = "(the logs hook timed out)\n"
         path.write_text(hooks_text + "--- logs hook output\n" + logs_text)

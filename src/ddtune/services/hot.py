@@ -64,7 +64,9 @@ class HotController(ProcessController):
         with httpx.Client(timeout=self.spec.timeouts.request, trust_env=False) as client:
             with _Timer(out, "snapshot_s"):
                 old = client.get(self.spec.base_url + "/server_info").raise_for_status().json()
-                out.previous_identity = {k: old.get(k) for k in ("instance_id", "pid", "config", "config_generation")}
+                out.previous_identity = {
+                    k: old.get(k) for k in ("instance_id", "pid", "config", "config_generation")
+                }
             with _Timer(out, "apply_s"):
                 applied = self._post_config(client, params, old)
             with _Timer(out, "identity_s"):
@@ -74,36 +76,73 @@ class HotController(ProcessController):
             with _Timer(out, "generate_s"):
                 readiness.wait_generations(self, client)
 
-    def _post_config(self, client: httpx.Client, params: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    def _post_config(
+        self, client: httpx.Client, params: dict[str, Any], old: dict[str, Any]
+    ) -> dict[str, Any]:
         body = {k: params[k] for k in HOT_KEYS if k in params}
         reply = client.post(self.spec.base_url + "/v1/ddtree/config", json=body)
         if reply.status_code != 200:
-            raise PhaseFailure("config_mismatch", f"POST /v1/ddtree/config -> {reply.status_code}: {reply.text[:300]}")
+            raise PhaseFailure(
+                "config_mismatch",
+                f"POST /v1/ddtree/config -> {reply.status_code}: {reply.text[:300]}",
+            )
         applied = reply.json()
         if not _newer(applied.get("config_generation"), old.get("config_generation")):
-            raise PhaseFailure("stale_instance", f"config_generation did not advance ({old.get('config_generation')} -> {applied.get('config_generation')})")
+            raise PhaseFailure(
+                "stale_instance",
+                f"config_generation did not advance ({old.get('config_generation')} -> {applied.get('config_generation')})",
+            )
         mismatches = compare_ddtune_config(params, applied.get("config") or {})
         if mismatches:
-            raise PhaseFailure("config_mismatch", "the server applied another config: " + "; ".join(mismatches))
+            raise PhaseFailure(
+                "config_mismatch", "the server applied another config: " + "; ".join(mismatches)
+            )
         return applied
 
-    def _wait_applied(self, client: httpx.Client, params: dict[str, Any], old: dict[str, Any], applied: dict[str, Any]) -> dict[str, Any]:
+    def _wait_applied(
+        self,
+        client: httpx.Client,
+        params: dict[str, Any],
+        old: dict[str, Any],
+        applied: dict[str, Any],
+    ) -> dict[str, Any]:
         """/server_info shows the same instance with the new generation and config."""
         found: dict[str, Any] = {}
 
         def step() -> str | None:
             info = client.get(self.spec.base_url + "/server_info").raise_for_status().json()
             if info.get("instance_id") != old.get("instance_id"):
-                raise PhaseFailure("instance_changed", f"instance {old.get('instance_id')} was replaced by {info.get('instance_id')}")
+                raise PhaseFailure(
+                    "instance_changed",
+                    f"instance {old.get('instance_id')} was replaced by {info.get('instance_id')}",
+                )
             if info.get("config_generation") != applied.get("config_generation"):
                 return f"server_info reports config_generation {info.get('config_generation')}, expected {applied.get('config_generation')}"
             mismatches = compare_ddtune_config(params, info.get("config") or {})
             if mismatches:
                 raise PhaseFailure("config_mismatch", "; ".join(mismatches))
-            found.update({k: info.get(k) for k in ("instance_id", "pid", "started_at", "config", "config_hash", "config_generation")})
+            found.update(
+                {
+                    k: info.get(k)
+                    for k in (
+                        "instance_id",
+                        "pid",
+                        "started_at",
+                        "config",
+                        "config_hash",
+                        "config_generation",
+                    )
+                }
+            )
             return None
 
-        readiness.poll("identity", self.spec.timeouts.identity, step, self.check_alive, lambda reason: "stale_instance")
+        readiness.poll(
+            "identity",
+            self.spec.timeouts.identity,
+            step,
+            self.check_alive,
+            lambda reason: "stale_instance",
+        )
         return found
 
     def close(self) -> list[str]:

@@ -46,7 +46,9 @@ class ProcessController(Controller):
         self._env = self.spec.render_env(params)
         exe = self._argv[0]
         if not (shutil.which(exe) or (os.sep in exe and os.access(exe, os.X_OK))):
-            raise PhaseFailure("preflight_failed", f"service.command[0] {exe!r} is not an executable on PATH")
+            raise PhaseFailure(
+                "preflight_failed", f"service.command[0] {exe!r} is not an executable on PATH"
+            )
 
     def our_processes(self) -> list[procs.ProcInfo]:
         pgids = (self._popen.pid,) if self._popen else ()
@@ -68,7 +70,9 @@ class ProcessController(Controller):
                     cwd=self.spec.cwd or self.workdir,
                 )
             except OSError as exc:
-                raise PhaseFailure("start_failed", f"could not run {self._argv[0]}: {exc}") from None
+                raise PhaseFailure(
+                    "start_failed", f"could not run {self._argv[0]}: {exc}"
+                ) from None
         return self._identity()
 
     def _identity(self) -> dict[str, Any]:

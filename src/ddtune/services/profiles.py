@@ -45,7 +45,9 @@ class Profile:
     def health_url(self) -> str:
         return self.spec.health_url or self.spec.base_url + self.health_path
 
-    def identity(self, client: httpx.Client, params: dict[str, Any], launch: Launch) -> tuple[dict[str, Any], list[str]]:
+    def identity(
+        self, client: httpx.Client, params: dict[str, Any], launch: Launch
+    ) -> tuple[dict[str, Any], list[str]]:
         return {}, []
 
     def model_name(self, client: httpx.Client) -> str:
@@ -61,7 +63,17 @@ class DdtuneProfile(Profile):
 
     def identity(self, client, params, launch):
         info = client.get(self.spec.base_url + "/server_info").raise_for_status().json()
-        ident = {k: info.get(k) for k in ("instance_id", "pid", "started_at", "ready_at", "config_hash", "config_generation")}
+        ident = {
+            k: info.get(k)
+            for k in (
+                "instance_id",
+                "pid",
+                "started_at",
+                "ready_at",
+                "config_hash",
+                "config_generation",
+            )
+        }
         ident["config"] = info.get("config")
         return ident, compare_ddtune_config(params, info.get("config") or {})
 
@@ -75,10 +87,14 @@ class SglangProfile(Profile):
         reported = {
             "speculative_algorithm": info.get("speculative_algorithm"),
             "speculative_ddtree_budget": info.get("speculative_ddtree_budget"),
-            "speculative_dflash_draft_window_size": info.get("speculative_dflash_draft_window_size"),
+            "speculative_dflash_draft_window_size": info.get(
+                "speculative_dflash_draft_window_size"
+            ),
         }
         if launch.main_pid:
-            reported["SGLANG_DDTREE_MAX_TOPK"] = procs.read_environ(launch.main_pid).get("SGLANG_DDTREE_MAX_TOPK")
+            reported["SGLANG_DDTREE_MAX_TOPK"] = procs.read_environ(launch.main_pid).get(
+                "SGLANG_DDTREE_MAX_TOPK"
+            )
         return {"server_info": reported}, compare_sglang_config(params, reported)
 
 
@@ -93,7 +109,9 @@ class VllmProfile(Profile):
         if launch.main_pid and launch.argv is not None:
             running = procs.read_cmdline(launch.main_pid)
             if running != launch.argv:
-                mismatches.append(f"process argv {running} differs from the launch argv {launch.argv}")
+                mismatches.append(
+                    f"process argv {running} differs from the launch argv {launch.argv}"
+                )
         return {"models": ids}, mismatches
 
 
@@ -108,11 +126,21 @@ def compare_ddtune_config(params: dict[str, Any], reported: dict[str, Any]) -> l
     """Mismatches between the requested DecodeParams and the server's config (canonical forms)."""
     keys = ("mode", "budget", "topk", "window")
     try:
-        want = DecodeParams.from_dict({k: params[k] for k in keys if k in params}).canonical().to_dict()
-        got = DecodeParams.from_dict({k: reported.get(k) for k in keys if k in reported}).canonical().to_dict()
+        want = (
+            DecodeParams.from_dict({k: params[k] for k in keys if k in params})
+            .canonical()
+            .to_dict()
+        )
+        got = (
+            DecodeParams.from_dict({k: reported.get(k) for k in keys if k in reported})
+            .canonical()
+            .to_dict()
+        )
     except Exception as exc:  # the server reported something unparsable
         return [f"reported config {reported!r} is not valid: {exc}"]
-    return [f"{k}: requested {want[k]!r}, server reports {got[k]!r}" for k in keys if want[k] != got[k]]
+    return [
+        f"{k}: requested {want[k]!r}, server reports {got[k]!r}" for k in keys if want[k] != got[k]
+    ]
 
 
 def compare_sglang_config(params: dict[str, Any], reported: dict[str, Any]) -> list[str]:
@@ -124,7 +152,11 @@ def compare_sglang_config(params: dict[str, Any], reported: dict[str, Any]) -> l
         want["speculative_ddtree_budget"] = params.get("budget")
         if "SGLANG_DDTREE_MAX_TOPK" in reported:
             want["SGLANG_DDTREE_MAX_TOPK"] = str(params.get("topk"))
-    return [f"{k}: requested {v!r}, server reports {reported.get(k)!r}" for k, v in want.items() if reported.get(k) != v]
+    return [
+        f"{k}: requested {v!r}, server reports {reported.get(k)!r}"
+        for k, v in want.items()
+        if reported.get(k) != v
+    ]
 
 
 def generate_one_token(client: httpx.Client, spec: ServiceSpec, model: str) -> str | None:

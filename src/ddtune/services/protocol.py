@@ -57,6 +57,7 @@ class Controller(ABC):
 
     def stop_command(self) -> None:
         """Ask the service to stop (systemctl stop, stop hook); processes are killed after."""
+        return None  # default: nothing to do
 
     @abstractmethod
     def start(self, params: dict[str, Any], attempt_dir: Path) -> dict[str, Any]:
@@ -79,6 +80,7 @@ class Controller(ABC):
 
     def release(self) -> None:
         """Remove what preflight installed (drop-ins); called by close()."""
+        return None  # default: nothing to do
 
     # ---- the protocol ---------------------------------------------------------
 
@@ -123,9 +125,17 @@ class Controller(ABC):
         old = self.our_processes()
         snap: dict[str, Any] = {
             "pids": [{"pid": p.pid, "start_ticks": p.start_ticks} for p in old],
-            "listeners": sorted(pid for pid in procs.port_listeners(self.spec.port).values() if pid),
+            "listeners": sorted(
+                pid for pid in procs.port_listeners(self.spec.port).values() if pid
+            ),
         }
-        snap.update({k: v for k, v in self._last_identity.items() if k in ("instance_id", "pid", "invocation_id")})
+        snap.update(
+            {
+                k: v
+                for k, v in self._last_identity.items()
+                if k in ("instance_id", "pid", "invocation_id")
+            }
+        )
         if snap["listeners"]:
             try:
                 with httpx.Client(timeout=SNAPSHOT_PROBE_TIMEOUT_S, trust_env=False) as client:
@@ -144,7 +154,9 @@ class Controller(ABC):
             return None
         return baseline(devices, {p.pid for p in self.our_processes()})
 
-    def stop_and_quiesce(self, out: Outcome, gpu_base: GpuBaseline | None, check_port: bool = True) -> None:
+    def stop_and_quiesce(
+        self, out: Outcome, gpu_base: GpuBaseline | None, check_port: bool = True
+    ) -> None:
         """Stop explicitly, kill what is left, wait for a free port and released GPU memory."""
         t = self.spec.timeouts
         with _Timer(out, "stop_s"):
@@ -163,6 +175,7 @@ class Controller(ABC):
 
     def _reap(self) -> None:
         """Collect exit statuses of our own children (subclasses that have them)."""
+        return None  # default: nothing to do
 
     def _wait_port_free(self) -> None:
         def step() -> str | None:
@@ -170,17 +183,28 @@ class Controller(ABC):
             if not owners:
                 return None
             return f"port {self.spec.port} still has listener(s) owned by " + ", ".join(
-                f"pid {pid} ({' '.join(procs.read_cmdline(pid))[:80]})" if pid else "an unreadable process" for pid in owners.values()
+                f"pid {pid} ({' '.join(procs.read_cmdline(pid))[:80]})"
+                if pid
+                else "an unreadable process"
+                for pid in owners.values()
             )
 
-        readiness.poll("quiesce", self.spec.timeouts.quiesce, step, lambda: None, lambda reason: "port_in_use")
+        readiness.poll(
+            "quiesce", self.spec.timeouts.quiesce, step, lambda: None, lambda reason: "port_in_use"
+        )
 
     def _wait_gpu(self, base: GpuBaseline) -> None:
         def step() -> str | None:
             devices = self.gpu.read() if self.gpu else None
             return not_released(devices, base, self.spec.gpu_tolerance_mib) if devices else None
 
-        readiness.poll("gpu", self.spec.timeouts.gpu, step, lambda: None, lambda reason: "gpu_memory_not_released")
+        readiness.poll(
+            "gpu",
+            self.spec.timeouts.gpu,
+            step,
+            lambda: None,
+            lambda reason: "gpu_memory_not_released",
+        )
 
     def wait_ready(self, params: dict[str, Any], out: Outcome) -> None:
         """Step 5: port, health, identity, generations, then the identity once more."""
@@ -197,7 +221,9 @@ class Controller(ABC):
             self.check_alive()
             again, _ = self.profile.identity(client, params, self.launch())
             if again.get("instance_id") != out.identity.get("instance_id"):
-                raise PhaseFailure("stale_instance", f"identity changed during the readiness checks: {again}")
+                raise PhaseFailure(
+                    "stale_instance", f"identity changed during the readiness checks: {again}"
+                )
 
     def check_alive(self) -> None:
         """Fail fast with the exit code and log tail when the new main process died."""
@@ -207,7 +233,10 @@ class Controller(ABC):
         log = self.write_logs(self._attempt_dir) if self._attempt_dir else None
         tail = tail_lines(log, 40)
         last = tail.strip().splitlines()[-1:] or ["(empty log)"]
-        raise PhaseFailure(classify_exit(code, tail), f"the new process exited with code {code}; last log line: {last[0]}")
+        raise PhaseFailure(
+            classify_exit(code, tail),
+            f"the new process exited with code {code}; last log line: {last[0]}",
+        )
 
     def _after_failure(self, attempt_dir: Path, out: Outcome) -> None:
         """Keep the logs, then quiesce again (escalating to SIGKILL) so nothing is left."""

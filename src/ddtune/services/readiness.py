@@ -28,7 +28,13 @@ if TYPE_CHECKING:
 MAX_BACKOFF_S = 1.0
 
 
-def poll(phase: str, timeout: float, step: Callable[[], str | None], alive: Callable[[], None], failure: Callable[[str], str] | None = None) -> None:
+def poll(
+    phase: str,
+    timeout: float,
+    step: Callable[[], str | None],
+    alive: Callable[[], None],
+    failure: Callable[[str], str] | None = None,
+) -> None:
     """Call `step` until it returns None (done); it returns a reason while not done.
 
     `alive()` raises PhaseFailure when the process died. At the deadline the
@@ -82,7 +88,9 @@ def wait_health(ctl: Controller, client: httpx.Client) -> None:
     poll("health", ctl.spec.timeouts.health, step, ctl.check_alive)
 
 
-def wait_identity(ctl: Controller, client: httpx.Client, params: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+def wait_identity(
+    ctl: Controller, client: httpx.Client, params: dict[str, Any], previous: dict[str, Any]
+) -> dict[str, Any]:
     """Poll the identity probe; stale answers keep polling, a config mismatch fails at once."""
     found: dict[str, Any] = {}
     stale: list[str] = []
@@ -105,14 +113,18 @@ def wait_identity(ctl: Controller, client: httpx.Client, params: dict[str, Any],
     return found
 
 
-def stale_reason(ident: dict[str, Any], previous: dict[str, Any], ours: set[int] | None) -> str | None:
+def stale_reason(
+    ident: dict[str, Any], previous: dict[str, Any], ours: set[int] | None
+) -> str | None:
     """Why the answering server is not the new instance, or None."""
     old_id = previous.get("instance_id")
     if old_id and ident.get("instance_id") == old_id:
         return f"server still reports the old instance_id {old_id}"
     pid = ident.get("pid")
     if ours is not None and isinstance(pid, int) and pid not in ours:
-        return f"server reports pid {pid}, which is not a process of the new instance {sorted(ours)}"
+        return (
+            f"server reports pid {pid}, which is not a process of the new instance {sorted(ours)}"
+        )
     return None
 
 
@@ -128,6 +140,10 @@ def wait_generations(ctl: Controller, client: httpx.Client) -> None:
         streak[0] = 0 if why else streak[0] + 1
         if why:
             return why
-        return None if streak[0] >= ctl.spec.generations else f"{streak[0]} of {ctl.spec.generations} generations done"
+        return (
+            None
+            if streak[0] >= ctl.spec.generations
+            else f"{streak[0]} of {ctl.spec.generations} generations done"
+        )
 
     poll("generate", ctl.spec.timeouts.generate, step, ctl.check_alive)

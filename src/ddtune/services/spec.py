@@ -39,7 +39,9 @@ class Timeouts:
         _check_keys("service.timeouts", data, {f.name for f in fields(cls)})
         for key, value in data.items():
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise UserError(f"service.timeouts.{key} must be a positive number of seconds; got {value!r}")
+                raise UserError(
+                    f"service.timeouts.{key} must be a positive number of seconds; got {value!r}"
+                )
         return cls(**{k: float(v) for k, v in data.items()})
 
 
@@ -99,7 +101,9 @@ class ServiceSpec:
         if self.kind == "hooks" and not {"stop", "start"} <= set(self.hooks):
             raise UserError("kind = 'hooks' needs service.hooks.start and service.hooks.stop")
         if self.kind == "hot" and self.profile != "ddtune":
-            raise UserError("kind = 'hot' works with profile = 'ddtune' only (POST /v1/ddtree/config)")
+            raise UserError(
+                "kind = 'hot' works with profile = 'ddtune' only (POST /v1/ddtree/config)"
+            )
         if self.profile == "openai" and not self.model:
             raise UserError("profile = 'openai' needs service.model (the model name to request)")
         known = set(BUILTIN_PLACEHOLDERS) | set(self.vars)
@@ -147,13 +151,17 @@ def _placeholders(where: str, text: str) -> list[str]:
     try:
         return [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
     except ValueError as exc:
-        raise UserError(f"service.{where}: bad placeholder syntax in {text!r} ({exc}); use {{{{ }}}} for literal braces") from None
+        raise UserError(
+            f"service.{where}: bad placeholder syntax in {text!r} ({exc}); use {{{{ }}}} for literal braces"
+        ) from None
 
 
 def _check_keys(where: str, data: dict[str, Any], known: set[str]) -> None:
     unknown = sorted(set(data) - known)
     if unknown:
-        raise UserError(f"unknown key(s) in [{where}]: {', '.join(unknown)}; expected some of {', '.join(sorted(known))}")
+        raise UserError(
+            f"unknown key(s) in [{where}]: {', '.join(unknown)}; expected some of {', '.join(sorted(known))}"
+        )
 
 
 def _check_choice(data: dict[str, Any], key: str, choices: tuple[str, ...]) -> None:

@@ -11,6 +11,7 @@ start-limit-hit). Then `systemctl stop` and `systemctl start`, never
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import uuid
 from pathlib import Path
@@ -22,7 +23,9 @@ from ddtune.services.process import scope_prefix
 from ddtune.services.profiles import Launch
 from ddtune.services.protocol import Controller
 
-SHOW_PROPS = "ActiveState,MainPID,InvocationID,Result,ExecMainStatus,ExecMainCode,ControlGroup,LoadState"
+SHOW_PROPS = (
+    "ActiveState,MainPID,InvocationID,Result,ExecMainStatus,ExecMainCode,ControlGroup,LoadState"
+)
 CTL_TIMEOUT_S = 60.0
 
 
@@ -40,7 +43,10 @@ def render_dropin(env: dict[str, str], argv: list[str] | None) -> str:
     lines = ["# Written by ddtune for one sweep trial; removed when the sweep ends.", "[Service]"]
     lines += [f"Environment={quote_arg(f'{k}={v}')}" for k, v in env.items()]
     if argv:
-        lines += ["ExecStart=", "ExecStart=" + " ".join(quote_arg(a.replace("$", "$$")) for a in argv)]
+        lines += [
+            "ExecStart=",
+            "ExecStart=" + " ".join(quote_arg(a.replace("$", "$$")) for a in argv),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -60,7 +66,9 @@ class SystemdController(Controller):
 
     def systemctl(self, *args: str, timeout: float = CTL_TIMEOUT_S) -> subprocess.CompletedProcess:
         try:
-            return subprocess.run(["systemctl", *args], capture_output=True, text=True, timeout=timeout)
+            return subprocess.run(
+                ["systemctl", *args], capture_output=True, text=True, timeout=timeout
+            )
         except FileNotFoundError:
             raise PhaseFailure("preflight_failed", "systemctl not found on PATH") from None
 
@@ -70,7 +78,9 @@ class SystemdController(Controller):
 
     def preflight(self, params: dict[str, Any], attempt_dir: Path) -> None:
         if self.show().get("LoadState") != "loaded":
-            raise PhaseFailure("preflight_failed", f"systemd unit {self.unit} is not loaded (check service.unit)")
+            raise PhaseFailure(
+                "preflight_failed", f"systemd unit {self.unit} is not loaded (check service.unit)"
+            )
         self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
         self._argv = self.spec.render_argv(params) if self.spec.command else None
         env = {**self.spec.render_env(params), procs.TAG_VAR: self._tag}
@@ -78,11 +88,18 @@ class SystemdController(Controller):
             self.dropin.parent.mkdir(parents=True, exist_ok=True)
             self.dropin.write_text(render_dropin(env, self._argv))
         except OSError as exc:
-            raise PhaseFailure("preflight_failed", f"cannot write drop-in {self.dropin}: {exc}") from None
+            raise PhaseFailure(
+                "preflight_failed", f"cannot write drop-in {self.dropin}: {exc}"
+            ) from None
         self.systemctl("daemon-reload")
-        need = self.systemctl("show", self.unit, "--property=NeedDaemonReload", "--value").stdout.strip()
+        need = self.systemctl(
+            "show", self.unit, "--property=NeedDaemonReload", "--value"
+        ).stdout.strip()
         if need != "no":
-            raise PhaseFailure("preflight_failed", f"NeedDaemonReload={need} after daemon-reload; the drop-in would be ignored")
+            raise PhaseFailure(
+                "preflight_failed",
+                f"NeedDaemonReload={need} after daemon-reload; the drop-in would be ignored",
+            )
         self.systemctl("reset-failed", self.unit)
 
     def snapshot(self) -> dict[str, Any]:
@@ -98,7 +115,12 @@ class SystemdController(Controller):
 
     def our_processes(self) -> list[procs.ProcInfo]:
         """Tagged processes, the unit's cgroup, and the main process seen at the snapshot."""
-        found = {p.pid: p for p in procs.find_instance(tag=self.tag_prefix, tag_prefix=True, pids=tuple(_cgroup_pids(self._cgroup)))}
+        found = {
+            p.pid: p
+            for p in procs.find_instance(
+                tag=self.tag_prefix, tag_prefix=True, pids=tuple(_cgroup_pids(self._cgroup))
+            )
+        }
         old = self._old_main
         if old is not None and old.pid not in found and procs.is_alive(old.pid, old.start_ticks):
             found[old.pid] = old
@@ -109,22 +131,34 @@ class SystemdController(Controller):
         try:
             self.systemctl("stop", self.unit, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise PhaseFailure("timeout:stop", f"systemctl stop {self.unit} did not return in {timeout:.0f}s") from None
+            raise PhaseFailure(
+                "timeout:stop", f"systemctl stop {self.unit} did not return in {timeout:.0f}s"
+            ) from None
 
     def start(self, params: dict[str, Any], attempt_dir: Path) -> dict[str, Any]:
         try:
             done = self.systemctl("start", self.unit, timeout=self.spec.timeouts.start)
         except subprocess.TimeoutExpired:
-            raise PhaseFailure("timeout:start", f"systemctl start {self.unit} did not return") from None
+            raise PhaseFailure(
+                "timeout:start", f"systemctl start {self.unit} did not return"
+            ) from None
         props = self.show()
         self._cgroup = props.get("ControlGroup", "") or self._cgroup
-        self._ident = {"unit": self.unit, "invocation_id": props.get("InvocationID"), "main_pid": int(props.get("MainPID") or 0), "tag": self._tag}
+        self._ident = {
+            "unit": self.unit,
+            "invocation_id": props.get("InvocationID"),
+            "main_pid": int(props.get("MainPID") or 0),
+            "tag": self._tag,
+        }
         if done.returncode != 0:
             result = props.get("Result", "")
             if result == "start-limit-hit":
                 raise PhaseFailure("start_failed(start-limit-hit)", done.stderr.strip())
             tail = tail_lines(self.write_logs(attempt_dir), 40)
-            raise PhaseFailure(classify_exit(_exit_code(props), tail), f"systemctl start failed: {done.stderr.strip()}")
+            raise PhaseFailure(
+                classify_exit(_exit_code(props), tail),
+                f"systemctl start failed: {done.stderr.strip()}",
+            )
         info = procs.read_stat(self._ident["main_pid"]) if self._ident["main_pid"] else None
         if info is not None:
             self._ident["pid"] = info.pid
@@ -135,7 +169,10 @@ class SystemdController(Controller):
         if not self._ident:
             return False, None
         props = self.show()
-        same = props.get("InvocationID") == self._ident["invocation_id"] and int(props.get("MainPID") or 0) == self._ident["main_pid"]
+        same = (
+            props.get("InvocationID") == self._ident["invocation_id"]
+            and int(props.get("MainPID") or 0) == self._ident["main_pid"]
+        )
         if props.get("ActiveState") in ("active", "activating", "reloading") and same:
             return False, None
         if props.get("Result") == "oom-kill":
@@ -145,7 +182,10 @@ class SystemdController(Controller):
     def instance_pids(self) -> set[int] | None:
         main = self._ident.get("main_pid") or 0
         pids = tuple(_cgroup_pids(self._cgroup)) + ((main,) if main else ())
-        return {p.pid for p in procs.find_instance(tag=self._tag, pids=pids, pgids=(main,) if main else ())}
+        return {
+            p.pid
+            for p in procs.find_instance(tag=self._tag, pids=pids, pgids=(main,) if main else ())
+        }
 
     def launch(self) -> Launch:
         return Launch(main_pid=self._ident.get("main_pid") or None, argv=self._argv)
@@ -154,7 +194,12 @@ class SystemdController(Controller):
         inv = self._ident.get("invocation_id")
         selector = [f"_SYSTEMD_INVOCATION_ID={inv}"] if inv else ["-u", self.unit, "-n", "200"]
         try:
-            text = subprocess.run(["journalctl", *selector, "-o", "cat", "--no-pager"], capture_output=True, text=True, timeout=30).stdout
+            text = subprocess.run(
+                ["journalctl", *selector, "-o", "cat", "--no-pager"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            ).stdout
         except (OSError, subprocess.TimeoutExpired):
             return None
         path = attempt_dir / "service.log"
@@ -165,10 +210,8 @@ class SystemdController(Controller):
         """Remove the drop-in and reload, so the unit runs its own configuration again."""
         if self.dropin.exists():
             self.dropin.unlink()
-            try:
+            with contextlib.suppress(OSError):  # other drop-ins may live there
                 self.dropin.parent.rmdir()
-            except OSError:
-                pass
             self.systemctl("daemon-reload")
             self.systemctl("reset-failed", self.unit)
         self._ident = {}
