@@ -131,8 +131,9 @@ def test_coding_workload_runs_tests(fake_server_cls, fixtures_dir: Path) -> None
 def test_concurrency_keeps_request_order(fake_server_cls) -> None:
     with fake_server_cls(delay_s=0.005) as server:
         serial = run_bench(server.url, matrix(), progress=False)
-        parallel = run_bench(server.url, matrix(concurrency=3), progress=False)
+        parallel = run_bench(server.url, matrix(concurrency=3), progress=True)
     assert parallel.outputs == serial.outputs
+    assert parallel.prompts == serial.prompts and len(parallel.prompts["short"]) == 2
 
 
 def test_failed_request_raises(fake_server_cls) -> None:

@@ -40,6 +40,7 @@ class BenchResult:
     acceptance_source: str | None = None  # "usage.spec" | "meta_info" | "prometheus" | None
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
+    prompts: dict[str, list[str]] = field(default_factory=dict)  # {"short": [...], "long": [...]}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -91,6 +91,7 @@ def run_bench(
         prompt_set_hash=prompts.hash(), prompt_source=prompts.source,
         temperature=matrix.temperature, started_at=started, duration_s=0.0, samples=samples,
         outputs=[s["text"] for s in samples], versions=_versions(),
+        prompts={"short": prompts.short, "long": prompts.long},
     )  # fmt: skip
     _aggregate(result, server_kind, records, before, after, coding)
     result.duration_s = time.perf_counter() - t0
