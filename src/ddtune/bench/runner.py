@@ -37,7 +37,7 @@ from ddtune.bench.hardware import hardware_fingerprint
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.prompts import build_prompt_set
 from ddtune.bench.result import BenchResult, make_sample, throughput_aggregates
-from ddtune.bench.sandbox import SandboxLimits
+from ddtune.bench.sandbox import SandboxLimits, isolation_notes
 from ddtune.errors import UserError
 
 IDENTITY_ENDPOINTS = {
@@ -233,6 +233,8 @@ def _aggregate(
     aggregates["coding_total"] = sum(len(t) for t in coding)
     aggregates.update(pass_at_k_summary(coding))
     aggregates["requests"] = len(result.samples)
+    if aggregates["coding_total"]:
+        result.notes.append("coding tests sandboxed with: " + ", ".join(isolation_notes()))
     result.aggregates = aggregates
 
 

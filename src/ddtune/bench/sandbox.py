@@ -82,6 +82,11 @@ def run_program(program: str, entry_point: str, limits: SandboxLimits | None = N
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def isolation_notes() -> list[str]:
+    """The containment layers this machine gives a test run, e.g. ["rlimits", ..., "netns", "pidns"]."""
+    return list(_isolation_plan().notes)
+
+
 @dataclass(frozen=True)
 class _Plan:
     argv_prefix: tuple[str, ...]  # the unshare wrapper, or empty
