@@ -100,8 +100,13 @@ def condition_warnings(records: Sequence[TrialRecord]) -> list[str]:
                 "Differences between these configurations may come from the conditions."
             )
         elif done and set(by_value) == {"not recorded"} and key != "temperature":
+            hint = (
+                f" (no identity field among {', '.join(STABLE_IDENTITY_KEYS[:3])}, ...)"
+                if key == "server"
+                else ""
+            )
             warnings.append(
-                f"{name} not recorded: the report cannot check that trials are comparable"
+                f"{name} not recorded{hint}: the report cannot check that trials are comparable"
             )
     return warnings
 
