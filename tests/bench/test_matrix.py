@@ -70,3 +70,8 @@ def test_from_toml_errors(tmp_path: Path) -> None:
     bad.write_text("[bench\n")
     with pytest.raises(UserError, match="not valid TOML"):
         BenchMatrix.from_toml(bad)
+
+
+def test_example_matrix_lists_the_defaults() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "bench" / "matrix.toml"
+    assert BenchMatrix.from_toml(example) == BenchMatrix()
