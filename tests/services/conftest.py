@@ -3,7 +3,8 @@
 `FakeLedgerGpu` is a fake GpuProbe (no GPU here): the fake fault server writes
 `<ledger>/<pid>.json` = {pid, mib, release_after}; memory counts while the pid
 lives and, after it dies, for `release_after` more seconds (None = never),
-the way a driver releases a dead context late or not at all.
+the way a driver releases a dead context late or not at all. With
+`attribute=False` it hides per-process usage (as nvidia-smi or a PID namespace would).
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ class FakeLedgerGpu:
 
     name = "fake-ledger"
 
-    def __init__(self, ledger: Path, base_mib: float = 500.0) -> None:
-        self.ledger, self.base_mib = ledger, base_mib
+    def __init__(self, ledger: Path, base_mib: float = 500.0, attribute: bool = True) -> None:
+        self.ledger, self.base_mib, self.attribute = ledger, base_mib, attribute
         self.dead_since: dict[int, float] = {}
 
     def read(self) -> list[GpuDevice]:
@@ -56,7 +57,7 @@ class FakeLedgerGpu:
             since = self.dead_since.setdefault(pid, time.monotonic())
             if entry["release_after"] is None or time.monotonic() - since < entry["release_after"]:
                 used += mib
-        return [GpuDevice(0, used, held)]
+        return [GpuDevice(0, used, held if self.attribute else {})]
 
 
 def free_port() -> int:

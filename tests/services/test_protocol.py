@@ -123,14 +123,24 @@ def test_children_and_setsid_orphans_holding_the_port_are_found_and_killed(
     assert len(svc.leftovers(ctl.workdir)) == 4  # the new server, its 2 children and its orphan
 
 
-@pytest.mark.parametrize("release, failure", [("1.5", None), ("never", "gpu_memory_not_released")])
-def test_gpu_memory_must_return_to_baseline(svc, port, controllers, tmp_path, release, failure):
+@pytest.mark.parametrize(
+    "release, attributed, failure",
+    [
+        ("1.5", True, None),
+        ("never", True, "gpu_memory_not_released"),
+        ("never", False, "gpu_memory_not_released"),
+    ],
+)
+def test_gpu_memory_must_return_to_baseline(
+    svc, port, controllers, tmp_path, release, attributed, failure
+):
     ledger = tmp_path / "ledger"
     ledger.mkdir()
     cmd = svc.fault_command(
         "--gpu-ledger", str(ledger), "--gpu-mib", "4000", "--gpu-release-after", release
     )
-    ctl = controllers(svc.make_spec(port, cmd), gpu=svc.FakeLedgerGpu(ledger))
+    gpu = svc.FakeLedgerGpu(ledger, attribute=attributed)
+    ctl = controllers(svc.make_spec(port, cmd), gpu=gpu)
     assert ctl.reconfigure(svc.params, tmp_path / "a1").ready
     second = ctl.reconfigure(svc.params, tmp_path / "a2")
     assert second.failure == failure, second
@@ -138,7 +148,7 @@ def test_gpu_memory_must_return_to_baseline(svc, port, controllers, tmp_path, re
     if failure is None:
         assert second.timings["gpu_release_s"] >= 1.3
     else:
-        assert "GPU 0" in second.detail and second.log_tail
+        assert "GPU 0: 4500 MiB used, baseline 500 MiB" in second.detail and second.log_tail
         assert svc.leftovers(ctl.workdir) == []
 
 
@@ -167,3 +177,20 @@ def test_outcome_round_trips_through_json(svc, port, controllers, tmp_path):
     out = ctl.reconfigure(svc.params, tmp_path / "a")
     again = type(out).from_dict(json.loads(json.dumps(out.to_dict())))
     assert again == out and again.failure == "crashed(7)"
+
+
+def test_unkillable_process_is_reported_not_hidden(svc, port, controllers, tmp_path, monkeypatch):
+    ctl = controllers(
+        svc.make_spec(port, svc.fault_command(), timeouts={"stop": 0.3, "quiesce": 0.6})
+    )
+    first = ctl.reconfigure(svc.params, tmp_path / "a1")
+    assert first.ready, first
+    with (
+        monkeypatch.context() as patch
+    ):  # FAKE: signals have no effect, like a process stuck in D state
+        patch.setattr(procs, "signal_processes", lambda found, sig: None)
+        second = ctl.reconfigure(svc.params, tmp_path / "a2")
+    assert second.failure == "timeout:quiesce", second
+    assert first.identity["pid"] in second.leftover_pids
+    assert "could not kill" in second.detail and any("could not stop" in n for n in second.notes)
+    assert second.log_tail  # the old instance's log explains what it was doing

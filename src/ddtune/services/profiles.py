@@ -108,7 +108,8 @@ class VllmProfile(Profile):
         mismatches = [] if ids else ["/v1/models lists no model"]
         if launch.main_pid and launch.argv is not None:
             running = procs.read_cmdline(launch.main_pid)
-            if running != launch.argv:
+            # a script's shebang puts the interpreter first: compare the arguments only
+            if running[len(running) - len(launch.argv) + 1 :] != launch.argv[1:]:
                 mismatches.append(
                     f"process argv {running} differs from the launch argv {launch.argv}"
                 )

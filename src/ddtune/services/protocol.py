@@ -43,6 +43,7 @@ class Controller(ABC):
         else:
             self.gpu, self._gpu_note = default_probe(spec.gpu)
         self._last_identity: dict[str, Any] = {}
+        self._quiet_gpu: dict[int, float] = {}
         self._attempt_dir: Path | None = None
 
     # ---- backend steps --------------------------------------------------------
@@ -152,7 +153,21 @@ class Controller(ABC):
         if not devices:
             out.notes.append("GPU check skipped: no NVIDIA GPU")
             return None
-        return baseline(devices, {p.pid for p in self.our_processes()})
+        old = {p.pid for p in self.our_processes()}
+        base = baseline(devices, old)
+        attributed = any(pid in d.processes for d in devices for pid in old)
+        if not old:
+            self._quiet_gpu = dict(base.used_mib)  # nothing of ours runs: this is the floor
+        elif not attributed and self._quiet_gpu:
+            base = GpuBaseline(
+                {i: min(v, self._quiet_gpu.get(i, v)) for i, v in base.used_mib.items()},
+                base.old_pids,
+            )
+        elif not attributed:
+            out.notes.append(
+                "GPU baseline unknown: the old instance's memory is not attributed to its pids"
+            )
+        return base
 
     def stop_and_quiesce(
         self, out: Outcome, gpu_base: GpuBaseline | None, check_port: bool = True
