@@ -127,8 +127,22 @@ def server(
     """One shared DDTree server for a whole test module."""
     target, drafter = checkpoint
     log = tmp_path_factory.mktemp("serve-log") / "serve.log"
-    args = ["--target", str(target), "--drafter", str(drafter), "--mode", "ddtree",
-            "--budget", "8", "--topk", "3", "--model-name", "tiny", "--max-queue", "64"]  # fmt: skip
+    args = [
+        "--target",
+        str(target),
+        "--drafter",
+        str(drafter),
+        "--mode",
+        "ddtree",
+        "--budget",
+        "8",
+        "--topk",
+        "3",
+        "--model-name",
+        "tiny",
+        "--max-queue",
+        "64",
+    ]
     proc = start_server(args, log)
     yield proc
     proc.close()

@@ -25,8 +25,12 @@ def get(server, path: str) -> httpx.Response:  # noqa: ANN001 - the ServerProces
 
 def post(server, path: str, body: object) -> httpx.Response:  # noqa: ANN001
     if isinstance(body, bytes):
-        return httpx.post(server.base_url + path, content=body, timeout=60,
-                          headers={"Content-Type": "application/json"})  # fmt: skip
+        return httpx.post(
+            server.base_url + path,
+            content=body,
+            timeout=60,
+            headers={"Content-Type": "application/json"},
+        )
     return httpx.post(server.base_url + path, json=body, timeout=60)
 
 
@@ -149,8 +153,13 @@ def test_hot_reconfigure_changes_identity_not_outputs(server) -> None:  # noqa: 
     assert fingerprint == f"ddtune-{info['config_hash']}-g{info['config_generation']}"
     seen_hashes = {info["config_hash"]}
     generation = info["config_generation"]
-    for update in ({"budget": 3, "topk": 1}, {"window": 5}, {"mode": "dflash"}, {"mode": "ar"},
-                   {"mode": "ddtree", "budget": 8, "topk": 3, "window": "none"}):  # fmt: skip
+    for update in (
+        {"budget": 3, "topk": 1},
+        {"window": 5},
+        {"mode": "dflash"},
+        {"mode": "ar"},
+        {"mode": "ddtree", "budget": 8, "topk": 3, "window": "none"},
+    ):
         reply = post(server, "/v1/ddtree/config", update)
         assert reply.status_code == 200, reply.text
         body = reply.json()

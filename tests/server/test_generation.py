@@ -32,9 +32,29 @@ def client(server) -> openai.OpenAI:  # noqa: ANN001 - the ServerProcess fixture
 def generate_cli(checkpoint: tuple[Path, Path], prompt: str, max_tokens: int) -> dict:
     """The reference: `ddtune generate --json` with the server's decoding config."""
     target, drafter = checkpoint
-    argv = [sys.executable, "-m", "ddtune.cli", "generate", "--target", str(target),
-            "--drafter", str(drafter), "--mode", "ddtree", "--budget", "8", "--topk", "3",
-            "--max-tokens", str(max_tokens), "--temperature", "0", "--prompt", prompt, "--json"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "ddtune.cli",
+        "generate",
+        "--target",
+        str(target),
+        "--drafter",
+        str(drafter),
+        "--mode",
+        "ddtree",
+        "--budget",
+        "8",
+        "--topk",
+        "3",
+        "--max-tokens",
+        str(max_tokens),
+        "--temperature",
+        "0",
+        "--prompt",
+        prompt,
+        "--json",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     out = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
@@ -153,8 +173,11 @@ def test_disconnect_cancels_running_and_drops_queued_work(server) -> None:  # no
         next(lines)  # the first chunk arrived: the job is running
         # 1. A plain request queued behind it whose client gives up: dropped unrun.
         with pytest.raises(httpx.ReadTimeout):
-            httpx.post(server.base_url + "/v1/completions", timeout=1.5,
-                       json={"prompt": "zzzz", "max_tokens": 4, "temperature": 0})  # fmt: skip
+            httpx.post(
+                server.base_url + "/v1/completions",
+                timeout=1.5,
+                json={"prompt": "zzzz", "max_tokens": 4, "temperature": 0},
+            )
         assert poll(lambda: metric(server, "ddtune_cancelled_total") == cancelled + 1, 30)
         assert metric(server, "ddtune_queue_depth") == 0
         assert metric(server, "ddtune_running_requests") == 1

@@ -68,8 +68,10 @@ def test_sigterm_drains_in_flight_requests_then_exits_zero(
 ) -> None:  # noqa: ANN001
     target, drafter = checkpoint
     toml = tmp_path / "serve.toml"
-    toml.write_text('mode = "ddtree"\nbudget = 4\ntopk = 2\nmax_queue = 1\ngrace_seconds = 60\n'
-                    'model_name = "tiny"\n')  # fmt: skip
+    toml.write_text(
+        'mode = "ddtree"\nbudget = 4\ntopk = 2\nmax_queue = 1\ngrace_seconds = 60\n'
+        'model_name = "tiny"\n'
+    )
     server = server_factory(
         ["--config", str(toml), "--target", str(target), "--drafter", str(drafter)]
     )
@@ -111,8 +113,9 @@ def test_sigterm_drains_in_flight_requests_then_exits_zero(
 
 def test_sigint_aborts_in_flight_work_after_the_grace_period(server_factory, checkpoint) -> None:  # noqa: ANN001
     target, drafter = checkpoint
-    server = server_factory(["--target", str(target), "--drafter", str(drafter),
-                             "--mode", "ar", "--grace-seconds", "1"])  # fmt: skip
+    server = server_factory(
+        ["--target", str(target), "--drafter", str(drafter), "--mode", "ar", "--grace-seconds", "1"]
+    )
     body = {"prompt": "while True:\n", "max_tokens": 1900, "temperature": 0, "ignore_eos": True}
     stream = StreamReader(server.base_url + "/v1/completions", body)
     stream.start()
@@ -140,15 +143,29 @@ def test_sigint_aborts_in_flight_work_after_the_grace_period(server_factory, che
 def test_bad_start_is_one_clear_line(args: list[str], message: str, checkpoint) -> None:  # noqa: ANN001
     if args[0] != "--target":
         args = ["--target", str(checkpoint[0]), "--drafter", str(checkpoint[1]), *args]
-    out = subprocess.run([sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", *args],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2
     assert out.stdout == ""
     assert message in out.stderr and out.stderr.startswith("ddtune: error:")
 
 
 def test_drafter_modes_need_a_drafter(checkpoint: tuple[Path, Path]) -> None:
-    argv = [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0",
-            "--target", str(checkpoint[0]), "--mode", "dflash"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "ddtune.cli",
+        "serve",
+        "--port",
+        "0",
+        "--target",
+        str(checkpoint[0]),
+        "--mode",
+        "dflash",
+    ]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "needs a drafter" in out.stderr

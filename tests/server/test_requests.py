@@ -22,11 +22,20 @@ def test_completion_defaults_and_values() -> None:
     assert (req.max_tokens, req.temperature, req.top_p, req.seed) == (16, 1.0, 1.0, None)
     assert (req.stop, req.stream, req.include_usage, req.ignore_eos) == ((), False, False, False)
     req = parse_completion(
-        {"prompt": ["abc"], "max_tokens": 5, "temperature": 0, "top_p": 0.5, "seed": 7,
-         "stop": "x", "stream": True, "stream_options": {"include_usage": True},
-         "ignore_eos": True, "n": 1},
+        {
+            "prompt": ["abc"],
+            "max_tokens": 5,
+            "temperature": 0,
+            "top_p": 0.5,
+            "seed": 7,
+            "stop": "x",
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "ignore_eos": True,
+            "n": 1,
+        },
         CTX,
-    )  # fmt: skip
+    )
     assert (req.max_tokens, req.temperature, req.top_p, req.seed) == (5, 0.0, 0.5, 7)
     assert (req.stop, req.stream, req.include_usage, req.ignore_eos) == (("x",), True, True, True)
 

@@ -52,8 +52,9 @@ def create_app(state: ServerState) -> FastAPI:
             why = "timed out" if outcome is None else f"failed: {outcome.error}"
             raise unavailable(f"the 1-token health generation {why}", "generation_failed")
         seconds = round(time.monotonic() - started, 4)
-        return JSONResponse({"status": "ok", "seconds": seconds,
-                             "instance_id": state.identity.instance_id})  # fmt: skip
+        return JSONResponse(
+            {"status": "ok", "seconds": seconds, "instance_id": state.identity.instance_id}
+        )
 
     @app.get("/server_info")
     async def server_info() -> JSONResponse:
@@ -65,9 +66,13 @@ def create_app(state: ServerState) -> FastAPI:
 
     @app.get("/v1/models")
     async def models() -> JSONResponse:
-        model = {"id": state.model_name, "object": "model", "owned_by": "ddtune",
-                 "created": int(state.identity.started_at),
-                 "max_model_len": getattr(state.engine, "max_context", None)}  # fmt: skip
+        model = {
+            "id": state.model_name,
+            "object": "model",
+            "owned_by": "ddtune",
+            "created": int(state.identity.started_at),
+            "max_model_len": getattr(state.engine, "max_context", None),
+        }
         return JSONResponse({"object": "list", "data": [model]})
 
     @app.post("/v1/completions")
@@ -94,8 +99,11 @@ def create_app(state: ServerState) -> FastAPI:
 
 def _config_reply(state: ServerState) -> dict:
     params, generation_ = state.current()
-    return {"config": state.config_dict(), "config_hash": params.hash(),
-            "config_generation": generation_}  # fmt: skip
+    return {
+        "config": state.config_dict(),
+        "config_hash": params.hash(),
+        "config_generation": generation_,
+    }
 
 
 def _install_error_handlers(app: FastAPI) -> None:

@@ -16,8 +16,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "'ready instance_id=<id> port=<port>' on stdout once it can serve.",
     )
     p.add_argument("--target", type=Path, help="target model folder (default: bundled)")
-    p.add_argument("--drafter", type=Path, help="DFlash drafter folder (default: bundled, "
-                   "only when --target is not given)")  # fmt: skip
+    p.add_argument(
+        "--drafter",
+        type=Path,
+        help="DFlash drafter folder (default: bundled, only when --target is not given)",
+    )
     p.add_argument("--mode", choices=["ar", "dflash", "ddtree"], help="default: ddtree")
     p.add_argument("--budget", type=int, help="tree node budget (default: 16)")
     p.add_argument("--topk", type=int, help="per-depth branching cap (default: 4)")
@@ -26,8 +29,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, help="listen port, 0 = any free one (default: 8000)")
     p.add_argument("--config", type=Path, help="TOML file with any of these settings")
     p.add_argument("--max-queue", type=int, help="waiting requests before 503 (default: 64)")
-    p.add_argument("--grace-seconds", type=float,
-                   help="SIGTERM: time to finish in-flight requests (default: 10)")  # fmt: skip
+    p.add_argument(
+        "--grace-seconds",
+        type=float,
+        help="SIGTERM: time to finish in-flight requests (default: 10)",
+    )
     p.add_argument("--model-name", help="served model id (default: the target folder's name)")
     p.set_defaults(func=run)
 
@@ -36,8 +42,20 @@ def run(args: argparse.Namespace) -> int:
     from ddtune.server.launcher import serve  # uvicorn/fastapi only when serving
 
     config = ServeConfig.from_toml(args.config) if args.config else ServeConfig()
-    flags = {key: getattr(args, key) for key in (
-        "target", "drafter", "mode", "budget", "topk", "window", "host", "port",
-        "max_queue", "grace_seconds", "model_name",
-    )}  # fmt: skip
+    flags = {
+        key: getattr(args, key)
+        for key in (
+            "target",
+            "drafter",
+            "mode",
+            "budget",
+            "topk",
+            "window",
+            "host",
+            "port",
+            "max_queue",
+            "grace_seconds",
+            "model_name",
+        )
+    }
     return serve(config.with_overrides(flags))

@@ -50,9 +50,10 @@ async def handle(request: Request, state: ServerState, kind: str) -> Any:
     shape = ResponseShape(kind, state.model_name, fingerprint="")
     if req.stream:
         return StreamingResponse(
-            _stream(call, shape, endpoint), media_type="text/event-stream",
+            _stream(call, shape, endpoint),
+            media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
-        )  # fmt: skip
+        )
     outcome = await call.wait_or_disconnect(request)
     if outcome is None:  # the client went away; nobody reads this
         state.metrics.requests.labels(endpoint, "cancelled").inc()
@@ -87,9 +88,13 @@ class WorkerCall:
         self.events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.started: tuple[DecodeParams, int] | None = None
         sampling = dict(
-            max_new_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
-            seed=req.seed, stop_strings=req.stop, ignore_eos=req.ignore_eos,
-        )  # fmt: skip
+            max_new_tokens=req.max_tokens,
+            temperature=req.temperature,
+            top_p=req.top_p,
+            seed=req.seed,
+            stop_strings=req.stop,
+            ignore_eos=req.ignore_eos,
+        )
         self.job = Job(
             prompt_ids=req.prompt_ids,
             sampling=sampling,
@@ -104,8 +109,9 @@ class WorkerCall:
         except QueueFull:
             raise unavailable(
                 f"the request queue is full ({self.state.config.max_queue} waiting); retry later",
-                "queue_full", retry_after=1,
-            ) from None  # fmt: skip
+                "queue_full",
+                retry_after=1,
+            ) from None
         except RuntimeError:
             raise unavailable("the server is shutting down", "shutting_down") from None
 

@@ -46,9 +46,13 @@ def serve(config: ServeConfig) -> int:
     state = ServerState(config)  # resolves model folders: UserError before binding
     sock = bind(config.host, config.port)
     uv_config = uvicorn.Config(
-        create_app(state), log_config=None, access_log=False, lifespan="off",
-        timeout_graceful_shutdown=5, timeout_keep_alive=5,
-    )  # fmt: skip
+        create_app(state),
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=5,
+        timeout_keep_alive=5,
+    )
     server = DrainingServer(uv_config, state, port=sock.getsockname()[1])
     try:
         asyncio.run(server.serve(sockets=[sock]))

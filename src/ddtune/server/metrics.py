@@ -30,9 +30,11 @@ class ServerMetrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
-            "ddtune_requests", "HTTP generation requests by endpoint and outcome",
-            ["endpoint", "outcome"], registry=r,
-        )  # fmt: skip
+            "ddtune_requests",
+            "HTTP generation requests by endpoint and outcome",
+            ["endpoint", "outcome"],
+            registry=r,
+        )
         self.prompt_tokens = Counter("ddtune_prompt_tokens", "Prompt tokens", registry=r)
         self.generated_tokens = Counter(
             "ddtune_generated_tokens", "Generated (completion) tokens", registry=r
@@ -42,9 +44,11 @@ class ServerMetrics:
             "ddtune_accepted_tokens", "Accepted draft tokens (bonus tokens excluded)", registry=r
         )
         self.acceptance_length = Histogram(
-            "ddtune_acceptance_length", "Tokens committed per verify round (bonus included)",
-            buckets=ACCEPTANCE_BUCKETS, registry=r,
-        )  # fmt: skip
+            "ddtune_acceptance_length",
+            "Tokens committed per verify round (bonus included)",
+            buckets=ACCEPTANCE_BUCKETS,
+            registry=r,
+        )
         self.stage_seconds = Counter(
             "ddtune_stage_seconds", "Seconds spent per decoding stage", ["stage"], registry=r
         )

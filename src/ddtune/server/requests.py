@@ -16,10 +16,23 @@ from ddtune.server.errors import ApiError, invalid
 MAX_STOP_STRINGS = 16
 
 COMMON_FIELDS = {
-    "model", "max_tokens", "temperature", "top_p", "seed", "stop", "n", "stream",
-    "stream_options", "ignore_eos", "user", "presence_penalty", "frequency_penalty",
-    "logit_bias", "logprobs", "best_of",
-}  # fmt: skip
+    "model",
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "seed",
+    "stop",
+    "n",
+    "stream",
+    "stream_options",
+    "ignore_eos",
+    "user",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "best_of",
+}
 COMPLETION_FIELDS = COMMON_FIELDS | {"prompt", "echo", "suffix"}
 CHAT_FIELDS = COMMON_FIELDS | {"messages", "max_completion_tokens", "top_logprobs"}
 NEUTRAL_VALUES: dict[str, tuple[Any, ...]] = {

@@ -77,8 +77,13 @@ class ResponseShape:
             obj = "text_completion"
         else:
             obj = "chat.completion.chunk" if chunk else "chat.completion"
-        return {"id": self.id, "object": obj, "created": self.created, "model": self.model,
-                "system_fingerprint": self.fingerprint}  # fmt: skip
+        return {
+            "id": self.id,
+            "object": obj,
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": self.fingerprint,
+        }
 
 
 def sse(payload: dict[str, Any]) -> str:

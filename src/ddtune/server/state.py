@@ -104,8 +104,14 @@ class ServerState:
             box.append(outcome)
             done.set()
 
-        sampling = dict(max_new_tokens=max_new_tokens, temperature=0.0, top_p=1.0, seed=0,
-                        stop_strings=(), ignore_eos=True)  # fmt: skip
+        sampling = dict(
+            max_new_tokens=max_new_tokens,
+            temperature=0.0,
+            top_p=1.0,
+            seed=0,
+            stop_strings=(),
+            ignore_eos=True,
+        )
         job = Job(prompt_ids=prompt_ids, sampling=sampling, on_done=on_done)
         assert self.worker is not None
         self.worker.submit(job)
@@ -128,8 +134,12 @@ class ServerState:
             )
         unknown = sorted(set(updates) - {"mode", "budget", "topk", "window"})
         if unknown:
-            raise invalid(unknown[0], f"unknown config key(s) {', '.join(unknown)}; "
-                          "expected some of budget, mode, topk, window", code="unknown_field")  # fmt: skip
+            raise invalid(
+                unknown[0],
+                f"unknown config key(s) {', '.join(unknown)}; "
+                "expected some of budget, mode, topk, window",
+                code="unknown_field",
+            )
         with self._lock:
             try:
                 params = self._params.with_updates(updates)
