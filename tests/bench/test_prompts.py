@@ -59,3 +59,12 @@ def test_bad_prompts_file(tmp_path: Path, line: str, message: str) -> None:
     path.write_text(line + "\n")
     with pytest.raises(UserError, match=message):
         load_prompts_file(path)
+
+
+def test_number_tables_are_not_prompts() -> None:
+    from ddtune.bench.prompts import looks_like_code
+
+    assert looks_like_code("def f(x):\n    return x + 1\n")
+    assert not looks_like_code("    0xfdd0, 0xfdd1, 0xfdd2, 0xfdd3,\n    0xfdd4, 0xfdd5,\n")
+    for text in build_prompt_set(0, (8, 100), (4, 320), 3.0).short:
+        assert looks_like_code(text)

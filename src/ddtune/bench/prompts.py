@@ -5,7 +5,8 @@ interpreter's, found with `sysconfig`), chosen by a seeded RNG from the sorted
 file list: the same seed and Python version give the same prompts on every
 machine. Files come from the held-out part of the stdlib (one file in twenty,
 by a hash of the relative path, the rule `ddtune.train.corpus` uses), so the
-bundled model never trained on them. Lengths are in characters
+bundled model never trained on them; slices that are mostly number literals
+(data tables) are drawn again. Lengths are in characters
 (`prompt_tokens * chars_per_token`), cut at a line end.
 
 A user JSONL (`prompts_file`) replaces them: one `{"prompt": ..., "workload":
@@ -18,6 +19,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,8 @@ from ddtune.errors import UserError
 SKIP_DIRS = {"test", "tests", "idlelib", "lib2to3", "site-packages", "dist-packages",
              "ensurepip", "turtledemo", "__pycache__", "tkinter", "pydoc_data"}  # fmt: skip
 HELDOUT_EVERY = 20
+MAX_DRAWS = 50
+WORD = re.compile(r"\w+")
 MIN_FILE_CHARS = 4000
 
 
@@ -77,6 +81,22 @@ def stdlib_prompt_files(root: Path | None = None) -> list[Path]:
 
 
 def slice_prompt(rng: random.Random, files: list[Path], n_chars: int) -> str:
+    """A code-like slice (not a table of numbers) of about `n_chars` characters."""
+    for _ in range(MAX_DRAWS):
+        text = _slice(rng, files, n_chars)
+        if looks_like_code(text):
+            return text
+    return text
+
+
+def looks_like_code(text: str) -> bool:
+    """Mostly names, few number literals: data tables tokenize far worse than code."""
+    words = WORD.findall(text)
+    numbers = sum(1 for w in words if w[0].isdigit())
+    return bool(words) and numbers / len(words) < 0.25
+
+
+def _slice(rng: random.Random, files: list[Path], n_chars: int) -> str:
     """About `n_chars` characters of one file from a random line on (wrapping to its start)."""
     text = files[rng.randrange(len(files))].read_bytes().decode("utf-8", errors="replace")
     lines = text.splitlines(keepends=True)
