@@ -3,5 +3,26 @@
 Modules, in reading order: `config` (HF config.json), `layers`, `model` (target
 decoder), `drafter` (DFlash), `cache` (KV cache), `loading` (HF folders),
 `tokenizer`, `testing` (random tiny checkpoints), then decoding: `tree`,
-`sampling`, `generate` (`Engine`).
+`sampling`, `stops`, `decoding` (one request's rounds), `engine` (`Engine`),
+`bench` and `commands` (CLI).
+
+`from ddtune.engine import Engine` works; torch is imported only on first use
+so that `ddtune --help` stays fast.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+_LAZY = {"Engine", "GenerationResult", "GenerationStats"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from ddtune.engine import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module 'ddtune.engine' has no attribute {name!r}")
+
+
+__all__ = sorted(_LAZY)

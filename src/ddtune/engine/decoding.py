@@ -94,12 +94,14 @@ class Session:
         mask = verify_mask(tree, self.pos)
         t1 = time.perf_counter()
         self.seconds["tree"] += t1 - t0
-        logits, hidden = self._verify(tree, mask)
+        final, hidden = self._verify(tree, mask)
+        path, tokens = self._walk(tree, final)
         t2 = time.perf_counter()
         self.seconds["verify"] += t2 - t1
-        outcome = self._walk_and_commit(tree, logits, hidden)
+        self._commit(tree, path, hidden)
+        self.root = tokens[-1]
         self.seconds["commit"] += time.perf_counter() - t2
-        return outcome
+        return RoundOutcome(tokens, tree.size)
 
     def _ar_step(self) -> RoundOutcome:
         t0 = time.perf_counter()
@@ -127,41 +129,38 @@ class Session:
         return values.tolist(), ids.tolist()
 
     def _verify(self, tree: DraftTree, mask: torch.Tensor):
-        """Target logits [N+1, V] and features [N+1, L*H] for `[root] + nodes`."""
+        """Final-norm states [N+1, H] and features [N+1, L*H] for `[root] + nodes`."""
         ids = torch.tensor([[self.root, *tree.tokens]])
         positions = self.pos + torch.tensor([[0, *tree.depths]])
         out = self.target(ids, positions=positions, cache=self.cache, attn_mask=mask,
-                          hidden_layer_ids=self.layer_ids)  # fmt: skip
+                          hidden_layer_ids=self.layer_ids, logits=False)  # fmt: skip
         hidden = torch.cat(out.hidden, dim=-1)[0] if self.layer_ids else None
-        return out.logits[0], hidden
+        return out.final[0], hidden
 
-    def _walk_and_commit(self, tree: DraftTree, logits, hidden) -> RoundOutcome:
-        path, tokens = self._walk(tree, logits)
-        start = self.cache.length - tree.size - 1  # the root's slot
-        keep = torch.tensor(path) + start
-        self.cache.compact(keep, start)
-        if hidden is not None:
-            new = hidden[path][None]  # [1, len(path), L*H] at positions start, start+1, ...
-            if self.feats is None:
-                self.feats, self.feat_pos = new, start
-            else:
-                self.feats = torch.cat([self.feats, new], dim=1)
-        self.root = tokens[-1]
-        return RoundOutcome(tokens, tree.size)
+    def _walk(self, tree: DraftTree, final: torch.Tensor) -> tuple[list[int], list[int]]:
+        """Accepted verify indices (root first) and emitted tokens (accepted + bonus).
 
-    def _walk(self, tree: DraftTree, logits: torch.Tensor) -> tuple[list[int], list[int]]:
-        """Accepted verify indices (root first) and emitted tokens (accepted + bonus)."""
+        Logits are computed only for the nodes the walk visits.
+        """
         children = children_index(tree)
-        greedy = logits.argmax(-1).tolist() if self.sampler.greedy else None
         node, path, tokens = 0, [0], []
         while True:
-            if greedy is not None:
-                choice = greedy[node]
-            else:
-                choice = self.sampler.choose(logits[node], self.generator)
+            choice = self.sampler.choose(self.target.lm_logits(final[node]), self.generator)
             child = children.get((node, choice))
             tokens.append(choice)
             if child is None:
                 return path, tokens
             path.append(child)
             node = child
+
+    def _commit(self, tree: DraftTree, path: list[int], hidden: torch.Tensor | None) -> None:
+        """Keep the accepted path's KV (in place) and queue its features for the drafter."""
+        start = self.cache.length - tree.size - 1  # the root's slot
+        self.cache.compact(torch.tensor(path) + start, start)
+        if hidden is None:
+            return
+        new = hidden[path][None]  # [1, len(path), L*H] at positions start, start+1, ...
+        if self.feats is None:
+            self.feats, self.feat_pos = new, start
+        else:
+            self.feats = torch.cat([self.feats, new], dim=1)

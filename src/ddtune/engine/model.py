@@ -31,8 +31,9 @@ from ddtune.engine.layers import MLP, RMSNorm, apply_rope, attend, rope_inv_freq
 
 @dataclass
 class DecoderOutput:
-    logits: torch.Tensor  # [B, T, V] (or [B, 1, V] with last_logits_only)
+    logits: torch.Tensor | None  # [B, T, V] ([B, 1, V] with last_logits_only; None without logits)
     hidden: list[torch.Tensor] = field(default_factory=list)  # per requested layer id: [B, T, H]
+    final: torch.Tensor | None = None  # [B, T, H] after the final norm (with logits=False)
 
 
 class Attention(nn.Module):
@@ -130,6 +131,7 @@ class Decoder(nn.Module):
         attn_mask: torch.Tensor | None = None,  # bool [B|1, T, S], True = may attend
         hidden_layer_ids: Sequence[int] = (),
         last_logits_only: bool = False,
+        logits: bool = True,  # False: skip the LM head, return `final` (lm_logits(final) later)
     ) -> DecoderOutput:
         b, t = input_ids.shape
         past = cache.length if cache is not None else 0
@@ -153,6 +155,8 @@ class Decoder(nn.Module):
         x = self.model.norm(x)
         if last in wanted:
             hidden[wanted[last]] = x
+        if not logits:
+            return DecoderOutput(None, hidden, x)  # type: ignore[arg-type]
         if last_logits_only:
             x = x[:, -1:]
         return DecoderOutput(self.lm_head(x), hidden)  # type: ignore[arg-type]

@@ -53,15 +53,19 @@ def random_configs(
     max_position_embeddings: int = 512,
     tie_word_embeddings: bool = False,
     rope_scaling: dict | None = None,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
+    head_dim: int = 16,
+    intermediate_size: int | None = None,
 ) -> tuple[ModelConfig, DrafterConfig]:
-    """Small configs: 4 query heads, 2 key/value heads, head_dim 16."""
+    """Small configs (defaults: 4 query heads, 2 key/value heads, head_dim 16)."""
     common = dict(
         vocab_size=vocab_size,
         hidden_size=hidden_size,
-        intermediate_size=2 * hidden_size,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
+        intermediate_size=intermediate_size or 2 * hidden_size,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
+        head_dim=head_dim,
         rms_norm_eps=1e-6,
         rope_theta=10000.0,
         max_position_embeddings=max_position_embeddings,
@@ -111,7 +115,8 @@ def write_random_checkpoint(
 
     `config_overrides` go to `random_configs` (vocab_size, hidden_size,
     num_layers, drafter_layers, block_size, max_position_embeddings,
-    tie_word_embeddings, rope_scaling).
+    tie_word_embeddings, rope_scaling, num_heads, num_kv_heads, head_dim,
+    intermediate_size).
     """
     folder = Path(folder)
     target_cfg, drafter_cfg = random_configs(family=family, **config_overrides)

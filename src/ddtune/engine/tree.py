@@ -50,23 +50,27 @@ def build_tree(
     tree = DraftTree.empty()
     if budget <= 0 or depth_limit == 0 or k == 0:
         return tree
+    tokens, parents, depths, ranks, scores = (
+        tree.tokens, tree.parents, tree.depths, tree.ranks, tree.scores,
+    )  # fmt: skip
     # heap item: (-score, tie-break counter, depth, rank, parent verify index, parent score)
     heap = [(-top_logprobs[0][0], 0, 1, 0, 0, 0.0)]
     counter = 1
-    while heap and tree.size < budget:
+    for me in range(1, budget + 1):  # `me` = verify index of the node popped now
+        if not heap:
+            break
         neg, _, depth, rank, parent, parent_score = heapq.heappop(heap)
-        tree.tokens.append(top_ids[depth - 1][rank])
-        tree.parents.append(parent)
-        tree.depths.append(depth)
-        tree.ranks.append(rank)
-        tree.scores.append(-neg)
-        me = tree.size  # verify index of the node just added
+        tokens.append(top_ids[depth - 1][rank])
+        parents.append(parent)
+        depths.append(depth)
+        ranks.append(rank)
+        scores.append(-neg)
         if rank + 1 < k:  # next sibling: same parent, next rank
             score = parent_score + top_logprobs[depth - 1][rank + 1]
             heapq.heappush(heap, (-score, counter, depth, rank + 1, parent, parent_score))
             counter += 1
         if depth < depth_limit:  # first child
-            score = -neg + top_logprobs[depth][0]
+            score = top_logprobs[depth][0] - neg
             heapq.heappush(heap, (-score, counter, depth + 1, 0, me, -neg))
             counter += 1
     return tree
