@@ -126,3 +126,29 @@ def test_bad_inputs_are_user_errors(synth, tmp_path):
 
 def _reject(token: str) -> None:
     raise ValueError(f"results.json is not strict JSON: {token}")
+
+
+def test_condition_warning_reaches_markdown_and_html(synth, tmp_path):
+    records = synth.make_records(synth.standard_effects(), repeats=2)
+    for r in records[:3]:
+        r.conditions["hardware_fingerprint"] = "hw-laptop"
+    summary = build_report(records, tmp_path, ReportOptions(plots=False))
+    assert len(summary.warnings) == 1
+    assert (
+        "Warning: compared trials ran under different hardware fingerprints"
+        in (tmp_path / "report.md").read_text()
+    )
+    html = (tmp_path / "report.html").read_text()
+    assert (
+        '<ul class="warning"><li>Warning: compared trials ran under different hardware fingerprints'
+        in html
+    )
+    assert "WARNING: compared trials" in summary.terminal_table()
+
+
+def test_html_escapes_labels(synth, tmp_path):
+    records = synth.make_records(synth.standard_effects()[:2], repeats=1)
+    records[1].label = "dflash <script>alert(1)</script>"
+    build_report(records, tmp_path, ReportOptions(plots=False))
+    html = (tmp_path / "report.html").read_text()
+    assert "<script>" not in html and "dflash &lt;script&gt;alert(1)&lt;/script&gt;" in html
