@@ -1,0 +1,54 @@
+"""End to end against the real `ddtune serve` with a small random checkpoint (slow: loads torch)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+testing = pytest.importorskip(
+    "ddtune.engine.testing", reason="ddtune.engine.testing is not available"
+)
+pytestmark = pytest.mark.slow
+
+
+def serve_command(target, drafter) -> list[str]:
+    return [sys.executable, "-m", "ddtune.cli", "serve", "--target", str(target), "--drafter", str(drafter),
+            "--mode", "{mode}", "--budget", "{budget}", "--topk", "{topk}", "--window", "{window}", "--port", "{port}"]  # fmt: skip
+
+
+def test_restart_then_hot_reconfigure_real_server(svc, port, controllers, tmp_path):
+    target, drafter = testing.write_random_checkpoint(tmp_path / "ckpt", seed=0)
+    slow = {
+        "start": 120,
+        "health": 120,
+        "identity": 10,
+        "generate": 60,
+        "request": 30,
+        "stop": 10,
+        "quiesce": 10,
+    }
+    ctl = controllers(
+        svc.make_spec(port, serve_command(target, drafter), timeouts=slow), name="process"
+    )
+    first = ctl.reconfigure(svc.params, tmp_path / "a1")
+    assert first.ready, first
+    second = ctl.reconfigure(
+        {"mode": "ddtree", "budget": 8, "topk": 2, "window": 16}, tmp_path / "a2"
+    )
+    assert second.ready, second
+    assert second.identity["instance_id"] != first.identity["instance_id"]
+    assert second.identity["config"]["budget"] == 8 and second.identity["config"]["window"] == 16
+    ctl.close()
+
+    hot = controllers(
+        svc.make_spec(port, serve_command(target, drafter), kind="hot", timeouts=slow), name="hot"
+    )
+    started = hot.reconfigure(svc.params, tmp_path / "h1")
+    applied = hot.reconfigure(
+        {"mode": "dflash", "budget": 16, "topk": 4, "window": 32}, tmp_path / "h2"
+    )
+    assert started.ready and applied.ready, (started, applied)
+    assert applied.identity["instance_id"] == started.identity["instance_id"]
+    assert applied.identity["config_generation"] > started.identity["config_generation"]
+    assert applied.identity["config"]["mode"] == "dflash"
