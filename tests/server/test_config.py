@@ -45,3 +45,8 @@ def test_bad_settings_are_named(tmp_path: Path, text: str, needle: str) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not found"):
         ServeConfig.from_toml(tmp_path / "nope.toml")
+
+
+def test_example_file_lists_the_defaults() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "serve.toml"
+    assert ServeConfig.from_toml(example) == ServeConfig()

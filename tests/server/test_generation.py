@@ -17,6 +17,7 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ddtune.engine.tokenizer import Tokenizer
 from ddtune.server.chat import ChatTemplate
 
 PROMPT = "def add(a, b):\n"
@@ -80,6 +81,8 @@ def test_completion_equals_generate_cli(server, checkpoint) -> None:  # noqa: AN
     response = complete(server, PROMPT)
     choice = response.choices[0]
     assert choice.text == reference["text"]
+    tokenizer = Tokenizer.load(checkpoint[0])  # char-level: the text maps back to its ids
+    assert tokenizer.encode(choice.text) == reference["token_ids"]
     assert response.usage.completion_tokens == len(reference["token_ids"])
     assert response.usage.prompt_tokens == len(PROMPT)  # the char tokenizer: one id per char
     assert choice.finish_reason in ("length", "stop")
