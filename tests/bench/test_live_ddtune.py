@@ -14,11 +14,13 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
+from ddtune.assets import MODELS_DIR
 from ddtune.bench import BenchMatrix, compare_outputs, run_bench
 
 MATRIX = {
@@ -30,16 +32,11 @@ MATRIX = {
 }
 
 
-@pytest.fixture(scope="module")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from ddtune.engine.testing import ALPHABET, write_random_checkpoint
-
-    folder = tmp_path_factory.mktemp("bench-live")
-    target, drafter = write_random_checkpoint(folder, seed=5, vocab_size=len(ALPHABET) + 2,
-                                              max_position_embeddings=2048)  # fmt: skip
-    argv = [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", "--target", str(target),
-            "--drafter", str(drafter), "--mode", "ddtree", "--budget", "8", "--topk", "3"]  # fmt: skip
-    log = (folder / "serve.log").open("w")
+@contextmanager
+def start_serve(args: list[str], log_path: Path) -> Iterator[str]:
+    """`ddtune serve --port 0 ARGS` in its own process group; yields its base URL, then kills the group."""
+    argv = [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", *args]
+    log = log_path.open("w")
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
     lines: queue.Queue[str] = queue.Queue()
@@ -53,6 +50,19 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from ddtune.engine.testing import ALPHABET, write_random_checkpoint
+
+    folder = tmp_path_factory.mktemp("bench-live")
+    target, drafter = write_random_checkpoint(folder, seed=5, vocab_size=len(ALPHABET) + 2,
+                                              max_position_embeddings=2048)  # fmt: skip
+    args = ["--target", str(target), "--drafter", str(drafter), "--mode", "ddtree", "--budget", "8",
+            "--topk", "3"]  # fmt: skip
+    with start_serve(args, folder / "serve.log") as url:
+        yield url
 
 
 def test_live_ddtree_vs_ar_is_lossless(live_server: str, fixtures_dir: Path) -> None:
@@ -79,3 +89,16 @@ def test_live_ddtree_vs_ar_is_lossless(live_server: str, fixtures_dir: Path) -> 
     assert plain.prompt_set_hash == tree.prompt_set_hash
     verdict = compare_outputs(plain.outputs, tree.outputs)
     assert verdict.identical, verdict.detail
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (MODELS_DIR / "target" / "config.json").is_file(), reason="bundled models not trained yet"
+)
+def test_live_bundled_models_default_matrix(tmp_path: Path) -> None:
+    """The default matrix fits the bundled model's context, and its drafter gets accepted."""
+    with start_serve([], tmp_path / "serve.log") as url:
+        result = run_bench(url, BenchMatrix(), server_kind="ddtune", progress=False)
+        assert result.aggregates["acceptance_length"] > 1.0
+        assert result.aggregates["coding_total"] == BenchMatrix().coding.limit
+        assert all(s["prompt_tokens"] + s["output_tokens"] <= 512 for s in result.samples)
