@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
+
+from ddtune.cli import main
 
 
 def poll(predicate, timeout: float) -> bool:  # noqa: ANN001
@@ -133,39 +132,24 @@ def test_sigint_aborts_in_flight_work_after_the_grace_period(server_factory, che
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("models", "args", "message"),
     [
-        (["--target", "/nonexistent/model"], "config.json is missing"),
-        (["--mode", "ddtree", "--budget", "-3"], "budget must be between"),
-        (["--window", "wide"], "window must be a positive integer"),
+        ("none", ["--target", "/nonexistent/model"], "config.json is missing"),
+        ("both", ["--mode", "ddtree", "--budget", "-3"], "budget must be between"),
+        ("both", ["--window", "wide"], "window must be a positive integer"),
+        ("target", ["--mode", "dflash"], "needs a drafter"),
     ],
 )
-def test_bad_start_is_one_clear_line(args: list[str], message: str, checkpoint) -> None:  # noqa: ANN001
-    if args[0] != "--target":
-        args = ["--target", str(checkpoint[0]), "--drafter", str(checkpoint[1]), *args]
-    out = subprocess.run(
-        [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 2
-    assert out.stdout == ""
-    assert message in out.stderr and out.stderr.startswith("ddtune: error:")
-
-
-def test_drafter_modes_need_a_drafter(checkpoint: tuple[Path, Path]) -> None:
-    argv = [
-        sys.executable,
-        "-m",
-        "ddtune.cli",
-        "serve",
-        "--port",
-        "0",
-        "--target",
-        str(checkpoint[0]),
-        "--mode",
-        "dflash",
-    ]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2 and "needs a drafter" in out.stderr
+def test_bad_start_is_one_clear_line(models, args, message, checkpoint, capsys) -> None:  # noqa: ANN001
+    """Refused before binding a port or loading weights: exit 2, one line on stderr."""
+    target, drafter = checkpoint
+    model_args = {
+        "none": [],
+        "target": ["--target", str(target)],
+        "both": ["--target", str(target), "--drafter", str(drafter)],
+    }[models]
+    assert main(["serve", "--port", "0", *model_args, *args]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.startswith("ddtune: error:") and message in out.err
+    assert out.err.count("\n") == 1
