@@ -9,7 +9,8 @@ A speculative round (DESIGN.md "DDTree round"):
   2. tree    best-first tree (ddtree) or top-1 chain (dflash), ancestor mask
   3. verify  one target forward over `[root] + nodes` at positions pos + depth
   4. walk    follow the target's own choice while a matching child exists;
-             the first unmatched choice is the bonus token
+             the first unmatched choice is the bonus token (timed as "verify":
+             logits are computed only for the nodes the walk visits)
   5. commit  compact the accepted path's KV in place, keep its features
 """
 
