@@ -52,6 +52,7 @@ def test_head_dim_defaults_to_hidden_over_heads():
         ({"rope_scaling": {"rope_type": "yarn", "factor": 2.0}}, "yarn"),
         ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "low_freq_factor"),
         ({"use_sliding_window": True}, "use_sliding_window"),
+        ({"layer_types": ["full_attention", "sliding_attention"]}, "layer_types"),
     ],
 )
 def test_bad_target_config_names_file_and_field(tmp_path, change, words):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from ddtune.engine.engine import Engine, GenerationStats
@@ -124,6 +126,26 @@ def test_streaming_and_cancellation(engines):
     assert res.finish_reason == "cancelled"
     assert res.token_ids[: sum(map(len, calls))] == [t for c in calls for t in c]
     assert len(calls) == 2
+
+
+def test_concurrent_calls_are_serialised_and_independent(engines):
+    engine = engines("llama", 4)
+    kwargs = [dict(mode="ar"), dict(mode="ddtree", budget=9, topk=3, window=2),
+              dict(mode="dflash", temperature=0.8, seed=3)]  # fmt: skip
+    alone = [engine.generate(PROMPT, max_new_tokens=20, ignore_eos=True, **kw).token_ids
+             for kw in kwargs]  # fmt: skip
+    results: dict[int, list[int]] = {}
+
+    def work(i: int) -> None:
+        results[i] = engine.generate(PROMPT, max_new_tokens=20, ignore_eos=True,
+                                     **kwargs[i % 3]).token_ids  # fmt: skip
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(results[i] == alone[i % 3] for i in range(6))
 
 
 def test_input_errors(engines):

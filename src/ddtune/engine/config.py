@@ -181,6 +181,11 @@ def _common_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
         raise UserError(f"{source}: field 'hidden_act' is {act!r}; only 'silu' is supported")
     if data.get("use_sliding_window"):
         raise UserError(f"{source}: field 'use_sliding_window' is true; sliding window unsupported")
+    layer_types = set(data.get("layer_types") or ["full_attention"])
+    if layer_types != {"full_attention"}:
+        raise UserError(
+            f"{source}: field 'layer_types' has {sorted(layer_types)}; only full attention"
+        )
     heads = int(data["num_attention_heads"])
     theta, scaling = _rope(data, source)
     return {
