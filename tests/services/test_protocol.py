@@ -7,7 +7,9 @@ READY, the right failure class, the log tail kept, no process left behind.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import socket
 import time
 
@@ -194,3 +196,31 @@ def test_unkillable_process_is_reported_not_hidden(svc, port, controllers, tmp_p
     assert first.identity["pid"] in second.leftover_pids
     assert "could not kill" in second.detail and any("could not stop" in n for n in second.notes)
     assert second.log_tail  # the old instance's log explains what it was doing
+
+
+def test_stopped_old_instance_is_continued_so_sigterm_works(svc, port, controllers, tmp_path):
+    ctl = controllers(svc.make_spec(port, svc.fault_command(), timeouts={"stop": 5}))
+    first = ctl.reconfigure(svc.params, tmp_path / "a1")
+    assert first.ready, first
+    os.kill(first.identity["pid"], signal.SIGSTOP)  # the old server hangs
+    second = ctl.reconfigure(svc.params, tmp_path / "a2")
+    assert second.ready, second
+    assert second.timings["stop_to_quiet_s"] < 4, (
+        "SIGCONT after SIGTERM: no wait for the SIGKILL deadline"
+    )
+    assert "SIGTERM received" in (tmp_path / "a1" / "service.log").read_text()
+
+
+def test_close_during_reconfigure_cancels_the_start(svc, port, controllers, tmp_path, monkeypatch):
+    ctl = controllers(svc.make_spec(port, svc.fault_command()))
+    real_snapshot = ctl.snapshot
+
+    def snapshot_then_interrupted():  # as if a signal handler called close() mid-way
+        snap = real_snapshot()
+        ctl.close()
+        return snap
+
+    monkeypatch.setattr(ctl, "snapshot", snapshot_then_interrupted)
+    out = ctl.reconfigure(svc.params, tmp_path / "a")
+    assert out.failure == "cancelled" and not out.ready
+    assert svc.leftovers(ctl.workdir) == []

@@ -11,6 +11,7 @@ Failure classes (DESIGN.md "Readiness protocol", step 6):
     gpu_memory_not_released        GPU memory did not return to the baseline
     preflight_failed / start_failed rendering or the start command itself failed
     timeout:<phase>                 stop, quiesce, start, health, identity, generate
+    cancelled                       close() was called while reconfigure ran
 """
 
 from __future__ import annotations

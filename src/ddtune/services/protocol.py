@@ -44,6 +44,7 @@ class Controller(ABC):
             self.gpu, self._gpu_note = default_probe(spec.gpu)
         self._last_identity: dict[str, Any] = {}
         self._quiet_gpu: dict[int, float] = {}
+        self._closes = 0  # close() calls; a close during reconfigure cancels the start
         self._attempt_dir: Path | None = None
 
     # ---- backend steps --------------------------------------------------------
@@ -108,6 +109,7 @@ class Controller(ABC):
         return out
 
     def _run(self, params: dict[str, Any], attempt_dir: Path, out: Outcome) -> None:
+        closes_before = self._closes
         with _Timer(out, "preflight_s"):
             self.preflight(params, attempt_dir)
         with _Timer(out, "snapshot_s"):
@@ -115,6 +117,8 @@ class Controller(ABC):
             gpu_base = self._gpu_baseline(out)
         with _Timer(out, "stop_to_quiet_s"):
             self.stop_and_quiesce(out, gpu_base)
+        if self._closes != closes_before:
+            raise PhaseFailure("cancelled", "close() was called during reconfigure; not starting")
         started = time.monotonic()
         with _Timer(out, "start_s"):
             out.identity = self.start(params, attempt_dir)
@@ -274,6 +278,7 @@ class Controller(ABC):
 
     def close(self) -> list[str]:
         """Stop the service, remove drop-ins, quiesce; idempotent. Returns notes on leftovers."""
+        self._closes += 1
         notes = []
         try:
             self.stop_and_quiesce(Outcome(ready=False), None)
