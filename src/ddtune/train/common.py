@@ -1,0 +1,93 @@
+"""Helpers shared by the target and drafter trainers.
+
+- `cosine_lr`: linear warmup, then cosine decay to a floor.
+- `save_checkpoint` / `load_checkpoint`: atomic `checkpoint.pt` with model,
+  optimizer, step and the run's config, so an interrupted run resumes exactly.
+- `TrainProgress`: a rich progress bar with loss and tokens/s on a terminal,
+  plain log lines otherwise (for `nohup` runs).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from ddtune.errors import UserError
+
+CHECKPOINT_NAME = "checkpoint.pt"
+
+
+def cosine_lr(step: int, total: int, peak: float, warmup: int, floor_ratio: float = 0.1) -> float:
+    """Learning rate at `step` (0-based): warmup to `peak`, cosine down to `peak * floor_ratio`."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return peak * (floor_ratio + (1 - floor_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def save_checkpoint(folder: Path, state: dict[str, Any]) -> Path:
+    """Write `checkpoint.pt` atomically (temp file + rename): a kill never leaves half a file."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / CHECKPOINT_NAME
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def load_checkpoint(folder: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """The saved state; a clear error if it is missing or was made with another config."""
+    path = Path(folder) / CHECKPOINT_NAME
+    if not path.is_file():
+        raise UserError(f"--resume: no {CHECKPOINT_NAME} in {folder}; start without --resume")
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    saved = state.get("config", {})
+    changed = sorted(k for k in set(saved) | set(config) if saved.get(k) != config.get(k) and k != "steps")
+    if changed:
+        raise UserError(
+            f"--resume: the checkpoint in {folder} was made with different settings "
+            f"({', '.join(changed)}); use the same arguments or start a new --checkpoint-dir"
+        )
+    return state
+
+
+class TrainProgress:
+    """Progress with loss and tokens/s: a live bar on a terminal, a log line every `every` steps otherwise."""
+
+    def __init__(self, total: int, start: int, description: str, every: int = 20) -> None:
+        self.console = Console(stderr=True)
+        self.total, self.every = total, every
+        self.started, self.tokens = time.perf_counter(), 0
+        self.live = self.console.is_terminal
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("loss {task.fields[loss]:.3f}"), TextColumn("{task.fields[tps]:.0f} tok/s"),
+            TimeRemainingColumn(), console=self.console, disable=not self.live,
+        )  # fmt: skip
+        self.task = self.progress.add_task(description, total=total, completed=start, loss=0.0, tps=0.0)
+
+    def __enter__(self) -> TrainProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def update(self, step: int, loss: float, tokens: int, lr: float) -> float:
+        """Record one finished step (1-based); returns tokens/s since the start."""
+        self.tokens += tokens
+        tps = self.tokens / max(1e-9, time.perf_counter() - self.started)
+        self.progress.update(self.task, completed=step, loss=loss, tps=tps)
+        if not self.live and (step % self.every == 0 or step == self.total):
+            elapsed = time.perf_counter() - self.started
+            print(f"step {step}/{self.total} loss {loss:.4f} lr {lr:.2e} {tps:.0f} tok/s "
+                  f"{elapsed:.0f}s", flush=True)  # fmt: skip
+        return tps

@@ -1,0 +1,92 @@
+"""Self-distillation data for the drafter: what the trained target itself writes.
+
+Prompts are training-split task prompts plus a few standard-library prefixes;
+the target continues each one greedily (T=0), in left-padded batches with a
+KV cache, until EOS or `max_new` tokens. Each example keeps the prompt length,
+so the drafter trainer can put its anchors in the generated part.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import torch
+
+from ddtune.engine.model import Decoder
+from ddtune.engine.tokenizer import Tokenizer
+from ddtune.train.corpus import stdlib_chunks
+from ddtune.train.tasks import iter_tasks
+
+
+@dataclass
+class Example:
+    ids: list[int]  # prompt + generated tokens (EOS included when reached)
+    prompt_len: int
+
+
+def distill_prompts(tokenizer: Tokenizer, count: int, seed: int, stdlib_share: float = 0.2,
+                    max_prompt: int = 256) -> list[list[int]]:  # fmt: skip
+    """`count` prompt token lists: task prompts and stdlib chunk prefixes (16-160 tokens)."""
+    rng = random.Random(seed)
+    tasks = iter_tasks(seed + 1000, "train")
+    chunks = stdlib_chunks("train", seed + 1000, max_chars=2_000_000)
+    prompts = []
+    for i in range(count):
+        if rng.random() < stdlib_share:
+            ids = tokenizer.encode(chunks[i % len(chunks)])[: rng.randint(16, 160)]
+        else:
+            ids = tokenizer.encode(next(tasks).prompt)
+        prompts.append(ids[-max_prompt:])
+    return prompts
+
+
+@torch.no_grad()
+def batch_greedy(model: Decoder, prompts: list[list[int]], max_new: int, eos: int) -> list[list[int]]:
+    """Greedy continuations (EOS included when reached) of left-padded `prompts`."""
+    b, width = len(prompts), max(len(p) for p in prompts)
+    pad = torch.tensor([width - len(p) for p in prompts])  # [B]
+    ids = torch.full((b, width), eos, dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, width - len(p) :] = torch.tensor(p)
+    total = width + max_new
+    valid = torch.arange(total)[None, :] >= pad[:, None]  # [B, S] real (non-pad) slots
+    cache = model.new_cache(total, batch=b)
+    # 1. prefill: causal over real slots; pad rows see themselves only (keeps values finite)
+    causal = torch.ones(width, width, dtype=torch.bool).tril()
+    mask = (causal[None] & valid[:, None, :width]) | torch.eye(width, dtype=torch.bool)[None]
+    positions = (torch.arange(width)[None, :] - pad[:, None]).clamp(min=0)  # [B, W]
+    logits = model(ids, positions=positions, cache=cache, attn_mask=mask, last_logits_only=True).logits
+    out = torch.empty(b, 0, dtype=torch.long)
+    done = torch.zeros(b, dtype=torch.bool)
+    for step in range(max_new):
+        # 2. pick, record, stop when every row has emitted EOS
+        token = logits[:, -1].argmax(-1)  # [B]
+        out = torch.cat([out, token[:, None]], dim=1)
+        done |= token == eos
+        if bool(done.all()) or step + 1 == max_new:
+            break
+        # 3. one decode step for all rows
+        pos = (width + step - pad)[:, None]  # [B, 1]
+        step_mask = valid[:, None, : width + step + 1]  # [B, 1, S]
+        logits = model(token[:, None], positions=pos, cache=cache, attn_mask=step_mask).logits
+    return [_cut_at_eos(row.tolist(), eos) for row in out]
+
+
+def _cut_at_eos(ids: list[int], eos: int) -> list[int]:
+    return ids[: ids.index(eos) + 1] if eos in ids else ids
+
+
+def build_examples(model: Decoder, prompts: list[list[int]], max_new: int, eos: int,
+                   batch: int = 32, on_batch=None) -> list[Example]:  # fmt: skip
+    """Examples for all prompts; batches group prompts of similar length to limit padding."""
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    examples: list[Example | None] = [None] * len(prompts)
+    for start in range(0, len(order), batch):
+        group = order[start : start + batch]
+        continuations = batch_greedy(model, [prompts[i] for i in group], max_new, eos)
+        for i, cont in zip(group, continuations, strict=True):
+            examples[i] = Example(prompts[i] + cont, len(prompts[i]))
+        if on_batch is not None:
+            on_batch(len(group))
+    return [e for e in examples if e is not None]

@@ -1,0 +1,252 @@
+"""Train a DFlash drafter for a trained target, as the public DFlash recipe does.
+
+1. Self-distillation data: the frozen target continues training prompts
+   greedily (`distill.py`), so the drafter learns to predict *this* target.
+2. Each step takes a batch of those sequences and, per sequence, random
+   anchors in the generated part. A block is `[token at anchor, MASK x (block-1)]`
+   at positions anchor..anchor+block-1.
+3. The frozen target runs over the sequences and returns the hidden states of
+   `target_layer_ids`; a block may attend to these context features only at
+   positions before its anchor, and to its own block bidirectionally.
+4. Loss: cross-entropy of the target's LM head on the drafter output at block
+   position k (1..block-1) against the token at anchor + k, weighted by
+   exp(-(k-1)/gamma). The target's embedding and LM head are frozen (the whole
+   target is); only the drafter's `fc`, `hidden_norm`, layers and norm learn.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ddtune.engine.config import DrafterConfig, ModelConfig
+from ddtune.engine.drafter import DFlashDrafter
+from ddtune.engine.loading import load_decoder, save_drafter
+from ddtune.engine.model import Decoder
+from ddtune.engine.tokenizer import Tokenizer
+from ddtune.errors import UserError
+from ddtune.train.common import TrainProgress, cosine_lr, load_checkpoint, save_checkpoint
+from ddtune.train.distill import Example, build_examples, distill_prompts
+from ddtune.train.target import init_weights
+from ddtune.train.tokenizer import EOS_TOKEN, MASK_TOKEN
+
+RUN_KEYS = ("seed", "num_layers", "block_size", "intermediate_size", "gamma", "prompts",
+            "gen_tokens", "anchors", "batch_size", "lr", "warmup")  # fmt: skip
+DATA_FILE = "distill.pt"
+
+
+@dataclass
+class DrafterTrainConfig:
+    target_dir: str
+    out_dir: str
+    checkpoint_dir: str
+    seed: int = 0
+    num_layers: int = 2
+    block_size: int = 8
+    intermediate_size: int = 768
+    gamma: float = 4.0
+    prompts: int = 2048
+    gen_tokens: int = 96
+    anchors: int = 16
+    batch_size: int = 16
+    steps: int = 1200
+    lr: float = 1e-3
+    warmup: int = 50
+    checkpoint_every: int = 100
+    threads: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("num_layers", "prompts", "gen_tokens", "anchors", "batch_size", "steps",
+                     "checkpoint_every", "threads"):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise UserError(f"{name} must be at least 1; got {getattr(self, name)}")
+        if self.block_size < 2:
+            raise UserError(f"block_size must be at least 2; got {self.block_size}")
+        if self.gamma <= 0 or self.lr <= 0:
+            raise UserError("gamma and lr must be positive")
+
+    def run_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in RUN_KEYS}
+
+
+def spread_layer_ids(num_target_layers: int, count: int = 3) -> list[int]:
+    """`count` target layer ids spread from layer 1 to the last layer (all layers if fewer)."""
+    if num_target_layers <= count:
+        return list(range(num_target_layers))
+    first, last = 1, num_target_layers - 1
+    return sorted({round(first + i * (last - first) / (count - 1)) for i in range(count)})
+
+
+def drafter_config(cfg: DrafterTrainConfig, target: ModelConfig, mask_id: int) -> DrafterConfig:
+    """Qwen3-style layers as wide as the target; heads like the target's."""
+    return DrafterConfig(
+        family="qwen3", vocab_size=target.vocab_size, hidden_size=target.hidden_size,
+        intermediate_size=cfg.intermediate_size, num_hidden_layers=cfg.num_layers,
+        num_attention_heads=target.num_attention_heads, num_key_value_heads=target.num_key_value_heads,
+        head_dim=target.head_dim, rms_norm_eps=target.rms_norm_eps, rope_theta=target.rope_theta,
+        max_position_embeddings=target.max_position_embeddings, eos_token_id=target.eos_token_id,
+        block_size=cfg.block_size, target_layer_ids=spread_layer_ids(target.num_hidden_layers),
+        mask_token_id=mask_id, num_target_layers=target.num_hidden_layers,
+    )  # fmt: skip
+
+
+def make_blocks(examples: list[Example], anchors: int, block: int, mask_id: int,
+                rng: random.Random) -> dict[str, torch.Tensor]:  # fmt: skip
+    """Right-padded sequences and random anchor blocks for one batch.
+
+    ids [S, L], anchor [S, A] (a position per block), labels [S, A, block]
+    (-100 where no loss: block position 0, past the sequence end, padding
+    anchors) and block_ids [S, A, block] = [token at anchor, MASK, ...].
+    """
+    s, length = len(examples), max(len(e.ids) for e in examples)
+    ids = torch.zeros(s, length, dtype=torch.long)
+    anchor = torch.zeros(s, anchors, dtype=torch.long)
+    labels = torch.full((s, anchors, block), -100, dtype=torch.long)
+    for i, ex in enumerate(examples):
+        ids[i, : len(ex.ids)] = torch.tensor(ex.ids)
+        candidates = list(range(max(1, ex.prompt_len - 1), len(ex.ids) - 1))
+        chosen = sorted(rng.sample(candidates, min(anchors, len(candidates))))
+        for j, a in enumerate(chosen):
+            anchor[i, j] = a
+            span = ex.ids[a + 1 : a + block]  # targets for block positions 1..
+            labels[i, j, 1 : 1 + len(span)] = torch.tensor(span)
+    block_ids = torch.full((s, anchors, block), mask_id, dtype=torch.long)
+    block_ids[:, :, 0] = ids.gather(1, anchor)
+    return {"ids": ids, "anchor": anchor, "labels": labels, "block_ids": block_ids}
+
+
+def block_mask(anchor: torch.Tensor, length: int, block: int) -> torch.Tensor:
+    """bool [S, A*block, L + A*block]: context before the anchor, own block bidirectionally."""
+    s, a = anchor.shape
+    ctx = torch.arange(length)[None, None, :] < anchor[:, :, None]  # [S, A, L]
+    ctx = ctx.repeat_interleave(block, dim=1)  # [S, A*block, L]
+    owner = torch.arange(a).repeat_interleave(block)  # [A*block]
+    own = (owner[:, None] == owner[None, :]).expand(s, -1, -1)  # [S, A*block, A*block]
+    return torch.cat([ctx, own], dim=2)
+
+
+def block_loss(drafter: DFlashDrafter, target: Decoder, batch: dict[str, torch.Tensor],
+               gamma: float) -> tuple[torch.Tensor, float]:  # fmt: skip
+    """Weighted block loss and the top-1 accuracy at block position 1."""
+    ids, anchor, labels, block_ids = batch["ids"], batch["anchor"], batch["labels"], batch["block_ids"]
+    s, a, blk = labels.shape
+    with torch.no_grad():
+        out = target(ids, hidden_layer_ids=drafter.cfg.target_layer_ids)
+        feats = torch.cat(out.hidden, dim=-1)  # [S, L, layers*H]
+        noise = target.embed(block_ids.view(s, a * blk))  # [S, A*block, H]
+    q_pos = (anchor[:, :, None] + torch.arange(blk)).view(s, a * blk)
+    c_pos = torch.arange(ids.shape[1]).expand(s, -1)
+    mask = block_mask(anchor, ids.shape[1], blk)
+    hidden = drafter(noise, feats, q_pos, c_pos, attn_mask=mask)  # [S, A*block, H]
+    logits = target.lm_logits(hidden).view(s, a, blk, -1)  # [S, A, block, V]
+    weights = torch.exp(-(torch.arange(blk) - 1).clamp(min=0) / gamma)  # [block]
+    ce = F.cross_entropy(logits.flatten(0, 2), labels.flatten(), ignore_index=-100, reduction="none")
+    valid = (labels.flatten() != -100).float()
+    w = weights.repeat(s * a) * valid
+    loss = (ce * w).sum() / w.sum().clamp(min=1e-9)
+    first = labels[:, :, 1] != -100
+    acc = (logits[:, :, 1].argmax(-1) == labels[:, :, 1])[first].float().mean().item()
+    return loss, acc
+
+
+def distill_data(cfg: DrafterTrainConfig, target: Decoder, tokenizer: Tokenizer) -> list[Example]:
+    """Generate (or reload from the checkpoint folder) the self-distillation examples."""
+    path = Path(cfg.checkpoint_dir) / DATA_FILE
+    key = {k: getattr(cfg, k) for k in ("seed", "prompts", "gen_tokens")}
+    if path.is_file():
+        saved = torch.load(path, weights_only=False)
+        if saved["key"] == key:
+            return saved["examples"]
+    eos = tokenizer.token_to_id(EOS_TOKEN)
+    prompts = distill_prompts(tokenizer, cfg.prompts, cfg.seed,
+                              max_prompt=target.cfg.max_position_embeddings - cfg.gen_tokens)  # fmt: skip
+    with TrainProgress(len(prompts), 0, "distill", every=256) as progress:
+        done = [0]
+
+        def tick(n: int) -> None:
+            done[0] += n
+            progress.update(done[0], 0.0, 0, 0.0)
+
+        examples = build_examples(target, prompts, cfg.gen_tokens, eos, on_batch=tick)
+    Path(cfg.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+    torch.save({"key": key, "examples": examples}, path)
+    return examples
+
+
+def load_frozen_target(target_dir: Path) -> tuple[Decoder, Tokenizer, int]:
+    target = load_decoder(target_dir)
+    for p in target.parameters():
+        p.requires_grad_(False)
+    tokenizer = Tokenizer.load(target_dir)
+    mask_id = tokenizer.token_to_id(MASK_TOKEN)
+    if mask_id is None:
+        raise UserError(f"{target_dir}/tokenizer.json has no {MASK_TOKEN} token; "
+                        "train the tokenizer with `ddtune train tokenizer`")  # fmt: skip
+    return target, tokenizer, mask_id
+
+
+def train_drafter(cfg: DrafterTrainConfig, resume: bool = False) -> dict[str, Any]:
+    """Run the recipe; returns a summary (final loss, accuracy, seconds, parameter count)."""
+    torch.set_num_threads(cfg.threads)
+    target, tokenizer, mask_id = load_frozen_target(Path(cfg.target_dir))
+    dcfg = drafter_config(cfg, target.cfg, mask_id)
+    torch.manual_seed(cfg.seed)
+    drafter = DFlashDrafter(dcfg)
+    init_weights(drafter)
+    optimizer = torch.optim.AdamW(drafter.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    start, elapsed = 0, 0.0
+    if resume:
+        state = load_checkpoint(Path(cfg.checkpoint_dir), cfg.run_dict())
+        drafter.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start, elapsed = state["step"], state.get("seconds", 0.0)
+    began = time.perf_counter()
+    examples = distill_data(cfg, target, tokenizer)
+    distill_seconds = time.perf_counter() - began
+    loss, acc, seconds = _loop(drafter, target, optimizer, examples, cfg, start, elapsed)
+    save_drafter(drafter, dcfg, Path(cfg.out_dir))
+    summary = {"final_loss": loss, "accuracy_at_1": acc, "train_seconds": round(seconds, 1),
+               "distill_seconds": round(distill_seconds, 1), "examples": len(examples),
+               "parameters": sum(p.numel() for p in drafter.parameters()), "config": asdict(cfg)}  # fmt: skip
+    (Path(cfg.checkpoint_dir) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _loop(drafter: DFlashDrafter, target: Decoder, optimizer: torch.optim.Optimizer,
+          examples: list[Example], cfg: DrafterTrainConfig, start: int,
+          elapsed: float) -> tuple[float, float, float]:  # fmt: skip
+    """Steps `start..cfg.steps`; batch i depends only on (seed, i), so a resume is exact."""
+    drafter.train()
+    loss_value, acc, began = math.nan, math.nan, time.perf_counter()
+    with TrainProgress(cfg.steps, start, "drafter") as progress:
+        for step in range(start, cfg.steps):
+            # 1. learning rate and this step's batch (its own seeded RNG)
+            lr = cosine_lr(step, cfg.steps, cfg.lr, cfg.warmup)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            rng = random.Random(cfg.seed * 1_000_003 + step)
+            chosen = rng.sample(examples, min(cfg.batch_size, len(examples)))
+            batch = make_blocks(chosen, cfg.anchors, cfg.block_size, drafter.cfg.mask_token_id, rng)
+            # 2. loss and update
+            loss, acc = block_loss(drafter, target, batch, cfg.gamma)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
+            optimizer.step()
+            loss_value = loss.item()
+            progress.update(step + 1, loss_value, int(batch["ids"].numel()), lr)
+            # 3. checkpoint
+            if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
+                save_checkpoint(Path(cfg.checkpoint_dir), {
+                    "model": drafter.state_dict(), "optimizer": optimizer.state_dict(),
+                    "step": step + 1, "config": cfg.run_dict(),
+                    "seconds": elapsed + time.perf_counter() - began})  # fmt: skip
+    return loss_value, acc, elapsed + time.perf_counter() - began

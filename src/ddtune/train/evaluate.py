@@ -1,0 +1,158 @@
+"""Figures for the model card: pass@1 on held-out tasks, stdlib perplexity, acceptance lengths.
+
+- `pass_at_1`: greedy (T=0) completions from the target, cut at the end of the
+  function body, executed with the task's `check(candidate)` in a separate
+  Python process with a timeout.
+- `heldout_perplexity`: exp(mean next-token loss) over the held-out slice of
+  the standard library, in windows of the model's context.
+- `acceptance_lengths`: mean tokens per verify round of the engine's `dflash`
+  and `ddtree` modes on held-out task prompts (needs `ddtune.engine.Engine`).
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ddtune.engine.loading import load_decoder
+from ddtune.engine.model import Decoder
+from ddtune.engine.tokenizer import Tokenizer
+from ddtune.train.corpus import read_text, stdlib_files
+from ddtune.train.tasks import read_jsonl
+from ddtune.train.tokenizer import EOS_TOKEN
+
+STOP_STRINGS = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ")
+
+
+def truncate_completion(text: str) -> str:
+    """The function body only: cut at EOS, a stop string or the first unindented line."""
+    text = text.split(EOS_TOKEN)[0]
+    for stop in STOP_STRINGS:
+        text = text.split(stop)[0]
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if i > 0 and line and not line[0].isspace():
+            return "\n".join(lines[:i]) + "\n"
+    return text
+
+
+def run_tests(task: dict, completion: str, timeout: float = 10.0) -> tuple[bool, str]:
+    """Execute prompt + completion + the task's tests in a fresh interpreter; (passed, reason)."""
+    program = task["prompt"] + completion + "\n" + task["test"] + f"\ncheck({task['entry_point']})\n"
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(program)
+    try:
+        proc = subprocess.run([sys.executable, "-I", f.name], capture_output=True, text=True,
+                              timeout=timeout)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return False, "timeout"
+    finally:
+        Path(f.name).unlink(missing_ok=True)
+    if proc.returncode == 0:
+        return True, ""
+    last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+    return False, last[:200]
+
+
+@torch.no_grad()
+def greedy_generate(model: Decoder, prompt_ids: list[int], max_new: int, eos_id: int) -> list[int]:
+    """Plain T=0 decoding with a KV cache; stops at EOS (not included) or `max_new` tokens."""
+    limit = model.cfg.max_position_embeddings
+    cache = model.new_cache(min(limit, len(prompt_ids) + max_new))
+    ids = torch.tensor([prompt_ids])  # [1, P]
+    out: list[int] = []
+    for _ in range(min(max_new, limit - len(prompt_ids))):
+        logits = model(ids, cache=cache, last_logits_only=True).logits  # [1, 1, V]
+        token = int(logits[0, -1].argmax())
+        if token == eos_id:
+            break
+        out.append(token)
+        ids = torch.tensor([[token]])
+    return out
+
+
+def pass_at_1(model: Decoder, tokenizer: Tokenizer, tasks: list[dict], max_new: int = 160) -> dict:
+    """Greedy pass@1 with per-task outcomes."""
+    eos = tokenizer.token_to_id(EOS_TOKEN)
+    results = []
+    for task in tasks:
+        ids = greedy_generate(model, tokenizer.encode(task["prompt"]), max_new, eos)
+        completion = truncate_completion(tokenizer.decode(ids))
+        passed, reason = run_tests(task, completion)
+        results.append({"task_id": task["task_id"], "passed": passed, "reason": reason})
+    passed = sum(r["passed"] for r in results)
+    return {"passed": passed, "total": len(results), "pass_at_1": passed / max(1, len(results)),
+            "results": results}  # fmt: skip
+
+
+@torch.no_grad()
+def heldout_perplexity(model: Decoder, tokenizer: Tokenizer, max_tokens: int = 60_000) -> dict:
+    """exp(mean NLL) over windows of the held-out stdlib files (EOS between files)."""
+    eos = tokenizer.token_to_id(EOS_TOKEN)
+    ids: list[int] = []
+    for path in stdlib_files("heldout"):
+        ids += tokenizer.encode(read_text(path)) + [eos]
+        if len(ids) > max_tokens:
+            break
+    ids = ids[:max_tokens]
+    window = model.cfg.max_position_embeddings
+    total_nll, count = 0.0, 0
+    for start in range(0, len(ids) - 1, window):
+        chunk = torch.tensor([ids[start : start + window + 1]])  # [1, <=W+1]
+        if chunk.shape[1] < 2:
+            break
+        logits = model(chunk[:, :-1]).logits  # [1, T, V]
+        nll = F.cross_entropy(logits[0], chunk[0, 1:], reduction="sum")
+        total_nll, count = total_nll + nll.item(), count + chunk.shape[1] - 1
+    return {"perplexity": math.exp(total_nll / count), "tokens": count}
+
+
+def acceptance_lengths(target_dir: Path, drafter_dir: Path, prompts: list[str], budgets: list[int],
+                       max_tokens: int) -> dict[str, Any]:  # fmt: skip
+    """Mean acceptance length and tok/s per mode on `prompts` (T=0), through the engine."""
+    from ddtune.engine import Engine
+
+    engine = Engine.load(target_dir, drafter_dir)
+    runs = [("ar", 0), ("dflash", 0)] + [("ddtree", b) for b in budgets]
+    figures: dict[str, Any] = {}
+    for mode, budget in runs:
+        tokens = rounds = 0
+        seconds = 0.0
+        for prompt in prompts:
+            ids = engine.tokenizer.encode(prompt)
+            began = time.perf_counter()
+            result = engine.generate(ids, mode=mode, budget=budget, topk=4, max_new_tokens=max_tokens)
+            seconds += time.perf_counter() - began
+            tokens += len(result.token_ids)
+            rounds += result.stats.rounds
+        label = mode if mode != "ddtree" else f"ddtree_b{budget}"
+        figures[label] = {"mean_acceptance_length": tokens / max(1, rounds),
+                          "tokens_per_second": tokens / max(1e-9, seconds)}  # fmt: skip
+    return figures
+
+
+def evaluate_models(target_dir: Path, drafter_dir: Path | None, tasks_file: Path | None,
+                    budgets: list[int], n_prompts: int, max_tokens: int) -> dict[str, Any]:  # fmt: skip
+    """All figures of the model card as one JSON-able dict."""
+    from ddtune.assets import default_tasks_file
+
+    model = load_decoder(target_dir)
+    tokenizer = Tokenizer.load(target_dir)
+    tasks = read_jsonl(tasks_file or default_tasks_file())
+    figures: dict[str, Any] = {"coding": pass_at_1(model, tokenizer, tasks)}
+    figures["stdlib"] = heldout_perplexity(model, tokenizer)
+    if drafter_dir is not None:
+        prompts = [t["prompt"] for t in tasks[:n_prompts]]
+        figures["acceptance"] = acceptance_lengths(target_dir, drafter_dir, prompts, budgets, max_tokens)
+        ar = figures["acceptance"]["ar"]["tokens_per_second"]
+        best = max((v["tokens_per_second"], k) for k, v in figures["acceptance"].items() if k.startswith("ddtree"))
+        figures["ddtree_best_over_ar"] = {"budget": best[1], "speedup": best[0] / ar}
+    return figures
