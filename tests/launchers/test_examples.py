@@ -1,8 +1,9 @@
-"""Every spec in examples/ loads through the sweep spec loader, and the engine
+"""Every sweep spec in examples/ (those with a [sweep] table) loads through the sweep spec loader, and the engine
 examples render exactly the command lines the launchers build."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,16 @@ from ddtune.launchers.vllm import speculative_config, vllm_argv
 from ddtune.sweep.spec import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SWEEP_SPECS = sorted(p for p in EXAMPLES.glob("*.toml") if "sweep" in tomllib.loads(p.read_text()))
 
 
-@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
-def test_every_example_spec_loads(path):
+def test_the_engine_examples_are_sweep_specs():
+    names = {p.name for p in SWEEP_SPECS}
+    assert {"vllm-ngram-cpu.toml", "sglang-ddtree-systemd.toml"} <= names
+
+
+@pytest.mark.parametrize("path", SWEEP_SPECS, ids=lambda p: p.name)
+def test_every_example_sweep_spec_loads(path):
     spec = load_spec(path)
     assert spec.configs or spec.baseline
     for config, _ in spec.all_configs():
