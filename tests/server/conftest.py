@@ -120,11 +120,11 @@ def server_factory(tmp_path: Path) -> Iterator:
         proc.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(
     checkpoint: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
-    """One shared DDTree server for a whole test module."""
+    """One DDTree server shared by the app and generation tests (tests restore its config)."""
     target, drafter = checkpoint
     log = tmp_path_factory.mktemp("serve-log") / "serve.log"
     args = [

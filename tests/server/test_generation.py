@@ -30,36 +30,32 @@ def client(server) -> openai.OpenAI:  # noqa: ANN001 - the ServerProcess fixture
     )
 
 
-def generate_cli(checkpoint: tuple[Path, Path], prompt: str, max_tokens: int) -> dict:
-    """The reference: `ddtune generate --json` with the server's decoding config."""
-    target, drafter = checkpoint
-    argv = [
-        sys.executable,
-        "-m",
-        "ddtune.cli",
-        "generate",
-        "--target",
-        str(target),
-        "--drafter",
-        str(drafter),
-        "--mode",
-        "ddtree",
-        "--budget",
-        "8",
-        "--topk",
-        "3",
-        "--max-tokens",
-        str(max_tokens),
-        "--temperature",
-        "0",
-        "--prompt",
-        prompt,
-        "--json",
-    ]
+CHAT = [{"role": "system", "content": "be terse"}, {"role": "user", "content": "sum 2 3"}]
+RENDERED_CHAT = "<system>be terse\n<user>sum 2 3\n<assistant>"
+
+# Runs `ddtune generate ... --json` once per prompt in ONE interpreter (one torch import).
+GENERATE_EACH = """
+import sys
+from ddtune.cli import main
+target, drafter, max_tokens, *prompts = sys.argv[1:]
+for prompt in prompts:
+    main(["generate", "--target", target, "--drafter", drafter, "--mode", "ddtree",
+          "--budget", "8", "--topk", "3", "--max-tokens", max_tokens, "--temperature", "0",
+          "--prompt", prompt, "--json"])
+"""
+
+
+@pytest.fixture(scope="module")
+def references(checkpoint: tuple[Path, Path]) -> dict[str, dict]:
+    """prompt -> the `ddtune generate --json` object, with the server's decoding config."""
+    prompts = [PROMPT, RENDERED_CHAT]
+    argv = [sys.executable, "-c", GENERATE_EACH, *map(str, checkpoint), str(MAX_TOKENS), *prompts]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     out = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    lines = out.stdout.splitlines()
+    assert len(lines) == len(prompts), out.stdout
+    return {prompt: json.loads(line) for prompt, line in zip(prompts, lines, strict=True)}
 
 
 def metric(server, name: str, **labels: str) -> float:  # noqa: ANN001
@@ -76,8 +72,8 @@ def complete(server, prompt: str, **kwargs) -> openai.types.Completion:  # noqa:
     return client(server).completions.create(model="tiny", prompt=prompt, **kwargs)
 
 
-def test_completion_equals_generate_cli(server, checkpoint) -> None:  # noqa: ANN001
-    reference = generate_cli(checkpoint, PROMPT, MAX_TOKENS)
+def test_completion_equals_generate_cli(server, checkpoint, references) -> None:  # noqa: ANN001
+    reference = references[PROMPT]
     response = complete(server, PROMPT)
     choice = response.choices[0]
     assert choice.text == reference["text"]
@@ -108,11 +104,11 @@ def test_streaming_completion_equals_non_streaming(server) -> None:  # noqa: ANN
     assert chunks[-1].usage.model_dump()["spec"] == full.usage.model_dump()["spec"]
 
 
-def test_chat_equals_generate_cli_on_the_rendered_prompt(server, checkpoint) -> None:  # noqa: ANN001
-    messages = [{"role": "system", "content": "be terse"}, {"role": "user", "content": "sum 2 3"}]
+def test_chat_equals_generate_cli_on_the_rendered_prompt(server, checkpoint, references) -> None:  # noqa: ANN001
+    messages = CHAT
     rendered = ChatTemplate.from_model_dir(checkpoint[0]).render(messages)
-    assert rendered == "<system>be terse\n<user>sum 2 3\n<assistant>"
-    reference = generate_cli(checkpoint, rendered, MAX_TOKENS)
+    assert rendered == RENDERED_CHAT
+    reference = references[rendered]
     chat = client(server).chat.completions
     response = chat.create(model="tiny", messages=messages, max_tokens=MAX_TOKENS, temperature=0)
     assert response.choices[0].message.role == "assistant"
@@ -141,10 +137,10 @@ def test_stop_string_cuts_streamed_and_plain_text(server) -> None:  # noqa: ANN0
 
 def test_twenty_concurrent_clients_get_the_sequential_answers(server) -> None:  # noqa: ANN001
     prompts = [f"x = {i} * {i + 1}\n" for i in range(20)]
-    sequential = [complete(server, p, max_tokens=12).choices[0].text for p in prompts]
+    sequential = [complete(server, p, max_tokens=8).choices[0].text for p in prompts]
     with ThreadPoolExecutor(max_workers=20) as pool:
         concurrent = list(
-            pool.map(lambda p: complete(server, p, max_tokens=12).choices[0].text, prompts)
+            pool.map(lambda p: complete(server, p, max_tokens=8).choices[0].text, prompts)
         )
     assert concurrent == sequential
     assert len(set(sequential)) > 1  # different prompts, different answers: a real check
