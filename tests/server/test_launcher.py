@@ -132,6 +132,15 @@ def test_sigint_aborts_in_flight_work_after_the_grace_period(server_factory, che
     assert not server.group_alive()
 
 
+def test_sigterm_while_loading_exits_zero(server_factory, checkpoint) -> None:  # noqa: ANN001
+    target, drafter = checkpoint
+    server = server_factory(["--target", str(target), "--drafter", str(drafter)], wait=False)
+    assert poll(lambda: "Started server process" in server.log_path.read_text(), 120)
+    os.killpg(server.pgid, signal.SIGTERM)  # listening, weights (most likely) still loading
+    assert server.proc.wait(timeout=60) == 0, server.log_tail()
+    assert not server.group_alive()
+
+
 @pytest.mark.parametrize(
     ("models", "args", "message"),
     [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from pathlib import Path
 
 from ddtune.server.config import ServeConfig
@@ -39,6 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Record SIGTERM/SIGINT from here on (imports take a while); the server drains on them.
+    early: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: early.append(signum))
     from ddtune.server.launcher import serve  # uvicorn/fastapi only when serving
 
     config = ServeConfig.from_toml(args.config) if args.config else ServeConfig()
@@ -58,4 +63,4 @@ def run(args: argparse.Namespace) -> int:
             "model_name",
         )
     }
-    return serve(config.with_overrides(flags))
+    return serve(config.with_overrides(flags), early)

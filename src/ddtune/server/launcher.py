@@ -36,13 +36,19 @@ log = logging.getLogger("ddtune.server")
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-def serve(config: ServeConfig) -> int:
-    """Serve until a signal; returns the process exit code."""
+def serve(config: ServeConfig, early_signals: list[int] | None = None) -> int:
+    """Serve until a signal; returns the process exit code.
+
+    `early_signals` holds SIGTERM/SIGINT that arrived before the server could
+    handle them (see `commands.run`); they start the drain at once.
+    """
     logging.basicConfig(
-        level=logging.INFO,
+        level=logging.WARNING,
         stream=sys.stderr,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
+    for name in ("ddtune", "uvicorn"):
+        logging.getLogger(name).setLevel(logging.INFO)
     state = ServerState(config)  # resolves model folders: UserError before binding
     sock = bind(config.host, config.port)
     uv_config = uvicorn.Config(
@@ -53,7 +59,7 @@ def serve(config: ServeConfig) -> int:
         timeout_graceful_shutdown=5,
         timeout_keep_alive=5,
     )
-    server = DrainingServer(uv_config, state, port=sock.getsockname()[1])
+    server = DrainingServer(uv_config, state, sock.getsockname()[1], early_signals or [])
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:
@@ -85,17 +91,21 @@ def bind(host: str, port: int) -> socket.socket:
 class DrainingServer(uvicorn.Server):
     """uvicorn with our own readiness announcement and graceful drain."""
 
-    def __init__(self, config: uvicorn.Config, state: ServerState, port: int) -> None:
+    def __init__(
+        self, config: uvicorn.Config, state: ServerState, port: int, early_signals: list[int]
+    ) -> None:
         super().__init__(config)
         self.state = state
         self.port = port
+        self.early_signals = early_signals
         self.load_error: BaseException | None = None
         self._draining = False
         self._tasks: set[asyncio.Task] = set()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)  # listening from here on
-        self._spawn(self._load_and_announce())
+        if not self._draining:
+            self._spawn(self._load_and_announce())
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -103,6 +113,8 @@ class DrainingServer(uvicorn.Server):
         loop = asyncio.get_running_loop()
         for sig in HANDLED_SIGNALS:
             loop.add_signal_handler(sig, self._on_signal, sig)
+        for sig in self.early_signals[:1]:  # read after our handlers are in place
+            self._on_signal(sig)
         try:
             yield
         finally:
@@ -137,6 +149,8 @@ class DrainingServer(uvicorn.Server):
     async def _load_and_announce(self) -> None:
         try:
             await _in_daemon_thread(self.state.load)
+        except asyncio.CancelledError:  # a signal ended the server while loading
+            raise
         except BaseException as exc:  # reported by serve() as the exit status
             log.error("loading failed: %s", exc)
             self.state.phase = "failed"
