@@ -174,12 +174,13 @@ async def _in_daemon_thread(fn) -> None:  # noqa: ANN001 - a no-argument callabl
     future: asyncio.Future = loop.create_future()
 
     def run() -> None:
+        error: BaseException | None = None
         try:
             fn()
         except BaseException as exc:
-            loop.call_soon_threadsafe(_settle, future, exc)
-        else:
-            loop.call_soon_threadsafe(_settle, future, None)
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is gone: the server already exited
+            loop.call_soon_threadsafe(_settle, future, error)
 
     threading.Thread(target=run, name="ddtune-load", daemon=True).start()
     error = await future
