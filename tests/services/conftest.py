@@ -67,8 +67,11 @@ def free_port() -> int:
 
 
 def fault_command(*switches: str) -> list[str]:
-    """argv of the fake fault server with the ddtune placeholders and extra switches."""
-    base = [sys.executable, str(FAULT_SERVER), "--port", "{port}", "--mode", "{mode}"]
+    """argv of the fake fault server with the ddtune placeholders and extra switches.
+
+    `python -S` (no site-packages): the server is stdlib only and starts faster.
+    """
+    base = [sys.executable, "-S", str(FAULT_SERVER), "--port", "{port}", "--mode", "{mode}"]
     return base + ["--budget", "{budget}", "--topk", "{topk}", "--window", "{window}", *switches]
 
 
@@ -120,7 +123,7 @@ class Helpers:
     fault_server = FAULT_SERVER
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def svc() -> type[Helpers]:
     return Helpers
 

@@ -294,7 +294,7 @@ def install(bin_dir: Path, root: Path) -> None:
     bin_dir.mkdir(parents=True, exist_ok=True)
     for tool in ("systemctl", "journalctl"):
         shim = bin_dir / tool
-        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{__file__}" {tool} "$@"\n')
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "{__file__}" {tool} "$@"\n')
         shim.chmod(0o755)
 
 

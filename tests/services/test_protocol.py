@@ -12,52 +12,69 @@ import re
 import signal
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import pytest
 
-from ddtune.services import procs
+from ddtune.services import Outcome, build_controller, procs
 
-FAILURES = [
-    # (switches, timeouts / spec overrides, failure class, text expected in the log tail)
-    (["--crash-during-load", "3"], {}, "crashed(3)", "fake load failure"),
-    (["--oom"], {}, "oom", "CUDA out of memory"),
-    (["--bind-delay", "4"], {"timeouts": {"start": 1}}, "timeout:start", "fake fault server pid"),
-    (["--ready-delay", "6"], {"timeouts": {"health": 1}}, "timeout:health", "loading model"),
-    (["--report-config", '{{"budget": 99}}'], {}, "config_mismatch", "ready instance_id"),
-    (
-        ["--hang-after", "0.5", "--ready-delay", "6"],
-        {"timeouts": {"health": 1.5}},
-        "timeout:health",
-        "loading model",
-    ),
-    (
-        ["--ready-delay", "6", "--models-before-ready"],
-        {"profile": "vllm", "timeouts": {"health": 1.5}},
-        "timeout:health",
-        "loading model",
-    ),
-]
+FAILURES = {
+    # case: (switches, spec overrides, failure class, text expected in the log tail)
+    "crash": (["--crash-during-load", "3"], {}, "crashed(3)", "fake load failure"),
+    "oom": (["--oom"], {}, "oom", "CUDA out of memory"),
+    "slow_bind": (["--bind-delay", "5"], {"timeouts": {"start": 2.5}}, "timeout:start", "fake fault server pid"),
+    "slow_ready": (["--ready-delay", "6"], {"timeouts": {"health": 1}}, "timeout:health", "loading model"),
+    "other_config": (["--report-config", '{{"budget": 99}}'], {}, "config_mismatch", "ready instance_id"),
+    "sigstop_hang": (["--hang-after", "0.5", "--ready-delay", "6"], {"timeouts": {"health": 1.5}}, "timeout:health", "loading model"),
+    "vllm_models_early": (["--ready-delay", "6", "--models-before-ready"], {"profile": "vllm", "timeouts": {"health": 1.5}}, "timeout:health", "loading model"),
+}  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "switches, overrides, failure, log_text", FAILURES, ids=lambda v: str(v)[:30]
-)
-def test_fault_is_classified_and_cleaned_up(
-    svc, port, controllers, tmp_path, switches, overrides, failure, log_text
-):
-    ctl = controllers(svc.make_spec(port, svc.fault_command(*switches), **overrides))
-    t0 = time.monotonic()
-    out = ctl.reconfigure(svc.params, tmp_path / "attempt")
+@dataclass
+class FaultRun:
+    outcome: Outcome
+    seconds: float
+    left_after_attempt: list
+    listeners_after_attempt: dict
+    left_after_close: list
+
+
+@pytest.fixture(scope="module")
+def fault_runs(svc, tmp_path_factory) -> dict[str, FaultRun]:
+    """Run every FAILURES case at once: they mostly wait, so threads save minutes."""
+
+    def run(case: str) -> tuple[str, FaultRun]:
+        switches, overrides, _, _ = FAILURES[case]
+        work = tmp_path_factory.mktemp(case)
+        port = svc.free_port()
+        ctl = build_controller(
+            svc.make_spec(port, svc.fault_command(*switches), **overrides), work / "work"
+        )
+        t0 = time.monotonic()
+        out = ctl.reconfigure(svc.params, work / "attempt")
+        seconds = time.monotonic() - t0
+        left, listeners = svc.leftovers(ctl.workdir), procs.port_listeners(port)
+        ctl.close()
+        return case, FaultRun(out, seconds, left, listeners, svc.leftovers(ctl.workdir))
+
+    with ThreadPoolExecutor(len(FAILURES)) as pool:
+        return dict(pool.map(run, FAILURES))
+
+
+@pytest.mark.parametrize("case", list(FAILURES))
+def test_fault_is_classified_and_cleaned_up(fault_runs, case):
+    _, _, failure, log_text = FAILURES[case]
+    run = fault_runs[case]
+    out = run.outcome
     assert not out.ready
     assert out.failure == failure, out
     assert log_text in out.log_tail
     assert out.log_path and out.log_path.endswith("service.log")
-    assert svc.leftovers(ctl.workdir) == [] and out.leftover_pids == []
-    assert procs.port_listeners(port) == {}
+    assert run.left_after_attempt == [] and out.leftover_pids == []
+    assert run.listeners_after_attempt == {} and run.left_after_close == []
     if failure.startswith("crashed") or failure == "oom":
-        assert time.monotonic() - t0 < 5, (
-            "a dead process must fail fast, not wait for the health deadline"
-        )
+        assert run.seconds < 5, "a dead process must fail fast, not wait for the health deadline"
 
 
 def test_slow_bind_and_slow_ready_wait_for_the_real_ready(svc, port, controllers, tmp_path):
@@ -142,7 +159,9 @@ def test_gpu_memory_must_return_to_baseline(
         "--gpu-ledger", str(ledger), "--gpu-mib", "4000", "--gpu-release-after", release
     )
     gpu = svc.FakeLedgerGpu(ledger, attribute=attributed)
-    ctl = controllers(svc.make_spec(port, cmd), gpu=gpu)
+    ctl = controllers(
+        svc.make_spec(port, cmd, timeouts={"gpu": 3 if failure is None else 1.5}), gpu=gpu
+    )
     assert ctl.reconfigure(svc.params, tmp_path / "a1").ready
     second = ctl.reconfigure(svc.params, tmp_path / "a2")
     assert second.failure == failure, second

@@ -94,7 +94,7 @@ def test_crash_is_classified_and_start_limit_is_reset(
     svc, port, controllers, tmp_path, fake_systemd
 ):
     root, install_unit = fake_systemd
-    install_unit(UNIT, "/bin/false")
+    install_unit(UNIT, "/bin/false", extra="TimeoutStopSec=2\nStartLimitBurst=3\n")
     crashing = controllers(
         systemd_spec(svc, port, root, "--crash-during-load", "3", "--crash-after", "0.05"),
         name="crash",
@@ -102,7 +102,7 @@ def test_crash_is_classified_and_start_limit_is_reset(
     out = crashing.reconfigure(svc.params, tmp_path / "a1")
     assert out.failure == "crashed(3)", out
     assert "fake load failure" in out.log_tail
-    for _ in range(6):  # keep restarting the crashing unit until systemd refuses
+    for _ in range(3):  # keep restarting the crashing unit until systemd refuses
         done = subprocess.run(["systemctl", "start", UNIT], capture_output=True, text=True)
         while subprocess.run(["systemctl", "is-active", UNIT], capture_output=True).returncode == 0:
             time.sleep(0.05)
@@ -137,3 +137,15 @@ def test_real_systemd_unit_stop_start(svc, port, controllers, tmp_path):
     finally:
         unit_file.unlink()
         subprocess.run(["systemctl", "daemon-reload"], check=False)
+
+
+def test_unknown_unit_is_a_preflight_failure(svc, port, controllers, tmp_path, fake_systemd):
+    root, _ = fake_systemd
+    ctl = controllers(
+        svc.make_spec(
+            port, svc.fault_command(), kind="systemd", unit="nope", systemd_dir=str(root / "run")
+        )
+    )
+    out = ctl.reconfigure(svc.params, tmp_path / "a")
+    assert out.failure == "preflight_failed" and "nope.service is not loaded" in out.detail, out
+    assert not (root / "run" / "nope.service.d" / "ddtune.conf").exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,11 @@ from ddtune.services.profiles import Launch
 from ddtune.services.protocol import Controller
 
 SHOW_PROPS = (
-    "ActiveState,MainPID,InvocationID,Result,ExecMainStatus,ExecMainCode,ControlGroup,LoadState"
+    "NeedDaemonReload,ActiveState,MainPID,InvocationID,Result,ExecMainStatus,ExecMainCode,"
+    "ControlGroup,LoadState"
 )
 CTL_TIMEOUT_S = 60.0
+ALIVE_CHECK_INTERVAL_S = 0.5  # `systemctl show` at most twice a second while polling
 
 
 def unit_name(unit: str) -> str:
@@ -62,6 +65,7 @@ class SystemdController(Controller):
         self._argv: list[str] | None = None
         self._ident: dict[str, Any] = {}
         self._cgroup = ""
+        self._last_alive_check = 0.0
         self._old_main: procs.ProcInfo | None = None
 
     def systemctl(self, *args: str, timeout: float = CTL_TIMEOUT_S) -> subprocess.CompletedProcess:
@@ -77,10 +81,6 @@ class SystemdController(Controller):
         return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
     def preflight(self, params: dict[str, Any], attempt_dir: Path) -> None:
-        if self.show().get("LoadState") != "loaded":
-            raise PhaseFailure(
-                "preflight_failed", f"systemd unit {self.unit} is not loaded (check service.unit)"
-            )
         self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
         self._argv = self.spec.render_argv(params) if self.spec.command else None
         env = {**self.spec.render_env(params), procs.TAG_VAR: self._tag}
@@ -92,9 +92,13 @@ class SystemdController(Controller):
                 "preflight_failed", f"cannot write drop-in {self.dropin}: {exc}"
             ) from None
         self.systemctl("daemon-reload")
-        need = self.systemctl(
-            "show", self.unit, "--property=NeedDaemonReload", "--value"
-        ).stdout.strip()
+        props = self.show()
+        if props.get("LoadState") != "loaded":
+            self.release()
+            raise PhaseFailure(
+                "preflight_failed", f"systemd unit {self.unit} is not loaded (check service.unit)"
+            )
+        need = props.get("NeedDaemonReload")
         if need != "no":
             raise PhaseFailure(
                 "preflight_failed",
@@ -166,8 +170,9 @@ class SystemdController(Controller):
         return dict(self._ident)
 
     def exit_code(self) -> tuple[bool, int | None]:
-        if not self._ident:
+        if not self._ident or time.monotonic() - self._last_alive_check < ALIVE_CHECK_INTERVAL_S:
             return False, None
+        self._last_alive_check = time.monotonic()
         props = self.show()
         same = (
             props.get("InvocationID") == self._ident["invocation_id"]
