@@ -50,7 +50,7 @@ def load_checkpoint(folder: Path, config: dict[str, Any]) -> dict[str, Any]:
         raise UserError(f"--resume: no {CHECKPOINT_NAME} in {folder}; start without --resume")
     state = torch.load(path, map_location="cpu", weights_only=False)
     saved = state.get("config", {})
-    changed = sorted(k for k in set(saved) | set(config) if saved.get(k) != config.get(k) and k != "steps")
+    changed = sorted(k for k in set(saved) | set(config) if saved.get(k) != config.get(k))
     if changed:
         raise UserError(
             f"--resume: the checkpoint in {folder} was made with different settings "

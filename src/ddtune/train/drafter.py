@@ -39,7 +39,7 @@ from ddtune.train.target import init_weights
 from ddtune.train.tokenizer import EOS_TOKEN, MASK_TOKEN
 
 RUN_KEYS = ("seed", "num_layers", "block_size", "intermediate_size", "gamma", "prompts",
-            "gen_tokens", "anchors", "batch_size", "lr", "warmup")  # fmt: skip
+            "gen_tokens", "anchors", "batch_size", "lr", "warmup", "steps")  # fmt: skip
 DATA_FILE = "distill.pt"
 
 
@@ -133,11 +133,10 @@ def block_mask(anchor: torch.Tensor, length: int, block: int) -> torch.Tensor:
     return torch.cat([ctx, own], dim=2)
 
 
-def block_loss(drafter: DFlashDrafter, target: Decoder, batch: dict[str, torch.Tensor],
-               gamma: float) -> tuple[torch.Tensor, float]:  # fmt: skip
-    """Weighted block loss and the top-1 accuracy at block position 1."""
-    ids, anchor, labels, block_ids = batch["ids"], batch["anchor"], batch["labels"], batch["block_ids"]
-    s, a, blk = labels.shape
+def block_hidden(drafter: DFlashDrafter, target: Decoder, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Drafter outputs [S, A, block, H] for the batch's blocks (target frozen, no grad)."""
+    ids, anchor, block_ids = batch["ids"], batch["anchor"], batch["block_ids"]
+    s, a, blk = block_ids.shape
     with torch.no_grad():
         out = target(ids, hidden_layer_ids=drafter.cfg.target_layer_ids)
         feats = torch.cat(out.hidden, dim=-1)  # [S, L, layers*H]
@@ -146,11 +145,18 @@ def block_loss(drafter: DFlashDrafter, target: Decoder, batch: dict[str, torch.T
     c_pos = torch.arange(ids.shape[1]).expand(s, -1)
     mask = block_mask(anchor, ids.shape[1], blk)
     hidden = drafter(noise, feats, q_pos, c_pos, attn_mask=mask)  # [S, A*block, H]
-    logits = target.lm_logits(hidden).view(s, a, blk, -1)  # [S, A, block, V]
+    return hidden.view(s, a, blk, -1)
+
+
+def block_loss(drafter: DFlashDrafter, target: Decoder, batch: dict[str, torch.Tensor],
+               gamma: float) -> tuple[torch.Tensor, float]:  # fmt: skip
+    """Weighted block loss and the top-1 accuracy at block position 1."""
+    labels = batch["labels"]  # [S, A, block]
+    logits = target.lm_logits(block_hidden(drafter, target, batch))  # [S, A, block, V]
+    blk = labels.shape[-1]
     weights = torch.exp(-(torch.arange(blk) - 1).clamp(min=0) / gamma)  # [block]
     ce = F.cross_entropy(logits.flatten(0, 2), labels.flatten(), ignore_index=-100, reduction="none")
-    valid = (labels.flatten() != -100).float()
-    w = weights.repeat(s * a) * valid
+    w = (weights * (labels != -100)).flatten()
     loss = (ce * w).sum() / w.sum().clamp(min=1e-9)
     first = labels[:, :, 1] != -100
     acc = (logits[:, :, 1].argmax(-1) == labels[:, :, 1])[first].float().mean().item()
@@ -193,8 +199,11 @@ def load_frozen_target(target_dir: Path) -> tuple[Decoder, Tokenizer, int]:
     return target, tokenizer, mask_id
 
 
-def train_drafter(cfg: DrafterTrainConfig, resume: bool = False) -> dict[str, Any]:
-    """Run the recipe; returns a summary (final loss, accuracy, seconds, parameter count)."""
+def train_drafter(cfg: DrafterTrainConfig, resume: bool = False, stop_after: int | None = None) -> dict[str, Any]:
+    """Run the recipe; returns a summary (final loss, accuracy, seconds, parameter count).
+
+    `stop_after` ends this run at that step with a checkpoint and no export.
+    """
     torch.set_num_threads(cfg.threads)
     target, tokenizer, mask_id = load_frozen_target(Path(cfg.target_dir))
     dcfg = drafter_config(cfg, target.cfg, mask_id)
@@ -211,7 +220,10 @@ def train_drafter(cfg: DrafterTrainConfig, resume: bool = False) -> dict[str, An
     began = time.perf_counter()
     examples = distill_data(cfg, target, tokenizer)
     distill_seconds = time.perf_counter() - began
-    loss, acc, seconds = _loop(drafter, target, optimizer, examples, cfg, start, elapsed)
+    end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
+    loss, acc, seconds = _loop(drafter, target, optimizer, examples, cfg, start, end, elapsed)
+    if end < cfg.steps:
+        return {"stopped_at": end, "final_loss": loss}
     save_drafter(drafter, dcfg, Path(cfg.out_dir))
     summary = {"final_loss": loss, "accuracy_at_1": acc, "train_seconds": round(seconds, 1),
                "distill_seconds": round(distill_seconds, 1), "examples": len(examples),
@@ -221,13 +233,13 @@ def train_drafter(cfg: DrafterTrainConfig, resume: bool = False) -> dict[str, An
 
 
 def _loop(drafter: DFlashDrafter, target: Decoder, optimizer: torch.optim.Optimizer,
-          examples: list[Example], cfg: DrafterTrainConfig, start: int,
+          examples: list[Example], cfg: DrafterTrainConfig, start: int, end: int,
           elapsed: float) -> tuple[float, float, float]:  # fmt: skip
-    """Steps `start..cfg.steps`; batch i depends only on (seed, i), so a resume is exact."""
+    """Steps `start..end`; batch i depends only on (seed, i), so a resume is exact."""
     drafter.train()
     loss_value, acc, began = math.nan, math.nan, time.perf_counter()
     with TrainProgress(cfg.steps, start, "drafter") as progress:
-        for step in range(start, cfg.steps):
+        for step in range(start, end):
             # 1. learning rate and this step's batch (its own seeded RNG)
             lr = cosine_lr(step, cfg.steps, cfg.lr, cfg.warmup)
             for group in optimizer.param_groups:
@@ -244,7 +256,7 @@ def _loop(drafter: DFlashDrafter, target: Decoder, optimizer: torch.optim.Optimi
             loss_value = loss.item()
             progress.update(step + 1, loss_value, int(batch["ids"].numel()), lr)
             # 3. checkpoint
-            if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
+            if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
                 save_checkpoint(Path(cfg.checkpoint_dir), {
                     "model": drafter.state_dict(), "optimizer": optimizer.state_dict(),
                     "step": step + 1, "config": cfg.run_dict(),

@@ -15,7 +15,6 @@ import math
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +39,10 @@ def truncate_completion(text: str) -> str:
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if i > 0 and line and not line[0].isspace():
-            return "\n".join(lines[:i]) + "\n"
-    return text
+            lines = lines[:i]
+            break
+    text = "\n".join(lines)
+    return text if text.endswith("\n") or not text else text + "\n"
 
 
 def run_tests(task: dict, completion: str, timeout: float = 10.0) -> tuple[bool, str]:
@@ -116,25 +117,25 @@ def heldout_perplexity(model: Decoder, tokenizer: Tokenizer, max_tokens: int = 6
 
 
 def acceptance_lengths(target_dir: Path, drafter_dir: Path, prompts: list[str], budgets: list[int],
-                       max_tokens: int) -> dict[str, Any]:  # fmt: skip
-    """Mean acceptance length and tok/s per mode on `prompts` (T=0), through the engine."""
+                       max_tokens: int, topk: int = 4) -> dict[str, Any]:  # fmt: skip
+    """Mean acceptance length (tokens per verify round, bonus included) and tok/s per mode, T=0."""
     from ddtune.engine import Engine
 
     engine = Engine.load(target_dir, drafter_dir)
     runs = [("ar", 0), ("dflash", 0)] + [("ddtree", b) for b in budgets]
     figures: dict[str, Any] = {}
     for mode, budget in runs:
-        tokens = rounds = 0
+        accepted = rounds = tokens = 0
         seconds = 0.0
         for prompt in prompts:
-            ids = engine.tokenizer.encode(prompt)
-            began = time.perf_counter()
-            result = engine.generate(ids, mode=mode, budget=budget, topk=4, max_new_tokens=max_tokens)
-            seconds += time.perf_counter() - began
-            tokens += len(result.token_ids)
+            result = engine.generate(engine.tokenizer.encode(prompt), mode=mode, budget=budget,
+                                     topk=topk, max_new_tokens=max_tokens)  # fmt: skip
+            accepted += sum(result.stats.acceptance_lengths)
             rounds += result.stats.rounds
+            tokens += result.stats.generated_tokens
+            seconds += result.stats.total_seconds
         label = mode if mode != "ddtree" else f"ddtree_b{budget}"
-        figures[label] = {"mean_acceptance_length": tokens / max(1, rounds),
+        figures[label] = {"mean_acceptance_length": accepted / max(1, rounds),
                           "tokens_per_second": tokens / max(1e-9, seconds)}  # fmt: skip
     return figures
 

@@ -35,7 +35,7 @@ from ddtune.train.tokenizer import EOS_TOKEN, load_tokenizer, special_id
 
 # Settings that change the result; the rest (folders, threads) may differ on resume.
 RUN_KEYS = ("seed", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size",
-            "max_context", "seq_len", "batch_size", "lr", "warmup", "weight_decay", "task_share")
+            "max_context", "seq_len", "batch_size", "lr", "warmup", "weight_decay", "task_share", "steps")
 
 
 @dataclass
@@ -128,8 +128,12 @@ def save_target(model: Decoder, mcfg: ModelConfig, tokenizer_dir: Path, out_dir:
     return out_dir
 
 
-def train_target(cfg: TargetTrainConfig, resume: bool = False) -> dict[str, Any]:
-    """Run the recipe; returns a summary (final loss, tokens, seconds, parameter count)."""
+def train_target(cfg: TargetTrainConfig, resume: bool = False, stop_after: int | None = None) -> dict[str, Any]:
+    """Run the recipe; returns a summary (final loss, tokens, seconds, parameter count).
+
+    `stop_after` ends this run at that step with a checkpoint and no export (a
+    time-sliced run; continue it with `resume=True`).
+    """
     torch.set_num_threads(cfg.threads)
     tokenizer = load_tokenizer(Path(cfg.tokenizer_dir))
     mcfg = model_config(cfg, tokenizer)
@@ -146,7 +150,10 @@ def train_target(cfg: TargetTrainConfig, resume: bool = False) -> dict[str, Any]
         start, elapsed = state["step"], state.get("seconds", 0.0)
     per_step = cfg.batch_size * (cfg.seq_len + 1)
     stream = token_stream(tokenizer, cfg.seed, cfg.task_share, cfg.steps * per_step)
-    loss, seconds = _loop(model, optimizer, stream, cfg, start, elapsed)
+    end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
+    loss, seconds = _loop(model, optimizer, stream, cfg, start, end, elapsed)
+    if end < cfg.steps:
+        return {"stopped_at": end, "final_loss": loss}
     save_target(model, mcfg, Path(cfg.tokenizer_dir), Path(cfg.out_dir))
     params = sum(p.numel() for p in model.parameters())
     summary = {"final_loss": loss, "tokens": cfg.steps * cfg.batch_size * cfg.seq_len,
@@ -156,13 +163,13 @@ def train_target(cfg: TargetTrainConfig, resume: bool = False) -> dict[str, Any]
 
 
 def _loop(model: Decoder, optimizer: torch.optim.Optimizer, stream: torch.Tensor,
-          cfg: TargetTrainConfig, start: int, elapsed: float) -> tuple[float, float]:  # fmt: skip
-    """Steps `start..cfg.steps`; returns (last loss, total training seconds incl. earlier runs)."""
+          cfg: TargetTrainConfig, start: int, end: int, elapsed: float) -> tuple[float, float]:  # fmt: skip
+    """Steps `start..end`; returns (last loss, total training seconds incl. earlier runs)."""
     model.train()
     per_step, loss_value = cfg.batch_size * (cfg.seq_len + 1), float("nan")
     began = time.perf_counter()
     with TrainProgress(cfg.steps, start, "target") as progress:
-        for step in range(start, cfg.steps):
+        for step in range(start, end):
             # 1. learning rate for this step
             lr = cosine_lr(step, cfg.steps, cfg.lr, cfg.warmup)
             for group in optimizer.param_groups:
@@ -179,7 +186,7 @@ def _loop(model: Decoder, optimizer: torch.optim.Optimizer, stream: torch.Tensor
             loss_value = loss.item()
             progress.update(step + 1, loss_value, cfg.batch_size * cfg.seq_len, lr)
             # 4. checkpoint
-            if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
+            if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
                 seconds = elapsed + time.perf_counter() - began
                 save_checkpoint(Path(cfg.checkpoint_dir), {
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(),
