@@ -41,8 +41,10 @@ class HotController(ProcessController):
         try:
             self._hot_apply(params, out)
             out.ready = True
-        except PhaseFailure as exc:
-            out.failure, out.detail = exc.failure, exc.detail
+        except (PhaseFailure, httpx.HTTPError, ValueError) as exc:
+            is_phase = isinstance(exc, PhaseFailure)
+            out.failure = exc.failure if is_phase else "error"
+            out.detail = exc.detail if is_phase else f"{type(exc).__name__}: {exc}"
             if self._popen is not None:  # a server we started: stop it, the next trial starts fresh
                 self._after_failure(attempt_dir, out)
         out.timings["start_to_ready_s"] = round(time.monotonic() - t0, 3)

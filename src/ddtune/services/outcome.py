@@ -12,6 +12,7 @@ Failure classes (DESIGN.md "Readiness protocol", step 6):
     preflight_failed / start_failed rendering or the start command itself failed
     timeout:<phase>                 stop, quiesce, start, health, identity, generate
     cancelled                       close() was called while reconfigure ran
+    error                           an unexpected I/O error (the detail names it)
 """
 
 from __future__ import annotations

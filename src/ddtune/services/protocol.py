@@ -14,6 +14,7 @@ steps (render/preflight, stop command, start, liveness, logs):
 
 from __future__ import annotations
 
+import subprocess
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -100,6 +101,9 @@ class Controller(ABC):
             out.ready = True
         except PhaseFailure as exc:
             out.failure, out.detail = exc.failure, exc.detail
+            self._after_failure(attempt_dir, out)
+        except (httpx.HTTPError, OSError, ValueError, subprocess.SubprocessError) as exc:
+            out.failure, out.detail = "error", f"{type(exc).__name__}: {exc}"
             self._after_failure(attempt_dir, out)
         out.timings["total_s"] = round(time.monotonic() - t0, 3)
         if out.ready:

@@ -46,8 +46,8 @@ def poll(
         alive()
         try:
             reason = step()
-        except httpx.HTTPError as exc:
-            reason = f"{type(exc).__name__}: {exc}"
+        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"  # e.g. refused, or not JSON while loading
         if reason is None:
             return
         if time.monotonic() >= deadline:
