@@ -47,7 +47,7 @@ class HotController(ProcessController):
             out.detail = exc.detail if is_phase else f"{type(exc).__name__}: {exc}"
             if self._popen is not None:  # a server we started: stop it, the next trial starts fresh
                 self._after_failure(attempt_dir, out)
-        out.timings["start_to_ready_s"] = round(time.monotonic() - t0, 3)
+        out.timings["start_to_ready_s"] = out.timings["total_s"] = round(time.monotonic() - t0, 3)
         out.log_path = str(self._log_path) if self._log_path else None
         out.log_tail = tail_lines(self._log_path)
         if out.ready:
