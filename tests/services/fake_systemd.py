@@ -15,7 +15,7 @@ Documented behaviours reproduced:
     (so `restart` returns long before the service is ready);
   * edits to unit files or drop-ins take effect only after `daemon-reload`;
     until then `show -p NeedDaemonReload` says "yes" and `start` warns and uses the old config;
-  * more than StartLimitBurst (default 5) starts in 10 s fail with result
+  * more than StartLimitBurst (default 5) starts in StartLimitIntervalSec (10 s) fail with result
     `start-limit-hit` until `reset-failed`;
   * `stop` sends SIGTERM to the control group (KillMode=control-group) or only the
     main process (KillMode=process), waits TimeoutStopSec, then SIGKILLs.
@@ -36,7 +36,6 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(os.environ.get("FAKE_SYSTEMD_ROOT", "/nonexistent"))
-START_LIMIT_INTERVAL_S = 10.0
 
 
 def unit_sources(unit: str) -> list[Path]:
@@ -172,7 +171,8 @@ def cmd_start(unit: str) -> int:
         )
     config = state.get("loaded") or parse_config(unit)
     now = time.time()
-    starts = [t for t in state["starts"] if now - t < START_LIMIT_INTERVAL_S]
+    interval = float(config.get("StartLimitIntervalSec", "10").rstrip("s"))
+    starts = [t for t in state["starts"] if now - t < interval]
     if len(starts) >= int(config["StartLimitBurst"]):
         state.update(result="start-limit-hit", failed=True)
         save_state(unit, state)

@@ -110,6 +110,7 @@ def test_old_identity_answering_after_sigterm_is_never_ready(
     assert second.ready, second
     assert second.identity["instance_id"] != first.identity["instance_id"]
     assert second.identity["config"]["topk"] == 6
+    assert second.identity["instance_id"] in second.log_tail
     assert not procs.is_alive(first.identity["pid"], first.identity["start_ticks"])
     assert second.timings["stop_to_quiet_s"] >= min(linger, grace) - 0.1
 
@@ -120,6 +121,7 @@ def test_process_ignoring_sigterm_is_killed(svc, port, controllers, tmp_path):
     second = ctl.reconfigure(svc.params, tmp_path / "a2")
     assert first.ready and second.ready, (first, second)
     assert second.timings["stop_to_quiet_s"] >= 0.9
+    assert second.identity["instance_id"] in second.log_tail
     assert not procs.is_alive(first.identity["pid"], first.identity["start_ticks"])
 
 
@@ -139,6 +141,7 @@ def test_children_and_setsid_orphans_holding_the_port_are_found_and_killed(
     second = ctl.reconfigure(svc.params, tmp_path / "a2")
     assert second.ready, second
     assert not procs.is_alive(orphan, orphan_info.start_ticks)
+    assert second.identity["instance_id"] in second.log_tail
     assert len(svc.leftovers(ctl.workdir)) == 4  # the new server, its 2 children and its orphan
 
 

@@ -82,7 +82,9 @@ def test_crash_is_classified_and_start_limit_is_reset(
     svc, port, controllers, tmp_path, fake_systemd
 ):
     root, install_unit = fake_systemd
-    install_unit(UNIT, "/bin/false", extra="TimeoutStopSec=2\nStartLimitBurst=3\n")
+    install_unit(
+        UNIT, "/bin/false", extra="TimeoutStopSec=2\nStartLimitBurst=3\nStartLimitIntervalSec=300\n"
+    )
     crashing = controllers(
         systemd_spec(svc, port, root, "--crash-during-load", "3", "--crash-after", "0.05"),
         name="crash",
