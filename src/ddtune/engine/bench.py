@@ -8,17 +8,30 @@ output equals AR token for token.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from ddtune.engine.engine import Engine, GenerationResult
 
-DEFAULT_PROMPTS = [
-    "def fibonacci(n):\n",
-    "import os\n\ndef list_files(path):\n",
-    "class Stack:\n    def __init__(self):\n",
-    'def is_prime(n: int) -> bool:\n    """Return True if n is prime."""\n',
+FALLBACK_PROMPTS = [
+    'def sum_even(xs: list[int]) -> int:\n    """Return the sum of the even numbers in xs."""\n',
+    'def count_pos(xs: list[int]) -> int:\n    """Count the numbers greater than 0 in xs."""\n',
+    'def rev_words(s: str) -> str:\n    """Reverse the order of the words in s."""\n',
+    'def max_gap(xs: list[int]) -> int:\n    """Return the largest difference of neighbours in xs."""\n',
 ]
+
+
+def default_prompts(count: int = 4) -> tuple[list[str], str]:
+    """The first `count` bundled held-out task prompts, else built-in ones; and their source."""
+    from ddtune.assets import TASKS_FILE
+
+    if TASKS_FILE.is_file():
+        lines = [ln for ln in TASKS_FILE.read_text().splitlines() if ln.strip()]
+        prompts = [json.loads(ln)["prompt"] for ln in lines[:count]]
+        if prompts:
+            return prompts, f"the first {len(prompts)} held-out task prompts"
+    return FALLBACK_PROMPTS[:count], "built-in prompts"
 
 
 @dataclass

@@ -110,10 +110,11 @@ def cmd_bench_engine(args) -> int:
     console = Console()
     _setup_threads(args.threads)
     budgets = _budgets(args.budgets)
-    prompts = _prompts(args.prompts_file)
+    prompts, source = _prompts(args.prompts_file)
     with tempfile.TemporaryDirectory(prefix="ddtune-bench-") as tmp:
         target, drafter, note = _bench_models(args, Path(tmp))
         console.print(note)
+        console.print(f"prompts: {source}")
         rows = _run_bench(console, target, drafter, prompts, budgets, args)
     _print_rows(console, rows)
     if args.json:
@@ -192,15 +193,15 @@ def _budgets(text: str) -> list[int]:
     return budgets
 
 
-def _prompts(path: Path | None) -> list[str]:
-    from ddtune.engine.bench import DEFAULT_PROMPTS
+def _prompts(path: Path | None) -> tuple[list[str], str]:
+    from ddtune.engine.bench import default_prompts
 
     if path is None:
-        return list(DEFAULT_PROMPTS)
+        return default_prompts()
     try:
         prompts = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"cannot read prompts from {path}: {exc}") from None
     if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
         raise UserError(f"{path} must hold a non-empty JSON list of strings")
-    return prompts
+    return prompts, str(path)
