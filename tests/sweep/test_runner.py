@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from ddtune.cli import main
 from ddtune.services import procs
 from ddtune.services.process import scope_prefix
 from ddtune.sweep.runner import run_sweep
@@ -78,7 +79,6 @@ def test_sweep_runs_good_configs_and_records_the_crashing_one(finished):
         records = store.trial_records(store.sweep_row()["id"])
         by_status = {r.label: r.status for r in records}
         assert by_status == {
-            "ar": "done",
             "ddtree b4 k2 w16": "done",
             "ddtree b8 k2 wnone queue=bogus": "failed",
         }
@@ -108,25 +108,27 @@ def test_sweep_runs_good_configs_and_records_the_crashing_one(finished):
     assert _leftovers(store_path.parent, spec.service.port) == []
 
 
-def test_status_export_and_report_commands(finished):
+def test_status_export_and_report_commands(finished, capsys):
     _, store_path, _, folder = finished
-    cli = [sys.executable, "-m", "ddtune.cli", "sweep"]
-    status = subprocess.run([*cli, "status", "--store", store_path], capture_output=True, text=True)
-    assert status.returncode == 0, status.stderr
-    assert "2 done, 2 failed" in status.stdout and "crashed(2)" in status.stdout
+    store = str(store_path)
+    assert main(["sweep", "status", "--store", store]) == 0
+    status = capsys.readouterr().out
+    assert "2 done, 2 failed" in status and "crashed(2)" in status and "log_tail.txt" in status
     csv_path = folder / "export.csv"
-    subprocess.run(
-        [*cli, "export", "--format", "csv", "--store", store_path, "--out", csv_path], check=True
+    assert (
+        main(["sweep", "export", "--format", "csv", "--store", store, "--out", str(csv_path)]) == 0
     )
     lines = csv_path.read_text().splitlines()
     assert len(lines) == 5 and "short_tps" in lines[0] and "queue" in lines[0]
-    doc = json.loads(subprocess.run([*cli, "export", "--format", "json", "--store", store_path],
-                                    check=True, capture_output=True, text=True).stdout)  # fmt: skip
+    capsys.readouterr()
+    assert main(["sweep", "export", "--format", "json", "--store", store]) == 0
+    doc = json.loads(capsys.readouterr().out)
     assert len(doc["trials"]) == 4 and doc["trials"][1]["attempt_history"][1]["number"] == 2
-    report = subprocess.run([*cli, "report", "--store", store_path, "--out", folder / "report"],
-                            capture_output=True, text=True)  # fmt: skip
-    assert report.returncode == 0, report.stderr
-    assert (folder / "report" / "report.html").is_file() and "report.html" in report.stdout
+    assert main(["sweep", "report", "--store", store, "--out", str(folder / "report")]) == 0
+    assert (folder / "report" / "report.html").is_file()
+    assert "report.html" in capsys.readouterr().out
+    assert main(["sweep", "status", "--store", str(folder / "nothing.sqlite")]) == 2
+    assert "no sweep store" in capsys.readouterr().err
 
 
 def _runner(spec_path: Path, store_path: Path, log: Path) -> subprocess.Popen:
@@ -182,6 +184,7 @@ def _attempt_rows(store_path: Path) -> dict[int, list[tuple]]:
         store.close()
 
 
+@pytest.mark.slow  # about 80 s on a loaded 2-core machine: 4 server starts
 def test_sigterm_then_sigkill_mid_trial_then_resume(tmp_path, tiny_models, spec_writer):
     sweep = SWEEP.replace("interleaved", "sequential")
     spec_path = spec_writer(tmp_path, tiny_models, sweep, ONE_CONFIG)

@@ -50,9 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     demo = subparsers.add_parser("demo", help="a real sweep on the bundled models, then its report")
     demo.add_argument("--out", default="runs/demo", help="where the stores and reports go")
-    demo.add_argument(
-        "--spec", default=None, help="sweep spec (default: the bundled examples/demo.toml)"
-    )
+    demo.add_argument("--spec", help="restart-pass spec (default: examples/demo.toml)")
+    demo.add_argument("--hot-spec", help="hot-pass spec (default: examples/demo-hot.toml)")
     demo.add_argument(
         "--fresh", action="store_true", help="discard a previous demo run instead of resuming"
     )
@@ -149,7 +148,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ddtune.sweep.demo import run_demo
 
-    return run_demo(Path(args.out), Path(args.spec) if args.spec else None, fresh=args.fresh)
+    specs = [Path(p) if p else None for p in (args.spec, args.hot_spec)]
+    return run_demo(Path(args.out), *specs, fresh=args.fresh)
 
 
 def _open_store(path: str | None):

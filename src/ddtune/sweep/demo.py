@@ -30,16 +30,23 @@ RESTART_SPEC = EXAMPLES / "demo.toml"
 HOT_SPEC = EXAMPLES / "demo-hot.toml"
 
 
-def run_demo(out: Path, spec_path: Path | None = None, fresh: bool = False) -> int:
+def run_demo(
+    out: Path, restart_spec: Path | None = None, hot_spec: Path | None = None, fresh: bool = False
+) -> int:
     """Both passes and both reports; returns the exit code."""
     console = Console(stderr=True)
     started = time.monotonic()
-    default_target_dir(), default_drafter_dir()  # fail fast, with the fix, when models are missing
+    if restart_spec is None or hot_spec is None:
+        (
+            default_target_dir(),
+            default_drafter_dir(),
+        )  # fail fast, with the fix, if models are missing
     if fresh:
         _clear(out)
-    passes = [("restart", spec_path or RESTART_SPEC, out)]
-    if spec_path is None:
-        passes.append(("hot", HOT_SPEC, out / "hot"))
+    passes = [
+        ("restart", restart_spec or RESTART_SPEC, out),
+        ("hot", hot_spec or HOT_SPEC, out / "hot"),
+    ]
     for kind, path, folder in passes:
         summary = _one_pass(console, kind, path, folder)
         if summary.interrupted:

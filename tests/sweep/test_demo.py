@@ -1,0 +1,78 @@
+"""`ddtune demo`: the shipped specs parse; the demo's two passes run on a tiny checkpoint."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ddtune.sweep.demo import HOT_SPEC, RESTART_SPEC
+from ddtune.sweep.spec import load_spec
+from ddtune.sweep.store import Store
+
+CONFIGS = """
+    [[configs]]
+    mode = "ddtree"
+    budget = 4
+    topk = 2
+"""
+
+
+def test_shipped_demo_specs_parse_and_use_both_controllers():
+    restart, hot = load_spec(RESTART_SPEC), load_spec(HOT_SPEC)
+    assert (restart.service.kind, hot.service.kind) == ("process", "hot")
+    assert restart.baseline.label() == hot.baseline.label() == "ar"
+    assert restart.repeats == hot.repeats == 2 and restart.bench.temperature == 0
+    assert len(restart.configs) >= 8 and {c.params.window for c in restart.configs} == {None, 64}
+    assert restart.service.command[0] == sys.executable  # "{python}" resolved
+    assert restart.service.port != hot.service.port
+
+
+def _identities(store_path: Path) -> list[dict]:
+    store = Store(store_path, create=False)
+    try:
+        rows = store.db.execute("SELECT identity_json FROM attempts WHERE state='done' ORDER BY id")
+        return [json.loads(r[0]) for r in rows]
+    finally:
+        store.close()
+
+
+@pytest.mark.slow  # two passes of real server starts: about a minute on a loaded machine
+def test_demo_runs_a_restart_pass_and_a_hot_pass(tmp_path, tiny_models, spec_writer):
+    restart_dir, hot_dir = tmp_path / "restart", tmp_path / "hot"
+    restart_dir.mkdir(), hot_dir.mkdir()
+    sweep = '[sweep]\nname = "{}"\nrepeats = 2\nbaseline = {{ mode = "ar" }}\n'
+    restart = spec_writer(restart_dir, tiny_models, sweep.format("r"), CONFIGS)
+    hot = spec_writer(hot_dir, tiny_models, sweep.format("h"), CONFIGS)
+    hot.write_text(hot.read_text().replace("[service]\n", '[service]\nkind = "hot"\n'))
+    out = tmp_path / "demo"
+    cmd = [
+        sys.executable,
+        "-m",
+        "ddtune.cli",
+        "demo",
+        "--spec",
+        str(restart),
+        "--hot-spec",
+        str(hot),
+        "--out",
+        str(out),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (
+        "restart pass" in done.stderr
+        and "hot pass" in done.stderr
+        and "demo finished in" in done.stderr
+    )
+    assert (out / "report" / "report.html").is_file() and (
+        out / "hot" / "report" / "report.html"
+    ).is_file()
+    restarted = _identities(out / "store.sqlite")
+    in_place = _identities(out / "hot" / "store.sqlite")
+    assert len(restarted) == len(in_place) == 4
+    assert len({i["instance_id"] for i in restarted}) == 4  # a new server per trial
+    assert len({i["instance_id"] for i in in_place}) == 1  # one server, reconfigured
