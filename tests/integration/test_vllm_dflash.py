@@ -28,7 +28,7 @@ from ddtune.bench.acceptance import parse_prometheus, vllm_acceptance
 from ddtune.launchers.vllm import running_speculative_config, speculative_config, vllm_argv
 
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import REPO, ensure_vllm_venv, serving_model  # noqa: E402
+from vllm_setup import REPO, ensure_vllm_venv, nice_prefix, serving_model  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 PROMPTS = [
@@ -53,7 +53,7 @@ def start_vllm(python: Path, target: Path, drafter: Path, block: int, context: i
                           python=str(python), cpu_kvcache_gib=1)
     env = {**os.environ, **env, "VLLM_CPU_OMP_THREADS_BIND": "nobind", "HF_HUB_OFFLINE": "1"}
     with open(log, "wb") as out:
-        proc = subprocess.Popen(["nice", "-n", "10", *argv], env=env, stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([*nice_prefix(), *argv], env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True, cwd=REPO)
     return proc, f"http://127.0.0.1:{port}", spec
 

@@ -25,7 +25,7 @@ from ddtune.sweep.spec import load_spec
 from ddtune.sweep.store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import REPO, ensure_vllm_venv, serving_model  # noqa: E402
+from vllm_setup import REPO, ensure_vllm_venv, nice_prefix, serving_model  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "vllm-ngram-cpu.toml"
 DDTUNE = Path(sys.executable).parent / "ddtune"
@@ -62,7 +62,7 @@ def test_live_vllm_ngram_sweep(tmp_path):
     # 1. run the sweep as a user would, at low priority
     started = time.monotonic()
     run = subprocess.run(
-        ["nice", "-n", "10", str(DDTUNE), "sweep", "run", str(spec_path), "--store", str(store_path)],
+        [*nice_prefix(), str(DDTUNE), "sweep", "run", str(spec_path), "--store", str(store_path)],
         cwd=REPO, capture_output=True, text=True, timeout=5000,
     )
     elapsed = time.monotonic() - started
