@@ -85,3 +85,16 @@ def test_cli_bad_arguments_are_one_line_errors(tiny_tokenizer_dir: Path, tmp_pat
                  "--checkpoint-dir", str(tmp_path / "c"), "--steps", "2"])  # fmt: skip
     assert code == 2
     assert "no tokenizer.json" in capsys.readouterr().err
+
+
+def test_second_stage_starts_from_the_first(tiny_tokenizer_dir: Path, tiny_target_dir: Path,
+                                            tiny_config, tmp_path: Path) -> None:  # fmt: skip
+    # one step at a negligible learning rate: the result is the starting folder's weights
+    train_target(tiny_config(tiny_tokenizer_dir, tmp_path, steps=1, seed=5, lr=1e-12,
+                             init_from=str(tiny_target_dir)))  # fmt: skip
+    start = load_decoder(tiny_target_dir).state_dict()
+    for name, value in load_decoder(tmp_path / "target").state_dict().items():
+        torch.testing.assert_close(value, start[name], rtol=0, atol=1e-6, msg=name)
+    with pytest.raises(UserError, match="differs from this run's in head_dim, hidden_size"):
+        train_target(tiny_config(tiny_tokenizer_dir, tmp_path / "bad", steps=1, hidden_size=64,
+                                 init_from=str(tiny_target_dir)))  # fmt: skip

@@ -73,6 +73,7 @@ def _add_target(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="output Hugging Face folder")
     p.add_argument("--checkpoint-dir", type=Path, required=True)
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    p.add_argument("--init-from", default=None, help="trained target folder to continue (stage 2)")
     for name, kind, default in [
         ("seed", int, 0), ("hidden-size", int, 256), ("num-layers", int, 6), ("num-heads", int, 4),
         ("num-kv-heads", int, 2), ("intermediate-size", int, 768), ("max-context", int, 512),

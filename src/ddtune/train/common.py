@@ -64,7 +64,7 @@ class TrainProgress:
 
     def __init__(self, total: int, start: int, description: str, every: int = 20) -> None:
         self.console = Console(stderr=True)
-        self.total, self.every = total, every
+        self.total, self.every, self.description = total, every, description
         self.started, self.tokens = time.perf_counter(), 0
         self.live = self.console.is_terminal
         self.progress = Progress(
@@ -81,13 +81,17 @@ class TrainProgress:
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
 
-    def update(self, step: int, loss: float, tokens: int, lr: float) -> float:
-        """Record one finished step (1-based); returns tokens/s since the start."""
+    def update(self, step: int, loss: float | None, tokens: int, lr: float) -> float:
+        """Record progress `step` (1-based); loss None = no training figures. Returns tokens/s."""
         self.tokens += tokens
-        tps = self.tokens / max(1e-9, time.perf_counter() - self.started)
-        self.progress.update(self.task, completed=step, loss=loss, tps=tps)
-        if not self.live and (step % self.every == 0 or step == self.total):
-            elapsed = time.perf_counter() - self.started
-            print(f"step {step}/{self.total} loss {loss:.4f} lr {lr:.2e} {tps:.0f} tok/s "
-                  f"{elapsed:.0f}s", flush=True)  # fmt: skip
+        elapsed = time.perf_counter() - self.started
+        tps = self.tokens / max(1e-9, elapsed)
+        self.progress.update(self.task, completed=step, loss=loss or 0.0, tps=tps)
+        if self.live or not (step % self.every == 0 or step == self.total):
+            return tps
+        if loss is None:
+            print(f"{self.description} {step}/{self.total} {elapsed:.0f}s", flush=True)
+        else:
+            print(f"{self.description} step {step}/{self.total} loss {loss:.4f} lr {lr:.2e} "
+                  f"{tps:.0f} tok/s {elapsed:.0f}s", flush=True)  # fmt: skip
         return tps

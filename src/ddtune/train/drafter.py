@@ -179,7 +179,7 @@ def distill_data(cfg: DrafterTrainConfig, target: Decoder, tokenizer: Tokenizer)
 
         def tick(n: int) -> None:
             done[0] += n
-            progress.update(done[0], 0.0, 0, 0.0)
+            progress.update(done[0], None, 0, 0.0)
 
         examples = build_examples(target, prompts, cfg.gen_tokens, eos, on_batch=tick)
     Path(cfg.checkpoint_dir).mkdir(parents=True, exist_ok=True)

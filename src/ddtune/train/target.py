@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer
 
 from ddtune.engine.config import ModelConfig
-from ddtune.engine.loading import save_decoder
+from ddtune.engine.loading import load_decoder, save_decoder
 from ddtune.engine.model import Decoder
 from ddtune.errors import UserError
 from ddtune.train.common import TrainProgress, cosine_lr, load_checkpoint, save_checkpoint
@@ -35,7 +35,7 @@ from ddtune.train.tokenizer import EOS_TOKEN, load_tokenizer, special_id
 
 # Settings that change the result; the rest (folders, threads) may differ on resume.
 RUN_KEYS = ("seed", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size",
-            "max_context", "seq_len", "batch_size", "lr", "warmup", "weight_decay", "task_share", "steps")
+            "max_context", "seq_len", "batch_size", "lr", "warmup", "weight_decay", "task_share", "steps", "init_from")
 
 
 @dataclass
@@ -59,6 +59,7 @@ class TargetTrainConfig:
     task_share: float = 0.7
     checkpoint_every: int = 50
     threads: int = 2
+    init_from: str | None = None  # a trained target folder to continue from (a second stage)
 
     def __post_init__(self) -> None:
         for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "seq_len",
@@ -128,6 +129,15 @@ def save_target(model: Decoder, mcfg: ModelConfig, tokenizer_dir: Path, out_dir:
     return out_dir
 
 
+def _load_initial(model: Decoder, mcfg: ModelConfig, folder: Path) -> None:
+    """Start from a trained folder's weights; its architecture must equal this run's."""
+    start = load_decoder(folder)
+    if start.cfg != mcfg:
+        diff = sorted(k for k in vars(mcfg) if getattr(mcfg, k) != getattr(start.cfg, k))
+        raise UserError(f"--init-from {folder}: its config differs from this run's in {', '.join(diff)}")
+    model.load_state_dict(start.state_dict())
+
+
 def train_target(cfg: TargetTrainConfig, resume: bool = False, stop_after: int | None = None) -> dict[str, Any]:
     """Run the recipe; returns a summary (final loss, tokens, seconds, parameter count).
 
@@ -140,6 +150,8 @@ def train_target(cfg: TargetTrainConfig, resume: bool = False, stop_after: int |
     torch.manual_seed(cfg.seed)
     model = Decoder(mcfg)
     init_weights(model)
+    if cfg.init_from:
+        _load_initial(model, mcfg, Path(cfg.init_from))
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
                                   weight_decay=cfg.weight_decay)  # fmt: skip
     start, elapsed = 0, 0.0
