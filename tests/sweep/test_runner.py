@@ -62,9 +62,10 @@ def _leftovers(workdir: Path, port: int) -> list:
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory, tiny_models, spec_writer):
-    """One sweep run to the end: a good config and a crashing one, 2 repeats."""
+    """One sweep run to the end: a good config and a crashing one (2 attempts)."""
     folder = tmp_path_factory.mktemp("e2e")
-    spec = load_spec(spec_writer(folder, tiny_models, SWEEP, GOOD_AND_CRASHING, attempts=2))
+    sweep = SWEEP.replace("repeats = 2", "repeats = 1")  # ordering: see test_plan.py
+    spec = load_spec(spec_writer(folder, tiny_models, sweep, GOOD_AND_CRASHING, attempts=2))
     store_path = folder / "runs" / "store.sqlite"
     with open(folder / "out.txt", "w") as out:
         summary = run_sweep(spec, store_path, Console(file=out, width=200))
@@ -73,7 +74,7 @@ def finished(tmp_path_factory, tiny_models, spec_writer):
 
 def test_sweep_runs_good_configs_and_records_the_crashing_one(finished):
     spec, store_path, summary, folder = finished
-    assert (summary.planned, summary.done, summary.failed, summary.interrupted) == (4, 2, 2, False)
+    assert (summary.planned, summary.done, summary.failed, summary.interrupted) == (2, 1, 1, False)
     store = Store(store_path, create=False)
     try:
         records = store.trial_records(store.sweep_row()["id"])
@@ -98,7 +99,6 @@ def test_sweep_runs_good_configs_and_records_the_crashing_one(finished):
         ddtree = [r for r in records if r.label.startswith("ddtree b4")]
         assert all(r.acceptance_lengths and min(r.acceptance_lengths) >= 1 for r in ddtree)
         # interleaved: every config once per pass
-        assert [r.repeat for r in records] == [1, 1, 2, 2]
         timings = json.loads(store.attempts(records[0].trial_id)[0]["timings_json"])
         assert timings["start_to_ready_s"] > 0 and timings["bench_s"] > 0
     finally:
@@ -113,22 +113,41 @@ def test_status_export_and_report_commands(finished, capsys):
     store = str(store_path)
     assert main(["sweep", "status", "--store", store]) == 0
     status = capsys.readouterr().out
-    assert "2 done, 2 failed" in status and "crashed(2)" in status and "log_tail.txt" in status
+    assert "1 done, 1 failed" in status and "crashed(2)" in status and "log_tail.txt" in status
     csv_path = folder / "export.csv"
     assert (
         main(["sweep", "export", "--format", "csv", "--store", store, "--out", str(csv_path)]) == 0
     )
     lines = csv_path.read_text().splitlines()
-    assert len(lines) == 5 and "short_tps" in lines[0] and "queue" in lines[0]
+    assert len(lines) == 3 and "short_tps" in lines[0] and "queue" in lines[0]
     capsys.readouterr()
     assert main(["sweep", "export", "--format", "json", "--store", store]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert len(doc["trials"]) == 4 and doc["trials"][1]["attempt_history"][1]["number"] == 2
+    assert len(doc["trials"]) == 2 and doc["trials"][1]["attempt_history"][1]["number"] == 2
     assert main(["sweep", "report", "--store", store, "--out", str(folder / "report")]) == 0
     assert (folder / "report" / "report.html").is_file()
     assert "report.html" in capsys.readouterr().out
     assert main(["sweep", "status", "--store", str(folder / "nothing.sqlite")]) == 2
     assert "no sweep store" in capsys.readouterr().err
+
+
+def test_retry_failed_reruns_only_the_failed_trials(finished, capsys):
+    spec, store_path, _, _ = finished
+    store = Store(store_path, create=False)
+    before = {r["id"]: (r["status"], len(store.attempts(r["id"]))) for r in store.trials(1)}
+    store.close()
+    assert main(["sweep", "retry", "--failed", "--store", str(store_path)]) == 0
+    assert "reopened 1 failed trial(s)" in capsys.readouterr().err
+    store = Store(store_path, create=False)
+    try:
+        after = {r["id"]: (r["status"], len(store.attempts(r["id"]))) for r in store.trials(1)}
+    finally:
+        store.close()
+    for trial_id, (status, attempts) in before.items():
+        if status == "done":
+            assert after[trial_id] == (status, attempts)  # untouched
+        else:
+            assert after[trial_id] == ("failed", attempts + spec.retry.attempts)  # a new round
 
 
 def _runner(spec_path: Path, store_path: Path, log: Path) -> subprocess.Popen:

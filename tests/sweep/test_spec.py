@@ -82,7 +82,8 @@ def test_configs_are_canonical_and_deduplicated():
 
 
 def test_explicit_configs_with_user_vars():
-    spec = _spec("""
+    spec = _spec(
+        """
         [sweep]
         name = "v"
         [[configs]]
@@ -93,22 +94,39 @@ def test_explicit_configs_with_user_vars():
         mode = "ddtree"
         budget = 8
         vars = { mem = 0.9 }
-        """)
+        [service]
+        command = ["serve", "--mem", "{mem}"]
+        vars = { mem = 0.5 }
+        """,
+        service=False,
+    )
     assert [c.to_dict()["mem"] for c in spec.configs] == [0.8, 0.9]
     assert spec.configs[0].label() == "ddtree b8 k4 wnone mem=0.8"
     assert spec.configs[0].hash() != spec.configs[1].hash()
 
 
 def test_space_vars_multiply_the_grid():
-    spec = _spec("""
+    spec = _spec(
+        """
         [sweep]
         name = "v"
         [space]
         budget = [4, 8]
         [space.vars]
         chunk = [1, 2, 3]
-        """)
+        [service]
+        command = ["serve", "--chunk", "{chunk}"]
+        vars = { chunk = 1 }
+        """,
+        service=False,
+    )
     assert len(spec.configs) == 6
+    assert {c.to_dict()["chunk"] for c in spec.configs} == {1, 2, 3}
+
+
+def test_a_variable_no_placeholder_uses_is_refused():
+    message = _error('[sweep]\nname = "x"\n[space]\nbudget = [4]\n[space.vars]\nchunk = [1, 2]\n')
+    assert message.startswith("t.toml:5: [space]") and "'chunk' is not used" in message
 
 
 def _error(body: str, service: bool = True) -> str:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from ddtune.errors import UserError
 
@@ -99,19 +100,16 @@ def cmd_retry(args: argparse.Namespace) -> int:
     store = _open_store(args.store)
     try:
         row = store.sweep_row(args.sweep)
-        reopened = store.reset_trials(row["id"], ("failed",))
     finally:
         store.close()
     base_dir = Path(row["spec_dir"]) if row["spec_dir"] else None
-    spec = parse_spec(
-        row["spec_text"], source=f"{store.path} (spec of sweep {row['name']!r})", base_dir=base_dir
-    )
+    source = f"{store.path} (spec of sweep {row['name']!r})"
+    spec = parse_spec(row["spec_text"], source=source, base_dir=base_dir)
     console = Console(stderr=True)
-    which = "only those" if args.failed else "with the pending and interrupted ones"
-    console.print(f"reopened {len(reopened)} failed trial(s); running {which}")
     hint = f"ddtune sweep retry --store {store.path}"
-    only = set(reopened) if args.failed else None
-    summary = run_sweep(spec, store.path, console, resume_hint=hint, only_ids=only)
+    summary = run_sweep(
+        spec, store.path, console, hint, reopen_failed=True, only_reopened=args.failed
+    )
     _print_summary(console, summary)
     return summary.exit_code
 
@@ -178,7 +176,7 @@ def _print_summary(console: Console, summary) -> None:
         f"{summary.failed} failed, of {summary.planned}; {summary.seconds:.0f} s; store {summary.store_path}"
     )
     for line in summary.failures:
-        console.print(f"  [red]failed[/] {line}")
+        console.print(f"  [red]failed[/] {escape(line)}")
     if not summary.interrupted:
         console.print(
             f"next: ddtune sweep report --store {summary.store_path} --out {summary.store_path.parent / 'report'}"

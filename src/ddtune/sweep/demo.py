@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.sweep.runner import RunSummary, run_sweep
@@ -76,7 +77,7 @@ def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> Run
         f"{summary.failed} failed, {summary.seconds:.0f} s"
     )
     for line in summary.failures:
-        console.print(f"  [red]failed[/] {line}")
+        console.print(f"  [red]failed[/] {escape(line)}")
     if not summary.interrupted:
         store = Store(store_path, create=False)
         try:

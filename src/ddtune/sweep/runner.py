@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -75,7 +76,8 @@ def run_sweep(
     store_path: Path,
     console: Console | None = None,
     resume_hint: str | None = None,
-    only_ids: set[int] | None = None,
+    reopen_failed: bool = False,
+    only_reopened: bool = False,
 ) -> RunSummary:
     """Run (or resume) the sweep; see the module docstring for the steps."""
     console = console or Console(stderr=True)
@@ -85,8 +87,11 @@ def run_sweep(
         store.acquire()  # 1
         store.recover_if_unlocked()
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec), spec.base_dir)
+        reopened = store.reset_trials(sweep_id, ("failed",)) if reopen_failed else []
+        if reopen_failed:
+            console.print(f"reopened {len(reopened)} failed trial(s)")
         todo = [
-            t for t in store.trials(sweep_id, RESUMABLE) if only_ids is None or t["id"] in only_ids
+            t for t in store.trials(sweep_id, RESUMABLE) if not only_reopened or t["id"] in reopened
         ]
         summary = RunSummary(
             sweep_id,
@@ -98,7 +103,9 @@ def run_sweep(
             TrialLoop(spec, store, store_path.parent.resolve(), console, summary).run(todo)  # 2, 3
         if summary.interrupted:
             hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
-            console.print(f"[yellow]interrupted[/]; the service is stopped. resume with: {hint}")
+            console.print(
+                f"[yellow]interrupted[/]; the service is stopped. resume with: {escape(hint)}"
+            )
         summary.seconds = time.monotonic() - started
         return summary
     finally:
@@ -186,8 +193,8 @@ class TrialLoop:
             if error is None:
                 return "done"
             self.console.print(
-                f"[red]trial {trial['label']} r{trial['repeat']} attempt {attempt}/{retry.attempts} "
-                f"failed[/]: {error}"
+                f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
+                f"attempt {attempt}/{retry.attempts} failed[/]: {escape(error)}"
             )
         self.store.finish_trial(trial["id"], "failed")
         return "failed"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import string
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -109,6 +110,9 @@ class KeyLines:
             elif key := self._KEY.match(line):
                 self.lines.setdefault((table, index, key.group(1).strip("\"'")), number)
 
+    def headers_named(self) -> set[str]:
+        return {table for table, _ in self.headers}
+
     def find(self, table: str, key: str | None = None, index: int = 0) -> int | None:
         """Line of `table.key`; falls back to the enclosing key or the table header."""
         if key is not None and (table, index, key) in self.lines:
@@ -187,11 +191,13 @@ def parse_spec(text: str, source: str = "<spec>", base_dir: Path | None = None) 
     configs = [c for c in configs if c != baseline]
     if not configs and baseline is None:
         raise reader.fail("", None, "no configurations: add a [space] grid or [[configs]] tables")
+    service = _service(reader, doc)
+    _check_vars_used(reader, configs + ([baseline] if baseline else []), service)
     return SweepSpec(
         name=name,
         configs=configs,
         baseline=baseline,
-        service=_service(reader, doc),
+        service=service,
         bench=_bench(reader, doc, base_dir),
         repeats=_repeats(reader, sweep),
         order=_order(reader, sweep),
@@ -374,6 +380,22 @@ def _bench(reader: SpecReader, doc: dict, base_dir: Path | None) -> Any:
 
     matrix = _delegate(reader, "bench", _dict(reader, doc, "bench"), BenchMatrix.from_dict)
     return matrix.resolve_paths(base_dir) if base_dir else matrix
+
+
+def _check_vars_used(reader: SpecReader, configs: list[Config], service: Any) -> None:
+    """A user variable that no placeholder uses would be silently ignored: refuse it."""
+    if service.kind not in ("process", "hot"):
+        return  # hooks get every variable as DDTUNE_<NAME>; systemd renders its own drop-in
+    texts = list(service.command) + list(service.env.values())
+    used = {name for text in texts for _, name, _, _ in string.Formatter().parse(text) if name}
+    for config in configs:
+        for name, _ in config.vars:
+            if name not in used:
+                table = "space" if "space" in reader.lines.headers_named() else "configs"
+                raise reader.fail(
+                    table, "vars", f"variable {name!r} is not used by service.command or service.env; "
+                    f"add a {{{name}}} placeholder there (with a default in [service.vars]) or remove it",
+                )  # fmt: skip
 
 
 def _delegate(reader: SpecReader, table: str, data: dict, parse: Any) -> Any:

@@ -49,10 +49,10 @@ def status_table(store: Store, sweep: sqlite3.Row) -> Group:
         table.add_column(column, overflow="fold")
     for r in records:
         table.add_row(
-            str(r.trial_id), r.label + (" (baseline)" if r.is_baseline else ""), str(r.repeat),
+            str(r.trial_id), Text(r.label + (" (baseline)" if r.is_baseline else "")), str(r.repeat),
             Text(r.status, style=STATUS_STYLE.get(r.status, "")), str(r.attempts),
             _num(r.metrics.get("short_tps")), _num(r.metrics.get("long_tps")),
-            _num(r.metrics.get("acceptance_length")), _coding(r), r.failure or "",
+            _num(r.metrics.get("acceptance_length")), _coding(r), Text(r.failure or ""),
         )  # fmt: skip
     return Group(head, table, *_failure_lines(store, records))
 
