@@ -9,10 +9,14 @@ the way a driver releases a dead context late or not at all. With
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import socket
+import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +115,58 @@ def controllers(tmp_path):
         assert leftovers(ctl.workdir) == [], "a process was left behind after close()"
 
 
+def setup_fake_systemd(base: Path, setenv) -> tuple[Path, Any]:
+    """Install FAKE systemctl/journalctl under `base`, put them first on PATH via `setenv`.
+
+    Returns (root, install_unit(name, exec_start, extra)).
+    """
+    spec = importlib.util.spec_from_file_location(
+        "fake_systemd", Path(__file__).with_name("fake_systemd.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    root, bin_dir = base / "systemd", base / "bin"
+    module.install(bin_dir, root)
+    setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    setenv("FAKE_SYSTEMD_ROOT", str(root))
+
+    def install_unit(name: str, exec_start: str, extra: str = "TimeoutStopSec=2\n") -> None:
+        unit = f"[Unit]\nDescription=fake\n[Service]\nType=simple\nExecStart={exec_start}\n{extra}"
+        (root / "units" / name).write_text(unit)
+        subprocess.run(["systemctl", "daemon-reload"], check=True)  # what boot would have done
+
+    return root, install_unit
+
+
+def run_scenarios(scenarios: dict[str, Any], tmp_path_factory) -> dict[str, BaseException | None]:
+    """Run each `scenario(controllers, tmp_path)` in its own thread; keep each one's exception.
+
+    The cases mostly wait on real processes, so running them together saves
+    minutes. Every controller a scenario made is closed and checked for leftovers.
+    """
+
+    def run(name: str) -> tuple[str, BaseException | None]:
+        tmp_path, made = tmp_path_factory.mktemp("scenario"), []
+
+        def controllers(spec: ServiceSpec, gpu: Any = None, name: str = "work"):
+            made.append(build_controller(spec, tmp_path / name, gpu_probe=gpu))
+            return made[-1]
+
+        try:
+            scenarios[name](controllers, tmp_path)
+            for ctl in made:
+                ctl.close()
+                assert leftovers(ctl.workdir) == [], "a process was left behind after close()"
+        except BaseException as exc:  # handed to the test that reports it
+            for ctl in made:
+                ctl.close()
+            return name, exc
+        return name, None
+
+    with ThreadPoolExecutor(len(scenarios)) as pool:
+        return dict(pool.map(run, scenarios))
+
+
 class Helpers:
     """What the test modules need from here (importlib mode: conftest is not importable)."""
 
@@ -119,6 +175,8 @@ class Helpers:
     make_spec = staticmethod(make_spec)
     leftovers = staticmethod(leftovers)
     free_port = staticmethod(free_port)
+    setup_fake_systemd = staticmethod(setup_fake_systemd)
+    run_scenarios = staticmethod(run_scenarios)
     params = PARAMS
     fault_server = FAULT_SERVER
 
@@ -130,26 +188,5 @@ def svc() -> type[Helpers]:
 
 @pytest.fixture
 def fake_systemd(tmp_path, monkeypatch):
-    """FAKE systemctl/journalctl on PATH; returns (root, install_unit(name, exec_start))."""
-    import importlib.util
-    import os
-
-    spec = importlib.util.spec_from_file_location(
-        "fake_systemd", Path(__file__).with_name("fake_systemd.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    root, bin_dir = tmp_path / "systemd", tmp_path / "bin"
-    module.install(bin_dir, root)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_SYSTEMD_ROOT", str(root))
-
-    def install_unit(name: str, exec_start: str, extra: str = "TimeoutStopSec=2\n") -> None:
-        (root / "units" / name).write_text(
-            f"[Unit]\nDescription=fake\n[Service]\nType=simple\nExecStart={exec_start}\n{extra}"
-        )
-        subprocess.run(["systemctl", "daemon-reload"], check=True)  # what boot would have done
-
-    import subprocess
-
-    return root, install_unit
+    """FAKE systemctl/journalctl on PATH for one test; returns (root, install_unit)."""
+    return setup_fake_systemd(tmp_path, monkeypatch.setenv)

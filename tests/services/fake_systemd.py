@@ -6,7 +6,8 @@ Installed on PATH as two shell shims (`systemctl`, `journalctl`) that call
     units/<unit>           the unit file ([Service] ExecStart, Environment, TimeoutStopSec,
                            KillMode, StartLimitBurst)
     run/<unit>.d/*.conf    drop-ins (the controller's `systemd_dir` points at run/)
-    state/<unit>.json      loaded config (as of the last daemon-reload), invocation, start history
+    state/<unit>.json      invocation, start history, result
+    state/<unit>.loaded.json  the config as of the last daemon-reload
     state/<inv>.main|.exit main pid and exit status, written by the per-invocation supervisor
     journal/<inv>.log      stdout/stderr of each invocation
 
@@ -93,6 +94,12 @@ def save_state(unit: str, state: dict) -> None:
     tmp.replace(path)
 
 
+def load_loaded(unit: str) -> dict:
+    """What daemon-reload saw: {"hash", "config"} ({} before the first reload)."""
+    path = ROOT / "state" / f"{unit}.loaded.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def main_pid(inv: str | None) -> int:
     path = ROOT / "state" / f"{inv}.main"
     return int(path.read_text()) if inv and path.exists() else 0
@@ -130,7 +137,7 @@ def properties(unit: str) -> dict[str, str]:
         result = "signal" if status["killed"] else "exit-code"
     return {
         "LoadState": "loaded" if (ROOT / "units" / unit).exists() else "not-found",
-        "NeedDaemonReload": "yes" if state.get("loaded_hash") != sources_hash(unit) else "no",
+        "NeedDaemonReload": "yes" if load_loaded(unit).get("hash") != sources_hash(unit) else "no",
         "ActiveState": active,
         "SubState": "running" if running else "dead",
         "MainPID": str(pid if running else 0),
@@ -153,9 +160,11 @@ def cmd_daemon_reload() -> int:
     if os.environ.get("FAKE_SYSTEMD_BROKEN_RELOAD"):
         return 0
     for path in (ROOT / "units").iterdir():
-        state = load_state(path.name)
-        state["loaded_hash"], state["loaded"] = sources_hash(path.name), parse_config(path.name)
-        save_state(path.name, state)
+        loaded = {"hash": sources_hash(path.name), "config": parse_config(path.name)}
+        target = ROOT / "state" / f"{path.name}.loaded.json"
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(json.dumps(loaded))
+        tmp.replace(target)
     return 0
 
 
@@ -163,13 +172,13 @@ def cmd_start(unit: str) -> int:
     state = load_state(unit)
     if properties(unit)["ActiveState"] == "active":
         return 0
-    if state.get("loaded_hash") != sources_hash(unit):
+    if load_loaded(unit).get("hash") != sources_hash(unit):
         print(
             f"Warning: The unit file, source configuration file or drop-ins of {unit} changed on disk. "
             "Run 'systemctl daemon-reload' to reload units.",
             file=sys.stderr,
         )
-    config = state.get("loaded") or parse_config(unit)
+    config = load_loaded(unit).get("config") or parse_config(unit)
     now = time.time()
     interval = float(config.get("StartLimitIntervalSec", "10").rstrip("s"))
     starts = [t for t in state["starts"] if now - t < interval]
@@ -187,7 +196,7 @@ def cmd_start(unit: str) -> int:
     )
     save_state(unit, state)
     subprocess.Popen(
-        [sys.executable, __file__, "supervise", unit, inv],
+        [sys.executable, "-S", __file__, "supervise", unit, inv],
         start_new_session=True,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -200,7 +209,7 @@ def cmd_start(unit: str) -> int:
 
 def cmd_supervise(unit: str, inv: str) -> int:
     """The per-invocation 'service manager': run ExecStart, record pid and exit status."""
-    config = load_state(unit).get("loaded") or parse_config(unit)
+    config = load_loaded(unit).get("config") or parse_config(unit)
     argv = shlex.split(config["ExecStart"][-1].replace("%%", "%").replace("$$", "$"))
     env = {**os.environ, **config["Environment"], "INVOCATION_ID": inv}
     env.pop("FAKE_SYSTEMD_ROOT", None)
@@ -228,7 +237,7 @@ def cmd_stop(unit: str) -> int:
     save_state(unit, state)
     if not pid or exit_status(inv) is not None:
         return 0
-    config = state.get("loaded") or parse_config(unit)
+    config = load_loaded(unit).get("config") or parse_config(unit)
     group = config["KillMode"] == "control-group"
     send = (lambda sig: os.killpg(pid, sig)) if group else (lambda sig: os.kill(pid, sig))
     try:

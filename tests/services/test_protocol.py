@@ -95,28 +95,14 @@ def scenario(fn=None, **kwargs):
 
 @pytest.fixture(scope="module")
 def scenario_errors(svc, tmp_path_factory) -> dict[str, BaseException | None]:
-    """Run every scenario in its own thread, port and workdir; keep each one's exception."""
-
-    def run(name: str) -> tuple[str, BaseException | None]:
-        tmp_path, made = tmp_path_factory.mktemp("scenario"), []
-
-        def controllers(spec, gpu=None):
-            made.append(build_controller(spec, tmp_path / "work", gpu_probe=gpu))
-            return made[-1]
-
-        try:
-            SCENARIOS[name](svc, svc.free_port(), controllers, tmp_path)
-            for ctl in made:
-                ctl.close()
-                assert svc.leftovers(ctl.workdir) == [], "a process was left behind after close()"
-        except BaseException as exc:  # handed to the test that reports it
-            for ctl in made:
-                ctl.close()
-            return name, exc
-        return name, None
-
-    with ThreadPoolExecutor(len(SCENARIOS)) as pool:
-        return dict(pool.map(run, SCENARIOS))
+    """Run every scenario at once, each on its own port and workdir."""
+    runs = {
+        name: functools.partial(
+            lambda fn, controllers, tmp: fn(svc, svc.free_port(), controllers, tmp), fn
+        )
+        for name, fn in SCENARIOS.items()
+    }
+    return svc.run_scenarios(runs, tmp_path_factory)
 
 
 @scenario

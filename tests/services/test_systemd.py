@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import subprocess
 import time
 import uuid
@@ -15,14 +17,10 @@ from ddtune.services.systemd import render_dropin
 UNIT = "fake-llm.service"
 
 
-def systemd_spec(svc, port, root, *switches, **overrides):
+def systemd_spec(svc, port, root, *switches, unit=UNIT, **overrides):
+    cmd = svc.fault_command(*switches)
     return svc.make_spec(
-        port,
-        svc.fault_command(*switches),
-        kind="systemd",
-        unit=UNIT,
-        systemd_dir=str(root / "run"),
-        **overrides,
+        port, cmd, kind="systemd", unit=unit, systemd_dir=str(root / "run"), **overrides
     )
 
 
@@ -32,20 +30,19 @@ def test_dropin_rendering_quotes_and_resets_execstart():
     assert 'ExecStart=\nExecStart="/bin/srv" "--name" "a b" "$$HOME"' in text
 
 
-def test_stop_start_through_dropin_where_restart_would_lie(
-    svc, port, controllers, tmp_path, fake_systemd
+def stop_start_through_dropin_where_restart_would_lie(
+    svc, controllers, tmp_path, root, install_unit
 ):
-    root, install_unit = fake_systemd
-    install_unit(UNIT, "/bin/false")
-    ctl = controllers(
-        systemd_spec(svc, port, root, "--ready-delay", "1", "--linger-after-term", "0.5")
-    )
+    unit, port = "restart-trap.service", svc.free_port()
+    install_unit(unit, "/bin/false")
+    switches = ("--ready-delay", "1", "--linger-after-term", "0.5")
+    ctl = controllers(systemd_spec(svc, port, root, *switches, unit=unit))
     first = ctl.reconfigure(svc.params, tmp_path / "a1")
     assert first.ready, first
-    dropin = root / "run" / f"{UNIT}.d" / "ddtune.conf"
+    dropin = root / "run" / f"{unit}.d" / "ddtune.conf"
     assert "ExecStart=\n" in dropin.read_text() and "DDTUNE_INSTANCE_TAG=" in dropin.read_text()
 
-    subprocess.run(["systemctl", "restart", UNIT], check=True)  # what the old shell loop did
+    subprocess.run(["systemctl", "restart", unit], check=True)  # what the old shell loop did
     health = None
     for _ in range(100):  # the new process needs a moment to bind; then it says "loading"
         try:
@@ -63,8 +60,69 @@ def test_stop_start_through_dropin_where_restart_would_lie(
     assert second.log_tail.count("ready instance_id=") == 1  # journal of this invocation only
     ctl.close()
     assert not dropin.exists()
-    state = subprocess.run(["systemctl", "is-active", UNIT], capture_output=True, text=True)
+    state = subprocess.run(["systemctl", "is-active", unit], capture_output=True, text=True)
     assert state.stdout.strip() == "inactive"
+
+
+def crash_is_classified_and_start_limit_is_reset(svc, controllers, tmp_path, root, install_unit):
+    unit, port = "crashing.service", svc.free_port()
+    install_unit(
+        unit, "/bin/false", extra="TimeoutStopSec=2\nStartLimitBurst=3\nStartLimitIntervalSec=300\n"
+    )
+    switches = ("--crash-during-load", "3", "--crash-after", "0.05")
+    crashing = controllers(systemd_spec(svc, port, root, *switches, unit=unit), name="crash")
+    out = crashing.reconfigure(svc.params, tmp_path / "a1")
+    assert out.failure == "crashed(3)", out
+    assert "fake load failure" in out.log_tail
+    for _ in range(3):  # keep restarting the crashing unit until systemd refuses
+        done = subprocess.run(["systemctl", "start", unit], capture_output=True, text=True)
+        while subprocess.run(["systemctl", "is-active", unit], capture_output=True).returncode == 0:
+            time.sleep(0.05)
+    assert done.returncode == 1
+    assert (
+        subprocess.run(
+            ["systemctl", "show", unit, "-p", "Result", "--value"], capture_output=True, text=True
+        ).stdout.strip()
+        == "start-limit-hit"
+    )
+    good = controllers(systemd_spec(svc, port, root, unit=unit), name="good")
+    assert good.reconfigure(svc.params, tmp_path / "a2").ready  # reset-failed in preflight
+
+
+SCENARIOS = [
+    stop_start_through_dropin_where_restart_would_lie,
+    crash_is_classified_and_start_limit_is_reset,
+]
+
+
+@pytest.fixture(scope="module")
+def systemd_scenario_errors(svc, tmp_path_factory) -> dict[str, BaseException | None]:
+    """The two long cases run at once on two units of one FAKE systemd (PATH set for the module)."""
+    saved = dict(os.environ)
+    root, install_unit = svc.setup_fake_systemd(
+        tmp_path_factory.mktemp("fake-systemd"), os.environ.__setitem__
+    )
+    try:
+        runs = {
+            fn.__name__: functools.partial(fn, svc, root=root, install_unit=install_unit)
+            for fn in SCENARIOS
+        }
+        return svc.run_scenarios({k: _as_scenario(f) for k, f in runs.items()}, tmp_path_factory)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _as_scenario(fn):
+    return lambda controllers, tmp_path: fn(controllers=controllers, tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("name", [fn.__name__ for fn in SCENARIOS])
+def test_systemd_scenario(systemd_scenario_errors, name):
+    """Each concurrent scenario passed (its own assertion error is re-raised here)."""
+    error = systemd_scenario_errors[name]
+    if error is not None:
+        raise error
 
 
 def test_need_daemon_reload_is_a_preflight_failure(
@@ -76,35 +134,6 @@ def test_need_daemon_reload_is_a_preflight_failure(
     ctl = controllers(systemd_spec(svc, port, root))
     out = ctl.reconfigure(svc.params, tmp_path / "a")
     assert out.failure == "preflight_failed" and "NeedDaemonReload=yes" in out.detail, out
-
-
-def test_crash_is_classified_and_start_limit_is_reset(
-    svc, port, controllers, tmp_path, fake_systemd
-):
-    root, install_unit = fake_systemd
-    install_unit(
-        UNIT, "/bin/false", extra="TimeoutStopSec=2\nStartLimitBurst=3\nStartLimitIntervalSec=300\n"
-    )
-    crashing = controllers(
-        systemd_spec(svc, port, root, "--crash-during-load", "3", "--crash-after", "0.05"),
-        name="crash",
-    )
-    out = crashing.reconfigure(svc.params, tmp_path / "a1")
-    assert out.failure == "crashed(3)", out
-    assert "fake load failure" in out.log_tail
-    for _ in range(3):  # keep restarting the crashing unit until systemd refuses
-        done = subprocess.run(["systemctl", "start", UNIT], capture_output=True, text=True)
-        while subprocess.run(["systemctl", "is-active", UNIT], capture_output=True).returncode == 0:
-            time.sleep(0.05)
-    assert done.returncode == 1
-    assert (
-        subprocess.run(
-            ["systemctl", "show", UNIT, "-p", "Result", "--value"], capture_output=True, text=True
-        ).stdout.strip()
-        == "start-limit-hit"
-    )
-    good = controllers(systemd_spec(svc, port, root), name="good")
-    assert good.reconfigure(svc.params, tmp_path / "a2").ready  # reset-failed in preflight
 
 
 @pytest.mark.skipif(
