@@ -131,13 +131,16 @@ class TrialLoop:
         try:
             with _signals_raise(), self._progress() as progress:
                 task = progress.add_task("sweep", total=len(todo), phase="starting", trial="")
+
+                def phase(text: str) -> None:
+                    progress.update(task, phase=text)
+
+                report_phases(controller, phase)
                 for index, trial in enumerate(todo, start=1):
                     current = trial["id"]
                     name = f"{index}/{len(todo)} {trial['label']} r{trial['repeat']}"
                     progress.update(task, trial=name)
-                    status = self._trial(
-                        controller, trial, lambda p: progress.update(task, phase=p)
-                    )
+                    status = self._trial(controller, trial, phase)
                     current = None
                     self._count(trial, status)
                     progress.advance(task)
@@ -151,10 +154,10 @@ class TrialLoop:
 
     def _progress(self) -> Progress:
         return Progress(
-            TextColumn("trial {task.fields[trial]}"),
+            TextColumn("trial {task.fields[trial]}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("[cyan]{task.fields[phase]}"),
+            TextColumn("{task.fields[phase]}", style="cyan", markup=False),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
