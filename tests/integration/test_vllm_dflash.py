@@ -30,7 +30,7 @@ from ddtune.launchers.vllm import running_speculative_config, speculative_config
 sys.path.insert(0, str(Path(__file__).parent))
 from vllm_setup import REPO, ensure_vllm_venv, nice_prefix, serving_model  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2700)]
 PROMPTS = [
     "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
     "def is_prime(n):\n    if n < 2:\n        return False\n",
@@ -48,9 +48,9 @@ def free_port() -> int:
 def start_vllm(python: Path, target: Path, drafter: Path, block: int, context: int, log: Path):
     port = free_port()
     spec = speculative_config("dflash", block - 1, draft_path=drafter)
-    argv, env = vllm_argv(target, spec, port, ["--max-model-len", str(context), "--dtype", "float32",
-                                               "--max-num-seqs", "2", "--served-model-name", "t"],
-                          python=str(python), cpu_kvcache_gib=1)
+    extra = ["--max-model-len", str(context), "--dtype", "float32", "--max-num-seqs", "2"]
+    argv, env = vllm_argv(target, spec, port, extra, python=str(python), served_model_name="t",
+                          cpu_kvcache_gib=1)
     env = {**os.environ, **env, "VLLM_CPU_OMP_THREADS_BIND": "nobind", "HF_HUB_OFFLINE": "1"}
     with open(log, "wb") as out:
         proc = subprocess.Popen([*nice_prefix(), *argv], env=env, stdout=out, stderr=subprocess.STDOUT,
@@ -58,7 +58,7 @@ def start_vllm(python: Path, target: Path, drafter: Path, block: int, context: i
     return proc, f"http://127.0.0.1:{port}", spec
 
 
-def wait_ready(proc: subprocess.Popen, url: str, log: Path, deadline_s: float = 600) -> bool:
+def wait_ready(proc: subprocess.Popen, url: str, log: Path, deadline_s: float = 1500) -> bool:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         if proc.poll() is not None:
