@@ -39,6 +39,10 @@ def test_restart_then_hot_reconfigure_real_server(svc, port, controllers, tmp_pa
     assert second.ready, second
     assert second.identity["instance_id"] != first.identity["instance_id"]
     assert second.identity["config"]["budget"] == 8 and second.identity["config"]["window"] == 16
+    # what is served is recorded, so the report can compare conditions across trials
+    assert len(second.identity["target_sha256"]) == 64
+    assert second.identity["target_sha256"] == first.identity["target_sha256"]
+    assert second.identity["versions"]["ddtune"]
     ctl.close()
 
     hot = controllers(

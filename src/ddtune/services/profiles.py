@@ -72,6 +72,12 @@ class DdtuneProfile(Profile):
                 "ready_at",
                 "config_hash",
                 "config_generation",
+                # what is served, the same for every config: the report compares these
+                "target_sha256",
+                "drafter_sha256",
+                "model",
+                "versions",
+                "max_context",
             )
         }
         ident["config"] = info.get("config")
