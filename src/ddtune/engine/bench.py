@@ -76,8 +76,10 @@ def run_engine_bench(
     window: int | None = None,
     max_new_tokens: int = 64,
     on_progress: Callable[[str], None] | None = None,
+    repeats: int = 1,
 ) -> list[BenchRow]:
-    prompt_ids = [engine.tokenizer.encode(p) for p in prompts]
+    """One row per config; each runs every prompt `repeats` times (totals over all runs)."""
+    prompt_ids = [engine.tokenizer.encode(p) for p in prompts] * repeats
     rows: list[BenchRow] = []
     reference: list[list[int]] | None = None
     for config in configs:

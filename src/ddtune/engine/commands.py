@@ -43,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--window", default="none")
     bench.add_argument("--max-tokens", type=int, default=64)
     bench.add_argument("--prompts-file", type=Path, help="JSON list of prompt strings")
+    bench.add_argument("--repeats", type=int, default=1, help="runs of every prompt per config")
     bench.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     bench.set_defaults(func=cmd_bench_engine)
 
@@ -110,6 +111,8 @@ def cmd_bench_engine(args) -> int:
     console = Console()
     _setup_threads(args.threads)
     budgets = _budgets(args.budgets)
+    if args.repeats < 1:
+        raise UserError(f"--repeats must be at least 1; got {args.repeats}")
     prompts, source = _prompts(args.prompts_file)
     with tempfile.TemporaryDirectory(prefix="ddtune-bench-") as tmp:
         target, drafter, note = _bench_models(args, Path(tmp))
@@ -156,7 +159,8 @@ def _run_bench(console, target, drafter, prompts, budgets, args):
     engine = Engine.load(target, drafter)
     configs = plan(budgets, args.topk, with_drafter=True)
     console.print(
-        f"{len(prompts)} prompts x {args.max_tokens} tokens, T=0, topk {args.topk}, "
+        f"{len(prompts)} prompts x {args.repeats} repeats x {args.max_tokens} tokens, T=0, "
+        f"topk {args.topk}, "
         f"window {args.window}, block {engine.block_size}, torch threads {torch.get_num_threads()}"
     )
     with Progress(console=console, transient=True) as progress:
@@ -164,6 +168,7 @@ def _run_bench(console, target, drafter, prompts, budgets, args):
         return run_engine_bench(
             engine, prompts, configs, window=parse_window(args.window),
             max_new_tokens=args.max_tokens, on_progress=lambda _: progress.advance(task),
+            repeats=args.repeats,
         )  # fmt: skip
 
 

@@ -81,9 +81,11 @@ class Session:
             return self._ar_step()
         room = self.capacity - self.pos - 1  # cache slots left for draft nodes
         max_depth = min(self.drafter.cfg.block_size - 1, max_tokens - 1, room)
+        if self.mode == "ddtree":
+            max_depth = min(max_depth, self.budget)  # a tree of B nodes is at most B deep
         t0 = time.perf_counter()
         tree = DraftTree.empty()
-        if max_depth > 0 and (self.budget > 0 or self.mode == "dflash"):
+        if max_depth > 0:
             top_lp, top_ids = self._draft(max_depth)
             t1 = time.perf_counter()
             self.seconds["draft"] += t1 - t0
