@@ -32,6 +32,7 @@ BENCH = {
     "hardware": {"cpu": "test cpu", "cores": 2},
     "matrix": {"temperature": 0.0},
     "prompt_set_hash": "abc123",
+    "identity": {"pid": 41, "target_sha256": "t0", "_source": "/server_info"},
 }  # fmt: skip
 
 
@@ -99,7 +100,8 @@ def test_attempt_lifecycle_and_trial_records(store):
     assert "extra_metric" not in done.metrics and done.metrics["long_ttft_s"] is None
     assert done.acceptance_lengths == [2.0, 3.0]
     assert done.outputs == ["a", "b", "c"]
-    assert done.conditions["server_identity"] == {"pid": 42}
+    # the server's own identity overlaid with the controller's view
+    assert done.conditions["server_identity"] == {"pid": 42, "target_sha256": "t0"}
     assert done.conditions["prompt_set_hash"] == "abc123"
     assert done.conditions["hardware"] == {"cpu": "test cpu", "cores": 2}
     assert (failed.status, failed.failure, failed.failure_detail, failed.log_tail_path) == (

@@ -238,7 +238,8 @@ class TrialLoop:
         bench_started = time.monotonic()
         try:
             result = run_bench(
-                outcome.base_url, self.spec.bench, server_kind=self.profile, identity=identity,
+                outcome.base_url, self.spec.bench, server_kind=self.profile,
+                identity=None,  # bench snapshots what serves now; the store merges both views
                 progress=False,  # the sweep's own progress line is live
             )  # fmt: skip
         except Exception as exc:  # a server dying mid-bench must not stop the sweep

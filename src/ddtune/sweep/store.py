@@ -378,8 +378,22 @@ class Store:
             "hardware": hardware,
             "hardware_fingerprint": bench.get("hardware_fingerprint") or config_hash(hardware),
             "prompt_set_hash": _find(bench, "prompt_set_hash", None),
-            "server_identity": json.loads(attempt["identity_json"]) or bench.get("identity") or {},
+            "server_identity": _server_identity(
+                bench.get("identity"), json.loads(attempt["identity_json"])
+            ),
         }
+
+
+def _server_identity(served: Any, controller: dict[str, Any]) -> dict[str, Any]:
+    """What served the bench (its identity endpoint) overlaid with the controller's view
+    (process, tag, the identity it waited for): a hot reconfigure reports only a few
+    keys to the controller, the model hashes come from the server itself."""
+    served = (
+        {k: v for k, v in (served or {}).items() if k != "_source"}
+        if isinstance(served, dict)
+        else {}
+    )
+    return {**served, **controller}
 
 
 def _find(data: Any, key: str, default: Any) -> Any:
