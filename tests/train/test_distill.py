@@ -29,3 +29,13 @@ def test_examples_keep_prompt_length_and_order(tiny_target_dir: Path) -> None:
     assert [e.prompt_len for e in examples] == [3, 2, 4]
     assert [e.ids[: e.prompt_len] for e in examples] == prompts
     assert all(len(e.ids) <= e.prompt_len + 4 for e in examples)
+
+
+def test_past_eos_rows_have_the_full_length(tiny_target_dir: Path) -> None:
+    model = load_decoder(tiny_target_dir)
+    prompts = [[5, 6, 7], [8, 9]]
+    cut = batch_greedy(model, prompts, max_new=10, eos=0)
+    full = batch_greedy(model, prompts, max_new=10, eos=0, stop_at_eos=False)
+    assert all(len(row) == 10 for row in full)
+    for short, long in zip(cut, full, strict=True):
+        assert long[: len(short)] == short  # the same greedy text, just not cut

@@ -104,6 +104,8 @@ def _add_drafter(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="output drafter folder")
     p.add_argument("--checkpoint-dir", type=Path, required=True)
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    p.add_argument("--stop-at-eos", action="store_true",
+                   help="distill only up to the target's EOS (default: continue past it)")
     for name, kind, default in [
         ("seed", int, 0), ("num-layers", int, 2), ("block-size", int, 8),
         ("intermediate-size", int, 768), ("gamma", float, 4.0), ("prompts", int, 2048),
@@ -137,6 +139,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prompts", type=int, default=12, help="held-out prompts for acceptance")
     p.add_argument("--max-tokens", type=int, default=96)
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    p.add_argument("--acceptance-only", action="store_true", help="skip pass@1 and perplexity")
     p.set_defaults(func=_run_eval)
 
 
@@ -147,7 +150,10 @@ def _run_eval(args: argparse.Namespace) -> int:
         budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
     except ValueError:
         raise UserError(f"--budgets must be comma-separated integers; got {args.budgets!r}") from None
-    figures = evaluate_models(args.target, args.drafter, args.tasks, budgets, args.prompts, args.max_tokens)
+    if args.acceptance_only and args.drafter is None:
+        raise UserError("--acceptance-only needs --drafter")
+    figures = evaluate_models(args.target, args.drafter, args.tasks, budgets, args.prompts,
+                              args.max_tokens, target_figures=not args.acceptance_only)  # fmt: skip
     text = json.dumps(figures, indent=2)
     print(text)
     if args.json:

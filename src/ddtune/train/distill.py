@@ -42,8 +42,10 @@ def distill_prompts(tokenizer: Tokenizer, count: int, seed: int, stdlib_share: f
 
 
 @torch.no_grad()
-def batch_greedy(model: Decoder, prompts: list[list[int]], max_new: int, eos: int) -> list[list[int]]:
-    """Greedy continuations (EOS included when reached) of left-padded `prompts`."""
+def batch_greedy(model: Decoder, prompts: list[list[int]], max_new: int, eos: int,
+                 stop_at_eos: bool = True) -> list[list[int]]:  # fmt: skip
+    """Greedy continuations of left-padded `prompts`: cut after the first EOS, or, with
+    `stop_at_eos=False`, `max_new` tokens of whatever the target writes past it."""
     b, width = len(prompts), max(len(p) for p in prompts)
     pad = torch.tensor([width - len(p) for p in prompts])  # [B]
     ids = torch.full((b, width), eos, dtype=torch.long)
@@ -64,13 +66,14 @@ def batch_greedy(model: Decoder, prompts: list[list[int]], max_new: int, eos: in
         token = logits[:, -1].argmax(-1)  # [B]
         out = torch.cat([out, token[:, None]], dim=1)
         done |= token == eos
-        if bool(done.all()) or step + 1 == max_new:
+        if (stop_at_eos and bool(done.all())) or step + 1 == max_new:
             break
         # 3. one decode step for all rows
         pos = (width + step - pad)[:, None]  # [B, 1]
         step_mask = valid[:, None, : width + step + 1]  # [B, 1, S]
         logits = model(token[:, None], positions=pos, cache=cache, attn_mask=step_mask).logits
-    return [_cut_at_eos(row.tolist(), eos) for row in out]
+    rows = [row.tolist() for row in out]
+    return [_cut_at_eos(row, eos) for row in rows] if stop_at_eos else rows
 
 
 def _cut_at_eos(ids: list[int], eos: int) -> list[int]:
@@ -78,13 +81,13 @@ def _cut_at_eos(ids: list[int], eos: int) -> list[int]:
 
 
 def build_examples(model: Decoder, prompts: list[list[int]], max_new: int, eos: int,
-                   batch: int = 32, on_batch=None) -> list[Example]:  # fmt: skip
+                   batch: int = 32, on_batch=None, stop_at_eos: bool = True) -> list[Example]:  # fmt: skip
     """Examples for all prompts; batches group prompts of similar length to limit padding."""
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
     examples: list[Example | None] = [None] * len(prompts)
     for start in range(0, len(order), batch):
         group = order[start : start + batch]
-        continuations = batch_greedy(model, [prompts[i] for i in group], max_new, eos)
+        continuations = batch_greedy(model, [prompts[i] for i in group], max_new, eos, stop_at_eos)
         for i, cont in zip(group, continuations, strict=True):
             examples[i] = Example(prompts[i] + cont, len(prompts[i]))
         if on_batch is not None:

@@ -39,7 +39,7 @@ from ddtune.train.target import init_weights
 from ddtune.train.tokenizer import EOS_TOKEN, MASK_TOKEN
 
 RUN_KEYS = ("seed", "num_layers", "block_size", "intermediate_size", "gamma", "prompts",
-            "gen_tokens", "anchors", "batch_size", "lr", "warmup", "steps")  # fmt: skip
+            "gen_tokens", "anchors", "batch_size", "lr", "warmup", "steps", "stop_at_eos")  # fmt: skip
 DATA_FILE = "distill.pt"
 
 
@@ -62,6 +62,7 @@ class DrafterTrainConfig:
     warmup: int = 50
     checkpoint_every: int = 100
     threads: int = 2
+    stop_at_eos: bool = False  # False: distill past EOS too (servers and benchmarks may ignore EOS)
 
     def __post_init__(self) -> None:
         for name in ("num_layers", "prompts", "gen_tokens", "anchors", "batch_size", "steps",
@@ -166,7 +167,7 @@ def block_loss(drafter: DFlashDrafter, target: Decoder, batch: dict[str, torch.T
 def distill_data(cfg: DrafterTrainConfig, target: Decoder, tokenizer: Tokenizer) -> list[Example]:
     """Generate (or reload from the checkpoint folder) the self-distillation examples."""
     path = Path(cfg.checkpoint_dir) / DATA_FILE
-    key = {k: getattr(cfg, k) for k in ("seed", "prompts", "gen_tokens")}
+    key = {k: getattr(cfg, k) for k in ("seed", "prompts", "gen_tokens", "stop_at_eos")}
     if path.is_file():
         saved = torch.load(path, weights_only=False)
         if saved["key"] == key:
@@ -181,7 +182,8 @@ def distill_data(cfg: DrafterTrainConfig, target: Decoder, tokenizer: Tokenizer)
             done[0] += n
             progress.update(done[0], None, 0, 0.0)
 
-        examples = build_examples(target, prompts, cfg.gen_tokens, eos, on_batch=tick)
+        examples = build_examples(target, prompts, cfg.gen_tokens, eos, on_batch=tick,
+                                  stop_at_eos=cfg.stop_at_eos)  # fmt: skip
     Path(cfg.checkpoint_dir).mkdir(parents=True, exist_ok=True)
     torch.save({"key": key, "examples": examples}, path)
     return examples

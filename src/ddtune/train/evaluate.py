@@ -141,15 +141,17 @@ def acceptance_lengths(target_dir: Path, drafter_dir: Path, prompts: list[str], 
 
 
 def evaluate_models(target_dir: Path, drafter_dir: Path | None, tasks_file: Path | None,
-                    budgets: list[int], n_prompts: int, max_tokens: int) -> dict[str, Any]:  # fmt: skip
-    """All figures of the model card as one JSON-able dict."""
+                    budgets: list[int], n_prompts: int, max_tokens: int,
+                    target_figures: bool = True) -> dict[str, Any]:  # fmt: skip
+    """All figures of the model card as one JSON-able dict (pass@1/perplexity optional)."""
     from ddtune.assets import default_tasks_file
 
-    model = load_decoder(target_dir)
-    tokenizer = Tokenizer.load(target_dir)
     tasks = read_jsonl(tasks_file or default_tasks_file())
-    figures: dict[str, Any] = {"coding": pass_at_1(model, tokenizer, tasks)}
-    figures["stdlib"] = heldout_perplexity(model, tokenizer)
+    figures: dict[str, Any] = {}
+    if target_figures:
+        model, tokenizer = load_decoder(target_dir), Tokenizer.load(target_dir)
+        figures["coding"] = pass_at_1(model, tokenizer, tasks)
+        figures["stdlib"] = heldout_perplexity(model, tokenizer)
     if drafter_dir is not None:
         prompts = [t["prompt"] for t in tasks[:n_prompts]]
         figures["acceptance"] = acceptance_lengths(target_dir, drafter_dir, prompts, budgets, max_tokens)
