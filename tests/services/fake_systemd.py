@@ -86,12 +86,18 @@ def load_state(unit: str) -> dict:
     )
 
 
-def save_state(unit: str, state: dict) -> None:
-    path = ROOT / "state" / f"{unit}.json"
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` in one step: readers in other processes see the old or the new text, never
+    an empty or half-written file. The temp name is per process, so concurrent writers (two
+    `daemon-reload`s) cannot move each other's temp file away."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
     tmp.replace(path)
+
+
+def save_state(unit: str, state: dict) -> None:
+    write_atomic(ROOT / "state" / f"{unit}.json", json.dumps(state))
 
 
 def load_loaded(unit: str) -> dict:
@@ -161,10 +167,7 @@ def cmd_daemon_reload() -> int:
         return 0
     for path in (ROOT / "units").iterdir():
         loaded = {"hash": sources_hash(path.name), "config": parse_config(path.name)}
-        target = ROOT / "state" / f"{path.name}.loaded.json"
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text(json.dumps(loaded))
-        tmp.replace(target)
+        write_atomic(ROOT / "state" / f"{path.name}.loaded.json", json.dumps(loaded))
     return 0
 
 
@@ -222,10 +225,10 @@ def cmd_supervise(unit: str, inv: str) -> int:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    (ROOT / "state" / f"{inv}.main").write_text(str(proc.pid))
+    write_atomic(ROOT / "state" / f"{inv}.main", str(proc.pid))  # `start` polls for it
     code = proc.wait()
     status = {"code": -code if code < 0 else code, "killed": code < 0}
-    (ROOT / "state" / f"{inv}.exit").write_text(json.dumps(status))
+    write_atomic(ROOT / "state" / f"{inv}.exit", json.dumps(status))
     return 0
 
 
