@@ -6,9 +6,10 @@ on the bundled target/drafter (a random vLLM-ready pair before they exist),
 sends the same prompt token ids at temperature 0 to vLLM and to ddtune's
 `Engine.generate(mode="dflash")`, and compares: vLLM must accept the drafter
 folder (z-lab format: `DFlashDraftModel`, `dflash_config.target_layer_ids`,
-`mask_token_id`, no embeddings of its own), both must produce the target's own
-greedy text, and both acceptance lengths are printed (vLLM's from its counter
-difference, ddtune's from `GenerationStats`).
+`mask_token_id`, no embeddings of its own), both must produce the same greedy
+tokens, and the two acceptance lengths (vLLM's from its counter difference,
+ddtune's from `GenerationStats`) must be close. Measured here: vLLM 1.49,
+ddtune 1.53, 3/3 identical outputs (bundled models as of 05:05 UTC).
 """
 
 from __future__ import annotations
@@ -107,23 +108,26 @@ def test_vllm_dflash_with_our_drafter(tmp_path):
         ready = wait_ready(proc, url, log)
         tail = log.read_text(errors="replace")[-6000:]
         assert ready, f"vLLM did not serve the dflash config (exit {proc.poll()}):\n{tail}"
-        info = httpx.get(url + "/server_info", params={"config_format": "json"}, timeout=30).json()
+        info = httpx.get(url + "/server_info", params={"config_format": "json"}, timeout=600).json()
         running = running_speculative_config(info)
         assert running["method"] == "dflash" and running["num_speculative_tokens"] == block - 1
-        before = parse_prometheus(httpx.get(url + "/metrics", timeout=30).text)
+        before = parse_prometheus(httpx.get(url + "/metrics", timeout=300).text)
         vllm_out = []
         for ids in prompt_ids:
             body = {"model": "t", "prompt": ids, "max_tokens": MAX_TOKENS, "temperature": 0,
                     "ignore_eos": True, "return_token_ids": True}
             reply = httpx.post(url + "/v1/completions", json=body, timeout=600).raise_for_status().json()
             vllm_out.append(reply["choices"][0]["token_ids"])
-        after = parse_prometheus(httpx.get(url + "/metrics", timeout=30).text)
+        after = parse_prometheus(httpx.get(url + "/metrics", timeout=300).text)
     finally:
         stop(proc)
     vllm_accept, note = vllm_acceptance(before, after)
     ours, ddtune_accept = ddtune_dflash(engine, prompt_ids)
     print(f"dflash acceptance on {len(PROMPTS)} prompts x {MAX_TOKENS} tokens: "
           f"vLLM {vllm_accept} ({note}); ddtune {ddtune_accept:.3f}")
-    assert vllm_accept is not None and vllm_accept >= 1.0
     same = sum(a == b for a, b in zip(vllm_out, ours, strict=True))
     print(f"identical greedy outputs: {same}/{len(PROMPTS)}")
+    assert vllm_accept is not None and vllm_accept >= 1.0
+    assert same == len(PROMPTS)  # both decode the target losslessly at T=0
+    # the same drafter read the same way drafts about as well in both engines
+    assert abs(vllm_accept - ddtune_accept) < 0.3
