@@ -39,6 +39,11 @@ def test_ddtune_run_samples_aggregates_and_requests(fake_server_cls) -> None:
     assert set(METRIC_NAMES) <= set(result.aggregates)
     # 8 tokens in rounds of 3,3,2 -> 3 rounds; 10 tokens -> 4 rounds; pooled: 42 tokens / 16 rounds
     assert result.aggregates["acceptance_length"] == pytest.approx(42 / 16)
+    # each workload pooled on its own: short 4 x 8 tokens / 4 x 3 rounds, long 10 / 4
+    assert result.aggregates["short_acceptance_length"] == pytest.approx(32 / 12)
+    assert result.aggregates["long_acceptance_length"] == pytest.approx(10 / 4)
+    assert result.aggregates["coding_acceptance_length"] is None  # no coding requests
+    assert result.aggregates["coding_tps"] is None
     assert result.acceptance_source == "usage.spec"
     assert result.aggregates["coding_total"] == 0
     assert (
@@ -120,6 +125,7 @@ def test_coding_workload_runs_tests(fake_server_cls, fixtures_dir: Path) -> None
         ("fx/1", 0),
     ]
     assert result.aggregates["coding_passed"] == 6 and result.aggregates["coding_total"] == 8
+    assert result.aggregates["coding_tps"] > 0 and result.aggregates["short_tps"] is None
     assert result.aggregates["pass_at_1"] == pytest.approx(0.75)
     assert result.aggregates["pass_at_2"] == pytest.approx(0.75)
     failed = [r for r in rows if not r["passed"]]

@@ -4,8 +4,10 @@ Aggregates use the shared metric names (`ddtune.report.inputs.METRIC_NAMES`):
 short_tps / long_tps (mean per-request decode tokens/s), short_ttft_s /
 long_ttft_s (mean), acceptance_length (pooled over the measured requests, None
 when unavailable), coding_passed / coding_total (samples); extras:
-short_e2e_s, long_e2e_s, short_itl_s, long_itl_s, pass_at_1, pass_at_<n>,
-acceptance_length_request_mean, requests.
+short_e2e_s, long_e2e_s, short_itl_s, long_itl_s, the same four for coding
+(coding_tps, ...), short/long/coding_acceptance_length (each workload pooled on
+its own: coding prompts accept far more than the stdlib slices), pass_at_1,
+pass_at_<n>, acceptance_length_request_mean, requests.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def make_sample(
 
 def throughput_aggregates(samples: list[dict[str, Any]]) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
-    for workload in ("short", "long"):
+    for workload in ("short", "long", "coding"):
         rows = [s for s in samples if s["workload"] == workload]
         out[f"{workload}_tps"] = _mean(s["decode_tps"] for s in rows)
         out[f"{workload}_ttft_s"] = _mean(s["ttft_s"] for s in rows)

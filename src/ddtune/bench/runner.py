@@ -224,6 +224,7 @@ def _aggregate(
         if value is None:
             result.notes.append(_no_acceptance_note(kind))
     aggregates["acceptance_length"] = value
+    aggregates.update(workload_acceptance(result.samples, per_request))
     request_values = [v for v, _ in per_request if v is not None]
     aggregates["acceptance_length_request_mean"] = (
         sum(request_values) / len(request_values) if request_values else None
@@ -236,6 +237,21 @@ def _aggregate(
     if aggregates["coding_total"]:
         result.notes.append("coding tests sandboxed with: " + ", ".join(isolation_notes()))
     result.aggregates = aggregates
+
+
+def workload_acceptance(
+    samples: list[dict[str, Any]], per_request: list[tuple[float | None, float]]
+) -> dict[str, float | None]:
+    """`<workload>_acceptance_length` for short, long and coding, each pooled by rounds.
+
+    The run-wide `acceptance_length` pools every workload, so it can sit far from
+    the acceptance behind `short_tps` / `long_tps` (coding prompts accept more).
+    """
+    out: dict[str, float | None] = {}
+    for workload in ("short", "long", "coding"):
+        rows = [a for s, a in zip(samples, per_request, strict=True) if s["workload"] == workload]
+        out[f"{workload}_acceptance_length"] = acc.pooled_acceptance(rows)
+    return out
 
 
 def _no_acceptance_note(kind: str) -> str:
