@@ -28,6 +28,7 @@ from torch import nn
 
 from ddtune.engine.config import DrafterConfig
 from ddtune.engine.layers import MLP, RMSNorm, apply_rope, attend, rope_inv_freq, rope_tables
+from ddtune.engine.model import Attention
 
 
 class DrafterCache:
@@ -44,21 +45,8 @@ class DrafterCache:
         self.length = min(self.length, length)
 
 
-class DrafterAttention(nn.Module):
-    def __init__(self, cfg: DrafterConfig) -> None:
-        super().__init__()
-        self.heads, self.kv_heads, self.head_dim = (
-            cfg.num_attention_heads,
-            cfg.num_key_value_heads,
-            cfg.head_dim,
-        )
-        h, bias = cfg.hidden_size, cfg.attention_bias
-        self.q_proj = nn.Linear(h, self.heads * self.head_dim, bias=bias)
-        self.k_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
-        self.v_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
-        self.o_proj = nn.Linear(self.heads * self.head_dim, h, bias=bias)
-        self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
-        self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+class DrafterAttention(Attention):
+    """The target's Qwen3 attention weights (q/k norm included); DFlash wiring in forward."""
 
     def keys(self, x: torch.Tensor, rope) -> tuple[torch.Tensor, torch.Tensor]:
         """k, v [B, kv_heads, T, D] for inputs x [B, T, H] (RoPE applied to k)."""
