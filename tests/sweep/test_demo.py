@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.sweep.demo import HOT_SPEC, RESTART_SPEC
+from ddtune.errors import UserError
+from ddtune.sweep.demo import HOT_SPEC, RESTART_SPEC, run_demo
 from ddtune.sweep.spec import load_spec
 from ddtune.sweep.store import Store
 
@@ -30,6 +31,16 @@ def test_shipped_demo_specs_parse_and_use_both_controllers():
     assert len(restart.configs) >= 8 and {c.params.window for c in restart.configs} == {None, 64}
     assert restart.service.command[0] == sys.executable  # "{python}" resolved
     assert restart.service.port != hot.service.port
+
+
+def test_demo_over_a_store_from_older_demo_specs_says_to_start_fresh(tmp_path):
+    store = Store(tmp_path / "store.sqlite")
+    try:
+        store.open_sweep("demo", "# an older demo spec", "0" * 16, plan=[])
+    finally:
+        store.close()
+    with pytest.raises(UserError, match=r"ddtune demo --fresh"):
+        run_demo(tmp_path)
 
 
 def _identities(store_path: Path) -> list[dict]:

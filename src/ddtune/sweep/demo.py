@@ -21,9 +21,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from ddtune.assets import default_drafter_dir, default_target_dir
+from ddtune.errors import UserError
 from ddtune.sweep.runner import RunSummary, run_sweep
 from ddtune.sweep.spec import load_spec
-from ddtune.sweep.store import Store
+from ddtune.sweep.store import SpecChangedError, Store
 from ddtune.sweep.views import write_report
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -71,7 +72,13 @@ def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> Run
     trials = (len(spec.configs) + bool(spec.baseline)) * spec.repeats
     console.rule(f"{kind} pass: {spec.name}, {trials} trials — {how}")
     store_path = folder / "store.sqlite"
-    summary = run_sweep(spec, store_path, console, resume_hint="ddtune demo")
+    try:
+        summary = run_sweep(spec, store_path, console, resume_hint="ddtune demo")
+    except SpecChangedError as exc:
+        raise UserError(
+            f"{store_path} holds an earlier demo run from different demo specs; "
+            "run `ddtune demo --fresh` to start over"
+        ) from exc
     console.print(
         f"{kind} pass: {summary.done} done now, {summary.already_done} earlier, "
         f"{summary.failed} failed, {summary.seconds:.0f} s"

@@ -64,6 +64,10 @@ CREATE INDEX samples_by_attempt ON samples (attempt_id, idx);
 """
 
 
+class SpecChangedError(UserError):
+    """The store already holds a sweep of this name run from a different spec."""
+
+
 class Store:
     """A sweep results store. Open with `Store(path)`; close with `.close()`."""
 
@@ -183,7 +187,7 @@ class Store:
             row = db.execute("SELECT id, spec_hash FROM sweeps WHERE name=?", (name,)).fetchone()
             if row:
                 if row["spec_hash"] != spec_hash:
-                    raise UserError(
+                    raise SpecChangedError(
                         f"{self.path} already holds sweep '{name}' from a different spec; "
                         "restore that spec to resume, or pass --store NEW_PATH to start afresh"
                     )
