@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.errors import UserError
+from ddtune.launchers.common import check_extra
 from ddtune.params import DecodeParams
 
 SGLANG_MODULE = "sglang.launch_server"
@@ -64,7 +65,7 @@ def sglang_argv(
     mode is `ar`.
     """
     params = _as_params(params)
-    _check_extra(extra)
+    check_extra(extra, OWNED_FLAGS)
     if tp < 1:
         raise UserError(f"tp must be a positive number of GPUs; got {tp}")
     argv = [python, "-m", SGLANG_MODULE, "--model-path", str(model_path)]
@@ -134,18 +135,6 @@ def _as_params(params: DecodeParams | dict[str, Any]) -> DecodeParams:
     if isinstance(params, DecodeParams):
         return params
     return DecodeParams.from_dict(dict(params))
-
-
-def _check_extra(extra: Sequence[str]) -> None:
-    if isinstance(extra, str):
-        raise UserError("extra arguments must be a list of strings, not one string")
-    for arg in extra:
-        name = str(arg).split("=", 1)[0]
-        if name in OWNED_FLAGS:
-            raise UserError(
-                f"{name} is set by ddtune from the trial's parameters; "
-                "remove it from the extra arguments"
-            )
 
 
 __all__ = [

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.errors import UserError
+from ddtune.launchers.common import check_extra
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 METHODS = ("ngram", "dflash", "draft_model", "eagle", "eagle3", "suffix")
@@ -78,7 +79,7 @@ def vllm_argv(
     `speculative` is a `speculative_config()` dict, or None for plain decoding.
     `cpu_kvcache_gib` sets `VLLM_CPU_KVCACHE_SPACE` (CPU builds only).
     """
-    _check_extra(extra)
+    check_extra(extra, OWNED_FLAGS)
     argv = [python, "-m", VLLM_MODULE, "--model", str(model_path)]
     argv += ["--host", host, "--port", str(int(port))]
     if served_model_name:
@@ -133,15 +134,6 @@ def speculative_mismatches(requested: dict[str, Any] | None, running: dict[str, 
 def _positive(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise UserError(f"{name} must be a positive integer; got {value!r}")
-
-
-def _check_extra(extra: Sequence[str]) -> None:
-    if isinstance(extra, str):
-        raise UserError("extra arguments must be a list of strings, not one string")
-    for arg in extra:
-        name = str(arg).split("=", 1)[0]
-        if name in OWNED_FLAGS:
-            raise UserError(f"{name} is set by ddtune; remove it from the extra arguments")
 
 
 __all__ = [
