@@ -12,7 +12,10 @@ import argparse
 import importlib
 import sys
 
+from pydantic import ValidationError
+
 from ddtune.errors import UserError
+from ddtune.tables import validation_to_user_error
 
 COMMAND_MODULES = [
     "ddtune.engine.commands",  # generate, bench-engine
@@ -50,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except UserError as exc:
         print(f"ddtune: error: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:  # a model built from user input outside parse_table
+        print(f"ddtune: error: {validation_to_user_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ddtune: interrupted", file=sys.stderr)

@@ -20,9 +20,16 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 class FakeLLMServer:
-    def __init__(self, kind: str = "ddtune", tokens_per_round: int = 3, completions: dict | None = None,
-                 replay: str | None = None, fail_request: int | None = None, salt: str = "",
-                 delay_s: float = 0.001) -> None:  # fmt: skip
+    def __init__(
+        self,
+        kind: str = "ddtune",
+        tokens_per_round: int = 3,
+        completions: dict | None = None,
+        replay: str | None = None,
+        fail_request: int | None = None,
+        salt: str = "",
+        delay_s: float = 0.001,
+    ) -> None:
         self.kind = kind
         self.tokens_per_round = tokens_per_round
         self.completions = completions or {}  # prompt -> completion text (coding tasks)
@@ -60,8 +67,10 @@ class FakeLLMServer:
             ("spec_decode_num_drafts", "drafts"),
             ("spec_decode_num_accepted_tokens", "accepted"),
         ):
-            lines += [f"# TYPE vllm:{name}_total counter",
-                      f'vllm:{name}_total{{engine="0",model_name="fake"}} {self.counters[key]}']  # fmt: skip
+            lines += [
+                f"# TYPE vllm:{name}_total counter",
+                f'vllm:{name}_total{{engine="0",model_name="fake"}} {self.counters[key]}',
+            ]
         return "\n".join(lines) + "\n"
 
 
@@ -117,8 +126,11 @@ def _handler(server: FakeLLMServer):
                 )
             usage = {"prompt_tokens": len(body["prompt"]) // 3, "completion_tokens": len(tokens)}
             if server.kind == "ddtune":
-                usage["spec"] = {"rounds": len(rounds), "accepted_tokens": len(tokens) - len(rounds),
-                                 "mean_acceptance_length": len(tokens) / len(rounds)}  # fmt: skip
+                usage["spec"] = {
+                    "rounds": len(rounds),
+                    "accepted_tokens": len(tokens) - len(rounds),
+                    "mean_acceptance_length": len(tokens) / len(rounds),
+                }
             with server.lock:
                 server.counters["drafts"] += len(rounds)
                 server.counters["accepted"] += len(tokens) - len(rounds)

@@ -50,8 +50,15 @@ def test_per_response_acceptance_from_recorded_streams(
     fake_server_cls, kind: str, fixture: str, path_expected: str, value, weight: float
 ) -> None:
     with fake_server_cls(kind=kind, replay=fixture) as server, httpx.Client() as client:
-        record = stream_request(client, server.url, kind, RequestSpec("short", 0, "def f(xs):\n", 16),
-                                model="m", temperature=0.0, ignore_eos=True)  # fmt: skip
+        record = stream_request(
+            client,
+            server.url,
+            kind,
+            RequestSpec("short", 0, "def f(xs):\n", 16),
+            model="m",
+            temperature=0.0,
+            ignore_eos=True,
+        )
         assert server.bodies[0]["path"] == path_expected
     got, got_weight = acc.request_acceptance(kind, record)
     assert got == (pytest.approx(value) if value is not None else None)

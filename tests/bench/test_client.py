@@ -14,8 +14,15 @@ SPEC = RequestSpec("short", 0, "def f(xs):\n", 16)
 
 def _send(url: str, kind: str, **kw):
     with httpx.Client(timeout=10) as client:
-        return stream_request(client, url, kind, SPEC, model=kw.get("model", "m"),
-                              temperature=0.0, ignore_eos=kw.get("ignore_eos", True))  # fmt: skip
+        return stream_request(
+            client,
+            url,
+            kind,
+            SPEC,
+            model=kw.get("model", "m"),
+            temperature=0.0,
+            ignore_eos=kw.get("ignore_eos", True),
+        )
 
 
 def test_recorded_sglang_stream(fake_server_cls) -> None:

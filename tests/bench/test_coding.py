@@ -104,8 +104,11 @@ def test_canonical_solutions_of_fixture_tasks_pass(fixtures_dir: Path) -> None:
 def test_canonical_solutions_of_bundled_tasks_all_pass() -> None:
     tasks = load_tasks(TASKS_FILE)
     assert all(t.canonical_solution for t in tasks)
-    failed = [(t.task_id, r.outcome, r.detail) for t in tasks
-              if not (r := evaluate(t, t.canonical_solution, LIMITS)).passed]  # fmt: skip
+    failed = [
+        (t.task_id, r.outcome, r.detail)
+        for t in tasks
+        if not (r := evaluate(t, t.canonical_solution, LIMITS)).passed
+    ]
     assert failed == []
     assert len(tasks) >= 10
 

@@ -37,8 +37,14 @@ def start_serve(args: list[str], log_path: Path) -> Iterator[str]:
     """`ddtune serve --port 0 ARGS` in its own process group; yields its base URL, then kills the group."""
     argv = [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", *args]
     log = log_path.open("w")
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
     try:
@@ -57,17 +63,29 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from ddtune.engine.testing import ALPHABET, write_random_checkpoint
 
     folder = tmp_path_factory.mktemp("bench-live")
-    target, drafter = write_random_checkpoint(folder, seed=5, vocab_size=len(ALPHABET) + 2,
-                                              max_position_embeddings=2048)  # fmt: skip
-    args = ["--target", str(target), "--drafter", str(drafter), "--mode", "ddtree", "--budget", "8",
-            "--topk", "3"]  # fmt: skip
+    target, drafter = write_random_checkpoint(
+        folder, seed=5, vocab_size=len(ALPHABET) + 2, max_position_embeddings=2048
+    )
+    args = [
+        "--target",
+        str(target),
+        "--drafter",
+        str(drafter),
+        "--mode",
+        "ddtree",
+        "--budget",
+        "8",
+        "--topk",
+        "3",
+    ]
     with start_serve(args, folder / "serve.log") as url:
         yield url
 
 
 def test_live_ddtree_vs_ar_is_lossless(live_server: str, fixtures_dir: Path) -> None:
-    matrix = BenchMatrix.from_dict({**MATRIX, "coding": {**MATRIX["coding"],
-                                    "tasks_file": str(fixtures_dir / "tasks.jsonl")}})  # fmt: skip
+    matrix = BenchMatrix.from_dict(
+        {**MATRIX, "coding": {**MATRIX["coding"], "tasks_file": str(fixtures_dir / "tasks.jsonl")}}
+    )
     tree = run_bench(live_server, matrix, server_kind="ddtune", progress=False)
     assert (
         tree.identity["_source"] == "/server_info" and tree.identity["config"]["mode"] == "ddtree"

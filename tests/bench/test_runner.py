@@ -30,7 +30,12 @@ def test_ddtune_run_samples_aggregates_and_requests(fake_server_cls) -> None:
     assert all(b["ignore_eos"] and b["stream_options"] == {"include_usage": True} for b in bodies)
     assert {b["model"] for b in bodies} == {"fake-model"}  # discovered from /v1/models
     assert [(s["workload"], s["index"]) for s in result.samples] == [
-        ("short", 0), ("short", 1), ("short", 2), ("short", 3), ("long", 0)]  # fmt: skip
+        ("short", 0),
+        ("short", 1),
+        ("short", 2),
+        ("short", 3),
+        ("long", 0),
+    ]
     assert [s["output_tokens"] for s in result.samples] == [8, 8, 8, 8, 10]
     assert all(
         s["ttft_s"] > 0 and s["decode_tps"] > 0 and s["e2e_s"] >= s["ttft_s"]
@@ -114,8 +119,11 @@ def test_coding_workload_runs_tests(fake_server_cls, fixtures_dir: Path) -> None
     completions[tasks[3].prompt] = "    return 0\n"  # wrong for count_big
     coding = {"tasks_file": str(fixtures_dir / "tasks.jsonl"), "max_tokens": 64, "n_samples": 2}
     with fake_server_cls(completions=completions) as server:
-        result = run_bench(server.url, matrix(coding, short={"enabled": False}, long={"enabled": False}),
-                           progress=False)  # fmt: skip
+        result = run_bench(
+            server.url,
+            matrix(coding, short={"enabled": False}, long={"enabled": False}),
+            progress=False,
+        )
         coding_bodies = [b for b in server.bodies if "\ndef " in b.get("stop", [])]
     assert len(coding_bodies) == 8 and {b["seed"] for b in coding_bodies} == {0, 1}
     rows = [s for s in result.samples if s["workload"] == "coding"]

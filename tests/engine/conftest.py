@@ -22,9 +22,14 @@ def engines(tmp_path_factory):
         if key not in made:
             folder = tmp_path_factory.mktemp(f"{family}-b{block_size}")
             target, drafter = write_random_checkpoint(
-                folder, family=family, seed=block_size, std=0.3,
-                vocab_size=8, num_layers=2, block_size=block_size,
-            )  # fmt: skip
+                folder,
+                family=family,
+                seed=block_size,
+                std=0.3,
+                vocab_size=8,
+                num_layers=2,
+                block_size=block_size,
+            )
             made[key] = Engine.load(target, drafter, dtype=torch.float64)
         return made[key]
 

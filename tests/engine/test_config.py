@@ -12,10 +12,16 @@ from ddtune.errors import UserError
 
 
 def test_round_trip_through_hf_dict():
-    target, drafter = random_configs(family="llama", rope_scaling={
-        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0, "original_max_position_embeddings": 64,
-    })  # fmt: skip
+    target, drafter = random_configs(
+        family="llama",
+        rope_scaling={
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+    )
     assert ModelConfig.from_dict(target.to_hf_dict()) == target
     assert DrafterConfig.from_dict(drafter.to_hf_dict()) == drafter
 

@@ -26,8 +26,12 @@ def test_each_node_logits_equal_its_ancestor_path_alone(tmp_path):
         cache = model.new_cache(64)
         model(torch.tensor([prompt]), cache=cache)
         positions = len(prompt) + torch.tensor([[0, *tree.depths]])
-        verify = model(torch.tensor([[root, *tree.tokens]]), positions=positions, cache=cache,
-                       attn_mask=verify_mask(tree, len(prompt))).logits[0]  # fmt: skip
+        verify = model(
+            torch.tensor([[root, *tree.tokens]]),
+            positions=positions,
+            cache=cache,
+            attn_mask=verify_mask(tree, len(prompt)),
+        ).logits[0]
         for node in range(tree.size + 1):
             path, i = [], node
             while i:
@@ -48,12 +52,14 @@ def test_each_node_logits_equal_its_ancestor_path_alone(tmp_path):
     window=st.sampled_from([None, 1, 3, 1000]),
     max_new=st.integers(1, 20),
 )
-def test_t0_speculative_output_equals_ar(engines, family, block, prompt, mode, budget, topk,
-                                         window, max_new):  # fmt: skip
+def test_t0_speculative_output_equals_ar(
+    engines, family, block, prompt, mode, budget, topk, window, max_new
+):
     engine = engines(family, block)
     ref = engine.generate(prompt, mode="ar", max_new_tokens=max_new)
-    got = engine.generate(prompt, mode=mode, budget=budget, topk=topk, window=window,
-                          max_new_tokens=max_new)  # fmt: skip
+    got = engine.generate(
+        prompt, mode=mode, budget=budget, topk=topk, window=window, max_new_tokens=max_new
+    )
     assert got.token_ids == ref.token_ids
     assert got.finish_reason == ref.finish_reason
     assert all(1 <= a <= block for a in got.stats.acceptance_lengths)
@@ -63,7 +69,8 @@ def test_t0_speculative_output_equals_ar(engines, family, block, prompt, mode, b
 def test_speculation_accepts_tokens_on_these_models(engines):
     """The property test is not vacuous: drafts do get accepted on the test models."""
     engine = engines("qwen3", 6)
-    res = engine.generate([3, 4, 5], mode="ddtree", budget=32, topk=8, max_new_tokens=40,
-                          ignore_eos=True)  # fmt: skip
+    res = engine.generate(
+        [3, 4, 5], mode="ddtree", budget=32, topk=8, max_new_tokens=40, ignore_eos=True
+    )
     assert res.stats.mean_acceptance_length > 1.5
     assert max(res.stats.acceptance_lengths) >= 3

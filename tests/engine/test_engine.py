@@ -22,8 +22,9 @@ def rounds_of(result) -> list[list[int]]:
 
 
 def long_run(engine, **kw):
-    return engine.generate(PROMPT, mode="ddtree", budget=40, topk=6, max_new_tokens=40,
-                           ignore_eos=True, **kw)  # fmt: skip
+    return engine.generate(
+        PROMPT, mode="ddtree", budget=40, topk=6, max_new_tokens=40, ignore_eos=True, **kw
+    )
 
 
 def test_budget_zero_is_plain_decoding(engines):
@@ -37,12 +38,14 @@ def test_budget_zero_is_plain_decoding(engines):
 def test_budget_below_depth_and_above_possible(engines):
     engine = engines("qwen3", 6)
     ref = engine.generate(PROMPT, mode="ar", max_new_tokens=30, ignore_eos=True)
-    small = engine.generate(PROMPT, mode="ddtree", budget=2, topk=3, max_new_tokens=30,
-                            ignore_eos=True)  # fmt: skip
+    small = engine.generate(
+        PROMPT, mode="ddtree", budget=2, topk=3, max_new_tokens=30, ignore_eos=True
+    )
     assert small.token_ids == ref.token_ids and max(small.stats.tree_sizes) == 2
     engine3 = engines("llama", 3)  # depth 2, topk 2: at most 2 + 4 = 6 nodes
-    res = engine3.generate(PROMPT, mode="ddtree", budget=50, topk=2, max_new_tokens=30,
-                           ignore_eos=True)  # fmt: skip
+    res = engine3.generate(
+        PROMPT, mode="ddtree", budget=50, topk=2, max_new_tokens=30, ignore_eos=True
+    )
     assert res.stats.tree_sizes[:-2] == [6] * (len(res.stats.tree_sizes) - 2)
     assert max(res.stats.tree_sizes) == 6
 
@@ -50,8 +53,9 @@ def test_budget_below_depth_and_above_possible(engines):
 def test_topk_one_is_the_dflash_chain(engines):
     engine = engines("qwen3", 6)
     chain = engine.generate(PROMPT, mode="dflash", max_new_tokens=25, ignore_eos=True)
-    tree = engine.generate(PROMPT, mode="ddtree", budget=5, topk=1, max_new_tokens=25,
-                           ignore_eos=True)  # fmt: skip
+    tree = engine.generate(
+        PROMPT, mode="ddtree", budget=5, topk=1, max_new_tokens=25, ignore_eos=True
+    )
     assert tree.token_ids == chain.token_ids
     assert tree.stats.acceptance_lengths == chain.stats.acceptance_lengths
 
@@ -60,8 +64,9 @@ def test_topk_one_is_the_dflash_chain(engines):
 def test_max_new_tokens_reached_mid_round(engines, mode):
     engine = engines("qwen3", 6)
     for limit in (1, 2, 5, 9):
-        res = engine.generate(PROMPT, mode=mode, budget=40, topk=6, max_new_tokens=limit,
-                              ignore_eos=True)  # fmt: skip
+        res = engine.generate(
+            PROMPT, mode=mode, budget=40, topk=6, max_new_tokens=limit, ignore_eos=True
+        )
         assert len(res.token_ids) == limit and res.finish_reason == "length"
 
 
@@ -130,15 +135,20 @@ def test_streaming_and_cancellation(engines):
 
 def test_concurrent_calls_are_serialised_and_independent(engines):
     engine = engines("llama", 4)
-    kwargs = [dict(mode="ar"), dict(mode="ddtree", budget=9, topk=3, window=2),
-              dict(mode="dflash", temperature=0.8, seed=3)]  # fmt: skip
-    alone = [engine.generate(PROMPT, max_new_tokens=20, ignore_eos=True, **kw).token_ids
-             for kw in kwargs]  # fmt: skip
+    kwargs = [
+        dict(mode="ar"),
+        dict(mode="ddtree", budget=9, topk=3, window=2),
+        dict(mode="dflash", temperature=0.8, seed=3),
+    ]
+    alone = [
+        engine.generate(PROMPT, max_new_tokens=20, ignore_eos=True, **kw).token_ids for kw in kwargs
+    ]
     results: dict[int, list[int]] = {}
 
     def work(i: int) -> None:
-        results[i] = engine.generate(PROMPT, max_new_tokens=20, ignore_eos=True,
-                                     **kwargs[i % 3]).token_ids  # fmt: skip
+        results[i] = engine.generate(
+            PROMPT, max_new_tokens=20, ignore_eos=True, **kwargs[i % 3]
+        ).token_ids
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
     for t in threads:

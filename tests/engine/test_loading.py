@@ -44,8 +44,10 @@ def test_sharded_checkpoint_loads(tmp_path):
     state = load_file(str(target_dir / "model.safetensors"))
     names = sorted(state)
     half = len(names) // 2
-    shards = {"model-00001-of-00002.safetensors": names[:half],
-              "model-00002-of-00002.safetensors": names[half:]}  # fmt: skip
+    shards = {
+        "model-00001-of-00002.safetensors": names[:half],
+        "model-00002-of-00002.safetensors": names[half:],
+    }
     for shard, keys in shards.items():
         save_file({k: state[k] for k in keys}, str(target_dir / shard))
     index = {"weight_map": {k: s for s, keys in shards.items() for k in keys}}

@@ -30,11 +30,19 @@ def test_second_token_distribution_matches_ar(engines, mode, temperature, top_p)
     expected = exact_second_token_distribution(engine, Sampler(temperature, top_p))
     n = 600
     counts = collections.Counter(
-        engine.generate(PROMPT, mode=mode, budget=12, topk=3, max_new_tokens=2,
-                        temperature=temperature, top_p=top_p, seed=seed,
-                        ignore_eos=True).token_ids[1]
+        engine.generate(
+            PROMPT,
+            mode=mode,
+            budget=12,
+            topk=3,
+            max_new_tokens=2,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            ignore_eos=True,
+        ).token_ids[1]
         for seed in range(n)
-    )  # fmt: skip
+    )
     keep = [t for t in range(expected.numel()) if expected[t] * n >= 5]
     observed = [counts[t] for t in keep] + [n - sum(counts[t] for t in keep)]
     exp = [float(expected[t]) * n for t in keep] + [n - sum(float(expected[t]) * n for t in keep)]

@@ -33,7 +33,7 @@ from vllm_setup import REPO, ensure_vllm_venv, nice_prefix, serving_model  # noq
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2700)]
 PROMPTS = [
-    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n',
     "def is_prime(n):\n    if n < 2:\n        return False\n",
     "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n",
 ]
@@ -50,12 +50,19 @@ def start_vllm(python: Path, target: Path, drafter: Path, block: int, context: i
     port = free_port()
     spec = speculative_config("dflash", block - 1, draft_path=drafter)
     extra = ["--max-model-len", str(context), "--dtype", "float32", "--max-num-seqs", "2"]
-    argv, env = vllm_argv(target, spec, port, extra, python=str(python), served_model_name="t",
-                          cpu_kvcache_gib=1)
+    argv, env = vllm_argv(
+        target, spec, port, extra, python=str(python), served_model_name="t", cpu_kvcache_gib=1
+    )
     env = {**os.environ, **env, "VLLM_CPU_OMP_THREADS_BIND": "nobind", "HF_HUB_OFFLINE": "1"}
     with open(log, "wb") as out:
-        proc = subprocess.Popen([*nice_prefix(), *argv], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=REPO)
+        proc = subprocess.Popen(
+            [*nice_prefix(), *argv],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=REPO,
+        )
     return proc, f"http://127.0.0.1:{port}", spec
 
 
@@ -86,7 +93,9 @@ def stop(proc: subprocess.Popen) -> None:
 def ddtune_dflash(engine, prompt_ids: list[list[int]]) -> tuple[list[list[int]], float]:
     outputs, tokens, rounds = [], 0, 0
     for ids in prompt_ids:
-        result = engine.generate(ids, mode="dflash", max_new_tokens=MAX_TOKENS, temperature=0.0, ignore_eos=True)
+        result = engine.generate(
+            ids, mode="dflash", max_new_tokens=MAX_TOKENS, temperature=0.0, ignore_eos=True
+        )
         outputs.append(list(result.token_ids))
         tokens += len(result.token_ids)
         rounds += result.stats.rounds
@@ -114,17 +123,29 @@ def test_vllm_dflash_with_our_drafter(tmp_path):
         before = parse_prometheus(httpx.get(url + "/metrics", timeout=300).text)
         vllm_out = []
         for ids in prompt_ids:
-            body = {"model": "t", "prompt": ids, "max_tokens": MAX_TOKENS, "temperature": 0,
-                    "ignore_eos": True, "return_token_ids": True}
-            reply = httpx.post(url + "/v1/completions", json=body, timeout=600).raise_for_status().json()
+            body = {
+                "model": "t",
+                "prompt": ids,
+                "max_tokens": MAX_TOKENS,
+                "temperature": 0,
+                "ignore_eos": True,
+                "return_token_ids": True,
+            }
+            reply = (
+                httpx.post(url + "/v1/completions", json=body, timeout=600)
+                .raise_for_status()
+                .json()
+            )
             vllm_out.append(reply["choices"][0]["token_ids"])
         after = parse_prometheus(httpx.get(url + "/metrics", timeout=300).text)
     finally:
         stop(proc)
     vllm_accept, note = vllm_acceptance(before, after)
     ours, ddtune_accept = ddtune_dflash(engine, prompt_ids)
-    print(f"dflash acceptance on {len(PROMPTS)} prompts x {MAX_TOKENS} tokens: "
-          f"vLLM {vllm_accept} ({note}); ddtune {ddtune_accept:.3f}")
+    print(
+        f"dflash acceptance on {len(PROMPTS)} prompts x {MAX_TOKENS} tokens: "
+        f"vLLM {vllm_accept} ({note}); ddtune {ddtune_accept:.3f}"
+    )
     same = sum(a == b for a, b in zip(vllm_out, ours, strict=True))
     print(f"identical greedy outputs: {same}/{len(PROMPTS)}")
     assert vllm_accept is not None and vllm_accept >= 1.0

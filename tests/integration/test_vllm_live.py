@@ -44,7 +44,9 @@ def spec_for(target: Path, context: int, folder: Path) -> Path:
     text = EXAMPLE.read_text()
     text, n_vars = re.subn(
         r'model = "src/ddtune/assets/models/target", max_model_len = 512',
-        f'model = "{target}", max_model_len = {context}', text)
+        f'model = "{target}", max_model_len = {context}',
+        text,
+    )
     text, n_port = re.subn(r"^port = 18741$", f"port = {free_port()}", text, flags=re.M)
     assert (n_vars, n_port) == (1, 1), "the example's model/port lines changed; update this test"
     path = folder / "vllm-ngram-cpu.toml"
@@ -63,7 +65,10 @@ def test_live_vllm_ngram_sweep(tmp_path):
     started = time.monotonic()
     run = subprocess.run(
         [*nice_prefix(), str(DDTUNE), "sweep", "run", str(spec_path), "--store", str(store_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=5000,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=5000,
     )
     elapsed = time.monotonic() - started
     print(f"vLLM sweep: {elapsed:.0f} s for {len(spec.all_configs()) * spec.repeats} trials")
@@ -93,7 +98,10 @@ def test_live_vllm_ngram_sweep(tmp_path):
     out = tmp_path / "report"
     report = subprocess.run(
         [str(DDTUNE), "sweep", "report", "--store", str(store_path), "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert report.returncode == 0, report.stderr[-4000:]
     html = (out / "report.html").read_text()

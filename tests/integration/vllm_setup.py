@@ -45,8 +45,12 @@ def ensure_vllm_venv() -> Path:
             subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
         for step in INSTALL_STEPS:
             subprocess.run([*nice_prefix(), str(VLLM_PYTHON), *step], check=True, timeout=3600)
-    probe = subprocess.run([str(VLLM_PYTHON), "-c", "import vllm, torch; print(vllm.__version__)"],
-                           capture_output=True, text=True, timeout=300)
+    probe = subprocess.run(
+        [str(VLLM_PYTHON), "-c", "import vllm, torch; print(vllm.__version__)"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if probe.returncode != 0:
         raise RuntimeError(f"vLLM does not import in {VENV}: {probe.stderr[-2000:]}")
     STAMP.write_text(probe.stdout.strip().splitlines()[-1] + "\n")
@@ -56,10 +60,14 @@ def ensure_vllm_venv() -> Path:
 def serving_model(folder: Path) -> tuple[Path, Path, int]:
     """(target dir, drafter dir, max context): the bundled models, else a random vLLM-ready pair."""
     bundled = REPO / "src" / "ddtune" / "assets" / "models"
-    if (bundled / "target" / "config.json").is_file() and (bundled / "drafter" / "config.json").is_file():
+    if (bundled / "target" / "config.json").is_file() and (
+        bundled / "drafter" / "config.json"
+    ).is_file():
         import json
 
-        context = json.loads((bundled / "target" / "config.json").read_text())["max_position_embeddings"]
+        context = json.loads((bundled / "target" / "config.json").read_text())[
+            "max_position_embeddings"
+        ]
         return bundled / "target", bundled / "drafter", int(context)
     return (*write_random_pair(folder), 2048)
 
@@ -82,7 +90,9 @@ def write_random_pair(folder: Path) -> tuple[Path, Path]:
     randomize(drafter, generator, 0.15)
     target_dir, drafter_dir = folder / "target", folder / "drafter"
     target_dir.mkdir(parents=True, exist_ok=True)
-    char_tokenizer(min(target_cfg.vocab_size, len(ALPHABET) + 2)).save(str(target_dir / "tokenizer.json"))
+    char_tokenizer(min(target_cfg.vocab_size, len(ALPHABET) + 2)).save(
+        str(target_dir / "tokenizer.json")
+    )
     save_decoder(target, target_cfg, target_dir)
     save_drafter(drafter, drafter_cfg, drafter_dir)
     return target_dir, drafter_dir

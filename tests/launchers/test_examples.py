@@ -33,14 +33,27 @@ def test_every_example_sweep_spec_loads(path):
 def test_vllm_example_renders_the_builder_argv_for_every_k():
     spec = load_spec(EXAMPLES / "vllm-ngram-cpu.toml")
     assert spec.service.profile == "vllm" and spec.service.kind == "process"
-    extra = ["--served-model-name", "target", "--max-model-len", "512", "--dtype", "float32",
-             "--max-num-seqs", "4"]
+    extra = [
+        "--served-model-name",
+        "target",
+        "--max-model-len",
+        "512",
+        "--dtype",
+        "float32",
+        "--max-num-seqs",
+        "4",
+    ]
     ks = []
     for config, _ in spec.all_configs():
         values = config.to_dict()
         ks.append(values["K"])
-        argv, env = vllm_argv(spec.service.vars["model"], speculative_config("ngram", values["K"], prompt_lookup_max=3),
-                              spec.service.port, python=".venv-vllm/bin/python", cpu_kvcache_gib=1)
+        argv, env = vllm_argv(
+            spec.service.vars["model"],
+            speculative_config("ngram", values["K"], prompt_lookup_max=3),
+            spec.service.port,
+            python=".venv-vllm/bin/python",
+            cpu_kvcache_gib=1,
+        )
         rendered = spec.service.render_argv(values)
         # same flags and values; the example orders a few of them differently
         assert _flags(rendered) == _flags(argv + extra)
@@ -57,7 +70,11 @@ def _flags(argv: list[str]) -> dict[str, str]:
 def test_sglang_example_is_the_seed_grid_on_systemd():
     spec = load_spec(EXAMPLES / "sglang-ddtree-systemd.toml")
     service = spec.service
-    assert (service.kind, service.profile, service.unit) == ("systemd", "sglang", "sglang-kimi.service")
+    assert (service.kind, service.profile, service.unit) == (
+        "systemd",
+        "sglang",
+        "sglang-kimi.service",
+    )
     assert service.timeouts.start >= 600 and service.timeouts.gpu >= 120
     grid = {(c.params.budget, c.params.topk, c.params.window) for c in spec.configs}
     assert grid == {(b, k, w) for b in (4, 8, 12, 16) for k in (4, 6) for w in (2048, None)}
@@ -73,9 +90,10 @@ def test_sglang_example_command_builds_the_sglang_argv(index):
     assert rendered[1:4] == ["-m", "ddtune.launchers", "sglang"]
     argv, env = build(build_parser().parse_args(rendered[3:]))
     model, drafter = spec.service.vars["model"], spec.service.vars["drafter"]
-    extra = rendered[rendered.index("--") + 1:]
-    assert (argv, env) == sglang_argv(model, drafter, config.params, 30000, extra,
-                                      python="/opt/sglang/venv/bin/python", tp=8)
+    extra = rendered[rendered.index("--") + 1 :]
+    assert (argv, env) == sglang_argv(
+        model, drafter, config.params, 30000, extra, python="/opt/sglang/venv/bin/python", tp=8
+    )
     if config.params.mode == "ar":
         assert not [a for a in argv if a.startswith("--speculative")]
     if config.params.window is None:

@@ -25,14 +25,33 @@ FAKE_LAUNCH_SERVER = textwrap.dedent(
 def run_launcher(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "ddtune.launchers", *args],
-        capture_output=True, text=True, timeout=60, env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
 
 
 def test_print_shows_env_and_argv():
     done = run_launcher(
-        ["sglang", "--model-path", "/m", "--draft-model-path", "/d", "--mode", "ddtree",
-         "--budget", "12", "--topk", "4", "--window", "none", "--python", "python3", "--print"]
+        [
+            "sglang",
+            "--model-path",
+            "/m",
+            "--draft-model-path",
+            "/d",
+            "--mode",
+            "ddtree",
+            "--budget",
+            "12",
+            "--topk",
+            "4",
+            "--window",
+            "none",
+            "--python",
+            "python3",
+            "--print",
+        ]
     )
     assert done.returncode == 0, done.stderr
     words = shlex.split(done.stdout)
@@ -44,8 +63,22 @@ def test_print_shows_env_and_argv():
 
 def test_vllm_print_has_compact_speculative_json():
     done = run_launcher(
-        ["vllm", "--model", "/m", "--method", "ngram", "--num-speculative-tokens", "3",
-         "--prompt-lookup-max", "3", "--cpu-kvcache-gib", "1", "--python", "python3", "--print"]
+        [
+            "vllm",
+            "--model",
+            "/m",
+            "--method",
+            "ngram",
+            "--num-speculative-tokens",
+            "3",
+            "--prompt-lookup-max",
+            "3",
+            "--cpu-kvcache-gib",
+            "1",
+            "--python",
+            "python3",
+            "--print",
+        ]
     )
     assert done.returncode == 0, done.stderr
     words = shlex.split(done.stdout)
@@ -67,10 +100,33 @@ def test_exec_replaces_the_launcher_with_the_engine(tmp_path):
     (tmp_path / "sglang" / "launch_server.py").write_text(FAKE_LAUNCH_SERVER)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ddtune.launchers", "sglang", "--model-path", "/m",
-         "--draft-model-path", "/d", "--mode", "ddtree", "--budget", "8", "--topk", "6",
-         "--window", "2048", "--port", "30123", "--", "--mem-fraction-static", "0.8"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "ddtune.launchers",
+            "sglang",
+            "--model-path",
+            "/m",
+            "--draft-model-path",
+            "/d",
+            "--mode",
+            "ddtree",
+            "--budget",
+            "8",
+            "--topk",
+            "6",
+            "--window",
+            "2048",
+            "--port",
+            "30123",
+            "--",
+            "--mem-fraction-static",
+            "0.8",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err

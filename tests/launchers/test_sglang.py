@@ -26,9 +26,19 @@ def fixture(name: str) -> dict:
 def parse_like_sglang(argv: list[str]) -> dict:
     """Parse the flags the way SGLang's argparse does (dashes → ServerArgs field names)."""
     parser = argparse.ArgumentParser()
-    for flag in ("--model-path", "--host", "--speculative-algorithm", "--speculative-draft-model-path"):
+    for flag in (
+        "--model-path",
+        "--host",
+        "--speculative-algorithm",
+        "--speculative-draft-model-path",
+    ):
         parser.add_argument(flag)
-    for flag in ("--port", "--tp-size", "--speculative-ddtree-budget", "--speculative-dflash-draft-window-size"):
+    for flag in (
+        "--port",
+        "--tp-size",
+        "--speculative-ddtree-budget",
+        "--speculative-dflash-draft-window-size",
+    ):
         parser.add_argument(flag, type=int)
     parser.add_argument("--mem-fraction-static", type=float)
     assert argv[1:3] == ["-m", "sglang.launch_server"]
@@ -37,7 +47,11 @@ def parse_like_sglang(argv: list[str]) -> dict:
 
 def reported(info: dict, env: dict[str, str]) -> dict:
     """What the services sglang profile reads: /get_server_info fields + the process's topk env."""
-    keys = ("speculative_algorithm", "speculative_ddtree_budget", "speculative_dflash_draft_window_size")
+    keys = (
+        "speculative_algorithm",
+        "speculative_ddtree_budget",
+        "speculative_dflash_draft_window_size",
+    )
     return {**{k: info.get(k) for k in keys}, TOPK_ENV: env.get(TOPK_ENV)}
 
 
@@ -106,7 +120,10 @@ def test_recorded_server_info_verifies_the_requested_ddtree_config():
     ("params", "wrong_field"),
     [
         (DecodeParams("ddtree", budget=16, topk=6, window=2048), "speculative_ddtree_budget"),
-        (DecodeParams("ddtree", budget=8, topk=6, window=None), "speculative_dflash_draft_window_size"),
+        (
+            DecodeParams("ddtree", budget=8, topk=6, window=None),
+            "speculative_dflash_draft_window_size",
+        ),
         (DecodeParams("dflash", window=2048), "speculative_algorithm"),
     ],
 )
@@ -134,7 +151,9 @@ def test_ar_and_dflash_fixtures_verify_their_own_configs():
 def test_meta_info_gives_the_acceptance_length_of_one_request():
     reply = fixture("sglang_generate_response.json")
     meta = reply["meta_info"]
-    record = StreamRecord(text=reply["text"], output_tokens=meta["completion_tokens"], meta_info=meta)
+    record = StreamRecord(
+        text=reply["text"], output_tokens=meta["completion_tokens"], meta_info=meta
+    )
     value, weight = request_acceptance("sglang", record)
     assert value == pytest.approx(64 / 20)
     assert weight == 20

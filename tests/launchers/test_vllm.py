@@ -27,12 +27,22 @@ def ngram(k: int) -> dict:
 
 
 def test_argv_and_env_for_a_cpu_ngram_server():
-    argv, env = vllm_argv("/models/target", ngram(3), 8011, ["--max-model-len", "512"],
-                          python="/venv/bin/python", served_model_name="target", cpu_kvcache_gib=1)
+    argv, env = vllm_argv(
+        "/models/target",
+        ngram(3),
+        8011,
+        ["--max-model-len", "512"],
+        python="/venv/bin/python",
+        served_model_name="target",
+        cpu_kvcache_gib=1,
+    )
     assert argv[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
     assert argv[argv.index("--port") + 1] == "8011"
     assert json.loads(argv[argv.index("--speculative-config") + 1]) == {
-        "method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}
+        "method": "ngram",
+        "num_speculative_tokens": 3,
+        "prompt_lookup_max": 3,
+    }
     assert argv[-2:] == ["--max-model-len", "512"]
     assert env == {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_SERVER_DEV_MODE": "1"}
 
@@ -55,7 +65,10 @@ def test_dflash_config_names_the_drafter():
         (lambda: speculative_config("ngram", 0), "positive integer"),
         (lambda: speculative_config("dflash", 4), "needs a draft model path"),
         (lambda: speculative_config("dflash", 4, draft_path="/d", prompt_lookup_max=3), "ngram"),
-        (lambda: speculative_config("ngram", 3, prompt_lookup_max=2, prompt_lookup_min=3), "must not exceed"),
+        (
+            lambda: speculative_config("ngram", 3, prompt_lookup_max=2, prompt_lookup_min=3),
+            "must not exceed",
+        ),
         (lambda: vllm_argv("/m", None, 1, ["--port", "2"]), "set by ddtune"),
         (lambda: vllm_argv("/m", None, 1, cpu_kvcache_gib=0), "positive integer"),
     ],
@@ -69,7 +82,9 @@ def test_bad_input_is_a_clear_user_error(call, message):
 def test_spec_template_renders_back_to_the_builder_argv(k):
     argv, _ = vllm_argv("/models/target", ngram(3), 8000, python="/venv/bin/python")
     template = spec_command_template(argv, "K")
-    service = ServiceSpec.from_dict({"profile": "vllm", "command": template, "vars": {"K": 3}, "port": 8000})
+    service = ServiceSpec.from_dict(
+        {"profile": "vllm", "command": template, "vars": {"K": 3}, "port": 8000}
+    )
     rendered = service.render_argv({"mode": "ar", "K": k})
     assert rendered == vllm_argv("/models/target", ngram(k), 8000, python="/venv/bin/python")[0]
 
@@ -79,7 +94,8 @@ def test_recorded_server_info_verifies_the_running_config():
     running = running_speculative_config(info)
     assert speculative_mismatches(ngram(3), running) == []
     assert speculative_mismatches(ngram(4), running) == [
-        "num_speculative_tokens: requested 4, server runs 3"]
+        "num_speculative_tokens: requested 4, server runs 3"
+    ]
     assert speculative_mismatches(None, running) != []
     assert info["vllm_env"]["VLLM_CPU_KVCACHE_SPACE"] == 1
 

@@ -79,8 +79,18 @@ def test_failures_and_missing_metrics_still_render(synth, tmp_path):
     for r in broken:
         r.status, r.failure, r.attempts, r.metrics = "failed", "oom", 3, {}
         r.failure_detail, r.log_tail_path = "CUDA out of memory", str(log)
-    records.append(TrialRecord(99, "ddtree b64 k8 wnone", DecodeParams("ddtree", 64, 8).to_dict(), False, 0,
-                               "interrupted", attempts=1, failure="timeout:health"))  # fmt: skip
+    records.append(
+        TrialRecord(
+            99,
+            "ddtree b64 k8 wnone",
+            DecodeParams("ddtree", 64, 8).to_dict(),
+            False,
+            0,
+            "interrupted",
+            attempts=1,
+            failure="timeout:health",
+        )
+    )
     summary = build_report(records, tmp_path / "out")
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert "| ddtree b32 k4 wnone |" in markdown and "| oom | 3 |" in markdown

@@ -34,8 +34,14 @@ pytestmark = pytest.mark.skipif(
 
 def screenshot(html: Path, png: Path, profile: Path) -> np.ndarray:
     """Render `html` at 1280x2000 and return the screenshot as an RGB array in [0, 1]."""
-    argv = [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", f"--screenshot={png}",
-            "--window-size=1280,2000", html.resolve().as_uri()]  # fmt: skip
+    argv = [
+        CHROMIUM,
+        *FLAGS,
+        f"--user-data-dir={profile}",
+        f"--screenshot={png}",
+        "--window-size=1280,2000",
+        html.resolve().as_uri(),
+    ]
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
     )

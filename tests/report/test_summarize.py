@@ -74,7 +74,7 @@ def test_failed_trials_are_listed_not_averaged():
             failure="oom",
             attempts=3,
             log_tail_path="/runs/x/log_tail.txt",
-        ),  # fmt: skip
+        ),
     ]
     s = summarize_configs(records)[0]
     assert s.done == 1 and s.trials == 2

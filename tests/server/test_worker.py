@@ -29,8 +29,14 @@ class Recorder:
         self._cv = threading.Condition()
 
     def job(self, name: str, max_new_tokens: int = 2) -> Job:
-        sampling = dict(max_new_tokens=max_new_tokens, temperature=0.0, top_p=1.0, seed=0,
-                        stop_strings=(), ignore_eos=True)  # fmt: skip
+        sampling = dict(
+            max_new_tokens=max_new_tokens,
+            temperature=0.0,
+            top_p=1.0,
+            seed=0,
+            stop_strings=(),
+            ignore_eos=True,
+        )
         return Job(
             prompt_ids=[5, 6, 7],
             sampling=sampling,

@@ -25,12 +25,37 @@ FAILURES = {
     # case: (switches, spec overrides, failure class, text expected in the log tail)
     "crash": (["--crash-during-load", "3"], LONG_DEADLINES, "crashed(3)", "fake load failure"),
     "oom": (["--oom"], LONG_DEADLINES, "oom", "CUDA out of memory"),
-    "slow_bind": (["--bind-delay", "5"], {"timeouts": {"start": 2.5}}, "timeout:start", "fake fault server pid"),
-    "slow_ready": (["--ready-delay", "6"], {"timeouts": {"health": 1}}, "timeout:health", "loading model"),
-    "other_config": (["--report-config", '{{"budget": 99}}'], {}, "config_mismatch", "ready instance_id"),
-    "sigstop_hang": (["--hang-after", "0.5", "--ready-delay", "6"], {"timeouts": {"health": 1.5}}, "timeout:health", "loading model"),
-    "vllm_models_early": (["--ready-delay", "6", "--models-before-ready"], {"profile": "vllm", "timeouts": {"health": 1.5}}, "timeout:health", "loading model"),
-}  # fmt: skip
+    "slow_bind": (
+        ["--bind-delay", "5"],
+        {"timeouts": {"start": 2.5}},
+        "timeout:start",
+        "fake fault server pid",
+    ),
+    "slow_ready": (
+        ["--ready-delay", "6"],
+        {"timeouts": {"health": 1}},
+        "timeout:health",
+        "loading model",
+    ),
+    "other_config": (
+        ["--report-config", '{{"budget": 99}}'],
+        {},
+        "config_mismatch",
+        "ready instance_id",
+    ),
+    "sigstop_hang": (
+        ["--hang-after", "0.5", "--ready-delay", "6"],
+        {"timeouts": {"health": 1.5}},
+        "timeout:health",
+        "loading model",
+    ),
+    "vllm_models_early": (
+        ["--ready-delay", "6", "--models-before-ready"],
+        {"profile": "vllm", "timeouts": {"health": 1.5}},
+        "timeout:health",
+        "loading model",
+    ),
+}
 
 
 @dataclass

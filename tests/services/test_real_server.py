@@ -13,8 +13,26 @@ pytestmark = pytest.mark.slow
 
 
 def serve_command(target, drafter) -> list[str]:
-    return [sys.executable, "-m", "ddtune.cli", "serve", "--target", str(target), "--drafter", str(drafter),
-            "--mode", "{mode}", "--budget", "{budget}", "--topk", "{topk}", "--window", "{window}", "--port", "{port}"]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "ddtune.cli",
+        "serve",
+        "--target",
+        str(target),
+        "--drafter",
+        str(drafter),
+        "--mode",
+        "{mode}",
+        "--budget",
+        "{budget}",
+        "--topk",
+        "{topk}",
+        "--window",
+        "{window}",
+        "--port",
+        "{port}",
+    ]
 
 
 def test_restart_then_hot_reconfigure_real_server(svc, port, controllers, tmp_path):

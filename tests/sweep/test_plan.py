@@ -21,10 +21,13 @@ def _pairs(trials):
 def test_sequential_is_config_major():
     trials = plan_trials([BASE, A, B], repeats=2, order="sequential")
     assert _pairs(trials) == [
-        ("ar", 1), ("ar", 2),
-        ("ddtree b4 k2 wnone", 1), ("ddtree b4 k2 wnone", 2),
-        ("ddtree b8 k2 wnone", 1), ("ddtree b8 k2 wnone", 2),
-    ]  # fmt: skip
+        ("ar", 1),
+        ("ar", 2),
+        ("ddtree b4 k2 wnone", 1),
+        ("ddtree b4 k2 wnone", 2),
+        ("ddtree b8 k2 wnone", 1),
+        ("ddtree b8 k2 wnone", 2),
+    ]
     assert [t.order_index for t in trials] == list(range(6))
     assert [t.is_baseline for t in trials] == [True, True, False, False, False, False]
 

@@ -23,17 +23,25 @@ CONFIGS = [
 ]
 PLAN = plan_trials(CONFIGS, repeats=2, order="interleaved")
 BENCH = {
-    "aggregates": {"short_tps": 10.5, "long_tps": 7.25, "acceptance_length": 2.5,
-                   "coding_passed": 3, "coding_total": 4, "extra_metric": 1.0},
-    "samples": [{"workload": "short", "index": 0, "acceptance_length": 2.0, "text": "a"},
-                {"workload": "short", "index": 1, "acceptance_length": 3.0, "text": "b"},
-                {"workload": "coding", "index": 0, "acceptance_length": None, "text": "c"}],
+    "aggregates": {
+        "short_tps": 10.5,
+        "long_tps": 7.25,
+        "acceptance_length": 2.5,
+        "coding_passed": 3,
+        "coding_total": 4,
+        "extra_metric": 1.0,
+    },
+    "samples": [
+        {"workload": "short", "index": 0, "acceptance_length": 2.0, "text": "a"},
+        {"workload": "short", "index": 1, "acceptance_length": 3.0, "text": "b"},
+        {"workload": "coding", "index": 0, "acceptance_length": None, "text": "c"},
+    ],
     "outputs": ["a", "b", "c"],
     "hardware": {"cpu": "test cpu", "cores": 2},
     "matrix": {"temperature": 0.0},
     "prompt_set_hash": "abc123",
     "identity": {"pid": 41, "target_sha256": "t0", "_source": "/server_info"},
-}  # fmt: skip
+}
 
 
 @pytest.fixture
@@ -54,9 +62,11 @@ def test_open_sweep_creates_trials_once_and_rejects_another_spec(store):
     assert store.open_sweep("s", "text", "hash1", PLAN) == sweep_id
     rows = store.trials(sweep_id)
     assert [(r["label"], r["repeat"], r["status"]) for r in rows] == [
-        ("ar", 1, "pending"), ("ddtree b8 k2 wnone", 1, "pending"),
-        ("ar", 2, "pending"), ("ddtree b8 k2 wnone", 2, "pending"),
-    ]  # fmt: skip
+        ("ar", 1, "pending"),
+        ("ddtree b8 k2 wnone", 1, "pending"),
+        ("ar", 2, "pending"),
+        ("ddtree b8 k2 wnone", 2, "pending"),
+    ]
     assert json.loads(rows[1]["config_json"]) == {
         "mode": "ddtree",
         "budget": 8,

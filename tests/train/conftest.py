@@ -21,11 +21,23 @@ def tiny_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def tiny_target_config(tok_dir: Path, root: Path, steps: int = 8, **overrides) -> TargetTrainConfig:
     values = dict(
-        tokenizer_dir=str(tok_dir), out_dir=str(root / "target"), checkpoint_dir=str(root / "ckpt"),
-        hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=64,
-        max_context=64, seq_len=32, batch_size=2, steps=steps, lr=3e-3, warmup=2,
-        checkpoint_every=4, threads=1,
-    )  # fmt: skip
+        tokenizer_dir=str(tok_dir),
+        out_dir=str(root / "target"),
+        checkpoint_dir=str(root / "ckpt"),
+        hidden_size=32,
+        num_layers=2,
+        num_heads=4,
+        num_kv_heads=2,
+        intermediate_size=64,
+        max_context=64,
+        seq_len=32,
+        batch_size=2,
+        steps=steps,
+        lr=3e-3,
+        warmup=2,
+        checkpoint_every=4,
+        threads=1,
+    )
     values.update(overrides)
     return TargetTrainConfig(**values)
 

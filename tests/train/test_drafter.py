@@ -32,7 +32,12 @@ def _examples() -> list[Example]:
 
 def test_blocks_hold_anchor_then_masks_and_shifted_labels() -> None:
     batch = make_blocks(_examples(), anchors=4, block=5, mask_id=MASK, rng=random.Random(0))
-    ids, anchor, labels, block_ids = batch["ids"], batch["anchor"], batch["labels"], batch["block_ids"]
+    ids, anchor, labels, block_ids = (
+        batch["ids"],
+        batch["anchor"],
+        batch["labels"],
+        batch["block_ids"],
+    )
     assert block_ids.shape == labels.shape == (2, 4, 5)
     for i, ex in enumerate(_examples()):
         for j in range(4):
@@ -58,13 +63,17 @@ def test_mask_sees_context_before_anchor_and_own_block_only() -> None:
 
 def test_block_output_ignores_tokens_at_and_after_its_anchor(tiny_target_dir: Path) -> None:
     target, _, mask_id = load_frozen_target(tiny_target_dir)
-    cfg = drafter_config(DrafterTrainConfig("t", "o", "c", intermediate_size=64), target.cfg, mask_id)
+    cfg = drafter_config(
+        DrafterTrainConfig("t", "o", "c", intermediate_size=64), target.cfg, mask_id
+    )
     torch.manual_seed(0)
     from ddtune.engine.drafter import DFlashDrafter
 
     drafter = DFlashDrafter(cfg).eval()
     ex = Example(list(range(20, 60)), prompt_len=4)
-    batch = make_blocks([ex], anchors=1, block=cfg.block_size, mask_id=mask_id, rng=random.Random(1))
+    batch = make_blocks(
+        [ex], anchors=1, block=cfg.block_size, mask_id=mask_id, rng=random.Random(1)
+    )
     a = int(batch["anchor"][0, 0])
     base = block_hidden(drafter, target, batch)
     later = {**batch, "ids": batch["ids"].clone()}
@@ -82,10 +91,24 @@ def test_layer_ids_spread_over_the_target() -> None:
 
 
 def _tiny(tiny_target_dir: Path, root: Path, **kw) -> DrafterTrainConfig:
-    values = dict(num_layers=1, block_size=4, intermediate_size=64, prompts=24, gen_tokens=12,
-                  anchors=4, batch_size=4, steps=30, lr=3e-3, warmup=2, checkpoint_every=5, threads=1)  # fmt: skip
+    values = dict(
+        num_layers=1,
+        block_size=4,
+        intermediate_size=64,
+        prompts=24,
+        gen_tokens=12,
+        anchors=4,
+        batch_size=4,
+        steps=30,
+        lr=3e-3,
+        warmup=2,
+        checkpoint_every=5,
+        threads=1,
+    )
     values.update(kw)
-    return DrafterTrainConfig(str(tiny_target_dir), str(root / "drafter"), str(root / "ckpt"), **values)
+    return DrafterTrainConfig(
+        str(tiny_target_dir), str(root / "drafter"), str(root / "ckpt"), **values
+    )
 
 
 def test_tiny_run_learns_and_loads_in_the_engine(tiny_target_dir: Path, tmp_path: Path) -> None:

@@ -41,8 +41,13 @@ def test_transformers_tokenizer_matches_and_knows_eos(target_dir: Path) -> None:
     from transformers import AutoTokenizer
 
     hf = AutoTokenizer.from_pretrained(str(target_dir))
-    assert hf(PROMPT, add_special_tokens=False).input_ids == Tokenizer.load(target_dir).encode(PROMPT)
-    assert hf.eos_token_id == json.loads((target_dir / "generation_config.json").read_text())["eos_token_id"]
+    assert hf(PROMPT, add_special_tokens=False).input_ids == Tokenizer.load(target_dir).encode(
+        PROMPT
+    )
+    assert (
+        hf.eos_token_id
+        == json.loads((target_dir / "generation_config.json").read_text())["eos_token_id"]
+    )
 
 
 def test_shipped_drafter_fits_the_target_and_size_budget() -> None:

@@ -34,8 +34,13 @@ def _run_all(tasks: list[dict], tmp_path: Path) -> list[str]:
     )
     data = tmp_path / "tasks.json"
     data.write_text(json.dumps(tasks))
-    out = subprocess.run([sys.executable, "-I", str(runner), str(data)], capture_output=True,
-                         text=True, timeout=120, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-I", str(runner), str(data)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 
@@ -72,9 +77,13 @@ def test_heldout_combinations_never_appear_in_training() -> None:
     heldout = {row["combo"] for row in read_jsonl(default_tasks_file())}
     train_combos = {t.combo for t in train}
     assert not heldout & train_combos
-    assert not {t.prompt for t in train} & {row["prompt"] for row in read_jsonl(default_tasks_file())}
+    assert not {t.prompt for t in train} & {
+        row["prompt"] for row in read_jsonl(default_tasks_file())
+    }
     # ...but their parts do: every operation kind of a held-out task is trained on
-    train_parts = {(c.split(":")[0], part) for c in train_combos for part in c.split(":")[1].split("+")}
+    train_parts = {
+        (c.split(":")[0], part) for c in train_combos for part in c.split(":")[1].split("+")
+    }
     for combo in heldout:
         family, kinds = combo.split(":")
         assert all((family, kind) in train_parts for kind in kinds.split("+")), combo

@@ -20,15 +20,33 @@ import sys
 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 PATH_EVENTS = {  # audit event -> indexes of path arguments that must stay inside the workdir
-    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1),
-    "os.link": (0, 1), "os.symlink": (1,), "os.chmod": (0,), "os.chown": (0,),
-    "os.truncate": (0,), "os.utime": (0,), "shutil.rmtree": (0,),
-}  # fmt: skip
+    "os.remove": (0,),
+    "os.rmdir": (0,),
+    "os.mkdir": (0,),
+    "os.rename": (0, 1),
+    "os.link": (0, 1),
+    "os.symlink": (1,),
+    "os.chmod": (0,),
+    "os.chown": (0,),
+    "os.truncate": (0,),
+    "os.utime": (0,),
+    "shutil.rmtree": (0,),
+}
 DENIED_EVENTS = {
-    "socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo",
-    "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
-    "ctypes.dlopen", "ctypes.cdata", "os.kill", "os.killpg",
-}  # fmt: skip
+    "socket.connect",
+    "socket.bind",
+    "socket.sendto",
+    "socket.getaddrinfo",
+    "subprocess.Popen",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "ctypes.dlopen",
+    "ctypes.cdata",
+    "os.kill",
+    "os.killpg",
+}
 
 
 def set_limits(limits):

@@ -65,9 +65,15 @@ def discover_model(client: httpx.Client, base_url: str) -> str | None:
 
 
 def stream_request(
-    client: httpx.Client, base_url: str, kind: str, spec: RequestSpec, *,
-    model: str | None, temperature: float, ignore_eos: bool,
-) -> StreamRecord:  # fmt: skip
+    client: httpx.Client,
+    base_url: str,
+    kind: str,
+    spec: RequestSpec,
+    *,
+    model: str | None,
+    temperature: float,
+    ignore_eos: bool,
+) -> StreamRecord:
     """Send one streaming request and time it; raises BenchError on any failure."""
     url, body = _request_body(base_url, kind, spec, model, temperature, ignore_eos)
     record = StreamRecord()
@@ -111,9 +117,12 @@ def _request_body(
             "stream": True,
         }
     body: dict[str, Any] = {
-        "prompt": spec.prompt, "max_tokens": spec.max_tokens, "temperature": temperature,
-        "stream": True, "stream_options": {"include_usage": True},
-    }  # fmt: skip
+        "prompt": spec.prompt,
+        "max_tokens": spec.max_tokens,
+        "temperature": temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     if model is not None:
         body["model"] = model
     if spec.seed is not None:

@@ -62,9 +62,12 @@ def _parse_task(line: str, where: str) -> CodingTask:
         raise UserError(f"{where}: entry_point {row['entry_point']!r} is not a Python name")
     solution = row.get("canonical_solution")
     return CodingTask(
-        row["task_id"], row["prompt"], row["entry_point"], row["test"],
+        row["task_id"],
+        row["prompt"],
+        row["entry_point"],
+        row["test"],
         solution if isinstance(solution, str) else None,
-    )  # fmt: skip
+    )
 
 
 def extract_code(prompt: str, completion: str) -> str:

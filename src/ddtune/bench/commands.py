@@ -16,8 +16,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the benchmark matrix against a running server and write one JSON document.",
     )
     parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
-    parser.add_argument("--server-kind", choices=SERVER_KINDS, default="ddtune",
-                        help="how to read acceptance length (default: ddtune)")  # fmt: skip
+    parser.add_argument(
+        "--server-kind",
+        choices=SERVER_KINDS,
+        default="ddtune",
+        help="how to read acceptance length (default: ddtune)",
+    )
     parser.add_argument(
         "--matrix", help="TOML file with a [bench] table (default: built-in matrix)"
     )
@@ -46,8 +50,13 @@ def run(args: argparse.Namespace) -> int:
 def _summary(result) -> dict:
     rounded = {k: round(v, 4) if isinstance(v, float) else v for k, v in result.aggregates.items()}
     return {
-        "url": result.base_url, "server_kind": result.server_kind, "model": result.model,
-        "prompt_set_hash": result.prompt_set_hash, "hardware": result.hardware_fingerprint,
-        "aggregates": rounded, "acceptance_source": result.acceptance_source,
-        "notes": result.notes, "duration_s": round(result.duration_s, 2),
-    }  # fmt: skip
+        "url": result.base_url,
+        "server_kind": result.server_kind,
+        "model": result.model,
+        "prompt_set_hash": result.prompt_set_hash,
+        "hardware": result.hardware_fingerprint,
+        "aggregates": rounded,
+        "acceptance_source": result.acceptance_source,
+        "notes": result.notes,
+        "duration_s": round(result.duration_s, 2),
+    }

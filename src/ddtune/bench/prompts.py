@@ -26,8 +26,19 @@ from pathlib import Path
 
 from ddtune.errors import UserError
 
-SKIP_DIRS = {"test", "tests", "idlelib", "lib2to3", "site-packages", "dist-packages",
-             "ensurepip", "turtledemo", "__pycache__", "tkinter", "pydoc_data"}  # fmt: skip
+SKIP_DIRS = {
+    "test",
+    "tests",
+    "idlelib",
+    "lib2to3",
+    "site-packages",
+    "dist-packages",
+    "ensurepip",
+    "turtledemo",
+    "__pycache__",
+    "tkinter",
+    "pydoc_data",
+}
 HELDOUT_EVERY = 20
 MAX_DRAWS = 50
 WORD = re.compile(r"\w+")
@@ -47,9 +58,12 @@ class PromptSet:
 
 
 def build_prompt_set(
-    seed: int, short: tuple[int, int], long: tuple[int, int], chars_per_token: float,
+    seed: int,
+    short: tuple[int, int],
+    long: tuple[int, int],
+    chars_per_token: float,
     prompts_file: str | None = None,
-) -> PromptSet:  # fmt: skip
+) -> PromptSet:
     """`short`/`long` are (n_prompts, prompt_tokens)."""
     if prompts_file:
         return load_prompts_file(prompts_file)

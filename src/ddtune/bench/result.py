@@ -69,16 +69,23 @@ def make_sample(
     n = record.output_tokens
     itl = decode_s / (n - 1) if decode_s and n > 1 else None
     return {
-        "workload": workload, "index": index,
-        "ttft_s": ttft, "itl_s": itl, "e2e_s": record.e2e_s,
-        "output_tokens": n, "tokens_counted_by": record.tokens_counted_by,
+        "workload": workload,
+        "index": index,
+        "ttft_s": ttft,
+        "itl_s": itl,
+        "e2e_s": record.e2e_s,
+        "output_tokens": n,
+        "tokens_counted_by": record.tokens_counted_by,
         "prompt_tokens": record.prompt_tokens,
         "decode_tps": (n - 1) / decode_s if decode_s and n > 1 else None,
-        "chunks": len(record.chunk_times_s), "finish_reason": record.finish_reason,
+        "chunks": len(record.chunk_times_s),
+        "finish_reason": record.finish_reason,
         "acceptance_length": acceptance,
-        "text": record.text, "sha256": output_hash(record.text),
-        "passed": None, "fail_reason": None,
-    }  # fmt: skip
+        "text": record.text,
+        "sha256": output_hash(record.text),
+        "passed": None,
+        "fail_reason": None,
+    }
 
 
 def throughput_aggregates(samples: list[dict[str, Any]]) -> dict[str, float | None]:

@@ -50,9 +50,12 @@ ACCEPTANCE_SOURCES = {"ddtune": "usage.spec", "sglang": "meta_info", "vllm": "pr
 
 
 def run_bench(
-    base_url: str, matrix: BenchMatrix, server_kind: str = "ddtune",
-    identity: dict[str, Any] | None = None, progress: bool = True,
-) -> BenchResult:  # fmt: skip
+    base_url: str,
+    matrix: BenchMatrix,
+    server_kind: str = "ddtune",
+    identity: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> BenchResult:
     """Run the matrix against `base_url`; raises BenchError when a request fails."""
     if server_kind not in SERVER_KINDS:
         raise UserError(
@@ -62,9 +65,12 @@ def run_bench(
     started, t0 = time.time(), time.perf_counter()
     tasks = _coding_tasks(matrix)
     prompts = build_prompt_set(
-        matrix.seed, (matrix.short.n_prompts, matrix.short.prompt_tokens),
-        (matrix.long.n_prompts, matrix.long.prompt_tokens), matrix.chars_per_token, matrix.prompts_file,
-    )  # fmt: skip
+        matrix.seed,
+        (matrix.short.n_prompts, matrix.short.prompt_tokens),
+        (matrix.long.n_prompts, matrix.long.prompt_tokens),
+        matrix.chars_per_token,
+        matrix.prompts_file,
+    )
     hardware = hardware_fingerprint()
     with httpx.Client(timeout=httpx.Timeout(matrix.request_timeout_s, connect=10.0)) as client:
         # 1. model name and identity
@@ -86,13 +92,23 @@ def run_bench(
             coding = _run_coding(samples, measured, tasks, matrix, bar)  # 7.
     # 8.
     result = BenchResult(
-        base_url=base_url, server_kind=server_kind, model=model, matrix=matrix.to_dict(),
-        identity=identity, hardware=hardware, hardware_fingerprint=hardware["fingerprint"],
-        prompt_set_hash=prompts.hash(), prompt_source=prompts.source,
-        temperature=matrix.temperature, started_at=started, duration_s=0.0, samples=samples,
-        outputs=[s["text"] for s in samples], versions=_versions(),
+        base_url=base_url,
+        server_kind=server_kind,
+        model=model,
+        matrix=matrix.to_dict(),
+        identity=identity,
+        hardware=hardware,
+        hardware_fingerprint=hardware["fingerprint"],
+        prompt_set_hash=prompts.hash(),
+        prompt_source=prompts.source,
+        temperature=matrix.temperature,
+        started_at=started,
+        duration_s=0.0,
+        samples=samples,
+        outputs=[s["text"] for s in samples],
+        versions=_versions(),
         prompts={"short": prompts.short, "long": prompts.long},
-    )  # fmt: skip
+    )
     _aggregate(result, server_kind, records, before, after, coding)
     result.duration_s = time.perf_counter() - t0
     return result
@@ -114,8 +130,16 @@ def plan_requests(
     for t, task in enumerate(tasks):
         for s in range(matrix.coding.n_samples):
             index = t * matrix.coding.n_samples + s
-            measured.append(RequestSpec("coding", index, task.prompt, matrix.coding.max_tokens,
-                                        matrix.seed + s, tuple(STOP_SEQUENCES)))  # fmt: skip
+            measured.append(
+                RequestSpec(
+                    "coding",
+                    index,
+                    task.prompt,
+                    matrix.coding.max_tokens,
+                    matrix.seed + s,
+                    tuple(STOP_SEQUENCES),
+                )
+            )
     if not measured:
         raise UserError(
             "every bench workload is disabled; enable bench.short, bench.long or bench.coding"
@@ -154,8 +178,15 @@ def _coding_tasks(matrix: BenchMatrix) -> list[CodingTask]:
 
 def _sender(client: httpx.Client, base_url: str, kind: str, model: str | None, matrix: BenchMatrix):
     def send(spec: RequestSpec) -> StreamRecord:
-        return stream_request(client, base_url, kind, spec, model=model,
-                              temperature=matrix.temperature, ignore_eos=matrix.ignore_eos)  # fmt: skip
+        return stream_request(
+            client,
+            base_url,
+            kind,
+            spec,
+            model=model,
+            temperature=matrix.temperature,
+            ignore_eos=matrix.ignore_eos,
+        )
 
     return send
 
@@ -202,9 +233,14 @@ def _run_coding(samples, specs, tasks, matrix: BenchMatrix, bar) -> list[list[bo
     for spec, sample in rows:
         task = tasks[spec.index // cfg.n_samples]
         outcome = evaluate(task, sample["text"], limits)
-        sample.update(task_id=task.task_id, sample=spec.index % cfg.n_samples, passed=outcome.passed,
-                      fail_reason=None if outcome.passed else outcome.outcome,
-                      fail_detail=outcome.detail, test_s=round(outcome.duration_s, 4))  # fmt: skip
+        sample.update(
+            task_id=task.task_id,
+            sample=spec.index % cfg.n_samples,
+            passed=outcome.passed,
+            fail_reason=None if outcome.passed else outcome.outcome,
+            fail_detail=outcome.detail,
+            test_s=round(outcome.duration_s, 4),
+        )
         per_task[spec.index // cfg.n_samples].append(outcome.passed)
         if task_bar is not None:
             bar.advance(task_bar)

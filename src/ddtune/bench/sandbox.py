@@ -181,10 +181,17 @@ def _execute(workdir: Path, config: dict, limits: SandboxLimits, plan: _Plan) ->
     start = time.monotonic()
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         proc = subprocess.Popen(
-            argv, cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=out, stderr=err,
-            user=plan.uid, group=plan.uid, extra_groups=[] if plan.uid is not None else None,
+            argv,
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
+            user=plan.uid,
+            group=plan.uid,
+            extra_groups=[] if plan.uid is not None else None,
             start_new_session=True,
-        )  # fmt: skip
+        )
         timed_out = _feed_and_wait(proc, json.dumps(config) + "\n", limits.timeout_s)
     duration = time.monotonic() - start
     _kill_group(proc.pid)

@@ -94,9 +94,16 @@ def run_engine_bench(
 
 
 def _generate(engine, ids, config: BenchConfig, window, max_new_tokens) -> GenerationResult:
-    return engine.generate(ids, mode=config.mode, budget=config.budget, topk=config.topk,
-                           window=window, max_new_tokens=max_new_tokens,
-                           temperature=0.0, ignore_eos=True)  # fmt: skip
+    return engine.generate(
+        ids,
+        mode=config.mode,
+        budget=config.budget,
+        topk=config.topk,
+        window=window,
+        max_new_tokens=max_new_tokens,
+        temperature=0.0,
+        ignore_eos=True,
+    )
 
 
 def _warmup(engine, ids, config: BenchConfig, window) -> None:

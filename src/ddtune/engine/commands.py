@@ -81,11 +81,18 @@ def cmd_generate(args) -> int:
     target, drafter = _model_dirs(args, need_drafter=args.mode != "ar")
     engine = Engine.load(target, drafter)
     result = engine.generate(
-        engine.tokenizer.encode(text), mode=args.mode, budget=args.budget, topk=args.topk,
-        window=parse_window(args.window), max_new_tokens=args.max_tokens,
-        temperature=args.temperature, top_p=args.top_p, seed=args.seed,
-        stop_strings=args.stop, ignore_eos=args.ignore_eos,
-    )  # fmt: skip
+        engine.tokenizer.encode(text),
+        mode=args.mode,
+        budget=args.budget,
+        topk=args.topk,
+        window=parse_window(args.window),
+        max_new_tokens=args.max_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.seed,
+        stop_strings=args.stop,
+        ignore_eos=args.ignore_eos,
+    )
     if args.json:
         print(json.dumps(result.to_dict()))
         return 0
@@ -166,10 +173,14 @@ def _run_bench(console, target, drafter, prompts, budgets, args):
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("bench-engine", total=len(configs))
         return run_engine_bench(
-            engine, prompts, configs, window=parse_window(args.window),
-            max_new_tokens=args.max_tokens, on_progress=lambda _: progress.advance(task),
+            engine,
+            prompts,
+            configs,
+            window=parse_window(args.window),
+            max_new_tokens=args.max_tokens,
+            on_progress=lambda _: progress.advance(task),
             repeats=args.repeats,
-        )  # fmt: skip
+        )
 
 
 def _print_rows(console, rows) -> None:
@@ -181,10 +192,15 @@ def _print_rows(console, rows) -> None:
         table.add_column(col, justify="right" if col != "config" else "left")
     for r in rows:
         table.add_row(
-            r.label, f"{r.tokens_per_second:.1f}", f"{r.tokens_per_second / ar:.2f}",
-            f"{r.tau:.2f}", f"{r.overhead_share:.1%}", f"{r.draft_share:.1%}",
-            f"{r.verify_share:.1%}", "yes" if r.lossless else "NO",
-        )  # fmt: skip
+            r.label,
+            f"{r.tokens_per_second:.1f}",
+            f"{r.tokens_per_second / ar:.2f}",
+            f"{r.tau:.2f}",
+            f"{r.overhead_share:.1%}",
+            f"{r.draft_share:.1%}",
+            f"{r.verify_share:.1%}",
+            "yes" if r.lossless else "NO",
+        )
     console.print(table)
 
 

@@ -66,8 +66,9 @@ class Session:
     def prefill(self, prompt: list[int]) -> int:
         """Run the prompt through the target; returns the first generated token."""
         ids = torch.tensor([prompt])
-        out = self.target(ids, cache=self.cache, hidden_layer_ids=self.layer_ids,
-                          last_logits_only=True)  # fmt: skip
+        out = self.target(
+            ids, cache=self.cache, hidden_layer_ids=self.layer_ids, last_logits_only=True
+        )
         if self.layer_ids:
             self.feats, self.feat_pos = torch.cat(out.hidden, dim=-1), 0
         self.root = self.sampler.choose(out.logits[0, -1], self.generator)
@@ -123,8 +124,14 @@ class Session:
         q_pos = torch.arange(self.pos, self.pos + cfg.block_size)[None]
         c_pos = torch.arange(self.feat_pos, self.pos)[None]
         assert self.feats is not None and self.feats.shape[1] == c_pos.shape[1]
-        hidden = self.drafter(self.target.embed(block), self.feats, q_pos, c_pos,
-                              cache=self.dcache, window=self.window)  # fmt: skip
+        hidden = self.drafter(
+            self.target.embed(block),
+            self.feats,
+            q_pos,
+            c_pos,
+            cache=self.dcache,
+            window=self.window,
+        )
         self.feats = None
         logits = self.target.lm_logits(hidden[0, 1 : max_depth + 1])  # [D, V]
         k = 1 if self.mode == "dflash" else min(self.topk, logits.shape[-1])
@@ -135,8 +142,14 @@ class Session:
         """Final-norm states [N+1, H] and features [N+1, L*H] for `[root] + nodes`."""
         ids = torch.tensor([[self.root, *tree.tokens]])
         positions = self.pos + torch.tensor([[0, *tree.depths]])
-        out = self.target(ids, positions=positions, cache=self.cache, attn_mask=mask,
-                          hidden_layer_ids=self.layer_ids, logits=False)  # fmt: skip
+        out = self.target(
+            ids,
+            positions=positions,
+            cache=self.cache,
+            attn_mask=mask,
+            hidden_layer_ids=self.layer_ids,
+            logits=False,
+        )
         hidden = torch.cat(out.hidden, dim=-1)[0] if self.layer_ids else None
         return out.final[0], hidden
 

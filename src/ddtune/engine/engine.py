@@ -110,8 +110,13 @@ class Engine:
     ) -> Engine:
         target = load_decoder(target_dir, dtype)
         drafter = load_drafter(drafter_dir, dtype) if drafter_dir is not None else None
-        return cls(target, Tokenizer.load(target_dir), drafter,
-                   eos_ids(Path(target_dir), target), max_context)  # fmt: skip
+        return cls(
+            target,
+            Tokenizer.load(target_dir),
+            drafter,
+            eos_ids(Path(target_dir), target),
+            max_context,
+        )
 
     def generate(
         self,
@@ -138,8 +143,17 @@ class Engine:
         )
         gen = torch.Generator().manual_seed(seed if seed is not None else random.getrandbits(63))
         with self._lock, torch.inference_mode():
-            session = Session(self.target, None if mode == "ar" else self.drafter, mode, budget,
-                              topk, window, sampler, gen, capacity)  # fmt: skip
+            session = Session(
+                self.target,
+                None if mode == "ar" else self.drafter,
+                mode,
+                budget,
+                topk,
+                window,
+                sampler,
+                gen,
+                capacity,
+            )
             stats = _run(session, list(prompt_ids), out, on_tokens)
         return GenerationResult(out.ids, out.final_text(), out.finish_reason or "length", stats)
 

@@ -89,8 +89,12 @@ def attend(
 ) -> torch.Tensor:
     """q [B, H, T, D], k/v [B, Hkv, S, D], mask bool [B|1, T, S] (True = attend) -> [B, T, H*D]."""
     out = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=None if mask is None else mask[:, None], is_causal=causal,
+        q,
+        k,
+        v,
+        attn_mask=None if mask is None else mask[:, None],
+        is_causal=causal,
         enable_gqa=q.shape[1] != k.shape[1],
-    )  # fmt: skip
+    )
     b, h, t, d = out.shape
     return out.transpose(1, 2).reshape(b, t, h * d)

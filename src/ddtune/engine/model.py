@@ -119,9 +119,14 @@ class Decoder(nn.Module):
     def new_cache(self, capacity: int, batch: int = 1) -> KVCache:
         cfg, w = self.cfg, self.lm_head.weight
         return KVCache(
-            cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim, capacity,
-            batch, w.dtype, w.device,
-        )  # fmt: skip
+            cfg.num_hidden_layers,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+            capacity,
+            batch,
+            w.dtype,
+            w.device,
+        )
 
     def forward(
         self,

@@ -51,8 +51,12 @@ def build_tree(
     if budget <= 0 or depth_limit == 0 or k == 0:
         return tree
     tokens, parents, depths, ranks, scores = (
-        tree.tokens, tree.parents, tree.depths, tree.ranks, tree.scores,
-    )  # fmt: skip
+        tree.tokens,
+        tree.parents,
+        tree.depths,
+        tree.ranks,
+        tree.scores,
+    )
     # heap item: (-score, tie-break counter, depth, rank, parent verify index, parent score)
     heap = [(-top_logprobs[0][0], 0, 1, 0, 0, 0.0)]
     counter = 1

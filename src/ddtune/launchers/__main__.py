@@ -27,7 +27,9 @@ from ddtune.params import DecodeParams
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ddtune.launchers", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m ddtune.launchers", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="engine", required=True)
     sg = sub.add_parser("sglang", help="python -m sglang.launch_server with DDTREE/DFLASH flags")
     sg.add_argument("--model-path", required=True)
@@ -38,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     sg.add_argument("--window", default="none", help="draft window in tokens, or 'none'")
     sg.add_argument("--tp", type=int, default=1)
     _common(sg, default_port=30000)
-    vl = sub.add_parser("vllm", help="python -m vllm.entrypoints.openai.api_server with --speculative-config")
+    vl = sub.add_parser(
+        "vllm", help="python -m vllm.entrypoints.openai.api_server with --speculative-config"
+    )
     vl.add_argument("--model", required=True)
     vl.add_argument("--method", default=None, help="ngram, dflash, ... (omit for plain decoding)")
     vl.add_argument("--num-speculative-tokens", type=int, default=None)
@@ -55,7 +59,9 @@ def _common(parser: argparse.ArgumentParser, default_port: int) -> None:
     parser.add_argument("--port", type=int, default=default_port)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--python", default=sys.executable, help="the engine's Python interpreter")
-    parser.add_argument("--print", action="store_true", help="print the command instead of running it")
+    parser.add_argument(
+        "--print", action="store_true", help="print the command instead of running it"
+    )
     parser.add_argument("extra", nargs="*", help="after --: passed to the engine unchanged")
 
 
@@ -66,20 +72,35 @@ def build(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
             {"mode": args.mode, "budget": args.budget, "topk": args.topk, "window": args.window}
         )
         return sglang_argv(
-            args.model_path, args.draft_model_path, params, args.port, args.extra,
-            python=args.python, host=args.host, tp=args.tp,
+            args.model_path,
+            args.draft_model_path,
+            params,
+            args.port,
+            args.extra,
+            python=args.python,
+            host=args.host,
+            tp=args.tp,
         )
     spec = None
     if args.method:
         if args.num_speculative_tokens is None:
             raise UserError("--method needs --num-speculative-tokens")
         spec = speculative_config(
-            args.method, args.num_speculative_tokens, draft_path=args.draft_model_path,
-            prompt_lookup_max=args.prompt_lookup_max, prompt_lookup_min=args.prompt_lookup_min,
+            args.method,
+            args.num_speculative_tokens,
+            draft_path=args.draft_model_path,
+            prompt_lookup_max=args.prompt_lookup_max,
+            prompt_lookup_min=args.prompt_lookup_min,
         )
     return vllm_argv(
-        args.model, spec, args.port, args.extra, python=args.python, host=args.host,
-        served_model_name=args.served_model_name, cpu_kvcache_gib=args.cpu_kvcache_gib,
+        args.model,
+        spec,
+        args.port,
+        args.extra,
+        python=args.python,
+        host=args.host,
+        served_model_name=args.served_model_name,
+        cpu_kvcache_gib=args.cpu_kvcache_gib,
     )
 
 

@@ -43,7 +43,9 @@ def speculative_config(
 ) -> dict[str, Any]:
     """The `--speculative-config` object, checked the way vLLM would check it."""
     if method not in METHODS:
-        raise UserError(f"vLLM speculative method must be one of {', '.join(METHODS)}; got {method!r}")
+        raise UserError(
+            f"vLLM speculative method must be one of {', '.join(METHODS)}; got {method!r}"
+        )
     _positive("num_speculative_tokens", num_speculative_tokens)
     config: dict[str, Any] = {"method": method, "num_speculative_tokens": num_speculative_tokens}
     if method in NEEDS_DRAFTER:
@@ -51,7 +53,10 @@ def speculative_config(
             raise UserError(f"vLLM method {method!r} needs a draft model path")
         config["model"] = str(draft_path)
     if method == "ngram":
-        for name, value in (("prompt_lookup_max", prompt_lookup_max), ("prompt_lookup_min", prompt_lookup_min)):
+        for name, value in (
+            ("prompt_lookup_max", prompt_lookup_max),
+            ("prompt_lookup_min", prompt_lookup_min),
+        ):
             if value is not None:
                 _positive(name, value)
                 config[name] = value
@@ -114,11 +119,15 @@ def running_speculative_config(server_info: dict[str, Any]) -> dict[str, Any] | 
     """The speculative config of a vLLM `/server_info?config_format=json` reply (None: off)."""
     config = server_info.get("vllm_config")
     if not isinstance(config, dict):
-        raise UserError("vLLM /server_info did not return a JSON config; ask with ?config_format=json")
+        raise UserError(
+            "vLLM /server_info did not return a JSON config; ask with ?config_format=json"
+        )
     return config.get("speculative_config")
 
 
-def speculative_mismatches(requested: dict[str, Any] | None, running: dict[str, Any] | None) -> list[str]:
+def speculative_mismatches(
+    requested: dict[str, Any] | None, running: dict[str, Any] | None
+) -> list[str]:
     """Requested fields the running server does not show (vLLM fills in the rest itself)."""
     if requested is None or running is None:
         if requested == running:

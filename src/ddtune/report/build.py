@@ -102,8 +102,12 @@ def _warnings(records: Sequence[TrialRecord], baselines: list[str]) -> list[str]
 
 def _write_files(summary: ReportSummary, records: Sequence[TrialRecord], out_dir: Path) -> None:
     document = build_document(summary, out_dir)
-    files = {"markdown": out_dir / "report.md", "html": out_dir / "report.html",
-             "csv": out_dir / "results.csv", "json": out_dir / "results.json"}  # fmt: skip
+    files = {
+        "markdown": out_dir / "report.md",
+        "html": out_dir / "report.html",
+        "csv": out_dir / "results.csv",
+        "json": out_dir / "results.json",
+    }
     files["markdown"].write_text(render_markdown(document), encoding="utf-8")
     files["html"].write_text(render_html(document, out_dir), encoding="utf-8")
     write_csv(summary, files["csv"])

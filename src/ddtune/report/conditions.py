@@ -20,9 +20,19 @@ from ddtune.report.inputs import TrialRecord
 # identity fields that name what is served (models, software), the same for every config;
 # everything else in an identity (pid, argv, instance id, reported config) changes by design
 STABLE_IDENTITY_KEYS = (
-    "target_sha256", "drafter_sha256", "models", "model", "model_path", "served_model_name",
-    "versions", "version", "server_kind", "kind", "engine", "max_context",
-)  # fmt: skip
+    "target_sha256",
+    "drafter_sha256",
+    "models",
+    "model",
+    "model_path",
+    "served_model_name",
+    "versions",
+    "version",
+    "server_kind",
+    "kind",
+    "engine",
+    "max_context",
+)
 CONDITION_NAMES = {
     "hardware": "hardware fingerprint",
     "prompts": "prompt-set hash",

@@ -28,8 +28,11 @@ OBJECTIVES = (
     ("long_context", "long_tps", "best long-context tok/s"),
     ("short_context", "short_tps", "best short-context tok/s"),
 )
-METRIC_WORDS = {THROUGHPUT: "throughput (geometric mean of short and long)", "short_tps": "short",
-                "long_tps": "long"}  # fmt: skip
+METRIC_WORDS = {
+    THROUGHPUT: "throughput (geometric mean of short and long)",
+    "short_tps": "short",
+    "long_tps": "long",
+}
 PARETO_METRICS = ("short_tps", "long_tps", "pass_rate")
 
 

@@ -107,9 +107,20 @@ def _recommendations(summary: ReportSummary) -> Section:
 
 def _configurations(summary: ReportSummary) -> Section:
     level = f"{summary.options.confidence:.0%}"
-    headers = ["config", "repeats done", f"short tok/s [{level} CI]", "x baseline", f"long tok/s [{level} CI]",
-               "x baseline", f"throughput tok/s [{level} CI]", "x baseline", f"acceptance length [{level} CI]",
-               "pass rate [Wilson]", "T=0 outputs", "Pareto"]  # fmt: skip
+    headers = [
+        "config",
+        "repeats done",
+        f"short tok/s [{level} CI]",
+        "x baseline",
+        f"long tok/s [{level} CI]",
+        "x baseline",
+        f"throughput tok/s [{level} CI]",
+        "x baseline",
+        f"acceptance length [{level} CI]",
+        "pass rate [Wilson]",
+        "T=0 outputs",
+        "Pareto",
+    ]
     rows = [_config_row(summary, s) for s in summary.configs]
     notes = [f"{s.label}: {n}" for s in summary.configs for n in s.notes]
     blocks: list[Block] = [Table(headers, rows)]
@@ -151,8 +162,15 @@ def _correctness(summary: ReportSummary) -> Section:
             else (comparison.text if comparison else "-")
         )
         verdict = summary.lossless.get(s.label)
-        rows.append([s.label, _coding(s), versus, summary.correctness_notes.get(s.label, ""),
-                     "-" if verdict is None else verdict.text])  # fmt: skip
+        rows.append(
+            [
+                s.label,
+                _coding(s),
+                versus,
+                summary.correctness_notes.get(s.label, ""),
+                "-" if verdict is None else verdict.text,
+            ]
+        )
     headers = [
         "config",
         "pass rate [Wilson]",
@@ -192,8 +210,18 @@ def _failures(summary: ReportSummary, out_dir: Path) -> Section:
             link: Cell = (
                 "-" if not f.log_tail_path else Link("log tail", _href(f.log_tail_path, out_dir))
             )
-            rows.append([s.label, str(f.trial_id), str(f.repeat), f.status, f.failure or "-", str(f.attempts),
-                         (f.detail or "")[:200], link])  # fmt: skip
+            rows.append(
+                [
+                    s.label,
+                    str(f.trial_id),
+                    str(f.repeat),
+                    f.status,
+                    f.failure or "-",
+                    str(f.attempts),
+                    (f.detail or "")[:200],
+                    link,
+                ]
+            )
     if not rows:
         return Section("Failures", [Paragraph("No failed or unfinished trials.")])
     headers = ["config", "trial", "repeat", "status", "class", "attempts", "detail", "log"]
@@ -215,20 +243,27 @@ def _conditions(summary: ReportSummary) -> Section:
 
 def _methods(summary: ReportSummary) -> Section:
     o = summary.options
-    return Section("Methods", [Bullets([
-        f"Means over completed repeats with {o.confidence:.0%} Student-t intervals; n=1 gets no interval.",
-        "Ratio to the baseline: ratio of mean tok/s with Fieller's interval (independent samples, "
-        "Welch-Satterthwaite degrees of freedom); none when either side has n=1.",
-        "Throughput: per repeat, the geometric mean of short and long tok/s (both must be measured).",
-        f"Pass rates pooled over repeats with {o.confidence:.0%} Wilson intervals; each config against the "
-        f"best by Fisher's exact test (two-sided, significant at p < {o.alpha:g}).",
-        f"Two configs are separated when the {o.confidence:.0%} Welch interval of their difference excludes 0; "
-        "otherwise the recommendation is inconclusive.",
-        f"Repeats needed: exact power of a two-sample t-test ({o.power:.0%} power, alpha {o.alpha:g}) at "
-        "the observed difference and pooled spread.",
-        f"Means within {o.tie_tolerance:.0%} of the best are ties: the cheaper config (smaller budget, then "
-        "smaller topk) is preferred.",
-    ])])  # fmt: skip
+    return Section(
+        "Methods",
+        [
+            Bullets(
+                [
+                    f"Means over completed repeats with {o.confidence:.0%} Student-t intervals; n=1 gets no interval.",
+                    "Ratio to the baseline: ratio of mean tok/s with Fieller's interval (independent samples, "
+                    "Welch-Satterthwaite degrees of freedom); none when either side has n=1.",
+                    "Throughput: per repeat, the geometric mean of short and long tok/s (both must be measured).",
+                    f"Pass rates pooled over repeats with {o.confidence:.0%} Wilson intervals; each config against the "
+                    f"best by Fisher's exact test (two-sided, significant at p < {o.alpha:g}).",
+                    f"Two configs are separated when the {o.confidence:.0%} Welch interval of their difference excludes 0; "
+                    "otherwise the recommendation is inconclusive.",
+                    f"Repeats needed: exact power of a two-sample t-test ({o.power:.0%} power, alpha {o.alpha:g}) at "
+                    "the observed difference and pooled spread.",
+                    f"Means within {o.tie_tolerance:.0%} of the best are ties: the cheaper config (smaller budget, then "
+                    "smaller topk) is preferred.",
+                ]
+            )
+        ],
+    )
 
 
 def _ratio(s: ConfigSummary, metric: str) -> str:

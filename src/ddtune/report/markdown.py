@@ -27,8 +27,13 @@ def _block(block: Block) -> list[str]:
         lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in block.rows]
         return lines
     if isinstance(block, Image):
-        return [f"### {_escape(block.title)}", "", f"![{_escape(block.title)}]({block.file})", "",
-                f"*{_escape(block.caption)}*"]  # fmt: skip
+        return [
+            f"### {_escape(block.title)}",
+            "",
+            f"![{_escape(block.title)}]({block.file})",
+            "",
+            f"*{_escape(block.caption)}*",
+        ]
     raise TypeError(f"unknown block {type(block).__name__}")
 
 

@@ -147,8 +147,14 @@ def _lines_over_budget(ax: Axes, summaries: Sequence[ConfigSummary], metric: str
                 linewidth=1,
                 color="grey" if s.is_baseline else "tab:purple",
             )
-            ax.annotate(s.label, (0, s.mean(metric)), xycoords=("axes fraction", "data"), fontsize=7,
-                        xytext=(3, 2), textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                s.label,
+                (0, s.mean(metric)),
+                xycoords=("axes fraction", "data"),
+                fontsize=7,
+                xytext=(3, 2),
+                textcoords="offset points",
+            )
     for i, (name, points) in enumerate(sorted(series.items())):
         points.sort(key=lambda s: s.cost)
         cis = [s.metrics[metric] for s in points]
@@ -172,10 +178,17 @@ def _lines_over_budget(ax: Axes, summaries: Sequence[ConfigSummary], metric: str
 
 def _acceptance_boxes(ax: Axes, rows: list[ConfigSummary]) -> None:
     boxes = [
-        {"label": _short(s.label), "med": a.median, "q1": a.p25, "q3": a.p75, "whislo": a.minimum, "whishi": a.maximum}
+        {
+            "label": _short(s.label),
+            "med": a.median,
+            "q1": a.p25,
+            "q3": a.p75,
+            "whislo": a.minimum,
+            "whishi": a.maximum,
+        }
         for s in rows
         if (a := s.acceptance) is not None
-    ]  # fmt: skip
+    ]
     ax.bxp(boxes, showfliers=False)
     ax.tick_params(axis="x", labelrotation=45, labelsize=7)
     ax.set_title("acceptance length per request")

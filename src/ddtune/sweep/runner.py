@@ -238,10 +238,12 @@ class TrialLoop:
         bench_started = time.monotonic()
         try:
             result = run_bench(
-                outcome.base_url, self.spec.bench, server_kind=self.profile,
+                outcome.base_url,
+                self.spec.bench,
+                server_kind=self.profile,
                 identity=None,  # bench snapshots what serves now; the store merges both views
                 progress=False,  # the sweep's own progress line is live
-            )  # fmt: skip
+            )
         except Exception as exc:  # a server dying mid-bench must not stop the sweep
             detail = f"{type(exc).__name__}: {exc}"
             self.store.fail_attempt(attempt_id, "bench_error", detail, log_tail_path=tail_path)

@@ -393,9 +393,11 @@ def _check_vars_used(reader: SpecReader, configs: list[Config], service: Any) ->
             if name not in used:
                 table = "space" if "space" in reader.lines.headers_named() else "configs"
                 raise reader.fail(
-                    table, "vars", f"variable {name!r} is not used by service.command or service.env; "
+                    table,
+                    "vars",
+                    f"variable {name!r} is not used by service.command or service.env; "
                     f"add a {{{name}}} placeholder there (with a default in [service.vars]) or remove it",
-                )  # fmt: skip
+                )
 
 
 def _delegate(reader: SpecReader, table: str, data: dict, parse: Any) -> Any:

@@ -49,11 +49,17 @@ def status_table(store: Store, sweep: sqlite3.Row) -> Group:
         table.add_column(column, overflow="fold")
     for r in records:
         table.add_row(
-            str(r.trial_id), Text(r.label + (" (baseline)" if r.is_baseline else "")), str(r.repeat),
-            Text(r.status, style=STATUS_STYLE.get(r.status, "")), str(r.attempts),
-            _num(r.metrics.get("short_tps")), _num(r.metrics.get("long_tps")),
-            _num(r.metrics.get("acceptance_length")), _coding(r), Text(r.failure or ""),
-        )  # fmt: skip
+            str(r.trial_id),
+            Text(r.label + (" (baseline)" if r.is_baseline else "")),
+            str(r.repeat),
+            Text(r.status, style=STATUS_STYLE.get(r.status, "")),
+            str(r.attempts),
+            _num(r.metrics.get("short_tps")),
+            _num(r.metrics.get("long_tps")),
+            _num(r.metrics.get("acceptance_length")),
+            _coding(r),
+            Text(r.failure or ""),
+        )
     return Group(head, table, *_failure_lines(store, records))
 
 
@@ -62,11 +68,13 @@ def _failure_lines(store: Store, records: list[TrialRecord]) -> list[Text]:
     for record in records:
         for attempt in store.attempts(record.trial_id):
             if attempt["state"] in ("failed", "interrupted"):
-                lines.append(Text(
-                    f"trial {record.trial_id} {record.label} r{record.repeat} attempt {attempt['number']}: "
-                    f"{attempt['failure']} — {attempt['detail']} (log: {attempt['log_tail_path'] or 'none'})",
-                    style="red" if attempt["state"] == "failed" else "yellow",
-                ))  # fmt: skip
+                lines.append(
+                    Text(
+                        f"trial {record.trial_id} {record.label} r{record.repeat} attempt {attempt['number']}: "
+                        f"{attempt['failure']} — {attempt['detail']} (log: {attempt['log_tail_path'] or 'none'})",
+                        style="red" if attempt["state"] == "failed" else "yellow",
+                    )
+                )
     return lines
 
 
@@ -85,8 +93,15 @@ def export_rows(store: Store, sweep: sqlite3.Row) -> list[dict[str, Any]]:
     for r in store.trial_records(sweep["id"]):
         row = {"sweep": sweep["name"], "trial_id": r.trial_id, "label": r.label}
         row.update({k: ("none" if k == "window" and v is None else v) for k, v in r.config.items()})
-        row.update(repeat=r.repeat, is_baseline=r.is_baseline, status=r.status, attempts=r.attempts,
-                   failure=r.failure, failure_detail=r.failure_detail, log_tail_path=r.log_tail_path)  # fmt: skip
+        row.update(
+            repeat=r.repeat,
+            is_baseline=r.is_baseline,
+            status=r.status,
+            attempts=r.attempts,
+            failure=r.failure,
+            failure_detail=r.failure_detail,
+            log_tail_path=r.log_tail_path,
+        )
         row.update({name: r.metrics.get(name) for name in METRIC_NAMES})
         rows.append(row)
     return rows
@@ -108,8 +123,14 @@ def export_json(store: Store, sweep: sqlite3.Row) -> str:
     for record in store.trial_records(sweep["id"]):
         attempts = [_attempt_dict(a) for a in store.attempts(record.trial_id)]
         trials.append({**record.to_dict(), "attempt_history": attempts})
-    doc = {"sweep": {"name": sweep["name"], "spec_hash": sweep["spec_hash"], "spec": sweep["spec_text"]},
-           "trials": trials}  # fmt: skip
+    doc = {
+        "sweep": {
+            "name": sweep["name"],
+            "spec_hash": sweep["spec_hash"],
+            "spec": sweep["spec_text"],
+        },
+        "trials": trials,
+    }
     return json.dumps(doc, indent=2, default=str) + "\n"
 
 

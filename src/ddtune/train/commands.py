@@ -75,12 +75,23 @@ def _add_target(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint")
     p.add_argument("--init-from", default=None, help="trained target folder to continue (stage 2)")
     for name, kind, default in [
-        ("seed", int, 0), ("hidden-size", int, 256), ("num-layers", int, 6), ("num-heads", int, 4),
-        ("num-kv-heads", int, 2), ("intermediate-size", int, 768), ("max-context", int, 512),
-        ("seq-len", int, 512), ("batch-size", int, 8), ("steps", int, 1000), ("lr", float, 2e-3),
-        ("warmup", int, 50), ("weight-decay", float, 0.1), ("task-share", float, 0.7),
-        ("checkpoint-every", int, 50), ("threads", int, 2),
-    ]:  # fmt: skip
+        ("seed", int, 0),
+        ("hidden-size", int, 256),
+        ("num-layers", int, 6),
+        ("num-heads", int, 4),
+        ("num-kv-heads", int, 2),
+        ("intermediate-size", int, 768),
+        ("max-context", int, 512),
+        ("seq-len", int, 512),
+        ("batch-size", int, 8),
+        ("steps", int, 1000),
+        ("lr", float, 2e-3),
+        ("warmup", int, 50),
+        ("weight-decay", float, 0.1),
+        ("task-share", float, 0.7),
+        ("checkpoint-every", int, 50),
+        ("threads", int, 2),
+    ]:
         p.add_argument(f"--{name}", type=kind, default=default)
     p.set_defaults(func=_run_target)
 
@@ -88,11 +99,17 @@ def _add_target(sub: argparse._SubParsersAction) -> None:
 def _run_target(args: argparse.Namespace) -> int:
     from ddtune.train.target import TargetTrainConfig, train_target
 
-    keys = [f for f in TargetTrainConfig.__dataclass_fields__ if f not in ("tokenizer_dir", "out_dir", "checkpoint_dir")]
+    keys = [
+        f
+        for f in TargetTrainConfig.__dataclass_fields__
+        if f not in ("tokenizer_dir", "out_dir", "checkpoint_dir")
+    ]
     cfg = TargetTrainConfig(
-        tokenizer_dir=str(args.tokenizer), out_dir=str(args.out),
-        checkpoint_dir=str(args.checkpoint_dir), **{k: getattr(args, k) for k in keys},
-    )  # fmt: skip
+        tokenizer_dir=str(args.tokenizer),
+        out_dir=str(args.out),
+        checkpoint_dir=str(args.checkpoint_dir),
+        **{k: getattr(args, k) for k in keys},
+    )
     summary = train_target(cfg, resume=args.resume)
     print(json.dumps({k: v for k, v in summary.items() if k != "config"}))
     return 0
@@ -104,15 +121,27 @@ def _add_drafter(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="output drafter folder")
     p.add_argument("--checkpoint-dir", type=Path, required=True)
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint")
-    p.add_argument("--stop-at-eos", action="store_true",
-                   help="distill only up to the target's EOS (default: continue past it)")
+    p.add_argument(
+        "--stop-at-eos",
+        action="store_true",
+        help="distill only up to the target's EOS (default: continue past it)",
+    )
     for name, kind, default in [
-        ("seed", int, 0), ("num-layers", int, 2), ("block-size", int, 8),
-        ("intermediate-size", int, 768), ("gamma", float, 4.0), ("prompts", int, 2048),
-        ("gen-tokens", int, 96), ("anchors", int, 16), ("batch-size", int, 16),
-        ("steps", int, 1200), ("lr", float, 1e-3), ("warmup", int, 50),
-        ("checkpoint-every", int, 100), ("threads", int, 2),
-    ]:  # fmt: skip
+        ("seed", int, 0),
+        ("num-layers", int, 2),
+        ("block-size", int, 8),
+        ("intermediate-size", int, 768),
+        ("gamma", float, 4.0),
+        ("prompts", int, 2048),
+        ("gen-tokens", int, 96),
+        ("anchors", int, 16),
+        ("batch-size", int, 16),
+        ("steps", int, 1200),
+        ("lr", float, 1e-3),
+        ("warmup", int, 50),
+        ("checkpoint-every", int, 100),
+        ("threads", int, 2),
+    ]:
         p.add_argument(f"--{name}", type=kind, default=default)
     p.set_defaults(func=_run_drafter)
 
@@ -120,11 +149,17 @@ def _add_drafter(sub: argparse._SubParsersAction) -> None:
 def _run_drafter(args: argparse.Namespace) -> int:
     from ddtune.train.drafter import DrafterTrainConfig, train_drafter
 
-    keys = [f for f in DrafterTrainConfig.__dataclass_fields__ if f not in ("target_dir", "out_dir", "checkpoint_dir")]
+    keys = [
+        f
+        for f in DrafterTrainConfig.__dataclass_fields__
+        if f not in ("target_dir", "out_dir", "checkpoint_dir")
+    ]
     cfg = DrafterTrainConfig(
-        target_dir=str(args.target), out_dir=str(args.out),
-        checkpoint_dir=str(args.checkpoint_dir), **{k: getattr(args, k) for k in keys},
-    )  # fmt: skip
+        target_dir=str(args.target),
+        out_dir=str(args.out),
+        checkpoint_dir=str(args.checkpoint_dir),
+        **{k: getattr(args, k) for k in keys},
+    )
     summary = train_drafter(cfg, resume=args.resume)
     print(json.dumps({k: v for k, v in summary.items() if k != "config"}))
     return 0
@@ -149,11 +184,20 @@ def _run_eval(args: argparse.Namespace) -> int:
     try:
         budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
     except ValueError:
-        raise UserError(f"--budgets must be comma-separated integers; got {args.budgets!r}") from None
+        raise UserError(
+            f"--budgets must be comma-separated integers; got {args.budgets!r}"
+        ) from None
     if args.acceptance_only and args.drafter is None:
         raise UserError("--acceptance-only needs --drafter")
-    figures = evaluate_models(args.target, args.drafter, args.tasks, budgets, args.prompts,
-                              args.max_tokens, target_figures=not args.acceptance_only)  # fmt: skip
+    figures = evaluate_models(
+        args.target,
+        args.drafter,
+        args.tasks,
+        budgets,
+        args.prompts,
+        args.max_tokens,
+        target_figures=not args.acceptance_only,
+    )
     text = json.dumps(figures, indent=2)
     print(text)
     if args.json:

@@ -68,11 +68,18 @@ class TrainProgress:
         self.started, self.tokens = time.perf_counter(), 0
         self.live = self.console.is_terminal
         self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("loss {task.fields[loss]:.3f}"), TextColumn("{task.fields[tps]:.0f} tok/s"),
-            TimeRemainingColumn(), console=self.console, disable=not self.live,
-        )  # fmt: skip
-        self.task = self.progress.add_task(description, total=total, completed=start, loss=0.0, tps=0.0)
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("loss {task.fields[loss]:.3f}"),
+            TextColumn("{task.fields[tps]:.0f} tok/s"),
+            TimeRemainingColumn(),
+            console=self.console,
+            disable=not self.live,
+        )
+        self.task = self.progress.add_task(
+            description, total=total, completed=start, loss=0.0, tps=0.0
+        )
 
     def __enter__(self) -> TrainProgress:
         self.progress.start()
@@ -92,6 +99,9 @@ class TrainProgress:
         if loss is None:
             print(f"{self.description} {step}/{self.total} {elapsed:.0f}s", flush=True)
         else:
-            print(f"{self.description} step {step}/{self.total} loss {loss:.4f} lr {lr:.2e} "
-                  f"{tps:.0f} tok/s {elapsed:.0f}s", flush=True)  # fmt: skip
+            print(
+                f"{self.description} step {step}/{self.total} loss {loss:.4f} lr {lr:.2e} "
+                f"{tps:.0f} tok/s {elapsed:.0f}s",
+                flush=True,
+            )
         return tps

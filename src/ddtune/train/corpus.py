@@ -20,8 +20,19 @@ from pathlib import Path
 from ddtune.errors import UserError
 from ddtune.train.tasks import iter_tasks
 
-SKIP_DIRS = {"test", "tests", "idlelib", "lib2to3", "site-packages", "dist-packages",
-             "ensurepip", "turtledemo", "__pycache__", "tkinter", "pydoc_data"}
+SKIP_DIRS = {
+    "test",
+    "tests",
+    "idlelib",
+    "lib2to3",
+    "site-packages",
+    "dist-packages",
+    "ensurepip",
+    "turtledemo",
+    "__pycache__",
+    "tkinter",
+    "pydoc_data",
+}
 HELDOUT_EVERY = 20  # one stdlib file in 20 is held out for perplexity
 CHUNK_CHARS = 1500  # stdlib files are cut into chunks about this long, at line ends
 
@@ -83,7 +94,9 @@ def stdlib_chunks(split: str, seed: int, max_chars: int | None = None) -> list[s
     return kept
 
 
-def iter_documents(seed: int, task_share: float = 0.7, stdlib_chars: int = 20_000_000) -> Iterator[list[str]]:
+def iter_documents(
+    seed: int, task_share: float = 0.7, stdlib_chars: int = 20_000_000
+) -> Iterator[list[str]]:
     """Endless mixed stream of documents, each a list of text pieces.
 
     A task is `[prompt, body]` (tokenized apart, so that training sees the same

@@ -25,8 +25,9 @@ class Example:
     prompt_len: int
 
 
-def distill_prompts(tokenizer: Tokenizer, count: int, seed: int, stdlib_share: float = 0.2,
-                    max_prompt: int = 256) -> list[list[int]]:  # fmt: skip
+def distill_prompts(
+    tokenizer: Tokenizer, count: int, seed: int, stdlib_share: float = 0.2, max_prompt: int = 256
+) -> list[list[int]]:
     """`count` prompt token lists: task prompts and stdlib chunk prefixes (16-160 tokens)."""
     rng = random.Random(seed)
     tasks = iter_tasks(seed + 1000, "train")
@@ -42,8 +43,9 @@ def distill_prompts(tokenizer: Tokenizer, count: int, seed: int, stdlib_share: f
 
 
 @torch.no_grad()
-def batch_greedy(model: Decoder, prompts: list[list[int]], max_new: int, eos: int,
-                 stop_at_eos: bool = True) -> list[list[int]]:  # fmt: skip
+def batch_greedy(
+    model: Decoder, prompts: list[list[int]], max_new: int, eos: int, stop_at_eos: bool = True
+) -> list[list[int]]:
     """Greedy continuations of left-padded `prompts`: cut after the first EOS, or, with
     `stop_at_eos=False`, `max_new` tokens of whatever the target writes past it."""
     b, width = len(prompts), max(len(p) for p in prompts)
@@ -58,7 +60,9 @@ def batch_greedy(model: Decoder, prompts: list[list[int]], max_new: int, eos: in
     causal = torch.ones(width, width, dtype=torch.bool).tril()
     mask = (causal[None] & valid[:, None, :width]) | torch.eye(width, dtype=torch.bool)[None]
     positions = (torch.arange(width)[None, :] - pad[:, None]).clamp(min=0)  # [B, W]
-    logits = model(ids, positions=positions, cache=cache, attn_mask=mask, last_logits_only=True).logits
+    logits = model(
+        ids, positions=positions, cache=cache, attn_mask=mask, last_logits_only=True
+    ).logits
     out = torch.empty(b, 0, dtype=torch.long)
     done = torch.zeros(b, dtype=torch.bool)
     for step in range(max_new):
@@ -80,8 +84,15 @@ def _cut_at_eos(ids: list[int], eos: int) -> list[int]:
     return ids[: ids.index(eos) + 1] if eos in ids else ids
 
 
-def build_examples(model: Decoder, prompts: list[list[int]], max_new: int, eos: int,
-                   batch: int = 32, on_batch=None, stop_at_eos: bool = True) -> list[Example]:  # fmt: skip
+def build_examples(
+    model: Decoder,
+    prompts: list[list[int]],
+    max_new: int,
+    eos: int,
+    batch: int = 32,
+    on_batch=None,
+    stop_at_eos: bool = True,
+) -> list[Example]:
     """Examples for all prompts; batches group prompts of similar length to limit padding."""
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
     examples: list[Example | None] = [None] * len(prompts)

@@ -38,8 +38,21 @@ from ddtune.train.distill import Example, build_examples, distill_prompts
 from ddtune.train.target import init_weights
 from ddtune.train.tokenizer import EOS_TOKEN, MASK_TOKEN
 
-RUN_KEYS = ("seed", "num_layers", "block_size", "intermediate_size", "gamma", "prompts",
-            "gen_tokens", "anchors", "batch_size", "lr", "warmup", "steps", "stop_at_eos")  # fmt: skip
+RUN_KEYS = (
+    "seed",
+    "num_layers",
+    "block_size",
+    "intermediate_size",
+    "gamma",
+    "prompts",
+    "gen_tokens",
+    "anchors",
+    "batch_size",
+    "lr",
+    "warmup",
+    "steps",
+    "stop_at_eos",
+)
 DATA_FILE = "distill.pt"
 
 
@@ -65,8 +78,16 @@ class DrafterTrainConfig:
     stop_at_eos: bool = False  # False: distill past EOS too (servers and benchmarks may ignore EOS)
 
     def __post_init__(self) -> None:
-        for name in ("num_layers", "prompts", "gen_tokens", "anchors", "batch_size", "steps",
-                     "checkpoint_every", "threads"):  # fmt: skip
+        for name in (
+            "num_layers",
+            "prompts",
+            "gen_tokens",
+            "anchors",
+            "batch_size",
+            "steps",
+            "checkpoint_every",
+            "threads",
+        ):
             if getattr(self, name) < 1:
                 raise UserError(f"{name} must be at least 1; got {getattr(self, name)}")
         if self.block_size < 2:
@@ -89,18 +110,28 @@ def spread_layer_ids(num_target_layers: int, count: int = 3) -> list[int]:
 def drafter_config(cfg: DrafterTrainConfig, target: ModelConfig, mask_id: int) -> DrafterConfig:
     """Qwen3-style layers as wide as the target; heads like the target's."""
     return DrafterConfig(
-        family="qwen3", vocab_size=target.vocab_size, hidden_size=target.hidden_size,
-        intermediate_size=cfg.intermediate_size, num_hidden_layers=cfg.num_layers,
-        num_attention_heads=target.num_attention_heads, num_key_value_heads=target.num_key_value_heads,
-        head_dim=target.head_dim, rms_norm_eps=target.rms_norm_eps, rope_theta=target.rope_theta,
-        max_position_embeddings=target.max_position_embeddings, eos_token_id=target.eos_token_id,
-        block_size=cfg.block_size, target_layer_ids=spread_layer_ids(target.num_hidden_layers),
-        mask_token_id=mask_id, num_target_layers=target.num_hidden_layers,
-    )  # fmt: skip
+        family="qwen3",
+        vocab_size=target.vocab_size,
+        hidden_size=target.hidden_size,
+        intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=target.num_attention_heads,
+        num_key_value_heads=target.num_key_value_heads,
+        head_dim=target.head_dim,
+        rms_norm_eps=target.rms_norm_eps,
+        rope_theta=target.rope_theta,
+        max_position_embeddings=target.max_position_embeddings,
+        eos_token_id=target.eos_token_id,
+        block_size=cfg.block_size,
+        target_layer_ids=spread_layer_ids(target.num_hidden_layers),
+        mask_token_id=mask_id,
+        num_target_layers=target.num_hidden_layers,
+    )
 
 
-def make_blocks(examples: list[Example], anchors: int, block: int, mask_id: int,
-                rng: random.Random) -> dict[str, torch.Tensor]:  # fmt: skip
+def make_blocks(
+    examples: list[Example], anchors: int, block: int, mask_id: int, rng: random.Random
+) -> dict[str, torch.Tensor]:
     """Right-padded sequences and random anchor blocks for one batch.
 
     ids [S, L], anchor [S, A] (a position per block), labels [S, A, block]
@@ -134,7 +165,9 @@ def block_mask(anchor: torch.Tensor, length: int, block: int) -> torch.Tensor:
     return torch.cat([ctx, own], dim=2)
 
 
-def block_hidden(drafter: DFlashDrafter, target: Decoder, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+def block_hidden(
+    drafter: DFlashDrafter, target: Decoder, batch: dict[str, torch.Tensor]
+) -> torch.Tensor:
     """Drafter outputs [S, A, block, H] for the batch's blocks (target frozen, no grad)."""
     ids, anchor, block_ids = batch["ids"], batch["anchor"], batch["block_ids"]
     s, a, blk = block_ids.shape
@@ -149,14 +182,17 @@ def block_hidden(drafter: DFlashDrafter, target: Decoder, batch: dict[str, torch
     return hidden.view(s, a, blk, -1)
 
 
-def block_loss(drafter: DFlashDrafter, target: Decoder, batch: dict[str, torch.Tensor],
-               gamma: float) -> tuple[torch.Tensor, float]:  # fmt: skip
+def block_loss(
+    drafter: DFlashDrafter, target: Decoder, batch: dict[str, torch.Tensor], gamma: float
+) -> tuple[torch.Tensor, float]:
     """Weighted block loss and the top-1 accuracy at block position 1."""
     labels = batch["labels"]  # [S, A, block]
     logits = target.lm_logits(block_hidden(drafter, target, batch))  # [S, A, block, V]
     blk = labels.shape[-1]
     weights = torch.exp(-(torch.arange(blk) - 1).clamp(min=0) / gamma)  # [block]
-    ce = F.cross_entropy(logits.flatten(0, 2), labels.flatten(), ignore_index=-100, reduction="none")
+    ce = F.cross_entropy(
+        logits.flatten(0, 2), labels.flatten(), ignore_index=-100, reduction="none"
+    )
     w = (weights * (labels != -100)).flatten()
     loss = (ce * w).sum() / w.sum().clamp(min=1e-9)
     first = labels[:, :, 1] != -100
@@ -173,8 +209,12 @@ def distill_data(cfg: DrafterTrainConfig, target: Decoder, tokenizer: Tokenizer)
         if saved["key"] == key:
             return saved["examples"]
     eos = tokenizer.token_to_id(EOS_TOKEN)
-    prompts = distill_prompts(tokenizer, cfg.prompts, cfg.seed,
-                              max_prompt=target.cfg.max_position_embeddings - cfg.gen_tokens)  # fmt: skip
+    prompts = distill_prompts(
+        tokenizer,
+        cfg.prompts,
+        cfg.seed,
+        max_prompt=target.cfg.max_position_embeddings - cfg.gen_tokens,
+    )
     with TrainProgress(len(prompts), 0, "distill", every=256) as progress:
         done = [0]
 
@@ -182,8 +222,9 @@ def distill_data(cfg: DrafterTrainConfig, target: Decoder, tokenizer: Tokenizer)
             done[0] += n
             progress.update(done[0], None, 0, 0.0)
 
-        examples = build_examples(target, prompts, cfg.gen_tokens, eos, on_batch=tick,
-                                  stop_at_eos=cfg.stop_at_eos)  # fmt: skip
+        examples = build_examples(
+            target, prompts, cfg.gen_tokens, eos, on_batch=tick, stop_at_eos=cfg.stop_at_eos
+        )
     Path(cfg.checkpoint_dir).mkdir(parents=True, exist_ok=True)
     torch.save({"key": key, "examples": examples}, path)
     return examples
@@ -196,12 +237,16 @@ def load_frozen_target(target_dir: Path) -> tuple[Decoder, Tokenizer, int]:
     tokenizer = Tokenizer.load(target_dir)
     mask_id = tokenizer.token_to_id(MASK_TOKEN)
     if mask_id is None:
-        raise UserError(f"{target_dir}/tokenizer.json has no {MASK_TOKEN} token; "
-                        "train the tokenizer with `ddtune train tokenizer`")  # fmt: skip
+        raise UserError(
+            f"{target_dir}/tokenizer.json has no {MASK_TOKEN} token; "
+            "train the tokenizer with `ddtune train tokenizer`"
+        )
     return target, tokenizer, mask_id
 
 
-def train_drafter(cfg: DrafterTrainConfig, resume: bool = False, stop_after: int | None = None) -> dict[str, Any]:
+def train_drafter(
+    cfg: DrafterTrainConfig, resume: bool = False, stop_after: int | None = None
+) -> dict[str, Any]:
     """Run the recipe; returns a summary (final loss, accuracy, seconds, parameter count).
 
     `stop_after` ends this run at that step with a checkpoint and no export.
@@ -212,7 +257,9 @@ def train_drafter(cfg: DrafterTrainConfig, resume: bool = False, stop_after: int
     torch.manual_seed(cfg.seed)
     drafter = DFlashDrafter(dcfg)
     init_weights(drafter)
-    optimizer = torch.optim.AdamW(drafter.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    optimizer = torch.optim.AdamW(
+        drafter.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0
+    )
     start, elapsed = 0, 0.0
     if resume:
         state = load_checkpoint(Path(cfg.checkpoint_dir), cfg.run_dict())
@@ -227,16 +274,29 @@ def train_drafter(cfg: DrafterTrainConfig, resume: bool = False, stop_after: int
     if end < cfg.steps:
         return {"stopped_at": end, "final_loss": loss}
     save_drafter(drafter, dcfg, Path(cfg.out_dir))
-    summary = {"final_loss": loss, "accuracy_at_1": acc, "train_seconds": round(seconds, 1),
-               "distill_seconds": round(distill_seconds, 1), "examples": len(examples),
-               "parameters": sum(p.numel() for p in drafter.parameters()), "config": asdict(cfg)}  # fmt: skip
+    summary = {
+        "final_loss": loss,
+        "accuracy_at_1": acc,
+        "train_seconds": round(seconds, 1),
+        "distill_seconds": round(distill_seconds, 1),
+        "examples": len(examples),
+        "parameters": sum(p.numel() for p in drafter.parameters()),
+        "config": asdict(cfg),
+    }
     (Path(cfg.checkpoint_dir) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
-def _loop(drafter: DFlashDrafter, target: Decoder, optimizer: torch.optim.Optimizer,
-          examples: list[Example], cfg: DrafterTrainConfig, start: int, end: int,
-          elapsed: float) -> tuple[float, float, float]:  # fmt: skip
+def _loop(
+    drafter: DFlashDrafter,
+    target: Decoder,
+    optimizer: torch.optim.Optimizer,
+    examples: list[Example],
+    cfg: DrafterTrainConfig,
+    start: int,
+    end: int,
+    elapsed: float,
+) -> tuple[float, float, float]:
     """Steps `start..end`; batch i depends only on (seed, i), so a resume is exact."""
     drafter.train()
     loss_value, acc, began = math.nan, math.nan, time.perf_counter()
@@ -259,8 +319,14 @@ def _loop(drafter: DFlashDrafter, target: Decoder, optimizer: torch.optim.Optimi
             progress.update(step + 1, loss_value, int(batch["ids"].numel()), lr)
             # 3. checkpoint
             if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
-                save_checkpoint(Path(cfg.checkpoint_dir), {
-                    "model": drafter.state_dict(), "optimizer": optimizer.state_dict(),
-                    "step": step + 1, "config": cfg.run_dict(),
-                    "seconds": elapsed + time.perf_counter() - began})  # fmt: skip
+                save_checkpoint(
+                    Path(cfg.checkpoint_dir),
+                    {
+                        "model": drafter.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "step": step + 1,
+                        "config": cfg.run_dict(),
+                        "seconds": elapsed + time.perf_counter() - began,
+                    },
+                )
     return loss_value, acc, elapsed + time.perf_counter() - began

@@ -47,12 +47,15 @@ def truncate_completion(text: str) -> str:
 
 def run_tests(task: dict, completion: str, timeout: float = 10.0) -> tuple[bool, str]:
     """Execute prompt + completion + the task's tests in a fresh interpreter; (passed, reason)."""
-    program = task["prompt"] + completion + "\n" + task["test"] + f"\ncheck({task['entry_point']})\n"
+    program = (
+        task["prompt"] + completion + "\n" + task["test"] + f"\ncheck({task['entry_point']})\n"
+    )
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(program)
     try:
-        proc = subprocess.run([sys.executable, "-I", f.name], capture_output=True, text=True,
-                              timeout=timeout)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-I", f.name], capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return False, "timeout"
     finally:
@@ -90,8 +93,12 @@ def pass_at_1(model: Decoder, tokenizer: Tokenizer, tasks: list[dict], max_new: 
         passed, reason = run_tests(task, completion)
         results.append({"task_id": task["task_id"], "passed": passed, "reason": reason})
     passed = sum(r["passed"] for r in results)
-    return {"passed": passed, "total": len(results), "pass_at_1": passed / max(1, len(results)),
-            "results": results}  # fmt: skip
+    return {
+        "passed": passed,
+        "total": len(results),
+        "pass_at_1": passed / max(1, len(results)),
+        "results": results,
+    }
 
 
 @torch.no_grad()
@@ -116,8 +123,14 @@ def heldout_perplexity(model: Decoder, tokenizer: Tokenizer, max_tokens: int = 6
     return {"perplexity": math.exp(total_nll / count), "tokens": count}
 
 
-def acceptance_lengths(target_dir: Path, drafter_dir: Path, prompts: list[str], budgets: list[int],
-                       max_tokens: int, topk: int = 4) -> dict[str, Any]:  # fmt: skip
+def acceptance_lengths(
+    target_dir: Path,
+    drafter_dir: Path,
+    prompts: list[str],
+    budgets: list[int],
+    max_tokens: int,
+    topk: int = 4,
+) -> dict[str, Any]:
     """Mean acceptance length (tokens per verify round, bonus included) and tok/s per mode, T=0."""
     from ddtune.engine import Engine
 
@@ -128,21 +141,34 @@ def acceptance_lengths(target_dir: Path, drafter_dir: Path, prompts: list[str], 
         accepted = rounds = tokens = 0
         seconds = 0.0
         for prompt in prompts:
-            result = engine.generate(engine.tokenizer.encode(prompt), mode=mode, budget=budget,
-                                     topk=topk, max_new_tokens=max_tokens)  # fmt: skip
+            result = engine.generate(
+                engine.tokenizer.encode(prompt),
+                mode=mode,
+                budget=budget,
+                topk=topk,
+                max_new_tokens=max_tokens,
+            )
             accepted += sum(result.stats.acceptance_lengths)
             rounds += result.stats.rounds
             tokens += result.stats.generated_tokens
             seconds += result.stats.total_seconds
         label = mode if mode != "ddtree" else f"ddtree_b{budget}"
-        figures[label] = {"mean_acceptance_length": accepted / max(1, rounds),
-                          "tokens_per_second": tokens / max(1e-9, seconds)}  # fmt: skip
+        figures[label] = {
+            "mean_acceptance_length": accepted / max(1, rounds),
+            "tokens_per_second": tokens / max(1e-9, seconds),
+        }
     return figures
 
 
-def evaluate_models(target_dir: Path, drafter_dir: Path | None, tasks_file: Path | None,
-                    budgets: list[int], n_prompts: int, max_tokens: int,
-                    target_figures: bool = True) -> dict[str, Any]:  # fmt: skip
+def evaluate_models(
+    target_dir: Path,
+    drafter_dir: Path | None,
+    tasks_file: Path | None,
+    budgets: list[int],
+    n_prompts: int,
+    max_tokens: int,
+    target_figures: bool = True,
+) -> dict[str, Any]:
     """All figures of the model card as one JSON-able dict (pass@1/perplexity optional)."""
     from ddtune.assets import default_tasks_file
 
@@ -154,8 +180,14 @@ def evaluate_models(target_dir: Path, drafter_dir: Path | None, tasks_file: Path
         figures["stdlib"] = heldout_perplexity(model, tokenizer)
     if drafter_dir is not None:
         prompts = [t["prompt"] for t in tasks[:n_prompts]]
-        figures["acceptance"] = acceptance_lengths(target_dir, drafter_dir, prompts, budgets, max_tokens)
+        figures["acceptance"] = acceptance_lengths(
+            target_dir, drafter_dir, prompts, budgets, max_tokens
+        )
         ar = figures["acceptance"]["ar"]["tokens_per_second"]
-        best = max((v["tokens_per_second"], k) for k, v in figures["acceptance"].items() if k.startswith("ddtree"))
+        best = max(
+            (v["tokens_per_second"], k)
+            for k, v in figures["acceptance"].items()
+            if k.startswith("ddtree")
+        )
         figures["ddtree_best_over_ar"] = {"budget": best[1], "speedup": best[0] / ar}
     return figures

@@ -34,8 +34,23 @@ from ddtune.train.corpus import iter_documents
 from ddtune.train.tokenizer import EOS_TOKEN, load_tokenizer, special_id
 
 # Settings that change the result; the rest (folders, threads) may differ on resume.
-RUN_KEYS = ("seed", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size",
-            "max_context", "seq_len", "batch_size", "lr", "warmup", "weight_decay", "task_share", "steps", "init_from")
+RUN_KEYS = (
+    "seed",
+    "hidden_size",
+    "num_layers",
+    "num_heads",
+    "num_kv_heads",
+    "intermediate_size",
+    "max_context",
+    "seq_len",
+    "batch_size",
+    "lr",
+    "warmup",
+    "weight_decay",
+    "task_share",
+    "steps",
+    "init_from",
+)
 
 
 @dataclass
@@ -62,8 +77,17 @@ class TargetTrainConfig:
     init_from: str | None = None  # a trained target folder to continue from (a second stage)
 
     def __post_init__(self) -> None:
-        for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "seq_len",
-                     "batch_size", "steps", "checkpoint_every", "threads"):  # fmt: skip
+        for name in (
+            "hidden_size",
+            "num_layers",
+            "num_heads",
+            "num_kv_heads",
+            "seq_len",
+            "batch_size",
+            "steps",
+            "checkpoint_every",
+            "threads",
+        ):
             if getattr(self, name) < 1:
                 raise UserError(f"{name} must be at least 1; got {getattr(self, name)}")
         if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
@@ -88,12 +112,20 @@ class TargetTrainConfig:
 def model_config(cfg: TargetTrainConfig, tokenizer: Tokenizer) -> ModelConfig:
     eos = special_id(tokenizer, EOS_TOKEN)
     return ModelConfig(
-        family="qwen3", vocab_size=tokenizer.get_vocab_size(), hidden_size=cfg.hidden_size,
-        intermediate_size=cfg.intermediate_size, num_hidden_layers=cfg.num_layers,
-        num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
-        head_dim=cfg.hidden_size // cfg.num_heads, max_position_embeddings=cfg.max_context,
-        rope_theta=10000.0, tie_word_embeddings=False, eos_token_id=eos, bos_token_id=eos,
-    )  # fmt: skip
+        family="qwen3",
+        vocab_size=tokenizer.get_vocab_size(),
+        hidden_size=cfg.hidden_size,
+        intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_kv_heads,
+        head_dim=cfg.hidden_size // cfg.num_heads,
+        max_position_embeddings=cfg.max_context,
+        rope_theta=10000.0,
+        tie_word_embeddings=False,
+        eos_token_id=eos,
+        bos_token_id=eos,
+    )
 
 
 def init_weights(model: torch.nn.Module, std: float = 0.02) -> None:
@@ -134,11 +166,15 @@ def _load_initial(model: Decoder, mcfg: ModelConfig, folder: Path) -> None:
     start = load_decoder(folder)
     if start.cfg != mcfg:
         diff = sorted(k for k in vars(mcfg) if getattr(mcfg, k) != getattr(start.cfg, k))
-        raise UserError(f"--init-from {folder}: its config differs from this run's in {', '.join(diff)}")
+        raise UserError(
+            f"--init-from {folder}: its config differs from this run's in {', '.join(diff)}"
+        )
     model.load_state_dict(start.state_dict())
 
 
-def train_target(cfg: TargetTrainConfig, resume: bool = False, stop_after: int | None = None) -> dict[str, Any]:
+def train_target(
+    cfg: TargetTrainConfig, resume: bool = False, stop_after: int | None = None
+) -> dict[str, Any]:
     """Run the recipe; returns a summary (final loss, tokens, seconds, parameter count).
 
     `stop_after` ends this run at that step with a checkpoint and no export (a
@@ -152,8 +188,9 @@ def train_target(cfg: TargetTrainConfig, resume: bool = False, stop_after: int |
     init_weights(model)
     if cfg.init_from:
         _load_initial(model, mcfg, Path(cfg.init_from))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
-                                  weight_decay=cfg.weight_decay)  # fmt: skip
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay
+    )
     start, elapsed = 0, 0.0
     if resume:
         state = load_checkpoint(Path(cfg.checkpoint_dir), cfg.run_dict())
@@ -168,14 +205,26 @@ def train_target(cfg: TargetTrainConfig, resume: bool = False, stop_after: int |
         return {"stopped_at": end, "final_loss": loss}
     save_target(model, mcfg, Path(cfg.tokenizer_dir), Path(cfg.out_dir))
     params = sum(p.numel() for p in model.parameters())
-    summary = {"final_loss": loss, "tokens": cfg.steps * cfg.batch_size * cfg.seq_len,
-               "seconds": round(seconds, 1), "parameters": params, "config": asdict(cfg)}  # fmt: skip
+    summary = {
+        "final_loss": loss,
+        "tokens": cfg.steps * cfg.batch_size * cfg.seq_len,
+        "seconds": round(seconds, 1),
+        "parameters": params,
+        "config": asdict(cfg),
+    }
     (Path(cfg.checkpoint_dir) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
-def _loop(model: Decoder, optimizer: torch.optim.Optimizer, stream: torch.Tensor,
-          cfg: TargetTrainConfig, start: int, end: int, elapsed: float) -> tuple[float, float]:  # fmt: skip
+def _loop(
+    model: Decoder,
+    optimizer: torch.optim.Optimizer,
+    stream: torch.Tensor,
+    cfg: TargetTrainConfig,
+    start: int,
+    end: int,
+    elapsed: float,
+) -> tuple[float, float]:
     """Steps `start..end`; returns (last loss, total training seconds incl. earlier runs)."""
     model.train()
     per_step, loss_value = cfg.batch_size * (cfg.seq_len + 1), float("nan")
@@ -200,8 +249,15 @@ def _loop(model: Decoder, optimizer: torch.optim.Optimizer, stream: torch.Tensor
             # 4. checkpoint
             if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
                 seconds = elapsed + time.perf_counter() - began
-                save_checkpoint(Path(cfg.checkpoint_dir), {
-                    "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "step": step + 1, "config": cfg.run_dict(), "seconds": seconds,
-                    "loss": loss_value})  # fmt: skip
+                save_checkpoint(
+                    Path(cfg.checkpoint_dir),
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "step": step + 1,
+                        "config": cfg.run_dict(),
+                        "seconds": seconds,
+                        "loss": loss_value,
+                    },
+                )
     return loss_value, elapsed + time.perf_counter() - began

@@ -63,15 +63,21 @@ INT_OPS = [
     Op("floor", "raise it to at least {k}", "{v} = max({v}, {k})", (0, 1, 5, 10)),
     Op("halve_even", "if it is even, halve it", "if {v} % 2 == 0:\n    {v} = {v} // 2"),
     Op("add_odd", "if it is odd, add {k}", "if {v} % 2 == 1:\n    {v} = {v} + {k}", (1, 3, 5)),
-    Op("sub_big", "if it is greater than {k}, subtract {k}",
-       "if {v} > {k}:\n    {v} = {v} - {k}", (5, 10, 20)),
+    Op(
+        "sub_big",
+        "if it is greater than {k}, subtract {k}",
+        "if {v} > {k}:\n    {v} = {v} - {k}",
+        (5, 10, 20),
+    ),
 ]
 
 LIST_OPS = [
     Op("even", "keep the even numbers", "{v} = [x for x in {v} if x % 2 == 0]"),
     Op("odd", "keep the odd numbers", "{v} = [x for x in {v} if x % 2 == 1]"),
     Op("pos", "keep the positive numbers", "{v} = [x for x in {v} if x > 0]"),
-    Op("gt", "keep the numbers greater than {k}", "{v} = [x for x in {v} if x > {k}]", (0, 2, 3, 5)),
+    Op(
+        "gt", "keep the numbers greater than {k}", "{v} = [x for x in {v} if x > {k}]", (0, 2, 3, 5)
+    ),
     Op("lt", "keep the numbers less than {k}", "{v} = [x for x in {v} if x < {k}]", (3, 5, 8)),
     Op("nomult", "drop the multiples of {k}", "{v} = [x for x in {v} if x % {k} != 0]", (2, 3, 5)),
     Op("addk", "add {k} to each number", "{v} = [x + {k} for x in {v}]", (1, 2, 3, 5, 10)),
@@ -92,8 +98,12 @@ STR_OPS = [
     Op("lower", "convert it to lower case", "{v} = {v}.lower()"),
     Op("strip", "strip surrounding whitespace", "{v} = {v}.strip()"),
     Op("srev", "reverse it", "{v} = {v}[::-1]"),
-    Op("repl", "replace every '{k[0]}' with '{k[1]}'", "{v} = {v}.replace('{k[0]}', '{k[1]}')",
-       (("a", "o"), ("e", "i"), ("o", "0"), (" ", "_"), ("l", "1"))),
+    Op(
+        "repl",
+        "replace every '{k[0]}' with '{k[1]}'",
+        "{v} = {v}.replace('{k[0]}', '{k[1]}')",
+        (("a", "o"), ("e", "i"), ("o", "0"), (" ", "_"), ("l", "1")),
+    ),
     Op("suffix", "append '{k}'", "{v} = {v} + '{k}'", ("!", "?", "ing", "ed", "_x")),
     Op("prefix", "prepend '{k}'", "{v} = '{k}' + {v}", ("re", "un", ">", "pre_")),
     Op("first", "keep the first {k} characters", "{v} = {v}[:{k}]", (2, 3, 4, 5)),
@@ -218,7 +228,11 @@ def _list_final(final: str) -> tuple[str, str, str]:
         "list": ("Return the list.", "return result", "list[int]"),
         "sum": ("Return their sum.", "return sum(result)", "int"),
         "len": ("Return how many numbers are left.", "return len(result)", "int"),
-        "max": ("Return the largest, or 0 if none are left.", "return max(result, default=0)", "int"),
+        "max": (
+            "Return the largest, or 0 if none are left.",
+            "return max(result, default=0)",
+            "int",
+        ),
     }[final]
 
 
@@ -233,8 +247,10 @@ def _build_loop(rng: random.Random) -> tuple[str, str, str, list[str], tuple]:
     update, doc = {
         "count": ("total += 1", f"Count {what} in xs, using a loop. Return the count."),
         "sum": (f"total += {value}", f"Add up {what} in xs, using a loop. Return the total."),
-        "max": (f"total = max(total, {value})",
-                f"Find the largest of {what} in xs, starting from 0, using a loop. Return it."),
+        "max": (
+            f"total = max(total, {value})",
+            f"Find the largest of {what} in xs, starting from 0, using a loop. Return it.",
+        ),
     }[acc]
     body = ["total = 0", "for x in xs:"]
     if cond.kind == "all":
@@ -282,7 +298,7 @@ def make_task(rng: random.Random, family: str, index: int) -> Task | None:
         name, sig, doc, body, kinds = _build_loop(rng)
     else:
         name, sig, doc, body, kinds = _build_pipeline(rng, family)
-    prompt = f"def {name}{sig}:\n{INDENT}\"\"\"{doc}\"\"\"\n"
+    prompt = f'def {name}{sig}:\n{INDENT}"""{doc}"""\n'
     solution = "".join(f"{INDENT}{line}\n" for line in body)
     test = _make_test(rng, "list" if family == "loop" else family, prompt + solution, name)
     if test is None:

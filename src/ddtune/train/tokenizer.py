@@ -25,7 +25,9 @@ MIN_VOCAB = 256 + len(SPECIAL_TOKENS) + 1
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096) -> Tokenizer:
     """Learn byte-level BPE merges from `texts`; every byte is in the base alphabet."""
     if vocab_size < MIN_VOCAB:
-        raise UserError(f"vocab_size must be at least {MIN_VOCAB} (256 bytes + specials); got {vocab_size}")
+        raise UserError(
+            f"vocab_size must be at least {MIN_VOCAB} (256 bytes + specials); got {vocab_size}"
+        )
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
@@ -60,7 +62,9 @@ def save_tokenizer(tokenizer: Tokenizer, folder: Path, max_length: int = 512) ->
 def load_tokenizer(folder: Path) -> Tokenizer:
     path = Path(folder) / "tokenizer.json"
     if not path.is_file():
-        raise UserError(f"no tokenizer.json in {folder}; run `ddtune train tokenizer --out {folder}` first")
+        raise UserError(
+            f"no tokenizer.json in {folder}; run `ddtune train tokenizer --out {folder}` first"
+        )
     return Tokenizer.from_file(str(path))
 
 
@@ -68,5 +72,7 @@ def special_id(tokenizer: Tokenizer, token: str) -> int:
     """Id of a special token; a clear error if this tokenizer lacks it."""
     token_id = tokenizer.token_to_id(token)
     if token_id is None:
-        raise UserError(f"the tokenizer has no {token} token; train it with `ddtune train tokenizer`")
+        raise UserError(
+            f"the tokenizer has no {token} token; train it with `ddtune train tokenizer`"
+        )
     return token_id
