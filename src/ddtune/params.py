@@ -156,8 +156,10 @@ def window_from_wire(value: Any, where: str = "") -> int | None:
     return value
 
 
-def parse_window(text: str) -> int | None:
+def parse_window(text: str | int | None) -> int | None:
     """Command-line form: "none", "all" or a positive integer written as text."""
+    if not isinstance(text, str):
+        return window_from_wire(text)
     cleaned = text.strip().lower()
     if cleaned in (WINDOW_NONE, "all", ""):
         return None
