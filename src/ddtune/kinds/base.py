@@ -164,6 +164,11 @@ class ServerKind(ABC):
         return None, self.no_acceptance_note
 
 
+def common_launch_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The launcher options every kind's command builder takes: port, extra, python, host."""
+    return {"port": args.port, "extra": args.extra, "python": args.python, "host": args.host}
+
+
 def compare_config(expected: dict[str, Any], reported: dict[str, Any]) -> list[str]:
     """One line per expected field the report does not match."""
     return [

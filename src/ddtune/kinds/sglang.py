@@ -31,6 +31,7 @@ from ddtune.kinds.base import (
     ResponseStats,
     StreamChunk,
     check_extra,
+    common_launch_options,
     flag_value,
     is_number,
     process_environ,
@@ -184,11 +185,8 @@ class SglangKind(OpenAIKind):
             args.model_path,
             args.draft_model_path,
             params,
-            args.port,
-            args.extra,
-            python=args.python,
-            host=args.host,
             tp=args.tp,
+            **common_launch_options(args),
         )
 
     def identity_of(self, info: dict[str, Any], launch: Launch) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.errors import UserError
-from ddtune.kinds.base import Launch, check_extra, process_cmdline
+from ddtune.kinds.base import Launch, check_extra, common_launch_options, process_cmdline
 from ddtune.kinds.openai import OpenAIKind
 from ddtune.params import DecodeParams
 
@@ -204,12 +204,9 @@ class VllmKind(OpenAIKind):
         return vllm_argv(
             args.model,
             spec,
-            args.port,
-            args.extra,
-            python=args.python,
-            host=args.host,
             served_model_name=args.served_model_name,
             cpu_kvcache_gib=args.cpu_kvcache_gib,
+            **common_launch_options(args),
         )
 
     def identity_of(self, info: dict[str, Any], launch: Launch) -> dict[str, Any]:
