@@ -25,8 +25,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ddtune.bench.acceptance import parse_prometheus, vllm_acceptance
-from ddtune.launchers.vllm import running_speculative_config, speculative_config, vllm_argv
+from ddtune.bench.acceptance import parse_prometheus
+from ddtune.kinds.vllm import (
+    counter_acceptance,
+    running_speculative_config,
+    speculative_config,
+    vllm_argv,
+)
 
 sys.path.insert(0, str(Path(__file__).parent))
 from vllm_setup import REPO, ensure_vllm_venv, nice_prefix, serving_model  # noqa: E402
@@ -140,7 +145,7 @@ def test_vllm_dflash_with_our_drafter(tmp_path):
         after = parse_prometheus(httpx.get(url + "/metrics", timeout=300).text)
     finally:
         stop(proc)
-    vllm_accept, note = vllm_acceptance(before, after)
+    vllm_accept, note = counter_acceptance(before, after)
     ours, ddtune_accept = ddtune_dflash(engine, prompt_ids)
     print(
         f"dflash acceptance on {len(PROMPTS)} prompts x {MAX_TOKENS} tokens: "

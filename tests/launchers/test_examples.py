@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from ddtune.kinds.sglang import sglang_argv
+from ddtune.kinds.vllm import speculative_config, vllm_argv
 from ddtune.launchers.__main__ import build, build_parser
-from ddtune.launchers.sglang import sglang_argv
-from ddtune.launchers.vllm import speculative_config, vllm_argv
 from ddtune.sweep.spec import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -19,7 +19,6 @@ import httpx
 from ddtune.services import readiness
 from ddtune.services.outcome import Outcome, PhaseFailure, tail_lines
 from ddtune.services.process import ProcessController
-from ddtune.services.profiles import compare_ddtune_config
 from ddtune.services.protocol import _Timer
 
 HOT_KEYS = ("mode", "budget", "topk", "window")
@@ -94,7 +93,7 @@ class HotController(ProcessController):
                 "stale_instance",
                 f"config_generation did not advance ({old.get('config_generation')} -> {applied.get('config_generation')})",
             )
-        mismatches = compare_ddtune_config(params, applied.get("config") or {})
+        mismatches = self.server_kind.config_mismatches(readiness.trial_params(params), applied)
         if mismatches:
             raise PhaseFailure(
                 "config_mismatch", "the server applied another config: " + "; ".join(mismatches)
@@ -120,7 +119,7 @@ class HotController(ProcessController):
                 )
             if info.get("config_generation") != applied.get("config_generation"):
                 return f"server_info reports config_generation {info.get('config_generation')}, expected {applied.get('config_generation')}"
-            mismatches = compare_ddtune_config(params, info.get("config") or {})
+            mismatches = self.server_kind.config_mismatches(readiness.trial_params(params), info)
             if mismatches:
                 raise PhaseFailure("config_mismatch", "; ".join(mismatches))
             found.update(

@@ -17,9 +17,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ddtune.kinds import Launch
 from ddtune.services import procs
 from ddtune.services.outcome import PhaseFailure
-from ddtune.services.profiles import Launch
 from ddtune.services.protocol import Controller
 
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import httpx
 
+from ddtune.kinds import Launch, get_kind
 from ddtune.services import procs, readiness
 from ddtune.services.gpu import GpuBaseline, GpuProbe, baseline, default_probe, not_released
 from ddtune.services.outcome import Outcome, PhaseFailure, classify_exit, tail_lines
-from ddtune.services.profiles import Launch, make_profile
 from ddtune.services.spec import ServiceSpec
 
 SNAPSHOT_PROBE_TIMEOUT_S = 2.0
@@ -38,7 +38,7 @@ class Controller(ABC):
         self.spec = spec
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.profile = make_profile(spec)
+        self.server_kind = get_kind(spec.profile)
         if gpu_probe is not None:
             self.gpu, self._gpu_note = gpu_probe, None
         else:
@@ -148,7 +148,7 @@ class Controller(ABC):
         if snap["listeners"]:
             try:
                 with httpx.Client(timeout=SNAPSHOT_PROBE_TIMEOUT_S, trust_env=False) as client:
-                    ident, _ = self.profile.identity(client, {}, Launch())
+                    ident, _ = self.server_kind.read_identity(client, self.spec.base_url, Launch())
                 snap.update({k: v for k, v in ident.items() if v is not None})
             except Exception:  # the old server may be sick; the snapshot is best effort
                 pass
@@ -242,7 +242,7 @@ class Controller(ABC):
             with _Timer(out, "generate_s"):
                 readiness.wait_generations(self, client)
             self.check_alive()
-            again, _ = self.profile.identity(client, params, self.launch())
+            again, _ = self.server_kind.read_identity(client, self.spec.base_url, self.launch())
             if again.get("instance_id") != out.identity.get("instance_id"):
                 raise PhaseFailure(
                     "stale_instance", f"identity changed during the readiness checks: {again}"

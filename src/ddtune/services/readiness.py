@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from ddtune.params import PARAM_KEYS, DecodeParams
 from ddtune.services import procs
 from ddtune.services.outcome import PhaseFailure
-from ddtune.services.profiles import generate_one_token
 
 if TYPE_CHECKING:
     from ddtune.services.protocol import Controller
@@ -79,7 +79,7 @@ def wait_port(ctl: Controller) -> None:
 
 
 def wait_health(ctl: Controller, client: httpx.Client) -> None:
-    url = ctl.profile.health_url()
+    url = ctl.spec.health_url or ctl.server_kind.health_url(ctl.spec.base_url)
 
     def step() -> str | None:
         reply = client.get(url)
@@ -96,11 +96,13 @@ def wait_identity(
     stale: list[str] = []
 
     def step() -> str | None:
-        ident, mismatches = ctl.profile.identity(client, params, ctl.launch())
+        launch = ctl.launch()
+        ident, info = ctl.server_kind.read_identity(client, ctl.spec.base_url, launch)
         why_stale = stale_reason(ident, previous, ctl.instance_pids())
         if why_stale:
             stale.append(why_stale)
             return why_stale
+        mismatches = ctl.server_kind.config_mismatches(trial_params(params), info, launch)
         if mismatches:
             raise PhaseFailure("config_mismatch", "; ".join(mismatches))
         found.update(ident)
@@ -111,6 +113,11 @@ def wait_identity(
 
     poll("identity", ctl.spec.timeouts.identity, step, ctl.check_alive, failure)
     return found
+
+
+def trial_params(params: dict[str, Any]) -> DecodeParams:
+    """The decoding parameters among a trial's values (the user's `vars` are not compared)."""
+    return DecodeParams.from_wire({k: v for k, v in params.items() if k in PARAM_KEYS})
 
 
 def stale_reason(
@@ -135,8 +142,8 @@ def wait_generations(ctl: Controller, client: httpx.Client) -> None:
 
     def step() -> str | None:
         if not model:
-            model.append(ctl.profile.model_name(client))
-        why = generate_one_token(client, ctl.spec, model[0])
+            model.append(ctl.spec.model or ctl.server_kind.model_name(client, ctl.spec.base_url))
+        why = ctl.server_kind.generate_one_token(client, ctl.spec.base_url, model[0])
         streak[0] = 0 if why else streak[0] + 1
         if why:
             return why

@@ -13,9 +13,10 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ddtune.errors import UserError
+from ddtune.kinds import SERVER_KINDS
 
 KINDS = ("process", "systemd", "hooks", "hot")
-PROFILES = ("ddtune", "sglang", "vllm", "openai")
+PROFILES = SERVER_KINDS  # service.profile names a server kind
 GPU_MODES = ("auto", "off")
 BUILTIN_PLACEHOLDERS = ("mode", "budget", "topk", "window", "port", "host")
 HOOK_NAMES = ("stop", "start", "logs")

@@ -18,10 +18,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ddtune.kinds import Launch
 from ddtune.services import procs
 from ddtune.services.outcome import PhaseFailure, classify_exit, tail_lines
 from ddtune.services.process import scope_prefix
-from ddtune.services.profiles import Launch
 from ddtune.services.protocol import Controller
 
 SHOW_PROPS = (
