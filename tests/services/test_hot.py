@@ -15,7 +15,9 @@ def test_first_call_starts_then_hot_reconfigures_same_instance(svc, port, contro
     first = ctl.reconfigure(svc.params, tmp_path / "a1")
     assert first.ready, first
     assert any("started one" in note for note in first.notes)
-    second = ctl.reconfigure({**svc.params, "budget": 40, "window": 128}, tmp_path / "a2")
+    second = ctl.reconfigure(
+        svc.params.with_updates({"budget": 40, "window": 128}), tmp_path / "a2"
+    )
     assert second.ready, second
     assert second.identity["instance_id"] == first.identity["instance_id"]
     assert second.identity["pid"] == first.identity["pid"]
@@ -33,10 +35,11 @@ def test_first_call_starts_then_hot_reconfigures_same_instance(svc, port, contro
 def test_hot_faults(svc, port, controllers, tmp_path, switches, failure):
     ctl = controllers(svc.make_spec(port, svc.fault_command(*switches), kind="hot"))
     first = ctl.reconfigure(
-        {**svc.params, "topk": 9} if failure == "config_mismatch" else svc.params, tmp_path / "a1"
+        svc.params.with_updates({"topk": 9}) if failure == "config_mismatch" else svc.params,
+        tmp_path / "a1",
     )
     assert first.ready, first
-    second = ctl.reconfigure({**svc.params, "budget": 8}, tmp_path / "a2")
+    second = ctl.reconfigure(svc.params.with_updates({"budget": 8}), tmp_path / "a2")
     assert second.failure == failure, second
     assert second.log_tail and svc.leftovers(ctl.workdir) == []
 
@@ -54,7 +57,7 @@ def test_server_that_was_already_running_is_left_running(svc, port, controllers,
                 break
             except httpx.HTTPError:
                 time.sleep(0.05)
-        out = ctl.reconfigure({**svc.params, "budget": 12}, tmp_path / "a")
+        out = ctl.reconfigure(svc.params.with_updates({"budget": 12}), tmp_path / "a")
         assert out.ready, out
         assert out.identity["pid"] == external.pid
         assert ctl.close() and external.poll() is None
