@@ -9,6 +9,8 @@ import time
 import httpx
 import pytest
 
+from ddtune.services import PHASES
+
 
 def test_first_call_starts_then_hot_reconfigures_same_instance(svc, port, controllers, tmp_path):
     ctl = controllers(svc.make_spec(port, svc.fault_command("--hot"), kind="hot"))
@@ -64,3 +66,17 @@ def test_server_that_was_already_running_is_left_running(svc, port, controllers,
     finally:
         external.terminate()
         external.wait()
+
+
+def test_hot_in_place_phases_are_snapshot_start_poll(svc, port, controllers, tmp_path):
+    ctl = controllers(svc.make_spec(port, svc.fault_command("--hot"), kind="hot"))
+    heard: list[str] = []
+    first = ctl.reconfigure(svc.params, tmp_path / "a1", on_phase=heard.append)
+    assert first.ready and tuple(heard) == PHASES, (first, heard)  # started: the full protocol
+    heard.clear()
+    second = ctl.reconfigure(
+        svc.params.with_updates({"mode": "dflash"}), tmp_path / "a2", on_phase=heard.append
+    )
+    assert second.ready, second
+    assert heard == ["snapshot", "start", "poll"]
+    assert second.timings["stop_to_quiet_s"] == 0.0 and second.timings["apply_s"] >= 0
