@@ -27,6 +27,10 @@ Kind = Literal["process", "systemd", "hooks", "hot"]
 ProfileName = Literal["ddtune", "sglang", "vllm", "openai"]
 BUILTIN_PLACEHOLDERS = (*PARAM_KEYS, "port", "host")
 Seconds = Annotated[float, Field(gt=0)]
+REQUIRED_WHEN = {  # field: (the field that requires it, that field's value, what to give)
+    "unit": ("kind", "systemd", "e.g. 'sglang.service'"),
+    "model": ("profile", "openai", "the model name to request"),
+}
 
 
 def _argv(value: Any) -> Any:
@@ -140,12 +144,13 @@ class ServiceSpec(StrictModel):
                 _check_placeholders(value, info.data["vars"], f"{name}: ")
         return env
 
-    @field_validator("unit")
+    @field_validator("unit", "model")
     @classmethod
-    def _systemd_needs_unit(cls, unit: str | None, info: ValidationInfo) -> str | None:
-        if info.data.get("kind") == "systemd" and not unit:
-            raise ValueError("is required for kind = 'systemd' (e.g. 'sglang.service')")
-        return unit
+    def _required_by(cls, value: str | None, info: ValidationInfo) -> str | None:
+        other, wanted, hint = REQUIRED_WHEN[str(info.field_name)]
+        if info.data.get(other) == wanted and not value:
+            raise ValueError(f"is required for {other} = {wanted!r} ({hint})")
+        return value
 
     @field_validator("hooks")
     @classmethod
@@ -155,13 +160,6 @@ class ServiceSpec(StrictModel):
             needed = " and ".join(f"hooks.{name}" for name in missing)
             raise ValueError(f"kind = 'hooks' needs {needed} (shell commands)")
         return hooks
-
-    @field_validator("model")
-    @classmethod
-    def _openai_needs_model(cls, model: str | None, info: ValidationInfo) -> str | None:
-        if info.data.get("profile") == "openai" and not model:
-            raise ValueError("is required for profile = 'openai' (the model name to request)")
-        return model
 
     # ---- rendering ----------------------------------------------------------------
 
