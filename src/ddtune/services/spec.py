@@ -46,7 +46,8 @@ def _scalar(value: Any) -> Any:
 
 
 Argv = Annotated[tuple[str, ...], BeforeValidator(_argv)]
-VarValue = Annotated[str | int | float | bool, BeforeValidator(_scalar)]
+VarScalar = str | int | float | bool
+VarValue = Annotated[VarScalar, BeforeValidator(_scalar)]
 
 
 class Timeouts(StrictModel):
@@ -116,7 +117,7 @@ class ServiceSpec(StrictModel):
 
     @field_validator("vars")
     @classmethod
-    def _no_shadowing(cls, values: dict[str, Any]) -> dict[str, Any]:
+    def _no_shadowing(cls, values: dict[str, VarScalar]) -> dict[str, VarScalar]:
         for name in values:
             if name in BUILTIN_PLACEHOLDERS:
                 raise ValueError(
