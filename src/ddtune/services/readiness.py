@@ -8,6 +8,7 @@
 Each phase has its own deadline (`spec.timeouts`) and polls with backoff.
 Before every poll the controller checks that the new process is alive and
 fails fast (crashed/oom/port_in_use, with the log tail) when it is not.
+See docs/architecture.md "Services".
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ddtune.params import PARAM_KEYS, DecodeParams
 from ddtune.services import procs
 from ddtune.services.outcome import PhaseFailure
 
 if TYPE_CHECKING:
+    from ddtune.params import DecodeParams
     from ddtune.services.protocol import Controller
 
 MAX_BACKOFF_S = 1.0
@@ -41,18 +42,18 @@ def poll(
     failure is `failure(last_reason)` if given, else `timeout:<phase>`.
     """
     deadline = time.monotonic() + timeout
-    delay, reason = 0.05, "not checked yet"
+    delay = 0.05
     while True:
         alive()
         try:
-            reason = step()
+            why = step()
         except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
-            reason = f"{type(exc).__name__}: {exc}"  # e.g. refused, or not JSON while loading
-        if reason is None:
+            why = f"{type(exc).__name__}: {exc}"  # e.g. refused, or not JSON while loading
+        if why is None:
             return
         if time.monotonic() >= deadline:
-            cls = failure(reason) if failure else f"timeout:{phase}"
-            raise PhaseFailure(cls, f"{phase} not reached after {timeout:.0f}s: {reason}")
+            cls = failure(why) if failure else f"timeout:{phase}"
+            raise PhaseFailure(cls, f"{phase} not reached after {timeout:.0f}s: {why}")
         time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 1.5, MAX_BACKOFF_S)
 
@@ -89,7 +90,7 @@ def wait_health(ctl: Controller, client: httpx.Client) -> None:
 
 
 def wait_identity(
-    ctl: Controller, client: httpx.Client, params: dict[str, Any], previous: dict[str, Any]
+    ctl: Controller, client: httpx.Client, params: DecodeParams, previous: dict[str, Any]
 ) -> dict[str, Any]:
     """Poll the identity probe; stale answers keep polling, a config mismatch fails at once."""
     found: dict[str, Any] = {}
@@ -102,7 +103,7 @@ def wait_identity(
         if why_stale:
             stale.append(why_stale)
             return why_stale
-        mismatches = ctl.server_kind.config_mismatches(trial_params(params), info, launch)
+        mismatches = ctl.server_kind.config_mismatches(params, info, launch)
         if mismatches:
             raise PhaseFailure("config_mismatch", "; ".join(mismatches))
         found.update(ident)
@@ -113,11 +114,6 @@ def wait_identity(
 
     poll("identity", ctl.spec.timeouts.identity, step, ctl.check_alive, failure)
     return found
-
-
-def trial_params(params: dict[str, Any]) -> DecodeParams:
-    """The decoding parameters among a trial's values (the user's `vars` are not compared)."""
-    return DecodeParams.from_wire({k: v for k, v in params.items() if k in PARAM_KEYS})
 
 
 def stale_reason(

@@ -39,6 +39,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ddtune.params import PARAM_KEYS, DecodeParams
 from ddtune.sweep.plan import plan_spec
 from ddtune.sweep.spec import SweepSpec
 from ddtune.sweep.store import Store
@@ -215,7 +216,11 @@ class TrialLoop:
         from ddtune.bench import run_bench
 
         phase("reconfiguring")
-        outcome = controller.reconfigure(config, attempt_dir)
+        outcome = controller.reconfigure(
+            DecodeParams.from_wire({k: config[k] for k in PARAM_KEYS}),
+            attempt_dir,
+            user_vars={k: v for k, v in config.items() if k not in PARAM_KEYS},
+        )
         timings = dict(getattr(outcome, "timings", None) or {})
         identity = dict(getattr(outcome, "identity", None) or {})
         tail_path = _write_tail(attempt_dir, outcome)
