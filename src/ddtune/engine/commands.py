@@ -217,8 +217,9 @@ def _print_rows(console: Console, rows: list[SpeedRow]) -> None:
 
     ar = rows[0].tokens_per_second or 1.0
     table = Table(title="bench-engine (T=0, same prompts)")
-    for col in ("config", "tok/s", "x AR", "tau", "tree+commit", "draft", "verify", "= AR"):
-        table.add_column(col, justify="right" if col != "config" else "left")
+    table.add_column("config", no_wrap=True, min_width=max(len(r.label) for r in rows))
+    for col in ("tok/s", "x AR", "tau", "tree+commit", "draft", "verify", "= AR"):
+        table.add_column(col, justify="right")
     for r in rows:
         table.add_row(
             r.label,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddtune.params import DecodeParams
+from ddtune.params import DecodeParams, SamplingParams
 from ddtune.server.metrics import ServerMetrics
 
 log = logging.getLogger("ddtune.server")
@@ -158,9 +158,8 @@ class GenerationWorker:
             return not job.cancel.is_set()
 
         try:
-            outcome.result = self.engine.generate(
-                job.prompt_ids, **params.to_dict(), **job.sampling, on_tokens=on_tokens
-            )
+            sampling = SamplingParams.from_wire(job.sampling)
+            outcome.result = self.engine.generate(job.prompt_ids, params, sampling, on_tokens)
         except Exception as exc:  # reported to this request; the worker lives on
             log.exception("generation failed")
             outcome.error = exc
