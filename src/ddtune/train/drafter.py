@@ -12,6 +12,8 @@
    position k (1..block-1) against the token at anchor + k, weighted by
    exp(-(k-1)/gamma). The target's embedding and LM head are frozen (the whole
    target is); only the drafter's `fc`, `hidden_norm`, layers and norm learn.
+
+See docs/architecture.md "Train".
 """
 
 from __future__ import annotations

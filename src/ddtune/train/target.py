@@ -10,6 +10,8 @@ engine serves. Recipe:
 3. Every `checkpoint_every` steps: model + optimizer + step to `checkpoint.pt`.
 4. At the end: `config.json`, `model.safetensors`, `generation_config.json`,
    `tokenizer.json`, `tokenizer_config.json` in the output folder.
+
+See docs/architecture.md "Train".
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ def init_weights(model: torch.nn.Module, std: float = 0.02) -> None:
     for module in model.modules():
         if isinstance(module, torch.nn.Linear | torch.nn.Embedding):
             torch.nn.init.normal_(module.weight, std=std)
-            if getattr(module, "bias", None) is not None:
-                torch.nn.init.zeros_(module.bias)
+            bias = getattr(module, "bias", None)
+            if isinstance(bias, torch.Tensor):
+                torch.nn.init.zeros_(bias)
 
 
 def token_stream(tokenizer: Tokenizer, seed: int, task_share: float, n_tokens: int) -> torch.Tensor:
