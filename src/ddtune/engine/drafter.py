@@ -33,7 +33,7 @@ from ddtune.engine.cache import KVCache
 from ddtune.engine.config import DrafterConfig
 from ddtune.engine.layers import (
     AttentionProjections,
-    LayerFrame,
+    Layer,
     RMSNorm,
     Rope,
     attend,
@@ -73,22 +73,6 @@ class DrafterAttention(AttentionProjections):
         return self.o_proj(attend(q, k, v, mask, causal=False))
 
 
-class DrafterLayer(LayerFrame):
-    def __init__(self, cfg: DrafterConfig) -> None:
-        super().__init__(cfg, DrafterAttention(cfg))
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        q_rope: Rope,
-        ctx: DraftContext,
-        mask: torch.Tensor | None,
-        layer: int,
-    ) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), q_rope, ctx, mask, layer)
-        return self.feed_forward(x)
-
-
 class DFlashDrafter(nn.Module):
     inv_freq: torch.Tensor  # a buffer: RoPE inverse frequencies
 
@@ -98,7 +82,9 @@ class DFlashDrafter(nn.Module):
         h = cfg.hidden_size
         self.fc = nn.Linear(len(cfg.target_layer_ids) * h, h, bias=False)
         self.hidden_norm = RMSNorm(h, cfg.rms_norm_eps)
-        self.layers = nn.ModuleList(DrafterLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.layers = nn.ModuleList(
+            Layer(cfg, DrafterAttention(cfg)) for _ in range(cfg.num_hidden_layers)
+        )
         self.norm = RMSNorm(h, cfg.rms_norm_eps)
         self.register_buffer("inv_freq", rope_inv_freq(cfg), persistent=False)
 

@@ -86,8 +86,12 @@ class AttentionProjections(nn.Module):
         return apply_rope(k.transpose(1, 2), *rope), v
 
 
-class LayerFrame(nn.Module):
-    """One pre-norm layer's weights: `self_attn`, the SwiGLU `mlp` and both norms (HF names)."""
+class Layer(nn.Module):
+    """One pre-norm layer (HF names): `self_attn` then the SwiGLU `mlp`, each with a residual.
+
+    The attention module decides the wiring: `forward(x, *attn_args)` passes
+    `attn_args` on to `self_attn(input_layernorm(x), *attn_args)`.
+    """
 
     def __init__(self, cfg: ModelConfig, self_attn: nn.Module) -> None:
         super().__init__()
@@ -96,8 +100,8 @@ class LayerFrame(nn.Module):
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
-    def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
-        """The MLP half of the layer, residual included."""
+    def forward(self, x: torch.Tensor, *attn_args: object) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), *attn_args)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 

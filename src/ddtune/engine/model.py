@@ -30,7 +30,7 @@ from ddtune.engine.cache import KVCache
 from ddtune.engine.config import ModelConfig
 from ddtune.engine.layers import (
     AttentionProjections,
-    LayerFrame,
+    Layer,
     RMSNorm,
     Rope,
     attend,
@@ -65,29 +65,15 @@ class Attention(AttentionProjections):
         return self.o_proj(attend(q, k, v, mask, causal))
 
 
-class DecoderLayer(LayerFrame):
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__(cfg, Attention(cfg))
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        rope: Rope,
-        mask: torch.Tensor | None,
-        cache: KVCache | None,
-        layer: int,
-    ) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), rope, mask, cache, layer)
-        return self.feed_forward(x)
-
-
 class Backbone(nn.Module):
     """Holds the weights under the Hugging Face `model.` prefix."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.layers = nn.ModuleList(
+            Layer(cfg, Attention(cfg)) for _ in range(cfg.num_hidden_layers)
+        )
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
 
