@@ -19,6 +19,8 @@ the held-out split: training never sees those combinations, only their parts.
 Tasks are written in HumanEval format: `task_id, prompt, entry_point, test,
 canonical_solution`, where `test` defines `check(candidate)` with asserts whose
 expected values come from running the canonical solution.
+
+See docs/architecture.md "Train".
 """
 
 from __future__ import annotations
@@ -193,7 +195,8 @@ def _build_pipeline(rng: random.Random, family: str) -> tuple[str, str, str, lis
     n = rng.choice((1, 2, 2, 3, 3))
     if family == "int":
         steps = _pick_ops(rng, INT_OPS, n)
-        sig, head, ret = "(x: int) -> int", [], "Return the result."
+        head: list[str] = []
+        sig, ret = "(x: int) -> int", "Return the result."
         body = _body_lines(steps, "x") + ["return x"]
     elif family == "str":
         steps = _pick_ops(rng, STR_OPS, n)
@@ -324,7 +327,8 @@ def iter_tasks(seed: int, split: str) -> Iterator[Task]:
 
 def heldout_tasks(count: int, seed: int) -> list[Task]:
     """`count` held-out tasks with distinct prompts, families interleaved."""
-    tasks, seen = [], set()
+    tasks: list[Task] = []
+    seen: set[str] = set()
     for task in iter_tasks(seed, "heldout"):
         if task.prompt in seen:
             continue
