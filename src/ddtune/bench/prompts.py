@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddtune.errors import UserError
+from ddtune.jsonl import jsonl_rows
 
 SKIP_DIRS = {
     "test",
@@ -129,13 +130,7 @@ def load_prompts_file(path: str | Path) -> PromptSet:
         raise UserError(f"prompts file {path} does not exist")
     short: list[str] = []
     long: list[str] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+    for number, row in jsonl_rows(path):
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not row["prompt"]:
             raise UserError(
                 f'{path}:{number}: expected {{"prompt": "...", "workload": "short"|"long"}}'
