@@ -7,6 +7,7 @@
 
 ddtree configs form lines over budget; ar and dflash configs (no budget) are
 drawn as horizontal reference lines. A plot without data is skipped, with a note.
+See docs/architecture.md "Report".
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def _lines_over_budget(ax: Axes, summaries: Sequence[ConfigSummary], metric: str
     for s in summaries:
         if s.mean(metric) is None:
             continue
-        if s.config.get("mode") == "ddtree":
+        if s.params.mode == "ddtree":
             series.setdefault(_series_name(s), []).append(s)
         else:
             ax.axhline(
@@ -161,11 +162,11 @@ def _lines_over_budget(ax: Axes, summaries: Sequence[ConfigSummary], metric: str
         dodge = 2 ** (
             (i - (len(series) - 1) / 2) * 0.05
         )  # shift series apart so bars don't overlap
-        xs = [max(s.cost[0], 1) * dodge for s in points]
+        xs = [max(s.params.budget, 1) * dodge for s in points]
         ax.errorbar(
             xs, [ci.mean for ci in cis], yerr=_errors(cis), marker="o", capsize=3, label=name
         )
-    budgets = sorted({max(s.cost[0], 1) for p in series.values() for s in p})
+    budgets = sorted({max(s.params.budget, 1) for p in series.values() for s in p})
     if budgets:
         ax.set_xscale("log", base=2)
         ax.set_xticks(budgets, [str(b) for b in budgets])
@@ -202,10 +203,9 @@ def _errors(cis: Sequence[MeanCI]) -> list[list[float]]:
 
 
 def _series_name(s: ConfigSummary) -> str:
-    window = s.config.get("window")
-    return f"topk {s.config.get('topk')}" + (
-        "" if window in (None, "none") else f", window {window}"
-    )
+    """One line per (topk, window); the whole-context window is the unnamed default."""
+    window = s.params.window
+    return f"topk {s.params.topk}" + ("" if window is None else f", window {window}")
 
 
 def _short(label: str) -> str:

@@ -52,6 +52,8 @@ class ReportSummary:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["options"] = self.options.to_dict()
+        data["configs"] = [s.to_dict() for s in self.configs]
         data["files"] = {k: str(v) for k, v in self.files.items()}
         return data
 
