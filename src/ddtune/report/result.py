@@ -2,6 +2,7 @@
 
 `build_report` returns one; the Markdown/HTML renderers, the CSV/JSON writers
 and the CLI all read from it, so every output tells the same story.
+See docs/architecture.md "Report".
 """
 
 from __future__ import annotations

@@ -93,6 +93,13 @@ class ConfigSummary:
         ci = self.metrics.get(metric)
         return None if ci is None else ci.mean
 
+    def ci(self, metric: str) -> MeanCI:
+        """The interval of a metric this config measured (a `KeyError` if it did not)."""
+        ci = self.metrics.get(metric)
+        if ci is None:
+            raise KeyError(f"{self.label}: {metric} was not measured")
+        return ci
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able; `params` in wire form."""
         return {**asdict(self), "params": self.params.to_wire()}
@@ -170,7 +177,7 @@ def _ratios(
 ) -> dict[str, MeanCI | None]:
     ratios: dict[str, MeanCI | None] = {}
     for metric in RATIO_METRICS:
-        num, den = summary.samples.get(metric), baseline.samples.get(metric)
+        num, den = summary.samples.get(metric) or [], baseline.samples.get(metric) or []
         ok = num and den and math.fsum(den) != 0
         ratios[metric] = ratio_ci(num, den, confidence) if ok else None
     return ratios
