@@ -17,11 +17,14 @@ from __future__ import annotations
 import subprocess
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from ddtune.params import DecodeParams
 from ddtune.services import procs, readiness
 from ddtune.services.gpu import GpuBaseline, GpuProbe, baseline, default_probe, not_released
 from ddtune.services.outcome import Outcome, PhaseFailure, classify_exit, tail_lines
@@ -29,6 +32,8 @@ from ddtune.services.profiles import Launch, make_profile
 from ddtune.services.spec import ServiceSpec
 
 SNAPSHOT_PROBE_TIMEOUT_S = 2.0
+PHASES = ("preflight", "snapshot", "stop", "quiesce", "start", "poll")
+PhaseCallback = Callable[[str], None]
 
 
 class Controller(ABC):
@@ -87,8 +92,17 @@ class Controller(ABC):
 
     # ---- the protocol ---------------------------------------------------------
 
-    def reconfigure(self, params: dict[str, Any], attempt_dir: Path) -> Outcome:
+    def reconfigure(
+        self,
+        params: DecodeParams | dict[str, Any],
+        attempt_dir: Path,
+        *,
+        user_vars: Mapping[str, Any] | None = None,
+        on_phase: PhaseCallback | None = None,
+    ) -> Outcome:
         """Run the whole protocol for `params`; never raises for service failures."""
+        self._on_phase = on_phase  # sweep-branch shim until the services rewrite lands
+        params = _as_dict(params, user_vars)
         attempt_dir = Path(attempt_dir)
         attempt_dir.mkdir(parents=True, exist_ok=True)
         self._attempt_dir = attempt_dir
@@ -110,12 +124,15 @@ class Controller(ABC):
             out.log_path = _str(self.write_logs(attempt_dir))
             out.log_tail = tail_lines(Path(out.log_path) if out.log_path else None)
             self._last_identity = dict(out.identity)
+        self._on_phase = None
         return out
 
     def _run(self, params: dict[str, Any], attempt_dir: Path, out: Outcome) -> None:
         closes_before = self._closes
+        self._announce("preflight")
         with _Timer(out, "preflight_s"):
             self.preflight(params, attempt_dir)
+        self._announce("snapshot")
         with _Timer(out, "snapshot_s"):
             out.previous_identity = self.snapshot()
             gpu_base = self._gpu_baseline(out)
@@ -124,6 +141,7 @@ class Controller(ABC):
         if self._closes != closes_before:
             raise PhaseFailure("cancelled", "close() was called during reconfigure; not starting")
         started = time.monotonic()
+        self._announce("start")
         with _Timer(out, "start_s"):
             out.identity = self.start(params, attempt_dir)
         self.wait_ready(params, out)
@@ -182,8 +200,10 @@ class Controller(ABC):
     ) -> None:
         """Stop explicitly, kill what is left, wait for a free port and released GPU memory."""
         t = self.spec.timeouts
+        self._announce("stop")
         with _Timer(out, "stop_s"):
             self.stop_command()
+        self._announce("quiesce")
         with _Timer(out, "quiesce_s"):
             left = procs.terminate(self.our_processes, grace=t.stop, kill_wait=t.quiesce)
             self._reap()
@@ -232,6 +252,7 @@ class Controller(ABC):
     def wait_ready(self, params: dict[str, Any], out: Outcome) -> None:
         """Step 5: port, health, identity, generations, then the identity once more."""
         previous = out.previous_identity
+        self._announce("poll")
         with httpx.Client(timeout=self.spec.timeouts.request, trust_env=False) as client:
             with _Timer(out, "port_s"):
                 readiness.wait_port(self)
@@ -247,6 +268,11 @@ class Controller(ABC):
                 raise PhaseFailure(
                     "stale_instance", f"identity changed during the readiness checks: {again}"
                 )
+
+    def _announce(self, phase: str) -> None:
+        on_phase = getattr(self, "_on_phase", None)
+        if on_phase is not None:
+            on_phase(phase)
 
     def check_alive(self) -> None:
         """Fail fast with the exit code and log tail when the new main process died."""
@@ -305,6 +331,13 @@ class _Timer:
 
     def __exit__(self, *exc: object) -> None:
         self.out.timings[self.key] = round(time.monotonic() - self.t0, 3)
+
+
+def _as_dict(params: DecodeParams | dict[str, Any], user_vars: Mapping[str, Any] | None) -> dict:
+    """The params dict the controllers render (window None); DecodeParams + vars accepted."""
+    if isinstance(params, DecodeParams):
+        return {**asdict(params), **dict(user_vars or {})}
+    return dict(params)
 
 
 def _str(path: Path | None) -> str | None:

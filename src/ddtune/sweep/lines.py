@@ -21,7 +21,8 @@ class KeyLines:
     def __init__(self, text: str) -> None:
         self.keys: dict[tuple[str, int, str], int] = {}  # (table, array index, key) -> line
         self.headers: dict[tuple[str, int], int] = {}  # (table, array index) -> line
-        table, index, arrays = "", 0, {}  # arrays: [[name]] -> index of its latest element
+        table, index = "", 0
+        arrays: dict[str, int] = {}  # [[name]] -> index of its latest element
         for number, line in enumerate(text.splitlines(), start=1):
             if header := _HEADER.match(line):
                 table = header.group(2).replace('"', "").replace(" ", "")

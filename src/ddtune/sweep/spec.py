@@ -160,9 +160,9 @@ def _config(table: ConfigTable, where: str) -> Config:
 def _grid(space: SpaceTable) -> list[Config]:
     """The cartesian product of the axes, in spec order; each value checked on its own."""
     axes = space.axes()
-    for key, values in axes.items():
-        for value in values:
-            DecodeParams.from_wire({key: value}, "space")
+    for key, choices in axes.items():
+        for choice in choices:
+            DecodeParams.from_wire({key: choice}, "space")
     var_axes = dict(sorted(space.vars.items()))
     names = [*axes, *var_axes]
     configs = []

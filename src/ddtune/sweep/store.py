@@ -10,6 +10,11 @@ consistent: a trial is `done` exactly when its results row exists. A runner
 holds an exclusive lock file (`<store>.lock`) while it works; when a store is
 opened and no runner holds the lock, trials and attempts left `running` by a
 dead runner become `interrupted`.
+
+A trial's configuration is stored as `Config.to_wire()` JSON (parameters by
+`DecodeParams.to_wire()`, window `"none"`) and read back only through
+`Config.from_wire()`, which also reads stores written before that (`window: null`).
+See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from ddtune.errors import UserError
 from ddtune.params import config_hash
 from ddtune.report.inputs import METRIC_NAMES, TrialRecord
 from ddtune.sweep.plan import PlannedTrial
+from ddtune.sweep.spec import Config
 
 SCHEMA_VERSION = 1
 TRIAL_STATUSES = ("pending", "running", "done", "failed", "interrupted")
@@ -192,20 +198,22 @@ class Store:
                         "restore that spec to resume, or pass --store NEW_PATH to start afresh"
                     )
                 return int(row["id"])
-            sweep_id = db.execute(
-                "INSERT INTO sweeps (name, spec_text, spec_hash, spec_dir, created_at) VALUES (?,?,?,?,?)",
-                (name, spec_text, spec_hash, spec_dir, time.time()),
-            ).lastrowid
+            sweep_id = _row_id(
+                db.execute(
+                    "INSERT INTO sweeps (name, spec_text, spec_hash, spec_dir, created_at)"
+                    " VALUES (?,?,?,?,?)",
+                    (name, spec_text, spec_hash, spec_dir, time.time()),
+                )
+            )
             for trial in plan:
-                config = trial.config.to_dict()
                 db.execute(
                     "INSERT INTO trials (sweep_id, order_index, config_json, config_hash, label,"
                     " repeat, is_baseline, status, updated_at) VALUES (?,?,?,?,?,?,?,'pending',?)",
                     (
                         sweep_id,
                         trial.order_index,
-                        json.dumps(config),
-                        config_hash(config),
+                        json.dumps(trial.config.to_wire()),
+                        trial.config.hash(),
                         trial.config.label(),
                         trial.repeat,
                         int(trial.is_baseline),
@@ -232,6 +240,10 @@ class Store:
             f"SELECT * FROM trials WHERE sweep_id=? AND status IN ({marks}) ORDER BY order_index",
             (sweep_id, *statuses),
         ).fetchall()
+
+    def trial_config(self, trial: sqlite3.Row) -> Config:
+        """The configuration of a trial row (`config_json` read back by `Config.from_wire`)."""
+        return Config.from_wire(json.loads(trial["config_json"]), f"trial {trial['id']}")
 
     def attempts(self, trial_id: int) -> list[sqlite3.Row]:
         return self.db.execute(
@@ -263,11 +275,13 @@ class Store:
             number = db.execute(
                 "SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE trial_id=?", (trial_id,)
             ).fetchone()[0]
-            attempt_id = db.execute(
-                "INSERT INTO attempts (trial_id, number, runner_pid, state, started_at)"
-                " VALUES (?,?,?,'running',?)",
-                (trial_id, number, os.getpid(), time.time()),
-            ).lastrowid
+            attempt_id = _row_id(
+                db.execute(
+                    "INSERT INTO attempts (trial_id, number, runner_pid, state, started_at)"
+                    " VALUES (?,?,?,'running',?)",
+                    (trial_id, number, os.getpid(), time.time()),
+                )
+            )
             _set_status(db, trial_id, "running")
             return int(attempt_id), int(number)
 
@@ -342,13 +356,15 @@ class Store:
         ).fetchone()
         failed = [a for a in attempts if a["state"] in ("failed", "interrupted")]
         last_failed = failed[-1] if failed and trial["status"] != "done" else None
+        config = self.trial_config(trial)
         record = TrialRecord(
             trial_id=trial["id"],
             label=trial["label"],
-            config=json.loads(trial["config_json"]),
+            params=config.params,
             is_baseline=bool(trial["is_baseline"]),
             repeat=trial["repeat"],
             status=trial["status"],
+            vars=config.user_vars(),
             attempts=len(attempts),
             failure=last_failed["failure"] if last_failed else None,
             failure_detail=last_failed["detail"] if last_failed else None,
@@ -410,6 +426,13 @@ def _find(data: Any, key: str, default: Any) -> Any:
             if found is not None:
                 return found
     return default
+
+
+def _row_id(cursor: sqlite3.Cursor) -> int:
+    """The id of the row an INSERT just wrote."""
+    if cursor.lastrowid is None:
+        raise sqlite3.DatabaseError("INSERT returned no row id")
+    return cursor.lastrowid
 
 
 def _set_status(db: sqlite3.Connection, trial_id: int, status: str) -> None:
