@@ -27,21 +27,8 @@ from pathlib import Path
 
 from ddtune.errors import UserError
 from ddtune.jsonl import jsonl_rows
+from ddtune.train.corpus import HELDOUT_EVERY, SKIP_DIRS  # the same held-out rule
 
-SKIP_DIRS = {
-    "test",
-    "tests",
-    "idlelib",
-    "lib2to3",
-    "site-packages",
-    "dist-packages",
-    "ensurepip",
-    "turtledemo",
-    "__pycache__",
-    "tkinter",
-    "pydoc_data",
-}
-HELDOUT_EVERY = 20
 MAX_DRAWS = 50
 WORD = re.compile(r"\w+")
 MIN_FILE_CHARS = 4000

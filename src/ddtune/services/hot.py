@@ -11,18 +11,16 @@ stopped by close(); one this controller started is.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from ddtune.params import DecodeParams
 from ddtune.services import readiness
 from ddtune.services.outcome import Outcome, PhaseFailure, tail_lines
 from ddtune.services.process import ProcessController
 from ddtune.services.profiles import compare_ddtune_config
-from ddtune.services.protocol import PhaseCallback, _as_dict, _Timer
+from ddtune.services.protocol import _Timer
 
 HOT_KEYS = ("mode", "budget", "topk", "window")
 
@@ -30,19 +28,11 @@ HOT_KEYS = ("mode", "budget", "topk", "window")
 class HotController(ProcessController):
     """Hot reconfiguration of ddtune serve; see the module docstring."""
 
-    def reconfigure(
-        self,
-        params: DecodeParams | dict[str, Any],
-        attempt_dir: Path,
-        *,
-        user_vars: Mapping[str, Any] | None = None,
-        on_phase: PhaseCallback | None = None,
-    ) -> Outcome:
-        params = _as_dict(params, user_vars)
+    def _reconfigure(self, params: dict[str, Any], attempt_dir: Path) -> Outcome:
         attempt_dir = Path(attempt_dir)
         attempt_dir.mkdir(parents=True, exist_ok=True)
         if not self._server_answers():
-            out = super().reconfigure(params, attempt_dir, on_phase=on_phase)
+            out = super()._reconfigure(params, attempt_dir)
             out.notes.append("hot: no server was running; started one with service.command")
             return out
         self._attempt_dir = attempt_dir

@@ -52,6 +52,7 @@ class Controller(ABC):
         self._quiet_gpu: dict[int, float] = {}
         self._closes = 0  # close() calls; a close during reconfigure cancels the start
         self._attempt_dir: Path | None = None
+        self._on_phase: PhaseCallback | None = None
 
     # ---- backend steps --------------------------------------------------------
 
@@ -100,9 +101,17 @@ class Controller(ABC):
         user_vars: Mapping[str, Any] | None = None,
         on_phase: PhaseCallback | None = None,
     ) -> Outcome:
-        """Run the whole protocol for `params`; never raises for service failures."""
+        """Run the whole protocol for `params` (+ user variables); never raises for service failures.
+
+        `on_phase(name)` hears each name of `PHASES` as that step starts.
+        """
         self._on_phase = on_phase  # sweep-branch shim until the services rewrite lands
-        params = _as_dict(params, user_vars)
+        try:
+            return self._reconfigure(_as_dict(params, user_vars), Path(attempt_dir))
+        finally:
+            self._on_phase = None
+
+    def _reconfigure(self, params: dict[str, Any], attempt_dir: Path) -> Outcome:
         attempt_dir = Path(attempt_dir)
         attempt_dir.mkdir(parents=True, exist_ok=True)
         self._attempt_dir = attempt_dir
@@ -124,7 +133,6 @@ class Controller(ABC):
             out.log_path = _str(self.write_logs(attempt_dir))
             out.log_tail = tail_lines(Path(out.log_path) if out.log_path else None)
             self._last_identity = dict(out.identity)
-        self._on_phase = None
         return out
 
     def _run(self, params: dict[str, Any], attempt_dir: Path, out: Outcome) -> None:
@@ -270,9 +278,8 @@ class Controller(ABC):
                 )
 
     def _announce(self, phase: str) -> None:
-        on_phase = getattr(self, "_on_phase", None)
-        if on_phase is not None:
-            on_phase(phase)
+        if self._on_phase is not None:
+            self._on_phase(phase)
 
     def check_alive(self) -> None:
         """Fail fast with the exit code and log tail when the new main process died."""
