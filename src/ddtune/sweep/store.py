@@ -14,6 +14,7 @@ dead runner become `interrupted`.
 A trial's configuration is stored as `Config.to_wire()` JSON (parameters by
 `DecodeParams.to_wire()`, window `"none"`) and read back only through
 `Config.from_wire()`, which also reads stores written before that (`window: null`).
+`trial_records()` (in `records.py`) reads a sweep back for the report.
 See docs/architecture.md "Sweep".
 """
 
@@ -30,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.errors import UserError
-from ddtune.params import config_hash
-from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.report.inputs import TrialRecord
+from ddtune.sweep import records
 from ddtune.sweep.plan import PlannedTrial
 from ddtune.sweep.spec import Config
 
@@ -347,85 +348,7 @@ class Store:
 
     def trial_records(self, sweep_id: int) -> list[TrialRecord]:
         """One `TrialRecord` per trial, in run order (what `build_report` reads)."""
-        return [self._record(row) for row in self.trials(sweep_id)]
-
-    def _record(self, trial: sqlite3.Row) -> TrialRecord:
-        attempts = self.attempts(trial["id"])
-        result = self.db.execute(
-            "SELECT * FROM results WHERE trial_id=?", (trial["id"],)
-        ).fetchone()
-        failed = [a for a in attempts if a["state"] in ("failed", "interrupted")]
-        last_failed = failed[-1] if failed and trial["status"] != "done" else None
-        config = self.trial_config(trial)
-        record = TrialRecord(
-            trial_id=trial["id"],
-            label=trial["label"],
-            params=config.params,
-            is_baseline=bool(trial["is_baseline"]),
-            repeat=trial["repeat"],
-            status=trial["status"],
-            vars=config.user_vars(),
-            attempts=len(attempts),
-            failure=last_failed["failure"] if last_failed else None,
-            failure_detail=last_failed["detail"] if last_failed else None,
-            log_tail_path=last_failed["log_tail_path"] if last_failed else None,
-        )
-        if result is not None:
-            self._fill_result(record, result)
-        return record
-
-    def _fill_result(self, record: TrialRecord, result: sqlite3.Row) -> None:
-        aggregates = json.loads(result["aggregates_json"])
-        bench = json.loads(result["bench_json"])
-        attempt = self.db.execute(
-            "SELECT * FROM attempts WHERE id=?", (result["attempt_id"],)
-        ).fetchone()
-        rows = [
-            json.loads(r[0])
-            for r in self.db.execute(
-                "SELECT row_json FROM samples WHERE attempt_id=? ORDER BY idx",
-                (result["attempt_id"],),
-            )
-        ]
-        record.metrics = {name: aggregates.get(name) for name in METRIC_NAMES}
-        record.acceptance_lengths = [
-            float(r["acceptance_length"]) for r in rows if r.get("acceptance_length") is not None
-        ]
-        record.outputs = json.loads(result["outputs_json"])
-        record.temperature = float(_find(bench, "temperature", 0.0) or 0.0)
-        hardware = json.loads(attempt["hardware_json"]) or bench.get("hardware") or {}
-        record.conditions = {
-            "hardware": hardware,
-            "hardware_fingerprint": bench.get("hardware_fingerprint") or config_hash(hardware),
-            "prompt_set_hash": _find(bench, "prompt_set_hash", None),
-            "server_identity": _server_identity(
-                bench.get("identity"), json.loads(attempt["identity_json"])
-            ),
-        }
-
-
-def _server_identity(served: Any, controller: dict[str, Any]) -> dict[str, Any]:
-    """What served the bench (its identity endpoint) overlaid with the controller's view
-    (process, tag, the identity it waited for): a hot reconfigure reports only a few
-    keys to the controller, the model hashes come from the server itself."""
-    served = (
-        {k: v for k, v in (served or {}).items() if k != "_source"}
-        if isinstance(served, dict)
-        else {}
-    )
-    return {**served, **controller}
-
-
-def _find(data: Any, key: str, default: Any) -> Any:
-    """First value of `key` anywhere in nested dicts (bench JSON layout may vary)."""
-    if isinstance(data, dict):
-        if key in data:
-            return data[key]
-        for value in data.values():
-            found = _find(value, key, None)
-            if found is not None:
-                return found
-    return default
+        return records.trial_records(self, sweep_id)
 
 
 def _row_id(cursor: sqlite3.Cursor) -> int:
