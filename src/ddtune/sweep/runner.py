@@ -234,8 +234,6 @@ class TrialLoop:
         phase: Phase,
     ) -> str | None:
         """One reconfigure + bench; stores the outcome; returns a failure line or None."""
-        from ddtune.bench import run_bench
-
         phase("reconfiguring")
         outcome = controller.reconfigure(
             config.params,
@@ -243,28 +241,35 @@ class TrialLoop:
             user_vars=config.user_vars(),
             on_phase=lambda name: phase(PHASE_TEXT.get(name, name)),
         )
-        timings, identity = dict(outcome.timings), dict(outcome.identity)
         tail_path = _write_tail(attempt_dir, outcome)
+        timings, identity = dict(outcome.timings), dict(outcome.identity)
         if not outcome.ready:
             failure = outcome.failure or "not_ready"
             detail = outcome.detail or "the controller gave no detail"
-            self.store.fail_attempt(
-                attempt_id,
-                failure,
-                detail,
-                timings=timings,
-                identity=identity,
-                log_tail_path=tail_path,
-            )
+            seen = {"timings": timings, "identity": identity, "log_tail_path": tail_path}
+            self.store.fail_attempt(attempt_id, failure, detail, **seen)
             return f"{failure} — {detail} (log: {tail_path})"
         self.store.note_attempt(
             attempt_id, timings=timings, identity=identity, log_tail_path=tail_path
         )
         phase("benchmarking")
-        bench_started = time.monotonic()
+        return self._bench(trial["id"], attempt_id, outcome.base_url, timings, tail_path)
+
+    def _bench(
+        self,
+        trial_id: int,
+        attempt_id: int,
+        base_url: str,
+        timings: dict[str, float],
+        tail_path: str | None,
+    ) -> str | None:
+        """The bench against the READY server; stores its result, or the error as a failure."""
+        from ddtune.bench import run_bench
+
+        started = time.monotonic()
         try:
             result = run_bench(
-                outcome.base_url,
+                base_url,
                 self.spec.bench,
                 server_kind=self.spec.service.profile,
                 identity=None,  # bench snapshots what serves now; the store merges both views
@@ -275,9 +280,9 @@ class TrialLoop:
             self.store.fail_attempt(attempt_id, "bench_error", detail, log_tail_path=tail_path)
             return f"bench_error — {detail} (log: {tail_path})"
         bench = result.to_dict()
-        timings["bench_s"] = round(time.monotonic() - bench_started, 3)
+        timings["bench_s"] = round(time.monotonic() - started, 3)
         hardware = bench.get("hardware") or self.hardware
-        self.store.record_result(trial["id"], attempt_id, bench, timings=timings, hardware=hardware)
+        self.store.record_result(trial_id, attempt_id, bench, timings=timings, hardware=hardware)
         return None
 
 
