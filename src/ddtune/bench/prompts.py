@@ -58,9 +58,10 @@ def build_prompt_set(
         return load_prompts_file(prompts_file)
     files = stdlib_prompt_files()
     rng = random.Random(seed)
-    make = lambda n, tokens: [  # noqa: E731
-        slice_prompt(rng, files, int(tokens * chars_per_token)) for _ in range(n)
-    ]
+
+    def make(n: int, tokens: int) -> list[str]:
+        return [slice_prompt(rng, files, int(tokens * chars_per_token)) for _ in range(n)]
+
     version = sysconfig.get_python_version()
     return PromptSet(make(*short), make(*long), f"stdlib:{version}")
 
