@@ -47,6 +47,7 @@ class StreamRecord:
     ttft_s: float | None = None
     e2e_s: float = 0.0
     chunk_times_s: list[float] = field(default_factory=list)  # since send, per non-empty chunk
+    chunk_tokens: list[int] = field(default_factory=list)  # cumulative tokens per chunk, if sent
     output_tokens: int = 0
     tokens_counted_by: str = "usage"  # "usage" | "meta_info" | "chunks"
     prompt_tokens: int | None = None
@@ -132,6 +133,9 @@ def _apply_chunk(record: StreamRecord, chunk: StreamChunk, now: float) -> None:
     if chunk.text:
         record.text += chunk.text
         record.chunk_times_s.append(now)
+        count = (chunk.meta_info or {}).get("completion_tokens")
+        if isinstance(count, int):  # SGLang: cumulative tokens in every chunk
+            record.chunk_tokens.append(count)
         if record.ttft_s is None:
             record.ttft_s = now
 

@@ -9,6 +9,7 @@ Steps:
 6. Read those counters again; acceptance from the difference (else per response).
 7. Run the coding samples' tests in the sandbox.
 8. Samples, aggregates and T=0 outputs into one `BenchResult`.
+9. With `[bench.load]`: every load level (`bench/load.py`) into `result.load`.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from ddtune.bench import acceptance as acc
 from ddtune.bench.client import RequestSpec, StreamRecord, discover_model, stream_request
 from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, load_tasks, pass_at_k_summary
 from ddtune.bench.hardware import hardware_fingerprint
+from ddtune.bench.load import LoadTarget, run_load
 from ddtune.bench.matrix import BenchMatrix
-from ddtune.bench.prompts import build_prompt_set
+from ddtune.bench.prompts import PromptSet, build_prompt_set
 from ddtune.bench.result import BenchResult, make_sample, throughput_aggregates
 from ddtune.bench.sandbox import SandboxLimits, isolation_notes
 from ddtune.errors import UserError
@@ -73,6 +75,7 @@ def run_bench(
             after = acc.read_counters(client, base_url, kind)  # 6.
             samples = _samples(kind, measured, records)
             coding = _run_coding(samples, measured, tasks, matrix, bar)  # 7.
+        load = _run_load(base_url, kind, model, matrix, prompts)  # 9.
     # 8.
     result = BenchResult(
         base_url=base_url,
@@ -91,6 +94,7 @@ def run_bench(
         outputs=[s["text"] for s in samples],
         versions=_versions(),
         prompts={"short": prompts.short, "long": prompts.long},
+        load_result=load,
     )
     _aggregate(result, kind, records, before, after, coding)
     result.duration_s = time.perf_counter() - t0
@@ -123,6 +127,8 @@ def plan_requests(
                     tuple(STOP_SEQUENCES),
                 )
             )
+    if not measured and matrix.load is not None:
+        return [], []  # a load-only run: the levels have their own warm-up
     if not measured:
         raise UserError(
             "every bench workload is disabled; enable bench.short, bench.long or bench.coding"
@@ -174,6 +180,17 @@ def _sender(
         )
 
     return send
+
+
+def _run_load(
+    base_url: str, kind: ServerKind, model: str | None, matrix: BenchMatrix, prompts: PromptSet
+) -> dict[str, Any] | None:
+    if matrix.load is None:
+        return None
+    target = LoadTarget(
+        base_url, kind, model, matrix.temperature, matrix.ignore_eos, matrix.request_timeout_s
+    )
+    return run_load(target, matrix, prompts).to_dict()
 
 
 def _progress(enabled: bool) -> Progress | nullcontext[None]:
