@@ -12,7 +12,9 @@ to do, so measured percentiles can be checked against the intended ones:
 
 Chunks are sent at absolute target times (start + TTFT + the sum of the delays
 so far), so a late wake-up does not shift the rest of the stream. Run as a
-script (`python fake_load_server.py --port P ...`) it serves until killed.
+script (`python fake_load_server.py --port P ...`) it serves until killed;
+`separate_process(latency)` runs it so for a test, keeping the server's threads
+off the client's interpreter lock as with a real server.
 """
 
 from __future__ import annotations
@@ -20,9 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
+import sys
 import threading
 import time
-from dataclasses import dataclass
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -112,6 +119,14 @@ def _handler(server: FakeLoadServer):
             if self.path in ("/v1/models", "/health"):
                 body = {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
                 return self._json(200, body)
+            if self.path == "/stats":  # what a test in another process compares against
+                with server.lock:
+                    body = {
+                        "intended": server.intended,
+                        "arrivals": server.arrivals,
+                        "max_generating": server.max_generating,
+                    }
+                return self._json(200, body)
             self._json(404, {"error": {"message": "not found"}})
 
         def do_POST(self) -> None:
@@ -137,13 +152,14 @@ def _handler(server: FakeLoadServer):
         def _stream(self, number: int, tokens: int, body: dict) -> None:
             lat = server.latency
             ttft, delays = server.draw(number, tokens)
+            started = time.perf_counter()
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")  # keep-alive, as real servers do
             self.end_headers()
             self._generating(+1)
             try:
-                gaps = self._chunks(time.perf_counter() + ttft, tokens, delays, lat)
+                gaps = self._chunks(started + ttft, tokens, delays, lat)
             finally:
                 self._generating(-1)
             rounds = -(-tokens // lat.tokens_per_chunk)
@@ -213,24 +229,48 @@ def _usage(tokens: int, rounds: int, kind: str = "openai") -> dict:
 
 
 def main() -> None:
+    """Serve until killed; prints `port N` once listening (`--port 0`: any free port)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--kind", default="openai")
-    parser.add_argument("--ttft-ms", type=float, default=20.0)
-    parser.add_argument("--token-ms", type=float, default=5.0)
-    parser.add_argument("--tokens-per-chunk", type=int, default=1)
-    parser.add_argument("--contention", type=float, default=0.0)
+    parser.add_argument("--latency", default="{}", help="Latency fields as JSON")
+    parser.add_argument("--ttft-ms", type=float, default=None)
+    parser.add_argument("--token-ms", type=float, default=None)
+    parser.add_argument("--contention", type=float, default=None)
     parser.add_argument("--serialise", action="store_true")
+    parser.add_argument("--fail-from", type=int, default=None)
     args = parser.parse_args()
-    latency = Latency(
-        ttft_s=args.ttft_ms / 1000,
-        token_s=args.token_ms / 1000,
-        tokens_per_chunk=args.tokens_per_chunk,
-        contention=args.contention,
-        serialise=args.serialise,
+    fields = json.loads(args.latency)
+    for name, value in (("ttft_s", args.ttft_ms), ("token_s", args.token_ms)):
+        if value is not None:
+            fields[name] = value / 1000
+    if args.contention is not None:
+        fields["contention"] = args.contention
+    fields["serialise"] = fields.get("serialise", False) or args.serialise
+    server = FakeLoadServer(
+        Latency(**fields), kind=args.kind, fail_from=args.fail_from, port=args.port
     )
-    server = FakeLoadServer(latency, kind=args.kind, port=args.port)
+    print(f"port {server.httpd.server_address[1]}", flush=True)
     server.httpd.serve_forever()
+
+
+@contextmanager
+def separate_process(latency: Latency, kind: str = "ddtune") -> Iterator[tuple[str, Callable]]:
+    """The server in its own process (as real servers are): yields (url, stats())."""
+    argv = [sys.executable, __file__, "--kind", kind, "--latency", json.dumps(asdict(latency))]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        url = f"http://127.0.0.1:{int(line.split()[1])}"
+
+        def stats() -> dict:
+            with urllib.request.urlopen(url + "/stats", timeout=10) as reply:
+                return json.loads(reply.read())
+
+        yield url, stats
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,11 @@ A request meets the SLO when it did not fail and every given target holds
 level's attainment is the fraction of its measured requests that do, and its
 goodput the requests/s and output tok/s of those requests. Percentiles use
 linear interpolation between order statistics (numpy's default).
+
+A level is `serialised` when on average >= 1.5 requests were in flight (sum
+of e2e over the window) but they streamed one at a time (`generating_at_once`
+<= 1.15): the server queues requests instead of batching them, so latency that
+grows with load is queueing, not a property of the decoding config.
 See docs/architecture.md "Bench".
 """
 
@@ -144,7 +149,7 @@ class LevelResult:
     goodput_rps: float | None = None
     goodput_tps: float | None = None
     in_flight: float | None = None  # mean requests in flight (sum of e2e / window)
-    parallelism: float | None = None  # mean requests generating at once (sum of e2e-ttft / window)
+    parallelism: float | None = None  # requests streaming at once (`generating_at_once`)
     serialised: bool = False
     max_lag_s: float = 0.0
     client_cpu_s: float | None = None
@@ -183,9 +188,11 @@ def summarize_level(
     result.request_rate = len(ok) / window
     _distributions(result, ok)
     result.in_flight = sum(r["e2e_s"] - r["lag_s"] for r in ok) / window
-    result.parallelism = sum(r["e2e_s"] - (r["ttft_s"] or 0.0) for r in ok) / window
+    result.parallelism = generating_at_once(ok)
     result.serialised = (
-        result.in_flight >= SERIAL_IN_FLIGHT and result.parallelism <= SERIAL_PARALLELISM
+        result.in_flight >= SERIAL_IN_FLIGHT
+        and result.parallelism is not None
+        and result.parallelism <= SERIAL_PARALLELISM
     )
     result.max_lag_s = max(r["lag_s"] for r in rows)
     if slo:
@@ -196,6 +203,26 @@ def summarize_level(
     if result.failed:
         result.notes.append(f"{result.failed} of {len(rows)} requests failed: {_first_error(rows)}")
     return result
+
+
+def generating_at_once(rows: list[dict[str, Any]]) -> float | None:
+    """Mean number of requests streaming while any one is: sum of the spans from first
+    token to end over the length of their union. A server that serialises requests
+    streams one at a time (1.0) however many wait; a batching one streams several."""
+    spans = sorted(
+        (r["sent_s"] + r["ttft_s"], r["sent_s"] + r["e2e_s"])
+        for r in rows
+        if r["ttft_s"] is not None and r["e2e_s"] > r["ttft_s"]
+    )
+    if not spans:
+        return None
+    union, (start, end) = 0.0, spans[0]
+    for a, b in spans[1:]:
+        if a > end:
+            union, start = union + end - start, a
+        end = max(end, b)
+    union += end - start
+    return sum(b - a for a, b in spans) / union if union > 0 else None
 
 
 def _distributions(result: LevelResult, ok: list[dict[str, Any]]) -> None:
@@ -214,6 +241,7 @@ def _first_error(rows: list[dict[str, Any]]) -> str:
 __all__ = [
     "Distribution",
     "LevelResult",
+    "generating_at_once",
     "meets_slo",
     "per_token_gaps",
     "percentile",
