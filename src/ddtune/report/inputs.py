@@ -43,6 +43,7 @@ class TrialRecord:
     outputs: list[str] = field(default_factory=list)  # T=0 output texts in request order
     temperature: float = 0.0
     conditions: dict[str, Any] = field(default_factory=dict)
+    load: dict[str, Any] = field(default_factory=dict)  # [bench.load]: levels, requests, max_rate
     # conditions keys: "hardware" (dict), "hardware_fingerprint" (str),
     # "prompt_set_hash" (str), "server_identity" (dict)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.report.decide import PassRateComparison, Recommendation
+from ddtune.report.load import LoadReport
 from ddtune.report.lossless import LosslessCheck
 from ddtune.report.options import ReportOptions
 from ddtune.report.plots import Plot
@@ -38,6 +39,7 @@ class ReportSummary:
     files: dict[str, Path] = field(
         default_factory=dict
     )  # "html", "markdown", "csv", "json", plot names
+    load: LoadReport | None = None  # [bench.load] levels (report/load*.py)
 
     def config(self, label: str) -> ConfigSummary:
         for summary in self.configs:
@@ -79,6 +81,8 @@ class ReportSummary:
         lines.append("")
         for rec in self.recommendations:
             lines.append(f"{rec.description}: {rec.text}")
+        if self.load is not None:
+            lines += load_lines(self.load)
         lines += [f"WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -97,6 +101,14 @@ class ReportSummary:
             "-" if verdict is None else verdict.status,
             "yes" if s.label in self.pareto else "",
         ]
+
+
+def load_lines(load: LoadReport) -> list[str]:
+    """The load recommendations, mix, crossovers and serialisation for the terminal."""
+    lines = [f"under load {rec.text}" for rec in load.recommendations]
+    if load.mix is not None:
+        lines.append(load.mix.text)
+    return lines + load.crossovers + [f"NOTE: {s}" for s in load.serialisation]
 
 
 def format_ci(ci: MeanCI | None, digits: int = 1) -> str:

@@ -2,8 +2,8 @@
 
 A record carries the trial's configuration as objects (`Config.from_wire` of its
 `config_json`), its status and last failure, and for a done trial the
-aggregates, per-request acceptance lengths, T=0 outputs and the conditions it
-ran under (hardware, prompt set, the server identity). See docs/architecture.md "Sweep".
+aggregates, per-request acceptance lengths, T=0 outputs, the `[bench.load]`
+levels with their per-request rows, and the conditions it ran under (hardware, prompt set, the server identity). See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddtune.params import config_hash
 from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.sweep.load_rows import read_load
 
 if TYPE_CHECKING:
     from ddtune.sweep.store import Store
@@ -66,6 +67,7 @@ def _fill_result(store: Store, record: TrialRecord, result: sqlite3.Row) -> None
         float(r["acceptance_length"]) for r in rows if r.get("acceptance_length") is not None
     ]
     record.outputs = json.loads(result["outputs_json"])
+    record.load = read_load(store.db, result["attempt_id"], bench)
     record.temperature = float(_find(bench, "temperature", 0.0) or 0.0)
     hardware = json.loads(attempt["hardware_json"]) or bench.get("hardware") or {}
     record.conditions = {

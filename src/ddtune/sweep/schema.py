@@ -7,6 +7,7 @@
     [service]    a plain table here: `ddtune.services.ServiceSpec` parses it
     [bench]      `ddtune.bench.BenchMatrix`
     [retry]      RetryPolicy: attempts, backoff
+    [report]     `ddtune.report.ReportOptions` (read by `sweep report` from the stored spec)
 
 These models check the shape (unknown keys, types, ranges, variable names);
 the decoding parameters themselves are checked by `DecodeParams.from_wire`
@@ -23,6 +24,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.params import PARAM_KEYS
+from ddtune.report.options import ReportOptions
 from ddtune.tables import StrictModel
 
 ORDERS = ("interleaved", "random", "sequential")
@@ -118,6 +120,7 @@ class SpecDocument(StrictModel):
     service: dict[str, Any] = {}
     bench: BenchMatrix = BenchMatrix()
     retry: RetryPolicy = RetryPolicy()
+    report: ReportOptions = ReportOptions()  # `ddtune sweep report` options, e.g. load_weights
 
 
 __all__ = [

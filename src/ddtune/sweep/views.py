@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import sqlite3
+import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -152,11 +153,12 @@ def write_report(
     store: Store, sweep: sqlite3.Row, out_dir: Path, console: Console
 ) -> ReportSummary:
     """Hand the store's TrialRecords to `ddtune.report.build_report`; say where it wrote."""
-    from ddtune.report import build_report
+    from ddtune.report import ReportOptions, build_report
 
     records = store.trial_records(sweep["id"])
     out_dir.mkdir(parents=True, exist_ok=True)
-    result = build_report(records, out_dir)
+    spec_report = tomllib.loads(sweep["spec_text"]).get("report", {})  # the spec's [report]
+    result = build_report(records, out_dir, ReportOptions.from_dict(spec_report))
     console.print(result.terminal_table(), markup=False, highlight=False)
     files = sorted(p.name for p in out_dir.iterdir())
     console.print(
