@@ -84,6 +84,7 @@ Value = Callable[[LevelFigures], tuple[float, float, float] | None]  # (y, below
 
 def _lines(ax: Axes, report: LoadReport, loop: str, value: Value) -> None:
     labels = list(dict.fromkeys(f.label for f in report.figures))[:MAX_LINES]
+    ticks = sorted({_x(f) for f in report.figures if f.loop == loop})
     for label in labels:
         points = []
         for fig in report.figures:
@@ -98,6 +99,8 @@ def _lines(ax: Axes, report: LoadReport, loop: str, value: Value) -> None:
             ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label)
     if loop == "closed":
         ax.set_xscale("log", base=2)
+        ax.minorticks_off()
+    ax.set_xticks(ticks, [f"{x:g}" for x in ticks])
     ax.grid(alpha=0.3)
     if ax.lines:
         ax.legend(fontsize=7)
