@@ -1,0 +1,251 @@
+"""Escapes from the sandbox, each tried with the audit hook cleared first: all are contained.
+
+Every case's program switches the harness's audit hook off (`CLEAR_HOOK`), then
+tries to reach the host. Contained means: no trace on the host (`Host.escapes`)
+and the case's own evidence, returned to the checker, shows the attempt ran
+and hit a wall. The verdict-forging cases are in test_sandbox_forgery.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from ddtune.bench.isolation import fallback_plan
+from ddtune.bench.sandbox import SandboxLimits, isolation_plan, run_program
+
+_spec = importlib.util.spec_from_file_location("escape_kit", Path(__file__).with_name("escape_kit.py"))
+kit = sys.modules.setdefault("escape_kit", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(kit)
+Escape, Host = kit.Escape, kit.Host
+
+LIMITS = SandboxLimits(timeout_s=15.0, memory_mb=512)
+LIBC = "    libc = ctypes.CDLL(None, use_errno=True)\n"
+
+CASES = [
+    Escape(
+        "fork_exec_runs_sh_writing_tmp",
+        "    import _posixsubprocess\n"
+        "    r, w = os.pipe()\n"
+        "    cmd = [b'/bin/sh', b'-c', b'echo x > /tmp/@M@-fork-exec']\n"
+        "    pid = _posixsubprocess.fork_exec(cmd, [b'/bin/sh'], True, (w,), None, None,\n"
+        "        -1, -1, -1, -1, -1, -1, r, w, False, False, -1, None, None, None, -1, None, False)\n"
+        "    os.waitpid(pid, 0)\n"
+        "    return 'done' if os.path.exists('/tmp/@M@-fork-exec') else 'sh did not run'\n",
+    ),
+    Escape(
+        "open_with_dir_fd_of_tmp",
+        "    tmp = os.open('/tmp', os.O_RDONLY)\n"
+        "    fd = os.open('@M@-dirfd', os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=tmp)\n"
+        "    os.write(fd, b'x')\n"
+        "    return 'done'\n",
+    ),
+    Escape(
+        "subprocess_writes_tmp_shm_vartmp",
+        "    sh = 'echo x > /tmp/@M@-sub; echo x > /dev/shm/@M@-sub; echo x > /var/tmp/@M@-sub'\n"
+        "    subprocess.run(['sh', '-c', sh], check=True)\n"
+        "    return 'done'\n",
+    ),
+    Escape(
+        "ctypes_libc_open_and_system",
+        LIBC + "    assert libc.open(b'/dev/shm/@M@-ctypes', os.O_CREAT | os.O_WRONLY, 0o644) >= 0\n"
+        "    assert libc.system(b'echo x > /var/tmp/@M@-ctypes-system') == 0\n"
+        "    return 'done'\n",
+    ),
+    Escape(
+        "unix_socket_on_disk",
+        "    try:\n"
+        "        socket.socket(socket.AF_UNIX).connect('@SOCK@')\n"
+        "        return 'connected'\n"
+        "    except OSError:\n"
+        "        return 'done'\n",
+    ),
+    Escape(
+        "abstract_unix_socket",
+        "    try:\n"
+        "        socket.socket(socket.AF_UNIX).connect('\\0@ABSTRACT@')\n"
+        "        return 'connected'\n"
+        "    except OSError:\n"
+        "        return 'done'\n",
+    ),
+    Escape(
+        "tcp_to_host_loopback",
+        "    try:\n"
+        "        socket.create_connection(('127.0.0.1', @PORT@), timeout=2)\n"
+        "        return 'connected'\n"
+        "    except OSError:\n"
+        "        return 'done'\n",
+    ),
+    Escape(
+        "setsid_grandchild_outlives_the_run",
+        "    import time\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            os.execv('/bin/sleep', ['sleep', '@SLEEP@'])\n"
+        "        os._exit(0)\n"
+        "    time.sleep(0.5)\n"
+        "    return 'done'\n",
+    ),
+    Escape(
+        "kill_every_process_it_may_signal",
+        "    import signal\n"
+        "    try:\n"
+        "        os.kill(-1, signal.SIGKILL)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    return 'done'\n",
+    ),
+    Escape(
+        "unmount_private_tmp",
+        LIBC + "    unmounted = libc.umount2(b'/tmp', 2) == 0\n"
+        "    open('/tmp/@M@-umount', 'w').write('x')\n"
+        "    return 'unmounted /tmp' if unmounted else 'done'\n",
+    ),
+    Escape(
+        "nested_userns_then_chroot_breakout",
+        LIBC + "    if libc.unshare(0x10000000 | 0x00020000) != 0:\n"
+        "        return 'no user namespace: ' + os.strerror(ctypes.get_errno())\n"
+        "    libc.umount2(b'/tmp', 2)\n"
+        "    os.makedirs('inner', exist_ok=True)\n"
+        "    os.chroot('inner')\n"
+        "    for _ in range(64):\n"
+        "        os.chdir('..')\n"
+        "    os.chroot('.')\n"
+        "    seen = sorted(os.listdir('/'))\n"
+        "    try:\n"
+        "        open('/tmp/@M@-chroot', 'w').write('x')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    return 'done' if not {'work', 'home', 'boot'} & set(seen) else f'host root: {seen}'\n",
+    ),
+    Escape(
+        "remount_root_read_write",
+        LIBC + "    libc.mount(None, b'/', None, 32, None)\n"
+        "    wrote = []\n"
+        "    for path in ('/usr/@M@-rw', os.path.join(sys.prefix, 'lib', '@M@-rw'), '/etc/@M@-rw'):\n"
+        "        try:\n"
+        "            open(path, 'w').write('x')\n"
+        "            wrote.append(path)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return 'done' if not wrote else wrote\n",
+    ),
+    Escape(
+        "setuid_binaries_gain_nothing",
+        "    run = lambda *argv: subprocess.run(argv, capture_output=True, input=b'').returncode\n"
+        "    codes = [run('mount', '-t', 'tmpfs', 'none', '/task'),\n"
+        "             run('su', '-c', 'touch /tmp/@M@-su'), run('umount', '/tmp')]\n"
+        "    return 'done' if all(codes) else codes\n",
+    ),
+    Escape(
+        "symlink_from_task_dir_to_tmp",
+        "    os.symlink('/tmp/@M@-symlink', 'link')\n"
+        "    open('link', 'w').write('x')\n"
+        "    return 'done'\n",
+    ),
+    Escape(
+        "host_sysv_shared_memory",
+        LIBC + "    libc.shmat.restype = ctypes.c_void_p\n"
+        "    shmid = libc.shmget(@SHM_KEY@, 0, 0)\n"
+        "    if shmid < 0:\n"
+        "        return 'done'\n"
+        "    addr = libc.shmat(shmid, None, 0)\n"
+        "    if addr is None or addr == ctypes.c_void_p(-1).value:\n"
+        "        return 'done'\n"
+        "    ctypes.memset(addr, 0x41, 1)\n"
+        "    return 'attached and wrote'\n",
+    ),
+    Escape(
+        "read_a_world_readable_host_file_in_dev_shm",
+        "    try:\n"
+        "        return open('@SECRET_FILE@').read()\n"
+        "    except OSError:\n"
+        "        return 'done'\n",
+    ),
+    Escape(
+        "read_the_held_out_answer_key_and_repo",
+        "    import glob\n"
+        "    found = [p for p in ('@TASKS_FILE@', '@REPO@/pyproject.toml', '@REPO@/src/ddtune/__init__.py')\n"
+        "             if os.path.exists(p)]\n"
+        "    for root, dirs, files in os.walk('/'):\n"
+        "        if root in ('/proc', '/usr', '/dev'):\n"
+        "            dirs[:] = []\n"
+        "        found += [os.path.join(root, n) for n in files + dirs if n in ('heldout.jsonl', 'ddtune')]\n"
+        "    prefixes = ('/usr/lib/python3*', '/usr/local/lib/python3*', sys.prefix + '/lib/python3*')\n"
+        "    for prefix in prefixes:\n"
+        "        found += glob.glob(prefix + '/*-packages/ddtune*')\n"
+        "    return 'done' if not found else found\n",
+    ),
+    Escape(
+        "device_nodes_and_sysfs",
+        "    seen = [p for p in ('/dev/vda', '/dev/sda', '/dev/mem', '/dev/kmsg', '/sys/fs/cgroup', '/run')\n"
+        "            if os.path.exists(p)]\n"
+        "    try:\n"
+        "        os.mknod('/task/disk', 0o600 | 0o060000, os.makedev(8, 0))\n"
+        "        seen.append('mknod')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    return 'done' if not seen else seen\n",
+    ),
+    Escape(
+        "host_processes_are_invisible",
+        "    pids = [int(p) for p in os.listdir('/proc') if p.isdigit()]\n"
+        "    return 'done' if max(pids) < 100 else f'{len(pids)} processes visible'\n",
+    ),
+    Escape(
+        "twenty_15_mb_files_exceed_no_quota",
+        "    written = 0\n"
+        "    for i in range(20):\n"
+        "        try:\n"
+        "            with open(f'blob{i}', 'wb') as out:\n"
+        "                out.write(b'x' * (15 * 1024 * 1024))\n"
+        "            written += 15\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return 'done' if written <= 64 else f'{written} MB written'\n",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def bait():
+    with Host() as made:
+        yield made
+
+
+@pytest.fixture
+def host(bait):
+    bait.reset()  # each case starts from a clean host
+    return bait
+
+
+def test_the_cleared_hook_really_allows_programs_and_ctypes(host) -> None:
+    """The prelude every case starts with turns the audit hook off (else the suite proves nothing)."""
+    body = "    subprocess.run(['true'], check=True)\n    ctypes.CDLL(None).getpid()\n    return 'done'\n"
+    case = Escape("hook_cleared", body)
+    result = run_program(case.program(host), case.test_source(host), "f", LIMITS)
+    assert result.outcome == "passed", result.detail
+    hooked = case.program(host).replace(kit.CLEAR_HOOK, "")
+    result = run_program(hooked, case.test_source(host), "f", LIMITS)
+    assert result.outcome == "exception:PermissionError", result.detail
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_escape_is_contained(case, host) -> None:
+    assert isolation_plan().mechanism == "namespaces"
+    result = run_program(case.program(host), case.test_source(host), "f", LIMITS)
+    assert host.escapes() == []
+    assert result.outcome == "passed", f"the attempt did not run to its end: {result.detail}"
+
+
+def test_without_namespaces_no_process_outlives_the_run(host) -> None:
+    """The documented fallback: a setsid grandchild is killed with the rest of the run."""
+    case = next(c for c in CASES if c.name == "setsid_grandchild_outlives_the_run")
+    plan = fallback_plan("forced by a test")
+    result = run_program(case.program(host), case.test_source(host), "f", LIMITS, plan)
+    assert result.outcome == "passed", result.detail
+    assert host.escapes() == []
