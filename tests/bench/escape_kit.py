@@ -61,7 +61,7 @@ IMPORTS = "    import ctypes, socket, subprocess\n"
 class Escape:
     name: str
     body: str  # the body of `def f():`, after CLEAR_HOOK
-    test: str = "def check(candidate):\n    assert candidate() == 'done'\n"
+    test: str = "def check(candidate):\n    got = candidate()\n    assert got == 'done', got\n"
     passes: bool = True  # True: the attempt ran to its end in the sandbox and check() passes
 
     def program(self, host: Host) -> str:

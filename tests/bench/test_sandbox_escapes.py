@@ -121,6 +121,9 @@ CASES = [
         "    except OSError:\n"
         "        pass\n"
         "    return 'done' if not {'work', 'home', 'boot'} & set(seen) else f'host root: {seen}'\n",
+        # without root the tested code's uid is unmapped in its namespace: it gets no further one
+        "def check(candidate):\n    got = candidate()\n"
+        "    assert got == 'done' or got.startswith('no user namespace: Operation not'), got\n",
     ),
     Escape(
         "remount_root_read_write",
