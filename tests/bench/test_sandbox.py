@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ddtune.bench import _wire
-from ddtune.bench.isolation import fallback_plan
+from ddtune.bench.isolation import fallback_plan, find_unshare, namespace_plan
 from ddtune.bench.sandbox import ExecResult, SandboxLimits, isolation_plan, run_program
 
 FAST = SandboxLimits(timeout_s=3.0, memory_mb=512)
@@ -192,3 +192,20 @@ def test_fallback_without_namespaces_says_so_and_still_works() -> None:
     assert result.outcome == "passed", result.detail
     assert result.isolation == list(plan.notes)
     assert run("    return 2", "def check(c):\n    assert c() == 3\n", plan=plan).outcome == "assertion"
+
+
+def test_paths_to_hide_inside_bound_directories_are_masked() -> None:
+    """Were ddtune installed under /usr or the interpreter's prefix, its folder would be masked so."""
+    unshare = find_unshare()
+    assert unshare is not None
+    plan = namespace_plan(unshare, os.geteuid() == 0, hide=("/usr/share/doc", "/etc/hosts"))
+    assert {"/usr/share/doc", "/etc/hosts"} <= set(plan.jail["hide"])
+    body = (
+        "    try:\n"
+        "        listing = os.listdir('/usr/share/doc')\n"
+        "    except PermissionError:\n"
+        "        listing = []\n"
+        "    return [listing, open('/etc/hosts').read(), os.path.isdir('/usr/share')]"
+    )
+    result = run(body, "def check(c):\n    assert c() == [[], '', True], c()\n", plan=plan)
+    assert result.outcome == "passed", result.detail

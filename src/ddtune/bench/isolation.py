@@ -107,12 +107,13 @@ def jail_policy(python: str, hide: tuple[str, ...] = ()) -> dict[str, Any]:
             binds.append(real)
     hidden = [str(PACKAGE_DIR)] + ([str(PACKAGE_DIR.parent.parent)] if _in_src() else [])
     hidden += [os.path.realpath(h) for h in hide]
+    files = [f for f in ETC_FILES if os.path.exists(f)]
     return {
         "binds": binds,
-        "files": [f for f in ETC_FILES if os.path.exists(f)],
+        "files": files,
         "links": links,
         "devices": [d for d in DEVICES if os.path.exists(d)],
-        "hide": [h for h in hidden if any(_within(h, b) for b in binds)],
+        "hide": [h for h in hidden if any(_within(h, b) for b in binds + files)],
     }
 
 
