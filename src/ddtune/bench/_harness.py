@@ -34,9 +34,10 @@ import os
 import resource
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
-
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs every test run
 if TYPE_CHECKING:
+    from typing import Any, BinaryIO, NoReturn
+
     from ddtune.bench import _jail, _wire
 else:  # run as a script: load the siblings from this file's folder, then forget it
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -381,6 +382,7 @@ def main() -> None:
     if config["jail"] is None and config["runner_uid"] is None:
         kill_descendants()
     _wire.write(verdict_fd, _wire.dumps(verdict))
+    os._exit(0)  # no interpreter teardown: the verdict is out, the PID namespace ends with us
 
 
 if __name__ == "__main__":

@@ -25,7 +25,9 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-from typing import Any
+TYPE_CHECKING = False  # importing typing would cost every test run
+if TYPE_CHECKING:
+    from typing import Any
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384

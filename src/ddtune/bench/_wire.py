@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, BinaryIO
+TYPE_CHECKING = False  # importing typing would cost every test run
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
