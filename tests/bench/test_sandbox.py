@@ -191,7 +191,10 @@ def test_fallback_without_namespaces_says_so_and_still_works() -> None:
     result = run("    return 3", "def check(c):\n    assert c() == 3\n", plan=plan)
     assert result.outcome == "passed", result.detail
     assert result.isolation == list(plan.notes)
-    assert run("    return 2", "def check(c):\n    assert c() == 3\n", plan=plan).outcome == "assertion"
+    assert (
+        run("    return 2", "def check(c):\n    assert c() == 3\n", plan=plan).outcome
+        == "assertion"
+    )
 
 
 def test_paths_to_hide_inside_bound_directories_are_masked() -> None:

@@ -17,7 +17,9 @@ import pytest
 from ddtune.bench.isolation import fallback_plan
 from ddtune.bench.sandbox import SandboxLimits, isolation_plan, run_program
 
-_spec = importlib.util.spec_from_file_location("escape_kit", Path(__file__).with_name("escape_kit.py"))
+_spec = importlib.util.spec_from_file_location(
+    "escape_kit", Path(__file__).with_name("escape_kit.py")
+)
 kit = sys.modules.setdefault("escape_kit", importlib.util.module_from_spec(_spec))
 _spec.loader.exec_module(kit)
 Escape, Host = kit.Escape, kit.Host
@@ -51,7 +53,8 @@ CASES = [
     ),
     Escape(
         "ctypes_libc_open_and_system",
-        LIBC + "    assert libc.open(b'/dev/shm/@M@-ctypes', os.O_CREAT | os.O_WRONLY, 0o644) >= 0\n"
+        LIBC
+        + "    assert libc.open(b'/dev/shm/@M@-ctypes', os.O_CREAT | os.O_WRONLY, 0o644) >= 0\n"
         "    assert libc.system(b'echo x > /var/tmp/@M@-ctypes-system') == 0\n"
         "    return 'done'\n",
     ),

@@ -19,7 +19,9 @@ import pytest
 
 from ddtune.bench.sandbox import SandboxLimits, run_program
 
-_spec = importlib.util.spec_from_file_location("escape_kit", Path(__file__).with_name("escape_kit.py"))
+_spec = importlib.util.spec_from_file_location(
+    "escape_kit", Path(__file__).with_name("escape_kit.py")
+)
 kit = sys.modules.setdefault("escape_kit", importlib.util.module_from_spec(_spec))
 _spec.loader.exec_module(kit)
 Escape, Host = kit.Escape, kit.Host

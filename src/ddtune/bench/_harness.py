@@ -34,6 +34,7 @@ import os
 import resource
 import signal
 import sys
+
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs every test run
 if TYPE_CHECKING:
     from typing import Any, BinaryIO, NoReturn
@@ -248,7 +249,9 @@ class Candidate:
 
 def remote_exception(raised_: Any) -> Exception:
     """The tested process's exception, rebuilt here as a builtin class or a plain one of that name."""
-    if not (isinstance(raised_, list) and len(raised_) == 2 and all(type(x) is str for x in raised_)):
+    if not (
+        isinstance(raised_, list) and len(raised_) == 2 and all(type(x) is str for x in raised_)
+    ):
         return _wire.ChannelError("the tested process sent neither a value nor an exception")
     name, message = raised_[0][:100], raised_[1][:DETAIL_CHARS]
     if not name.isidentifier():
@@ -282,14 +285,22 @@ def runner_outcome(candidate: Candidate, pid: int) -> dict[str, str]:
             return {"outcome": "timeout", "detail": "CPU-time limit reached (SIGXCPU)"}
         return {"outcome": "killed", "detail": f"killed by {sig.name}"}
     code = os.WEXITSTATUS(status)
-    return {"outcome": "exit_without_check", "detail": f"exited with code {code} before check() returned"}
+    return {
+        "outcome": "exit_without_check",
+        "detail": f"exited with code {code} before check() returned",
+    }
 
 
-def judge(config: dict[str, Any], test: str, candidate: Candidate, runner_pid: int) -> dict[str, str]:
+def judge(
+    config: dict[str, Any], test: str, candidate: Candidate, runner_pid: int
+) -> dict[str, str]:
     """Run prompt + test and `check(candidate)`; the verdict."""
     entry_point = config["entry_point"]
     if not entry_point.isidentifier():
-        return {"outcome": "exception:ValueError", "detail": f"entry_point is not a name: {entry_point!r}"}
+        return {
+            "outcome": "exception:ValueError",
+            "detail": f"entry_point is not a name: {entry_point!r}",
+        }
     try:
         code = compile(test, "test.py", "exec")
     except (SyntaxError, ValueError) as exc:
@@ -308,13 +319,18 @@ def judge(config: dict[str, Any], test: str, candidate: Candidate, runner_pid: i
     except RunnerGone:
         verdict = {}
     except SystemExit as exc:
-        verdict = {"outcome": "exit_without_check", "detail": f"check() called sys.exit({exc.code!r})"}
+        verdict = {
+            "outcome": "exit_without_check",
+            "detail": f"check() called sys.exit({exc.code!r})",
+        }
     except Exception as exc:
         verdict = outcome_of(exc)
     return runner_outcome(candidate, runner_pid) if candidate.gone else verdict
 
 
-def become_checker(config: dict[str, Any], test_fd: int, pipes: tuple[int, int], pid: int) -> dict[str, str]:
+def become_checker(
+    config: dict[str, Any], test_fd: int, pipes: tuple[int, int], pid: int
+) -> dict[str, str]:
     _jail.drop_privileges(config["checker_uid"], config["nested_userns"])
     _jail.prctl(_jail.PR_SET_DUMPABLE, 0)
     set_limits(config["checker_limits"])
@@ -329,35 +345,6 @@ def read_all(fd: int) -> str:
     with os.fdopen(fd, "rb") as f:
         f.seek(0)
         return f.read().decode("utf-8")
-
-
-def kill_descendants() -> None:
-    """SIGKILL every process left below this one (a subreaper: orphans come back here)."""
-    me = str(os.getpid())
-    while True:
-        children = [pid for pid, ppid in _processes() if ppid == me]
-        for pid in children:
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except OSError:
-                pass
-        try:
-            while os.waitpid(-1, 0)[0] > 0:
-                pass
-        except ChildProcessError:
-            if not children:
-                return
-
-
-def _processes() -> list[tuple[str, str]]:
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/stat", encoding="utf-8") as f:
-                found.append((name, f.read().rsplit(")", 1)[1].split()[1]))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
 
 
 def main() -> None:
@@ -380,7 +367,7 @@ def main() -> None:
         os.close(fd)
     verdict = become_checker(config, test_fd, (checker_out, checker_in), pid)
     if config["jail"] is None and config["runner_uid"] is None:
-        kill_descendants()
+        _jail.kill_descendants()
     _wire.write(verdict_fd, _wire.dumps(verdict))
     os._exit(0)  # no interpreter teardown: the verdict is out, the PID namespace ends with us
 

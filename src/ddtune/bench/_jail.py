@@ -1,4 +1,4 @@
-"""Build the sandbox's filesystem and drop privileges (docs/architecture.md, bench).
+"""The sandbox's kernel-side walls: filesystem, privileges, leftovers (docs/architecture.md, bench).
 
 Loaded by `_harness.py` inside fresh mount/pid/net/ipc/uts namespaces (made by
 `unshare(1)`), while the harness is still root there. Stdlib only.
@@ -14,17 +14,24 @@ unmount of the old root: nothing of the host tree is left in the namespace,
 so even a process that gains capabilities in a new user namespace cannot
 reach it. The new root and /dev are remounted read-only at the end.
 
-`drop_privileges` then leaves root for good: as real root, `setresuid` to a
-fresh unprivileged uid (no capabilities, the kernel's uid checks apply);
-when the namespaces were made without root (`unshare --user`), a nested user
-namespace, which holds no rights over the mounts above.
+`drop_privileges` leaves root for good (after `build_root`, or at once in
+the fallback): as real root, `setresuid` to a fresh unprivileged uid (no
+capabilities, the kernel's uid checks apply); when the namespaces were made
+without root (`unshare --user`), a nested user namespace, which holds no
+rights over the mounts above. Both also set no_new_privs.
+
+`kill_descendants` ends every process below a subreaper (the fallback
+without a PID namespace, when ddtune is not root).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
+import signal
+
 TYPE_CHECKING = False  # importing typing would cost every test run
 if TYPE_CHECKING:
     from typing import Any
@@ -195,3 +202,30 @@ def drop_privileges(uid: int | None, nested_userns: bool) -> None:
     elif nested_userns:
         _check(_libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
     prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+def kill_descendants() -> None:
+    """SIGKILL every process left below this one (a subreaper: orphans come back here)."""
+    me = str(os.getpid())
+    while True:
+        children = [pid for pid, ppid in _processes() if ppid == me]
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
+        try:
+            while os.waitpid(-1, 0)[0] > 0:
+                pass
+        except ChildProcessError:
+            if not children:
+                return
+
+
+def _processes() -> list[tuple[str, str]]:
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8") as f:
+                found.append((name, f.read().rsplit(")", 1)[1].split()[1]))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found

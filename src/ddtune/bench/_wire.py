@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+
 TYPE_CHECKING = False  # importing typing would cost every test run
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
@@ -101,7 +102,9 @@ def dumps(message: dict[str, Any]) -> bytes:
     """One message as a JSON line; ValueError when it exceeds MAX_MESSAGE_BYTES."""
     data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
     if len(data) > MAX_MESSAGE_BYTES:
-        raise ValueError(f"a message larger than {MAX_MESSAGE_BYTES} bytes cannot cross the sandbox")
+        raise ValueError(
+            f"a message larger than {MAX_MESSAGE_BYTES} bytes cannot cross the sandbox"
+        )
     return data
 
 

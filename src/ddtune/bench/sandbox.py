@@ -257,7 +257,11 @@ def _kill_uids(uids: tuple[int | None, int | None], timeout_s: float = 5.0) -> N
     wanted = {u for u in uids if u is not None}
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        found = [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real in wanted]
+        found = [
+            p
+            for p in psutil.process_iter(["uids"])
+            if p.info["uids"] and p.info["uids"].real in wanted
+        ]
         if not found:
             return
         for process in found:
@@ -297,9 +301,14 @@ def _classify(
     if verdict is not None and "setup_error" in verdict:
         raise SandboxError(f"the sandbox could not be set up: {verdict['setup_error']}")
     outcome = verdict.get("outcome") if verdict else None
-    if isinstance(outcome, str) and (outcome == "exit_without_check" or outcome.startswith(OUTCOME_PREFIXES)):
+    if isinstance(outcome, str) and (
+        outcome == "exit_without_check" or outcome.startswith(OUTCOME_PREFIXES)
+    ):
         detail = str(verdict.get("detail", "")) if verdict else ""
-        return outcome, f"{detail}: {last_err}" if outcome == "exit_without_check" and last_err else detail
+        return (
+            outcome,
+            f"{detail}: {last_err}" if outcome == "exit_without_check" and last_err else detail,
+        )
     if rc is not None and rc < 0:
         sig = signal.Signals(-rc)
         if sig == signal.SIGXCPU:
