@@ -2,8 +2,8 @@
 
 `Host` sets up things a tested program must not reach: a world-writable UNIX
 socket on disk, an abstract UNIX socket, a TCP listener on loopback, a SysV
-shared-memory segment (mode 0666), a world-readable file in /dev/shm and a
-process running as `nobody`. `Host.escapes()` lists every trace an escape
+shared-memory segment (mode 0666), a world-readable file in /dev/shm, a
+process running as `nobody` and a key in the session keyring. `Host.escapes()` lists every trace an escape
 would leave: new files carrying the marker in /tmp, /var/tmp, /dev/shm,
 connections, a changed segment, a dead `nobody` process, a marked process
 still running.
@@ -11,7 +11,7 @@ still running.
 `Escape` is one case: a body for `def f():` that runs after the audit hook
 is cleared (`CLEAR_HOOK`) and a test for the checker. Bodies may use
 placeholders `@M@` (marker), `@SOCK@`, `@ABSTRACT@`, `@PORT@`, `@SHM_KEY@`,
-`@SECRET_FILE@`, `@TASKS_FILE@`, `@REPO@`, `@SLEEP@` (a `sleep` argument).
+`@SECRET_FILE@`, `@TASKS_FILE@`, `@REPO@`, `@SLEEP@` (a `sleep` argument), `@KEYCTL@` (its syscall number).
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from pathlib import Path
 from ddtune.assets import TASKS_FILE
 
 IPC_CREAT, IPC_RMID = 0o1000, 0
+KEY_SYSCALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}  # add_key, keyctl
+KEYCTL_INVALIDATE = 21
 NOBODY = 65534
 REPO = Path(__file__).resolve().parents[2]
 TRACE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/usr", "/etc", REPO, Path(sys.base_prefix) / "lib")
@@ -127,6 +129,7 @@ class Host:
         self.nobody = subprocess.Popen(["sleep", "600"], user=NOBODY, group=NOBODY)
         self._stack.callback(self._cleanup)
         self._shm_create()
+        self._add_session_key()
         return self
 
     def reset(self) -> None:
@@ -152,6 +155,15 @@ class Host:
             with contextlib.suppress(OSError):
                 path.unlink()
 
+    def _add_session_key(self) -> None:
+        """A key in this process's session keyring, which every child inherits."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        add_key, keyctl = KEY_SYSCALLS[os.uname().machine]
+        secret = b"host keyring secret"
+        key = libc.syscall(add_key, b"user", self.marker.encode(), secret, len(secret), -3)
+        assert key > 0, os.strerror(ctypes.get_errno())
+        self._stack.callback(lambda: libc.syscall(keyctl, KEYCTL_INVALIDATE, key))
+
     def _shm_create(self) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.shmat.restype = ctypes.c_void_p
@@ -173,6 +185,7 @@ class Host:
             "@TASKS_FILE@": str(TASKS_FILE),
             "@REPO@": str(REPO),
             "@SLEEP@": self.sleep_marker,
+            "@KEYCTL@": str(KEY_SYSCALLS[os.uname().machine][1]),
         }
         for key, value in values.items():
             text = text.replace(key, value)

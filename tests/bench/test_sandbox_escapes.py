@@ -203,6 +203,16 @@ CASES = [
         "    return 'done' if max(pids) < 100 else f'{len(pids)} processes visible'\n",
     ),
     Escape(
+        "read_a_key_of_the_inherited_session_keyring",
+        LIBC
+        + "    key = libc.syscall(@KEYCTL@, 10, -3, b'user', b'@M@', 0)  # KEYCTL_SEARCH in @s\n"
+        "    if key < 0:\n"
+        "        return 'done'\n"
+        "    buf = ctypes.create_string_buffer(64)\n"
+        "    libc.syscall(@KEYCTL@, 11, key, buf, 64)  # KEYCTL_READ\n"
+        "    return buf.value.decode()\n",
+    ),
+    Escape(
         "twenty_15_mb_files_exceed_no_quota",
         "    written = 0\n"
         "    for i in range(20):\n"

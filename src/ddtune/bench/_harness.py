@@ -350,7 +350,11 @@ def read_all(fd: int) -> str:
 def main() -> None:
     config_fd, test_fd, verdict_fd = (int(arg) for arg in sys.argv[1:4])
     config = json.loads(read_all(config_fd))
+    signal.signal(signal.SIGALRM, lambda *_: os._exit(71))  # ends the run should ddtune die
+    signal.alarm(config["deadline_s"])
     try:
+        _jail.prctl(_jail.PR_SET_DUMPABLE, 0)  # before the fork: no window for the tested code
+        _jail.new_session_keyring()
         if config["jail"] is not None:
             _jail.build_root(config["jail"])
         elif config["runner_uid"] is None:

@@ -20,6 +20,9 @@ capabilities, the kernel's uid checks apply); when the namespaces were made
 without root (`unshare --user`), a nested user namespace, which holds no
 rights over the mounts above. Both also set no_new_privs.
 
+`new_session_keyring` leaves ddtune's session keyring, which fork and
+setuid would otherwise pass on (keyrings are not namespaced).
+
 `kill_descendants` ends every process below a subreaper (the fallback
 without a PID namespace, when ddtune is not root).
 """
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import re
 import signal
@@ -42,7 +46,14 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MNT_DETACH = 2
 CLONE_NEWUSER = 0x10000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
-PIVOT_ROOT_SYSCALL = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
+KEYCTL_JOIN_SESSION_KEYRING = 1
+SYSCALLS = {  # machine -> (pivot_root, keyctl); glibc wraps neither
+    "x86_64": (155, 250),
+    "aarch64": (41, 219),
+    "riscv64": (41, 219),
+    "ppc64le": (203, 250),
+    "s390x": (217, 280),
+}
 # statvfs flags a bind remount must keep (the kernel refuses to drop locked ones)
 KEPT_FLAGS = (
     (os.ST_NOSUID, MS_NOSUID),
@@ -70,7 +81,7 @@ _libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
 
 
 def _check(result: int, what: str) -> None:
-    if result != 0:
+    if result < 0:  # libc's -1 with errno set
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
@@ -181,14 +192,33 @@ def _make_scratch(disk_bytes: int, task_uid: int | None) -> None:
     os.rmdir(scratch)
 
 
+def _syscall(index: int, what: str, *args: object) -> None:
+    numbers = SYSCALLS.get(os.uname().machine)
+    if numbers is None:
+        raise OSError(f"{what}: unknown syscall number on {os.uname().machine}")
+    _check(_libc.syscall(ctypes.c_long(numbers[index]), *args), what)
+
+
+def new_session_keyring() -> None:
+    """Leave ddtune's session keyring (kernel keyrings ignore namespaces and setuid).
+
+    Where keyctl is refused (ENOSYS, EPERM: a seccomp filter), the tested code
+    cannot reach any keyring either; on an unknown machine this is skipped.
+    """
+    if os.uname().machine not in SYSCALLS:
+        return
+    try:
+        _syscall(1, "keyctl", ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING), None)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSYS, errno.EPERM):
+            raise
+
+
 def _pivot() -> None:
     """Make NEW_ROOT the root and detach the old one entirely."""
-    number = PIVOT_ROOT_SYSCALL.get(os.uname().machine)
-    if number is None:
-        raise OSError(f"pivot_root: unknown syscall number on {os.uname().machine}")
     os.chdir(NEW_ROOT)
     dot = ctypes.c_char_p(b".")
-    _check(_libc.syscall(ctypes.c_long(number), dot, dot), "pivot_root")
+    _syscall(0, "pivot_root", dot, dot)
     _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
     os.chdir("/")
 

@@ -38,7 +38,16 @@ ETC_FILES = (
 )
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 SYSTEM_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
-NAMESPACE_FLAGS = ("--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child")
+NAMESPACE_FLAGS = (
+    "--mount",
+    "--propagation=private",
+    "--pid",
+    "--net",
+    "--ipc",
+    "--uts",
+    "--fork",
+    "--kill-child",
+)
 
 
 @dataclass(frozen=True)

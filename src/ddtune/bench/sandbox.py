@@ -163,6 +163,7 @@ def _config(
     return {
         "program": program,
         "entry_point": entry_point,
+        "deadline_s": int(limits.timeout_s) + 10,  # the harness's own end, past the wall clock
         "jail": jail,
         "workdir": workdir,
         "runner_uid": uids[0],
