@@ -139,7 +139,7 @@ class Host:
         ctypes.memset(self.shm_addr, 0, 4096)
         for path in self.traces():
             path.unlink()
-        for pid, _ in self._marked_processes():
+        for pid, _ in self.marked_processes():
             with contextlib.suppress(OSError):
                 os.kill(int(pid), signal.SIGKILL)
         if self.nobody.poll() is not None:
@@ -205,14 +205,14 @@ class Host:
             out.append("the host's SysV shared memory was written")
         if self.nobody.poll() is not None:
             out.append("a host process of nobody was killed")
-        out += [f"process {pid} still running: {cmd}" for pid, cmd in self._marked_processes()]
+        out += [f"process {pid} still running: {cmd}" for pid, cmd in self.marked_processes()]
         return out
 
     def _connections(self) -> list[tuple[str, int]]:
         kinds = ("the UNIX socket on disk", "the abstract UNIX socket", "TCP 127.0.0.1")
         return [(k, listener.count) for k, listener in zip(kinds, self.listeners, strict=True)]
 
-    def _marked_processes(self) -> list[tuple[str, str]]:
+    def marked_processes(self) -> list[tuple[str, str]]:
         found = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
             with contextlib.suppress(OSError):

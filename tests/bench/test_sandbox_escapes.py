@@ -9,11 +9,16 @@ and hit a wall. The verdict-forging cases are in test_sandbox_forgery.py.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+import ddtune
 from ddtune.bench.isolation import fallback_plan
 from ddtune.bench.sandbox import SandboxLimits, isolation_plan, run_program
 
@@ -265,3 +270,35 @@ def test_without_namespaces_no_process_outlives_the_run(host) -> None:
     result = run_program(case.program(host), case.test_source(host), "f", LIMITS, plan)
     assert result.outcome == "passed", result.detail
     assert host.escapes() == []
+
+
+def test_a_run_ends_by_itself_when_ddtune_dies(host) -> None:
+    """ddtune killed mid-test: the harness's own deadline (wall clock + 10 s) ends the run."""
+    case = Escape("orphaned", "    os.execv('/bin/sleep', ['sleep', '@SLEEP@'])\n")
+    script = (
+        "import json, sys\nfrom ddtune.bench.sandbox import SandboxLimits, run_program\n"
+        "program, test = json.load(sys.stdin)\nrun_program(program, test, 'f', SandboxLimits(1))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(ddtune.__file__).parents[1])}
+    ddtune_process = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, stdin=subprocess.PIPE
+    )
+    assert ddtune_process.stdin is not None
+    ddtune_process.stdin.write(json.dumps([case.program(host), case.test_source(host)]).encode())
+    ddtune_process.stdin.close()
+    sleeping = lambda: any(cmd.startswith("sleep ") for _, cmd in host.marked_processes())  # noqa: E731
+    assert _wait_for(sleeping, 30), "the tested program never started"
+    start = time.monotonic()
+    ddtune_process.kill()
+    ddtune_process.wait()
+    assert _wait_for(lambda: host.escapes() == [], 1 + 10 + 5), host.escapes()
+    assert time.monotonic() - start > 5  # it outlived ddtune until its own deadline
+
+
+def _wait_for(condition, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
