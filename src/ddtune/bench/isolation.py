@@ -92,8 +92,9 @@ def fallback_plan(reason: str) -> Plan:
         "the tested code runs as a fresh unprivileged uid; every process of that uid is"
         " killed after each test"
         if root
-        else "the tested code runs as the ddtune user and can write wherever that user can;"
-        " leftover processes are killed through a subreaper, which the tested code could kill first"
+        else "the tested code runs as the ddtune user: it can write wherever that user can and"
+        " tamper with ddtune itself, so no verdict is trustworthy; leftover processes are killed"
+        " through a subreaper, which the tested code could kill first"
     )
     notes = (
         f"NO NAMESPACES ({reason}): the tested code sees the real filesystem and network;"
