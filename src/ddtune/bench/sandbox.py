@@ -185,9 +185,6 @@ def _tasks_of_user(uid: int) -> int:
 
 
 def _execute(config: dict[str, Any], test: str, limits: SandboxLimits, plan: Plan) -> ExecResult:
-    workdir = config["workdir"]
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir}
-    env["TMPDIR"] = "/tmp" if plan.jail is not None else workdir
     config_fd, test_fd = _memfd(json.dumps(config)), _memfd(test)
     verdict_in, verdict_out = os.pipe()
     fds = (config_fd, test_fd, verdict_out)
@@ -195,16 +192,10 @@ def _execute(config: dict[str, Any], test: str, limits: SandboxLimits, plan: Pla
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
         try:
-            proc = subprocess.Popen(
-                argv,
-                cwd="/",
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                pass_fds=fds,
-                start_new_session=True,
-            )
+            proc = _spawn(argv, _environment(config["workdir"], plan), fds, out, err)
+        except OSError:
+            os.close(verdict_in)
+            raise
         finally:
             for fd in fds:
                 os.close(fd)
@@ -215,6 +206,27 @@ def _execute(config: dict[str, Any], test: str, limits: SandboxLimits, plan: Pla
         verdict = _read_verdict(verdict_in)
         outcome, detail = _classify(timed_out, proc.returncode, verdict, _tail(err))
     return ExecResult(outcome, detail, duration, proc.returncode, proc.pid, list(plan.notes))
+
+
+def _environment(workdir: str, plan: Plan) -> dict[str, str]:
+    tmp = "/tmp" if plan.jail is not None else workdir
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir, "TMPDIR": tmp}
+
+
+def _spawn(
+    argv: list[str], env: dict[str, str], fds: tuple[int, ...], out: IO[bytes], err: IO[bytes]
+) -> subprocess.Popen:
+    """The harness in its own session (its process group is killed afterwards)."""
+    return subprocess.Popen(
+        argv,
+        cwd="/",
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=err,
+        pass_fds=fds,
+        start_new_session=True,
+    )
 
 
 def _memfd(text: str) -> int:
@@ -299,17 +311,14 @@ def _classify(
     if timed_out:
         return "timeout", "wall-clock limit reached"
     last_err = (stderr.strip().splitlines()[-1:] or [""])[0][:200]
-    if verdict is not None and "setup_error" in verdict:
-        raise SandboxError(f"the sandbox could not be set up: {verdict['setup_error']}")
-    outcome = verdict.get("outcome") if verdict else None
-    if isinstance(outcome, str) and (
-        outcome == "exit_without_check" or outcome.startswith(OUTCOME_PREFIXES)
-    ):
-        detail = str(verdict.get("detail", "")) if verdict else ""
-        return (
-            outcome,
-            f"{detail}: {last_err}" if outcome == "exit_without_check" and last_err else detail,
-        )
+    if verdict is not None:
+        if "setup_error" in verdict:
+            raise SandboxError(f"the sandbox could not be set up: {verdict['setup_error']}")
+        outcome, detail = str(verdict.get("outcome", "")), str(verdict.get("detail", ""))
+        if outcome == "exit_without_check":
+            return outcome, f"{detail}: {last_err}" if last_err else detail
+        if outcome.startswith(OUTCOME_PREFIXES):
+            return outcome, detail
     if rc is not None and rc < 0:
         sig = signal.Signals(-rc)
         if sig == signal.SIGXCPU:
