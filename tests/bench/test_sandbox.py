@@ -137,6 +137,13 @@ def test_a_test_that_swallows_the_ended_process_still_fails() -> None:
     assert result.outcome == "exit_without_check", result.detail
 
 
+def test_garbage_on_the_channel_fails_even_when_the_test_swallows_errors() -> None:
+    body = CLEAR_HOOK + "    os.write(4, b'{\"nothing\": 1}\\n')\n    return 1"
+    test = "def check(c):\n    try:\n        c()\n    except Exception:\n        pass\n"
+    result = run(body, test)
+    assert result.outcome == "exception:ChannelError", result.detail
+
+
 def test_printing_a_fake_success_line_is_not_a_pass() -> None:
     body = "    print('passed')\n    print('0' * 32 + ' passed')\n    sys.stdout.flush()\n    os._exit(0)"
     assert run(body).outcome == "exit_without_check"

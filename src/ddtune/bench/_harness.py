@@ -238,13 +238,14 @@ class Candidate:
             self.gone = "ended"
             raise RunnerGone(self.gone) from None
         reply = self.receive()
-        if "value" in reply:
-            try:
+        try:
+            if "value" in reply:
                 return _wire.decode(reply["value"])
-            except _wire.ChannelError as exc:
-                self.gone = f"channel: {exc}"
-                raise RunnerGone(self.gone) from None
-        raise remote_exception(reply.get("raised"))
+            exc = remote_exception(reply.get("raised"))
+        except _wire.ChannelError as broken:  # garbage: never a pass, whatever the test catches
+            self.gone = f"channel: {broken}"
+            raise RunnerGone(self.gone) from None
+        raise exc
 
 
 def remote_exception(raised_: Any) -> Exception:
@@ -252,10 +253,10 @@ def remote_exception(raised_: Any) -> Exception:
     if not (
         isinstance(raised_, list) and len(raised_) == 2 and all(type(x) is str for x in raised_)
     ):
-        return _wire.ChannelError("the tested process sent neither a value nor an exception")
+        raise _wire.ChannelError("the tested process sent neither a value nor an exception")
     name, message = raised_[0][:100], raised_[1][:DETAIL_CHARS]
     if not name.isidentifier():
-        return _wire.ChannelError(f"bad exception name {name!r}")
+        raise _wire.ChannelError(f"bad exception name {name!r}")
     cls = getattr(builtins, name, None)
     if isinstance(cls, type) and issubclass(cls, Exception):
         try:
@@ -310,7 +311,10 @@ def judge(
         if "syntax_error" in first:
             return {"outcome": "syntax_error", "detail": str(first["syntax_error"])}
         if "ready" not in first:
-            return outcome_of(remote_exception(first.get("raised")))
+            try:
+                return outcome_of(remote_exception(first.get("raised")))
+            except _wire.ChannelError as broken:
+                return {"outcome": "exception:ChannelError", "detail": str(broken)}
         namespace = {"__name__": "__sandbox__", "__builtins__": builtins}
         exec(code, namespace)
         namespace[entry_point] = candidate
