@@ -65,7 +65,7 @@ class FakeLoadServer:
         self.generating = 0
         self.max_generating = 0
         self.arrivals: list[float] = []  # perf_counter at each streamed POST
-        self.intended: list[dict] = []  # {"ttft": s, "gaps": [s, ...]} per streamed request
+        self.intended: list[dict] = []  # {"number", "ttft": s, "gaps": [s, ...]} per stream
         self.httpd = _Quiet(("127.0.0.1", port), _handler(self))
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -169,7 +169,7 @@ def _handler(server: FakeLoadServer):
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
             with server.lock:
-                server.intended.append({"ttft": ttft, "gaps": gaps})
+                server.intended.append({"number": number, "ttft": ttft, "gaps": gaps})
 
         def _chunks(
             self, target: float, tokens: int, delays: list[float], lat: Latency
