@@ -38,25 +38,25 @@ def test_percentiles_match_the_known_distribution_within_5_percent(
     # times well above the scheduling noise of a loaded 2-core machine (a few ms); p90 and p99
     # fall inside the tails, p50 on the fixed part
     heavy = latency(
-        ttft_s=0.25,
+        ttft_s=0.5,
         ttft_tail_p=0.2,
-        ttft_tail_s=0.6,
-        token_s=0.04,
+        ttft_tail_s=1.2,
+        token_s=0.08,
         tail_p=0.15,
-        tail_s=0.15,
+        tail_s=0.3,
         seed=3,
     )
     # one warm-up request per client: connection set-up is not the server's latency
-    matrix = load_matrix({"concurrency": [6], "requests": 42, "warmup_requests": 6}, max_tokens=10)
+    matrix = load_matrix({"concurrency": [8], "requests": 48, "warmup_requests": 8}, max_tokens=8)
     with load_server_process(heavy) as (url, server_stats):
         result = run_bench(url, matrix, progress=False)
         seen = server_stats()
-    # the six warm-up requests are the first six the server saw (all sent at once)
-    intended = [i for i in seen["intended"] if i["number"] >= 6]
+    # the eight warm-up requests are the first eight the server saw (all sent at once)
+    intended = [i for i in seen["intended"] if i["number"] >= 8]
     busiest = seen["max_generating"]
-    level = levels(result)["c6"]
-    assert level.status == "done" and level.requests == 42 == len(intended)
-    assert busiest == 6  # closed loop: six requests in flight, never more
+    level = levels(result)["c8"]
+    assert level.status == "done" and level.requests == 48 == len(intended)
+    assert busiest == 8  # closed loop: eight requests in flight, never more
     ttft = [i["ttft"] for i in intended]
     gaps = [g for i in intended for g in i["gaps"]]
     e2e = [i["ttft"] + sum(i["gaps"]) for i in intended]
@@ -66,9 +66,9 @@ def test_percentiles_match_the_known_distribution_within_5_percent(
         for q, value in ((50, measured.p50), (90, measured.p90), (99, measured.p99)):
             assert value == pytest.approx(percentile(truth, q), rel=0.05), q
         assert measured.mean == pytest.approx(statistics.fmean(truth), rel=0.05)
-    rows = [r for r in result.load_result["requests"] if r["level"] == "c6"]
-    assert len(rows) == 42 and all(r["output_tokens"] == 10 for r in rows)
-    assert level.output_tps == pytest.approx(42 * 10 / level.window_s)
+    rows = [r for r in result.load_result["requests"] if r["level"] == "c8"]
+    assert len(rows) == 48 and all(r["output_tokens"] == 8 for r in rows)
+    assert level.output_tps == pytest.approx(48 * 8 / level.window_s)
     assert level.client_cpu_s is not None and level.client_cpu_share is not None
 
 

@@ -105,22 +105,39 @@ def stream_request(
 
 
 def _sse_payloads(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    """Yield each `data:` JSON object of an SSE stream until `[DONE]`."""
-    for line in response.iter_lines():
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
-            return
-        try:
-            payload = json.loads(data)
-        except json.JSONDecodeError:
-            raise BenchError(f"malformed stream chunk: {data[:200]!r}") from None
-        if not isinstance(payload, dict):
-            raise BenchError(f"stream chunk is not a JSON object: {data[:200]!r}")
-        if "error" in payload:
-            raise BenchError(f"server error in stream: {json.dumps(payload['error'])[:300]}")
-        yield payload
+    """Yield each `data:` JSON object of an SSE stream until `[DONE]`.
+
+    Lines are split from the bytes here (UTF-8 never has a newline byte inside a
+    character): httpx's text and line decoders cost more CPU per chunk than the
+    rest of the client together (benchmarks/load_client_overhead.py).
+    """
+    buffer = b""
+    for data in response.iter_bytes():
+        buffer += data
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if not line.startswith(b"data:"):
+                continue
+            payload = _sse_data(line[5:].strip())
+            if payload is None:
+                return
+            yield payload
+
+
+def _sse_data(data: bytes) -> dict[str, Any] | None:
+    """One `data:` value as a JSON object; None for `[DONE]`."""
+    if data == b"[DONE]":
+        return None
+    text = data.decode("utf-8", errors="replace")
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError:
+        raise BenchError(f"malformed stream chunk: {text[:200]!r}") from None
+    if not isinstance(payload, dict):
+        raise BenchError(f"stream chunk is not a JSON object: {text[:200]!r}")
+    if "error" in payload:
+        raise BenchError(f"server error in stream: {json.dumps(payload['error'])[:300]}")
+    return payload
 
 
 def _apply_chunk(record: StreamRecord, chunk: StreamChunk, now: float) -> None:
