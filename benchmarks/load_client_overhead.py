@@ -74,7 +74,10 @@ def main() -> None:
             f"every {args.token_ms:g} ms; {args.tokens} tokens per request"
         )
     levels = [LevelResult.from_dict(d) for d in result.load_result["levels"]]
-    header = "level  requests  wall s  chunks/s  CPU ms/request  CPU us/chunk  share of one core"
+    header = (
+        "level  requests  wall s  chunks/s  CPU ms/request  CPU us/chunk  share of one core"
+        "  tok/s  streams at once"
+    )
     print(header)
     for level in levels:
         print(_line(level, result.load_result["requests"]))
@@ -95,6 +98,8 @@ def _line(level: LevelResult, rows: list[dict]) -> str:
     return (
         f"{level.key:<6} {sent:>8}  {wall:>6.1f}  {chunks / wall:>8.0f}  "
         f"{1000 * cpu / sent:>14.2f}  {1e6 * cpu / chunks:>12.1f}  {level.client_cpu_share:>17.1%}"
+        f"  {level.output_tps or 0:>5.0f}  {level.parallelism or 0:>6.2f}"
+        + ("  serialised" if level.serialised else "")
     )
 
 
