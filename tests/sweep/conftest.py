@@ -87,3 +87,65 @@ def write_spec(
     path = folder / "spec.toml"
     path.write_text(text)
     return path
+
+
+FAKE_SERVER = Path(__file__).parents[1] / "services" / "fake_fault_server.py"
+
+
+@pytest.fixture(scope="session")
+def fake_spec_writer():
+    return write_fake_spec
+
+
+def write_fake_spec(
+    folder: Path, name: str, configs: str, port: int, service: str = "", attempts: int = 1
+) -> Path:
+    """A sweep spec whose service is the FAKE fault server (stdlib, starts in ~0.1 s).
+
+    `{delay}` is the server's --ready-delay: `vars = { delay = "bogus" }` makes it
+    exit 2 on its arguments (crashed(2)); `delay = "60"` keeps it loading.
+    `service` adds lines to the [service] table (e.g. `reclaim_leftovers = true`).
+    """
+    text = f'[sweep]\nname = "{name}"\nrepeats = 1\n\n' + textwrap.dedent(configs).strip()
+    text += textwrap.dedent(f"""
+
+        [service]
+        command = ["{{python}}", "-S", "{FAKE_SERVER}", "--port", "{{port}}",
+                   "--mode", "{{mode}}", "--budget", "{{budget}}", "--topk", "{{topk}}",
+                   "--window", "{{window}}", "--ready-delay", "{{delay}}"]
+        port = {port}
+        generations = 1
+        gpu = "off"
+        vars = {{ delay = "0" }}
+        """)
+    text += textwrap.dedent(service).strip() + "\n"
+    text += textwrap.dedent(f"""
+        [service.timeouts]
+        stop = 5
+        quiesce = 60
+        start = 60
+        health = 120
+
+        [bench]
+        warmup = 0
+        chars_per_token = 1.0
+        [bench.short]
+        n_prompts = 1
+        prompt_tokens = 20
+        max_tokens = 4
+        repeats = 1
+        [bench.long]
+        n_prompts = 1
+        prompt_tokens = 40
+        max_tokens = 4
+        repeats = 1
+        [bench.coding]
+        enabled = false
+
+        [retry]
+        attempts = {attempts}
+        backoff = 0
+        """)
+    path = folder / f"{name}.toml"
+    path.write_text(text)
+    return path

@@ -159,6 +159,24 @@ def port_holders(port: int, ours: set[int]) -> list[Holder]:
     return [holder(pid, ours) for pid in pids]
 
 
+def tagged_instances(prefix: str = "ddtune-") -> dict[str, Holder]:
+    """Each live ddtune instance of this user whose tag starts with `prefix`: tag -> its
+    oldest process, classified (leftover, running or unknown). For `ddtune sweep cleanup`."""
+    me, uid = os.getpid(), os.getuid()
+    found: dict[str, tuple[float, int]] = {}
+    for proc in psutil.process_iter(["uids", "environ", "create_time", "status"], ad_value=None):
+        info = proc.info
+        if proc.pid == me or info["uids"] is None or info["uids"].real != uid:
+            continue
+        tag = (info["environ"] or {}).get(procs.TAG_VAR)
+        if tag and tag.startswith(prefix) and info["status"] != psutil.STATUS_ZOMBIE:
+            found[tag] = min(
+                found.get(tag, (info["create_time"] or 0.0, proc.pid)),
+                (info["create_time"] or 0.0, proc.pid),
+            )
+    return {tag: holder(pid, set()) for tag, (_, pid) in sorted(found.items())}
+
+
 def reclaim(tag: str, grace: float, kill_wait: float) -> list[procs.ProcInfo]:
     """Stop every process of the instance tagged `tag`; returns the survivors."""
     return procs.terminate(lambda: procs.find_instance(tag=tag), grace, kill_wait)
@@ -179,6 +197,7 @@ class PortWatch:
     foreign_final: bool = True
     grace: float = 10.0
     kill_wait: float = 10.0
+    reclaimed: list[str] = field(default_factory=list)  # Holder.describe() of each one stopped
     notes: list[str] = field(default_factory=list)
     _hopeless_since: float | None = None
 
@@ -207,8 +226,9 @@ class PortWatch:
     def _reclaim(self, h: Holder) -> None:
         assert h.tag is not None
         left = reclaim(h.tag, self.grace, self.kill_wait)
-        note = f"reclaimed the leftover {h.describe()}"
-        self.notes.append(note if not left else f"{note}; could not stop {procs.describe(left)}")
+        self.reclaimed.append(h.describe())
+        if left:
+            self.notes.append(f"could not stop the leftover: {procs.describe(left)}")
 
     def failure(self, holders: list[Holder]) -> PhaseFailure:
         """port_in_use naming each holder and what to do; carries the holders for the runner."""

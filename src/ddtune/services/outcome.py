@@ -65,6 +65,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     leftover_pids: list[int] = field(default_factory=list)
     port_holders: list[dict[str, Any]] = field(default_factory=list)  # Holder.to_dict()s
+    reclaimed: list[str] = field(default_factory=list)  # leftovers stopped to free the port
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -305,6 +305,7 @@ class Controller(ABC):
                 "quiesce", self.spec.timeouts.quiesce, step, lambda: None, lambda _: "port_in_use"
             )
         finally:
+            out.reclaimed.extend(watch.reclaimed)
             out.notes.extend(watch.notes)
 
     def _wait_gpu(self, base: GpuBaseline) -> None:
