@@ -4,8 +4,13 @@ task, a free port, and a spec writer whose service is a real `ddtune serve`."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +35,11 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@pytest.fixture
+def port() -> int:
+    return free_port()
 
 
 @pytest.fixture(scope="session")
@@ -149,3 +159,53 @@ def write_fake_spec(
     path = folder / f"{name}.toml"
     path.write_text(text)
     return path
+
+
+class Runners:
+    """`ddtune sweep run` subprocesses; at teardown every runner and every server started
+    for one of their stores is killed, so a failed assertion leaves nothing behind."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+        self.workdirs: list[Path] = []
+
+    def start(self, spec: Path, store: Path) -> subprocess.Popen:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        self.workdirs.append(store.parent)
+        cmd = [sys.executable, "-m", "ddtune.cli", "sweep", "run", str(spec), "--store", str(store)]
+        with open(store.parent / "runner.log", "a") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    @staticmethod
+    def wait_listening(port: int, timeout: float = 120.0) -> int:
+        """The pid that listens on `port` once one does."""
+        from ddtune.services import procs
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pids = [pid for pid in procs.port_listeners(port).values() if pid]
+            if pids:
+                return pids[0]
+            time.sleep(0.1)
+        raise AssertionError(f"nothing listened on port {port} within {timeout} s")
+
+    def close(self) -> None:
+        from ddtune.services import procs
+        from ddtune.services.process import scope_prefix
+
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for workdir in self.workdirs:
+            for info in procs.find_instance(tag=scope_prefix(workdir), tag_prefix=True):
+                os.kill(info.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def runners():
+    made = Runners()
+    yield made
+    made.close()
