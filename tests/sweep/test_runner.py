@@ -211,11 +211,11 @@ def test_sigterm_then_sigkill_mid_trial_then_resume(tmp_path, tiny_models, spec_
     store_path = tmp_path / "runs" / "store.sqlite"
     log = tmp_path / "runner.log"
     try:
-        # 1. SIGTERM during trial 2: trial interrupted, service stopped, exit 130 with a hint
+        # 1. SIGTERM during trial 2: trial interrupted, service stopped, exit 3 with a hint
         proc = _runner(spec_path, store_path, log)
         second = _wait_until_running(store_path, after_done=1, ready=False)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 130
+        assert proc.wait(timeout=60) == 3
         assert "resume with: ddtune sweep run" in log.read_text()
         assert _leftovers(store_path.parent, spec.service.port) == []
         first_rows = _attempt_rows(store_path)

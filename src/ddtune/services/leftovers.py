@@ -203,11 +203,12 @@ class PortWatch:
 
     def check(self) -> list[Holder]:
         """The holders other than ours, after reclaiming what may be; raises when hopeless."""
-        holders = [h for h in port_holders(self.port, self.ours()) if h.kind != "ours"]
-        if self.reclaim:
+        holders = self._others()
+        if self.reclaim and any(h.kind == "leftover" for h in holders):
             for h in holders:
                 if h.kind == "leftover" and h.tag is not None:
                     self._reclaim(h)
+            holders = self._others()
         stuck = [h for h in holders if self._final(h)]
         if not holders or len(stuck) < len(holders):
             self._hopeless_since = None
@@ -217,6 +218,9 @@ class PortWatch:
         if now - self._hopeless_since >= FAIL_FAST_S:
             raise self.failure(stuck)
         return holders
+
+    def _others(self) -> list[Holder]:
+        return [h for h in port_holders(self.port, self.ours()) if h.kind != "ours"]
 
     def _final(self, h: Holder) -> bool:
         if h.kind == "leftover":
