@@ -87,3 +87,19 @@ def test_interrupted_exits_3_and_status_shows_the_attempts_service_log(
     )
     assert "attempt1:interrupted" in status and "(log:none)" not in status  # was "log: none"
     assert f"(log:{service_log})" in status and "loading model" in service_log.read_text()
+
+
+def test_demo_exits_like_its_passes(tmp_path, fake_spec_writer, port, capsys):
+    """`ddtune demo` runs both passes and reports; a pass with a failed trial makes it 1
+    (was 0); an interrupted or blocked pass stops the demo with the pass's 3 or 4."""
+    from ddtune.sweep.demo import run_demo
+
+    restart = fake_spec_writer(tmp_path, "r", GOOD + CRASHING, port)
+    hot = fake_spec_writer(
+        tmp_path, "h", GOOD + GOOD.replace("4", "8"), port, service='kind = "hot"'
+    )
+    hot.write_text(hot.read_text().replace('"{delay}"]', '"{delay}", "--hot"]'))
+    assert run_demo(tmp_path / "demo", restart, hot) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "failure classes: crashed(2): 1" in err and "demo finished in" in err
+    assert (tmp_path / "demo" / "hot" / "report" / "report.html").is_file()
