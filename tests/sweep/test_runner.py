@@ -75,6 +75,7 @@ def finished(tmp_path_factory, tiny_models, spec_writer):
 def test_sweep_runs_good_configs_and_records_the_crashing_one(finished):
     spec, store_path, summary, folder = finished
     assert (summary.planned, summary.done, summary.failed, summary.interrupted) == (2, 1, 1, False)
+    assert summary.exit_code == 1 and summary.failure_classes == {"crashed(2)": 1}
     store = Store(store_path, create=False)
     try:
         records = store.trial_records(store.sweep_row()["id"])
@@ -136,7 +137,7 @@ def test_retry_failed_reruns_only_the_failed_trials(finished, capsys):
     store = Store(store_path, create=False)
     before = {r["id"]: (r["status"], len(store.attempts(r["id"]))) for r in store.trials(1)}
     store.close()
-    assert main(["sweep", "retry", "--failed", "--store", str(store_path)]) == 0
+    assert main(["sweep", "retry", "--failed", "--store", str(store_path)]) == 1  # fails again
     assert "reopened 1 failed trial(s)" in capsys.readouterr().err
     store = Store(store_path, create=False)
     try:
