@@ -150,3 +150,21 @@ def test_port_watch_reclaims_a_leftover_only_when_allowed(svc, port, spawn):
     assert watch.check() == [] and procs.port_listeners(port) == {}
     assert server.wait(timeout=10) is not None
     assert len(watch.reclaimed) == 1 and f"pid {server.pid} " in watch.reclaimed[0]
+
+
+def test_hot_never_reconfigures_another_sweeps_server(svc, port, controllers, spawn, tmp_path):
+    """Hot uses a server started by hand, but a leftover of another sweep only after reclaiming."""
+    gone = Owner(os.getpid(), 1.0, "old", "/old/store.sqlite")
+    argv = [sys.executable, "-S", str(svc.fault_server), "--port", str(port), "--hot"]
+    server = spawn(_tagged(gone, "ddtune-test-hot"), argv)
+    while not procs.port_listeners(port):
+        time.sleep(0.05)
+    spec = svc.make_spec(port, svc.fault_command("--hot"), kind="hot")
+    out = controllers(spec).reconfigure(svc.params, tmp_path / "a")
+    assert out.failure == "port_in_use" and out.port_holders[0]["pid"] == server.pid, out
+    assert "left by sweep 'old'" in out.detail and server.poll() is None
+    spec = svc.make_spec(port, svc.fault_command("--hot"), kind="hot", reclaim_leftovers=True)
+    out = controllers(spec, name="w2").reconfigure(svc.params, tmp_path / "b")
+    assert out.ready, out
+    assert server.wait(timeout=10) is not None and f"pid {server.pid} " in out.reclaimed[0]
+    assert out.identity["pid"] != server.pid

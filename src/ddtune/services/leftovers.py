@@ -207,7 +207,7 @@ class PortWatch:
         if self.reclaim and any(h.kind == "leftover" for h in holders):
             for h in holders:
                 if h.kind == "leftover" and h.tag is not None:
-                    self._reclaim(h)
+                    self.reclaim_one(h)
             holders = self._others()
         stuck = [h for h in holders if self._final(h)]
         if not holders or len(stuck) < len(holders):
@@ -227,7 +227,7 @@ class PortWatch:
             return not self.reclaim
         return h.kind in FOREVER and (h.kind != "foreign" or self.foreign_final)
 
-    def _reclaim(self, h: Holder) -> None:
+    def reclaim_one(self, h: Holder) -> None:
         assert h.tag is not None
         left = reclaim(h.tag, self.grace, self.kill_wait)
         self.reclaimed.append(h.describe())
