@@ -116,7 +116,8 @@ class Holder:
             )
         if self.kind == "running" and owner is not None:
             return f"ddtune server {who} of {owner.name()}, whose runner pid {owner.pid} is running"
-        return f"ddtune server {who} (tag {self.tag}, workdir {self.workdir}), owner unknown"
+        where = f", workdir {self.workdir}" if self.workdir else ""
+        return f"ddtune server {who} (tag {self.tag}{where}), owner unknown"
 
     def advice(self) -> str:
         """What the user can do about it."""
