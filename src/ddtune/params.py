@@ -178,6 +178,7 @@ def config_hash(config: Mapping[str, Any]) -> str:
 __all__ = [
     "MODES",
     "PARAM_KEYS",
+    "WINDOW_NONE",
     "DecodeParams",
     "Mode",
     "SamplingParams",

@@ -47,7 +47,7 @@ def test_vllm_example_renders_the_builder_argv_for_every_k():
     ]
     ks = []
     for config, _ in spec.all_configs():
-        values = config.to_dict()
+        values = config.user_vars()
         ks.append(values["K"])
         argv, env = vllm_argv(
             spec.service.vars["model"],
@@ -56,7 +56,7 @@ def test_vllm_example_renders_the_builder_argv_for_every_k():
             python=".venv-vllm/bin/python",
             cpu_kvcache_gib=1,
         )
-        rendered = spec.service.render_argv(values)
+        rendered = spec.service.render_argv(config.params, values)
         # same flags and values; the example orders a few of them differently
         assert _flags(rendered) == _flags(argv + extra)
         assert {k: spec.service.env[k] for k in env} == env
