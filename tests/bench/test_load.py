@@ -12,6 +12,7 @@ from ddtune.bench import BenchMatrix, run_bench
 from ddtune.bench.latency import LevelResult, percentile
 from ddtune.bench.load import poisson_arrivals
 from ddtune.bench.load_search import search_max_rate
+from ddtune.errors import UserError
 
 OFF = {"enabled": False}
 
@@ -195,3 +196,14 @@ def test_max_rate_search_reports_when_nothing_passes() -> None:
     found = search_max_rate(lambda r: _level(r, 0.0), [_level(1.0, 0.0)], 0.99, probes=3)
     assert found["max_rate"] is None and math.isclose(found["upper"], 0.125)
     assert found["note"].startswith("no rate probed reached 99%")
+
+
+def test_a_load_workload_without_prompts_fails_before_any_request(fake_server_cls, tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "def f():\\n", "workload": "long"}\n')
+    matrix = BenchMatrix.from_dict(
+        {"prompts_file": str(prompts), "coding": OFF, "load": {"concurrency": [2]}}
+    )
+    with fake_server_cls() as server, pytest.raises(UserError) as info:
+        run_bench(server.url, matrix, progress=False)
+    assert info.value.key == "bench.load.workload" and server.bodies == []

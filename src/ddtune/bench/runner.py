@@ -30,7 +30,7 @@ from ddtune.bench import acceptance as acc
 from ddtune.bench.client import RequestSpec, StreamRecord, discover_model, stream_request
 from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, load_tasks, pass_at_k_summary
 from ddtune.bench.hardware import hardware_fingerprint
-from ddtune.bench.load import LoadTarget, run_load
+from ddtune.bench.load import LoadTarget, level_prompts, run_load
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.prompts import PromptSet, build_prompt_set
 from ddtune.bench.result import BenchResult, make_sample, throughput_aggregates
@@ -58,6 +58,8 @@ def run_bench(
         matrix.chars_per_token,
         matrix.prompts_file,
     )
+    if matrix.load is not None:
+        level_prompts(matrix, prompts)  # a load workload without prompts fails before any request
     hardware = hardware_fingerprint()
     with httpx.Client(timeout=httpx.Timeout(matrix.request_timeout_s, connect=10.0)) as client:
         # 1. model name and identity

@@ -62,6 +62,12 @@ class LevelFigures:
         ci = self.metrics.get(figure)
         return None if ci is None else ci.mean
 
+    @property
+    def is_serialised(self) -> bool:
+        """At least half of the repeats that measured the level streamed one request at a time."""
+        done = self.repeats - self.failed
+        return done > 0 and self.serialised * 2 >= done
+
 
 @dataclass
 class LoadRecommendation:

@@ -116,7 +116,7 @@ def _level_recommendation(
     )
     serial = (
         " The server serialised requests here: queueing, not the config, sets the latency."
-        if fig.serialised * 2 > max(fig.repeats - fig.failed, 0)
+        if fig.is_serialised
         else ""
     )
     if not contenders:

@@ -85,8 +85,7 @@ def serialisation(report: LoadReport) -> list[str]:
     """Sentences for configs whose server streamed one request at a time under load."""
     serial: dict[str, list[str]] = {}
     for fig in report.figures:
-        done = fig.repeats - fig.failed
-        if done and fig.serialised * 2 >= done:
+        if fig.is_serialised:
             serial.setdefault(fig.label, []).append(fig.level)
     if not serial:
         return []
