@@ -94,13 +94,13 @@ def stream_request(
                 )
             for payload in _sse_payloads(response):
                 chunk = kind.parse_chunk(payload, record.text)
-                _apply_chunk(record, chunk, time.perf_counter() - start)
+                apply_chunk(record, chunk, time.perf_counter() - start)
     except httpx.HTTPError as exc:
         raise BenchError(
             f"{spec.workload} request {spec.index}: {type(exc).__name__}: {exc}"
         ) from exc
     record.e2e_s = time.perf_counter() - start
-    _finish_counts(record)
+    finish_counts(record)
     return record
 
 
@@ -118,13 +118,13 @@ def _sse_payloads(response: httpx.Response) -> Iterator[dict[str, Any]]:
         for line in lines:
             if not line.startswith(b"data:"):
                 continue
-            payload = _sse_data(line[5:].strip())
+            payload = sse_data(line[5:].strip())
             if payload is None:
                 return
             yield payload
 
 
-def _sse_data(data: bytes) -> dict[str, Any] | None:
+def sse_data(data: bytes) -> dict[str, Any] | None:
     """One `data:` value as a JSON object; None for `[DONE]`."""
     if data == b"[DONE]":
         return None
@@ -140,7 +140,7 @@ def _sse_data(data: bytes) -> dict[str, Any] | None:
     return payload
 
 
-def _apply_chunk(record: StreamRecord, chunk: StreamChunk, now: float) -> None:
+def apply_chunk(record: StreamRecord, chunk: StreamChunk, now: float) -> None:
     if chunk.usage:
         record.usage = chunk.usage
     if chunk.meta_info:
@@ -157,7 +157,7 @@ def _apply_chunk(record: StreamRecord, chunk: StreamChunk, now: float) -> None:
             record.ttft_s = now
 
 
-def _finish_counts(record: StreamRecord) -> None:
+def finish_counts(record: StreamRecord) -> None:
     source = record.usage if record.usage is not None else record.meta_info
     if source and isinstance(source.get("completion_tokens"), int):
         record.output_tokens = source["completion_tokens"]

@@ -4,7 +4,8 @@
     result.levels     # one LevelResult per level (and per max-rate probe), latency.py
     result.requests   # measured per-request rows, each tagged with its level key
 
-Closed loop (`concurrency = N`): N client threads; each sends its next request
+Requests go through `load_stream.LeanStreamer` (stdlib http.client, one
+keep-alive connection per client thread). Closed loop (`concurrency = N`): N client threads; each sends its next request
 when its previous one finished. Open loop (`rate = λ`): arrivals at seeded
 exponential gaps (a Poisson process; the same schedule for every config), each
 sent on its own thread (at most `max_in_flight` at once; a request that waits
@@ -32,10 +33,11 @@ import httpx
 import psutil
 
 from ddtune.bench import acceptance as acc
-from ddtune.bench.client import RequestSpec, StreamRecord, stream_request
+from ddtune.bench.client import RequestSpec, StreamRecord
 from ddtune.bench.latency import LevelResult, meets_slo, request_figures, summarize_level
 from ddtune.bench.load_config import LoadLevel, LoadTable
 from ddtune.bench.load_search import search_max_rate
+from ddtune.bench.load_stream import LeanStreamer
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.prompts import PromptSet
 from ddtune.errors import UserError
@@ -135,19 +137,20 @@ def run_level(
 ) -> tuple[LevelResult, list[dict[str, Any]]]:
     """One level: warm-up, measured requests, figures; rows of the measured requests."""
     warmup = load.warmup_for(level)
-    cap = level.concurrency or load.max_in_flight
-    limits = httpx.Limits(max_connections=cap, max_keepalive_connections=cap)
-    timeout = httpx.Timeout(target.timeout_s, connect=10.0)
     process = psutil.Process()
-    with httpx.Client(timeout=timeout, limits=limits) as client:
+    streamer = LeanStreamer(target.timeout_s)
+    with httpx.Client(timeout=httpx.Timeout(target.timeout_s, connect=10.0)) as client:
         before = acc.read_counters(client, target.base_url, target.kind)
         cpu0, wall0 = _cpu_seconds(process), time.perf_counter()
-        sender = _sender(client, target, specs)
-        if level.concurrency is not None:
-            sent = closed_loop(sender, level.concurrency, warmup, load)
-        else:
-            arrivals = poisson_arrivals(level.rate or 1.0, f"{seed}:{level.key}")
-            sent = open_loop(sender, arrivals, load.max_in_flight, warmup, load)
+        sender = _sender(streamer, target, specs)
+        try:
+            if level.concurrency is not None:
+                sent = closed_loop(sender, level.concurrency, warmup, load)
+            else:
+                arrivals = poisson_arrivals(level.rate or 1.0, f"{seed}:{level.key}")
+                sent = open_loop(sender, arrivals, load.max_in_flight, warmup, load)
+        finally:
+            streamer.close()
         cpu, wall = _cpu_seconds(process) - cpu0, time.perf_counter() - wall0
         after = acc.read_counters(client, target.base_url, target.kind)
     measured = sorted((s for s in sent if s.index >= warmup), key=lambda s: s.index)
@@ -226,16 +229,15 @@ def _done(
     return i > warmup and since is not None and duration is not None and now >= since + duration
 
 
-def _sender(client: httpx.Client, target: LoadTarget, specs: list[RequestSpec]) -> Sender:
+def _sender(streamer: LeanStreamer, target: LoadTarget, specs: list[RequestSpec]) -> Sender:
     def send(index: int, scheduled_s: float, start: float) -> Sent:
         spec = specs[index % len(specs)]
         began = time.perf_counter()
         lag = max(0.0, began - start - scheduled_s)
         try:
-            record = stream_request(
-                client,
-                target.base_url,
+            record = streamer.stream(
                 target.kind,
+                target.base_url,
                 spec,
                 model=target.model,
                 temperature=target.temperature,
