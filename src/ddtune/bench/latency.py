@@ -196,13 +196,17 @@ def summarize_level(
     )
     result.max_lag_s = max(r["lag_s"] for r in rows)
     if slo:
-        good = [r for r in rows if r.get("meets_slo")]
-        result.slo_attainment = len(good) / len(rows)
-        result.goodput_rps = len(good) / window
-        result.goodput_tps = sum(r["output_tokens"] for r in good) / window
+        _goodput(result, rows, window)
     if result.failed:
         result.notes.append(f"{result.failed} of {len(rows)} requests failed: {_first_error(rows)}")
     return result
+
+
+def _goodput(result: LevelResult, rows: list[dict[str, Any]], window: float) -> None:
+    good = [r for r in rows if r.get("meets_slo")]
+    result.slo_attainment = len(good) / len(rows)
+    result.goodput_rps = len(good) / window
+    result.goodput_tps = sum(r["output_tokens"] for r in good) / window
 
 
 def generating_at_once(rows: list[dict[str, Any]]) -> float | None:

@@ -138,19 +138,10 @@ def run_level(
     """One level: warm-up, measured requests, figures; rows of the measured requests."""
     warmup = load.warmup_for(level)
     process = psutil.Process()
-    streamer = LeanStreamer(target.timeout_s)
     with httpx.Client(timeout=httpx.Timeout(target.timeout_s, connect=10.0)) as client:
         before = acc.read_counters(client, target.base_url, target.kind)
         cpu0, wall0 = _cpu_seconds(process), time.perf_counter()
-        sender = _sender(streamer, target, specs)
-        try:
-            if level.concurrency is not None:
-                sent = closed_loop(sender, level.concurrency, warmup, load)
-            else:
-                arrivals = poisson_arrivals(level.rate or 1.0, f"{seed}:{level.key}")
-                sent = open_loop(sender, arrivals, load.max_in_flight, warmup, load)
-        finally:
-            streamer.close()
+        sent = _send_level(target, level, load, specs, warmup, seed)
         cpu, wall = _cpu_seconds(process) - cpu0, time.perf_counter() - wall0
         after = acc.read_counters(client, target.base_url, target.kind)
     measured = sorted((s for s in sent if s.index >= warmup), key=lambda s: s.index)
@@ -163,6 +154,26 @@ def run_level(
         result.notes.append(note + " (the level's warm-up requests included)")
     result.client_cpu_s, result.client_cpu_share = cpu, cpu / wall if wall > 0 else None
     return result, rows
+
+
+def _send_level(
+    target: LoadTarget,
+    level: LoadLevel,
+    load: LoadTable,
+    specs: list[RequestSpec],
+    warmup: int,
+    seed: int,
+) -> list[Sent]:
+    """Every request of the level (warm-up included), closed or open loop."""
+    streamer = LeanStreamer(target.timeout_s)
+    sender = _sender(streamer, target, specs)
+    try:
+        if level.concurrency is not None:
+            return closed_loop(sender, level.concurrency, warmup, load)
+        arrivals = poisson_arrivals(level.rate or 1.0, f"{seed}:{level.key}")
+        return open_loop(sender, arrivals, load.max_in_flight, warmup, load)
+    finally:
+        streamer.close()
 
 
 Sender = Callable[[int, float, float], Sent]  # (index, scheduled_s, level start) -> Sent

@@ -46,12 +46,7 @@ def search_max_rate(
 
     low, high = _bracket(seen)
     for _ in range(probes):
-        if high is None:
-            rate = 2 * (low if low is not None else max(seen))
-        elif low is None:
-            rate = min(seen) / 2
-        else:
-            rate = math.sqrt(low * high)
+        rate = _next_rate(low, high, seen)
         if probe(rate):
             low = rate if low is None or rate > low else low
         else:
@@ -63,6 +58,15 @@ def search_max_rate(
         "probes": trail,
         "note": _note(low, high, attainment),
     }
+
+
+def _next_rate(low: float | None, high: float | None, seen: dict[float, bool]) -> float:
+    """Double past the highest pass, halve below the lowest fail, else bisect (geometric)."""
+    if high is None:
+        return 2 * (low if low is not None else max(seen))
+    if low is None:
+        return min(seen) / 2
+    return math.sqrt(low * high)
 
 
 def _bracket(seen: dict[float, bool]) -> tuple[float | None, float | None]:

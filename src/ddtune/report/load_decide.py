@@ -148,27 +148,28 @@ def _mix(
     weights = {k: w for k, w in weights.items() if k in report.levels}
     scores = _mix_scores(report, weights, eligible) if weights else {}
     winner, contenders, _ = decide(scores, True, lambda k: _cost(by_label, k), options)
-    mix_words = ", ".join(f"{k} {w:g}" for k, w in weights.items())
+    return _mix_text(weights, scores, winner, contenders)
+
+
+def _mix_text(
+    weights: dict[str, float],
+    scores: dict[str, list[float]],
+    winner: str | None,
+    contenders: list[str],
+) -> LoadRecommendation:
+    words = "load mix (" + ", ".join(f"{k} {w:g}" for k, w in weights.items()) + ")"
     if winner is None:
-        return LoadRecommendation(
-            "mix",
-            "mix_score",
-            "no data",
-            None,
-            f"load mix ({mix_words}): no config measured every weighted level.",
-        )
+        text = f"{words}: no config measured every weighted level."
+        return LoadRecommendation("mix", "mix_score", "no data", None, text)
     score = sum(scores[winner]) / len(scores[winner])
-    text = f"load mix ({mix_words}): {winner} (score {score:.3f} of the best at each level)."
-    if contenders:
-        text = f"load mix ({mix_words}): inconclusive: {winner} (score {score:.3f}) cannot be separated from {', '.join(contenders[:4])}; leaning {winner}."
-    return LoadRecommendation(
-        "mix",
-        "mix_score",
-        "inconclusive" if contenders else "recommended",
-        winner,
-        text,
-        contenders,
+    if not contenders:
+        text = f"{words}: {winner} (score {score:.3f} of the best at each level)."
+        return LoadRecommendation("mix", "mix_score", "recommended", winner, text)
+    text = (
+        f"{words}: inconclusive: {winner} (score {score:.3f}) cannot be separated from "
+        f"{', '.join(contenders[:4])}; leaning {winner}."
     )
+    return LoadRecommendation("mix", "mix_score", "inconclusive", winner, text, contenders)
 
 
 def _mix_scores(
