@@ -119,3 +119,10 @@ def test_sweep_with_two_load_levels(tmp_path: Path, capsys) -> None:
     assert "load mix (c1 1, c4 1)" in md
     assert "## Load levels" in md and (out / "load_levels.csv").is_file()
     assert (out / "load_throughput.png").is_file() and (out / "load_latency.png").is_file()
+    # --load-weights overrides the spec's [report] table; a malformed one is a one-line error
+    again = tmp_path / "report-c4"
+    args = ["sweep", "report", "--store", str(store_path), "--out", str(again)]
+    assert main([*args, "--load-weights", "c4=1"]) == 0
+    assert "load mix (c4 1)" in (again / "report.md").read_text()
+    assert main([*args, "--load-weights", "c4"]) == 2
+    assert "--load-weights: expected LEVEL=WEIGHT" in capsys.readouterr().err

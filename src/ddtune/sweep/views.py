@@ -179,7 +179,11 @@ def _attempt_dict(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def write_report(
-    store: Store, sweep: sqlite3.Row, out_dir: Path, console: Console
+    store: Store,
+    sweep: sqlite3.Row,
+    out_dir: Path,
+    console: Console,
+    overrides: dict[str, Any] | None = None,
 ) -> ReportSummary:
     """Hand the store's TrialRecords to `ddtune.report.build_report`; say where it wrote."""
     from ddtune.report import ReportOptions, build_report
@@ -187,7 +191,8 @@ def write_report(
     records = store.trial_records(sweep["id"])
     out_dir.mkdir(parents=True, exist_ok=True)
     spec_report = tomllib.loads(sweep["spec_text"]).get("report", {})  # the spec's [report]
-    result = build_report(records, out_dir, ReportOptions.from_dict(spec_report))
+    options = ReportOptions.from_dict({**spec_report, **(overrides or {})})
+    result = build_report(records, out_dir, options)
     console.print(result.terminal_table(), markup=False, highlight=False)
     files = sorted(p.name for p in out_dir.iterdir())
     console.print(
