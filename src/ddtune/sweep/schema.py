@@ -7,6 +7,7 @@
     [service]    a plain table here: `ddtune.services.ServiceSpec` parses it
     [bench]      `ddtune.bench.BenchMatrix`
     [retry]      RetryPolicy: attempts, backoff
+    [cluster]    `cluster.ClusterTable`: backend (local | ray), slots, placement
 
 These models check the shape (unknown keys, types, ranges, variable names);
 the decoding parameters themselves are checked by `DecodeParams.from_wire`
@@ -23,6 +24,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.params import PARAM_KEYS
+from ddtune.sweep.cluster import ClusterTable
 from ddtune.tables import StrictModel
 
 ORDERS = ("interleaved", "random", "sequential")
@@ -118,6 +120,7 @@ class SpecDocument(StrictModel):
     service: dict[str, Any] = {}
     bench: BenchMatrix = BenchMatrix()
     retry: RetryPolicy = RetryPolicy()
+    cluster: ClusterTable = ClusterTable()  # where trials run: cluster.py
 
 
 __all__ = [

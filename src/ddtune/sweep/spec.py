@@ -8,6 +8,8 @@
                "{python}" is replaced by the interpreter running ddtune
     [bench]    `ddtune.bench.BenchMatrix`
     [retry]    attempts, backoff (seconds between attempts)
+    [cluster]  backend (local | ray) and the service slots of a Ray pool (`cluster.py`);
+               not part of the spec hash: a sweep may resume on another pool
 
 The tables are the pydantic models of `schema.py`; decoding parameters go
 through `DecodeParams.from_wire`. Every `UserError` carries the full key path
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.errors import UserError
 from ddtune.params import PARAM_KEYS, DecodeParams, config_hash
+from ddtune.sweep.cluster import Cluster, build_cluster
 from ddtune.sweep.lines import KeyLines
 from ddtune.sweep.schema import ORDERS, ConfigTable, Order, RetryPolicy, SpaceTable, SpecDocument
 from ddtune.tables import parse_table
@@ -84,11 +87,14 @@ class SweepSpec:
     text: str = ""  # the TOML as written, stored with the sweep
     source: str = "<spec>"
     base_dir: str | None = None  # relative paths in the spec resolve here
+    cluster: Cluster = field(default_factory=Cluster)
 
     @property
     def hash(self) -> str:
-        """Hash of the parsed content: comments and layout do not change it."""
-        return config_hash(tomllib.loads(self.text)) if self.text else ""
+        """Hash of the parsed content: comments, layout and [cluster] do not change it."""
+        if not self.text:
+            return ""
+        return config_hash({k: v for k, v in tomllib.loads(self.text).items() if k != "cluster"})
 
     def all_configs(self) -> list[tuple[Config, bool]]:
         """(config, is_baseline), baseline first."""
@@ -148,6 +154,7 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
         text=text,
         source=source,
         base_dir=str(base_dir) if base_dir else None,
+        cluster=build_cluster(doc.cluster, doc.service, _service),
     )
 
 
