@@ -20,11 +20,10 @@ See docs/architecture.md "Sweep".
 
 from __future__ import annotations
 
-import re
 import signal
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,23 +41,23 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ddtune.sweep.attempt import (
+    PHASE_TEXT,
+    Phase,
+    attempt_path,
+    execute_attempt,
+    note_ready,
+    store_report,
+)
 from ddtune.sweep.plan import plan_spec
 from ddtune.sweep.spec import Config, SweepSpec
 from ddtune.sweep.store import Store
 
 if TYPE_CHECKING:
-    from ddtune.services import Controller, Outcome
+    from ddtune.services import Controller
+    from ddtune.sweep.dispatch import SlotLoop
 
 RESUMABLE = ("pending", "interrupted")
-PHASE_TEXT = {  # the controller's phase (ddtune.services.protocol.PHASES) → the progress line
-    "preflight": "preflight",
-    "snapshot": "snapshot of the running instance",
-    "stop": "stopping",
-    "quiesce": "quiescing",
-    "start": "starting",
-    "poll": "loading (waiting for READY)",
-}
-Phase = Callable[[str], None]  # shows a text in the progress line
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -124,7 +123,8 @@ def run_sweep(
             len(store.trials(sweep_id, ("done",))),
         )
         if todo:
-            TrialLoop(spec, store, store_path.parent.resolve(), console, summary).run(todo)  # 2, 3
+            loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
+            loop.run(todo)  # 2, 3
         if summary.interrupted:
             hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
             console.print(
@@ -134,6 +134,17 @@ def run_sweep(
         return summary
     finally:
         store.close()
+
+
+def trial_loop(
+    spec: SweepSpec, store: Store, workdir: Path, console: Console, summary: RunSummary
+) -> TrialLoop | SlotLoop:
+    """The loop of `spec.cluster.backend`: this process (local) or a pool of Ray slots."""
+    if spec.cluster.backend == "ray":
+        from ddtune.sweep.dispatch import SlotLoop
+
+        return SlotLoop(spec, store, workdir, console, summary)
+    return TrialLoop(spec, store, workdir, console, summary)
 
 
 class TrialLoop:
@@ -207,12 +218,8 @@ class TrialLoop:
                 phase(f"backoff {retry.backoff * 2 ** (attempt - 2):.0f}s")
                 time.sleep(retry.backoff * 2 ** (attempt - 2))
             attempt_id, number = self.store.begin_attempt(trial["id"])
-            attempt_dir = (
-                self.workdir
-                / "trials"
-                / f"{trial['id']:04d}-{_slug(trial['label'])}-r{trial['repeat']}"
-                / f"attempt-{number}"
-            )
+            path = attempt_path(trial["id"], trial["label"], trial["repeat"], number)
+            attempt_dir = self.workdir / path
             attempt_dir.mkdir(parents=True, exist_ok=True)
             error = self._attempt(controller, trial, config, attempt_id, attempt_dir, phase)
             if error is None:
@@ -233,66 +240,17 @@ class TrialLoop:
         attempt_dir: Path,
         phase: Phase,
     ) -> str | None:
-        """One reconfigure + bench; stores the outcome; returns a failure line or None."""
-        phase("reconfiguring")
-        outcome = controller.reconfigure(
-            config.params,
+        """One reconfigure + bench (`attempt.py`); stores the outcome; a failure line or None."""
+        report = execute_attempt(
+            controller,
+            self.spec.bench,
+            self.spec.service.profile,
+            config,
             attempt_dir,
-            user_vars=config.user_vars(),
-            on_phase=lambda name: phase(PHASE_TEXT.get(name, name)),
+            phase,
+            on_ready=lambda o: note_ready(self.store, attempt_id, attempt_dir, o.to_dict()),
         )
-        tail_path = _write_tail(attempt_dir, outcome)
-        timings, identity = dict(outcome.timings), dict(outcome.identity)
-        if not outcome.ready:
-            failure = outcome.failure or "not_ready"
-            detail = outcome.detail or "the controller gave no detail"
-            seen = {"timings": timings, "identity": identity, "log_tail_path": tail_path}
-            self.store.fail_attempt(attempt_id, failure, detail, **seen)
-            return f"{failure} — {detail} (log: {tail_path})"
-        self.store.note_attempt(
-            attempt_id, timings=timings, identity=identity, log_tail_path=tail_path
-        )
-        phase("benchmarking")
-        return self._bench(trial["id"], attempt_id, outcome.base_url, timings, tail_path)
-
-    def _bench(
-        self,
-        trial_id: int,
-        attempt_id: int,
-        base_url: str,
-        timings: dict[str, float],
-        tail_path: str | None,
-    ) -> str | None:
-        """The bench against the READY server; stores its result, or the error as a failure."""
-        from ddtune.bench import run_bench
-
-        started = time.monotonic()
-        try:
-            result = run_bench(
-                base_url,
-                self.spec.bench,
-                server_kind=self.spec.service.profile,
-                identity=None,  # bench snapshots what serves now; the store merges both views
-                progress=False,  # the sweep's own progress line is live
-            )
-        except Exception as exc:  # a server dying mid-bench must not stop the sweep
-            detail = f"{type(exc).__name__}: {exc}"
-            self.store.fail_attempt(attempt_id, "bench_error", detail, log_tail_path=tail_path)
-            return f"bench_error — {detail} (log: {tail_path})"
-        bench = result.to_dict()
-        timings["bench_s"] = round(time.monotonic() - started, 3)
-        hardware = bench.get("hardware") or self.hardware
-        self.store.record_result(trial_id, attempt_id, bench, timings=timings, hardware=hardware)
-        return None
-
-
-def _write_tail(attempt_dir: Path, outcome: Outcome) -> str | None:
-    """Keep the controller's log tail next to the attempt; return its path."""
-    if outcome.log_tail:
-        path = attempt_dir / "log_tail.txt"
-        path.write_text(outcome.log_tail)
-        return str(path)
-    return outcome.log_path or None
+        return store_report(self.store, trial["id"], attempt_id, attempt_dir, report, self.hardware)
 
 
 def _hardware_now() -> dict[str, Any]:
@@ -300,10 +258,6 @@ def _hardware_now() -> dict[str, Any]:
     from ddtune.bench.hardware import hardware_fingerprint
 
     return hardware_fingerprint()
-
-
-def _slug(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")[:40]
 
 
 @contextmanager
@@ -329,3 +283,15 @@ def _signals_ignored() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+__all__ = [
+    "PHASE_TEXT",  # re-exported: the progress texts live in attempt.py
+    "RESUMABLE",
+    "RunSummary",
+    "SweepInterrupted",
+    "TrialLoop",
+    "default_store_path",
+    "run_sweep",
+    "trial_loop",
+]

@@ -32,7 +32,7 @@ from typing import Any
 
 from ddtune.errors import UserError
 from ddtune.report.inputs import TrialRecord
-from ddtune.sweep import records
+from ddtune.sweep import records, slots
 from ddtune.sweep.plan import PlannedTrial
 from ddtune.sweep.spec import Config
 
@@ -91,6 +91,8 @@ class Store:
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.execute("PRAGMA synchronous=FULL")
         self._migrate()
+        with self.tx() as db:
+            slots.ensure_tables(db)  # the ray backend's slot tables (slots.py)
         self._lock_fd: int | None = None
         self.recover_if_unlocked()
 
@@ -177,6 +179,7 @@ class Store:
                 "UPDATE trials SET status='interrupted', updated_at=? WHERE status='running'",
                 (now,),
             )
+            slots.stop_all(db)
             return cursor.rowcount
 
     # --- sweeps and trials ---------------------------------------------------------

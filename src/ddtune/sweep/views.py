@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.sweep.slots import slot_table
 from ddtune.sweep.store import TRIAL_STATUSES, Store
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ STATUS_STYLE = {
 
 
 def status_table(store: Store, sweep: sqlite3.Row) -> Group:
-    """Counts per status, one row per trial, and every failure with its log path."""
+    """Counts per status, the slots (ray backend), one row per trial, and every failure."""
     records = store.trial_records(sweep["id"])
     counts = {s: sum(r.status == s for r in records) for s in TRIAL_STATUSES}
     head = Text(
@@ -67,7 +68,8 @@ def status_table(store: Store, sweep: sqlite3.Row) -> Group:
             _coding(r),
             Text(r.failure or ""),
         )
-    return Group(head, table, *_failure_lines(store, records))
+    slots = slot_table(store, sweep["id"])  # per-slot state (ray backend)
+    return Group(head, *slots, table, *_failure_lines(store, records))
 
 
 def _failure_lines(store: Store, records: list[TrialRecord]) -> list[Text]:
