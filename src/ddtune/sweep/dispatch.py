@@ -39,7 +39,7 @@ from ddtune.sweep import slots as slot_store
 from ddtune.sweep.attempt import AttemptReport, attempt_path, note_ready, store_report
 from ddtune.sweep.dispatch_view import SlotProgress
 from ddtune.sweep.runner import RunSummary, _hardware_now, _signals_ignored, _signals_raise
-from ddtune.sweep.slot_runner import AttemptTask, SlotInfo
+from ddtune.sweep.slot_runner import AttemptTask, Event, Finished, Lost, Progress, SlotInfo
 
 if TYPE_CHECKING:
     from ddtune.sweep.spec import SweepSpec
@@ -47,28 +47,6 @@ if TYPE_CHECKING:
 
 POLL_S = 0.5  # longest wait for an event before the loop looks around again
 REJOIN_EVERY_S = 5.0  # how often retired slots are offered to the pool again
-
-
-@dataclass
-class Finished:
-    slot: str
-    report: AttemptReport
-
-
-@dataclass
-class Lost:
-    slot: str
-    detail: str
-
-
-@dataclass
-class Progress:
-    slot: str
-    phase: str
-    ready: dict[str, Any] | None = None  # the READY outcome, once the bench started
-
-
-Event = Finished | Lost | Progress
 
 
 class SlotPool(Protocol):

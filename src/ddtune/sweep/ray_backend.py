@@ -7,8 +7,8 @@
 Connecting: `address = "local"` starts a cluster in this process (`[cluster.local]`),
 "auto" finds the one `ray start` left on this machine, "host:port" / "ray://host:port"
 name one. An address that does not answer is an error within `start_timeout`
-(a TCP probe first; `ray.init` itself retries for minutes), and nothing is
-started. A driver that already called `ray.init` uses that session as it is.
+(a TCP probe before `ray.init`, which itself retries for minutes), and nothing
+is started. A driver that already called `ray.init` uses that session as it is.
 
 Placement: every slot's `placement` (node_ip, labels, custom resources; none =
 the driver's node) must match a live node, or the sweep stops before any actor
@@ -24,15 +24,22 @@ from __future__ import annotations
 import importlib
 import logging
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ddtune.errors import UserError
+from ddtune.sweep.attempt import AttemptReport
 from ddtune.sweep.cluster import Placement, Slot
-from ddtune.sweep.dispatch import Event, Finished, Lost, Progress
-from ddtune.sweep.slot_runner import AttemptTask, SlotInfo, SlotRunner
+from ddtune.sweep.slot_runner import (
+    AttemptTask,
+    Event,
+    Finished,
+    Lost,
+    Progress,
+    SlotInfo,
+    SlotRunner,
+)
 
 if TYPE_CHECKING:
     from ddtune.sweep.cluster import ClusterTable
@@ -165,8 +172,6 @@ class RayPool:
             return Finished(slot, self.ray.get(ref))
         except self.ray.exceptions.RayTaskError as exc:  # a bug in run(): the attempt failed
             outcome = {"ready": False, "failure": "error", "detail": _short(exc)}
-            from ddtune.sweep.attempt import AttemptReport
-
             return Finished(slot, AttemptReport(outcome, slot=slot))
         except Exception as exc:  # RayActorError, WorkerCrashedError, node died, ...
             self.actors.pop(slot, None)
@@ -246,11 +251,11 @@ def connect(ray: Any, table: ClusterTable, name: str) -> bool:
         if local is not None:
             options.update(num_cpus=local.num_cpus, resources=local.resources or None)
             options.update(labels=local.labels or None)
-        _init_within(ray, "local", options, table.start_timeout)
+        _init(ray, "local", options)
         return True
     address = _resolve(table.address)
     _probe(address, table.start_timeout)
-    _init_within(ray, address, options, table.start_timeout)
+    _init(ray, address, options)
     return True
 
 
@@ -285,24 +290,16 @@ def _probe(address: str, timeout: float) -> None:
         ) from None
 
 
-def _init_within(ray: Any, address: str, options: dict[str, Any], timeout: float) -> None:
-    """`ray.init`, given up after `timeout` seconds (it retries on its own for minutes)."""
-    errors: list[BaseException] = []
-
-    def init() -> None:
-        try:
-            ray.init(address=address, **options)
-        except BaseException as exc:  # handed to the caller's thread
-            errors.append(exc)
-
-    thread = threading.Thread(target=init, name="ray-init", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive() or errors:
-        why = _short(errors[0]) if errors else f"no answer within {timeout:g} s"
+def _init(ray: Any, address: str, options: dict[str, Any]) -> None:
+    """`ray.init` in this (the main) thread: Ray ties the processes it starts to the
+    thread that started them, so a helper thread would take the cluster with it."""
+    try:
+        ray.init(address=address, **options)
+    except Exception as exc:
         raise UserError(
-            f"cluster.address: could not join Ray at {address!r}: {why}", key="cluster.address"
-        )
+            f"cluster.address: could not join Ray at {address!r}: {_short(exc)}",
+            key="cluster.address",
+        ) from None
 
 
 def place(ray: Any, slots: list[Slot]) -> dict[str, str]:

@@ -56,6 +56,34 @@ class SlotInfo:
     notes: list[str] = field(default_factory=list)  # e.g. leftovers reclaimed at start
 
 
+@dataclass
+class Finished:
+    """Events a slot pool reports to the driver: an attempt came back, ..."""
+
+    slot: str
+    report: AttemptReport
+
+
+@dataclass
+class Lost:
+    """... the slot died (actor or node) during its attempt, ..."""
+
+    slot: str
+    detail: str
+
+
+@dataclass
+class Progress:
+    """... or the slot's phase now (with the READY outcome once the bench started)."""
+
+    slot: str
+    phase: str
+    ready: dict[str, Any] | None = None
+
+
+Event = Finished | Lost | Progress
+
+
 class SlotRunner:
     """One service slot; see the module docstring."""
 
@@ -135,4 +163,13 @@ def node_address() -> str:
         return socket.gethostname()
 
 
-__all__ = ["AttemptTask", "SlotInfo", "SlotRunner", "node_address"]
+__all__ = [
+    "AttemptTask",
+    "Event",
+    "Finished",
+    "Lost",
+    "Progress",
+    "SlotInfo",
+    "SlotRunner",
+    "node_address",
+]

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.sweep.dispatch import Finished, Lost, Progress
-from ddtune.sweep.slot_runner import SlotRunner
+from ddtune.sweep.slot_runner import Finished, Lost, Progress, SlotRunner
 
 SERVER = Path(__file__).with_name("sleepy_server.py")
 
