@@ -24,6 +24,7 @@ from ddtune.report.markdown import render_markdown
 from ddtune.report.options import ReportOptions
 from ddtune.report.plots import write_plots
 from ddtune.report.result import ReportSummary
+from ddtune.report.slots import slot_report
 from ddtune.report.summarize import ConfigSummary, summarize_configs, unknown_metric_names
 from ddtune.report.tables import write_csv, write_json
 
@@ -73,6 +74,10 @@ def analyze(records: Sequence[TrialRecord], options: ReportOptions) -> ReportSum
     )
     if best is not None:
         summary.correctness_notes = _correctness_notes(summary, best, options.alpha)
+    summary.slots = slot_report(records, options.confidence, options.tie_tolerance)
+    if summary.slots is not None:  # trials ran on several service slots
+        summary.warnings += summary.slots.warnings
+        summary.notes += summary.slots.notes
     return summary
 
 

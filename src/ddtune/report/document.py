@@ -75,6 +75,7 @@ def build_document(summary: ReportSummary, out_dir: Path) -> Document:
         _acceptance(summary),
         _failures(summary, out_dir),
         _conditions(summary),
+        _slots(summary),
         _methods(summary),
     ]
     return Document(summary.options.title, [s for s in sections if s.blocks])
@@ -241,6 +242,28 @@ def _conditions(summary: ReportSummary) -> Section:
     else:
         blocks.append(Paragraph("All completed trials ran under the same recorded conditions."))
     return Section("Conditions", blocks)
+
+
+def _slots(summary: ReportSummary) -> Section:
+    """Per service slot (ray backend); no section when the trials name no slot."""
+    report = summary.slots
+    if report is None:
+        return Section("Slots", [])
+    headers = ["slot", "node", "trials", "tok/s vs config mean", "hardware", "flag"]
+    rows: list[list[Cell]] = [
+        [
+            s.slot,
+            ", ".join(s.nodes) or "-",
+            str(s.trials),
+            s.percent(),
+            "; ".join(s.fingerprints),
+            "systematically slower" if s.slower else "",
+        ]
+        for s in report.slots
+    ]
+    blocks: list[Block] = [Table(headers, rows)]
+    blocks.append(Bullets(report.notes or ["Every pass ran on one slot."]))
+    return Section("Slots", blocks)
 
 
 def _methods(summary: ReportSummary) -> Section:

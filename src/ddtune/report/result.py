@@ -15,6 +15,7 @@ from ddtune.report.decide import PassRateComparison, Recommendation
 from ddtune.report.lossless import LosslessCheck
 from ddtune.report.options import ReportOptions
 from ddtune.report.plots import Plot
+from ddtune.report.slots import SlotReport
 from ddtune.report.statistics import MeanCI
 from ddtune.report.summarize import ConfigSummary
 
@@ -35,6 +36,7 @@ class ReportSummary:
     notes: list[str]
     plots: list[Plot] = field(default_factory=list)
     skipped_plots: list[str] = field(default_factory=list)  # why a plot has no data
+    slots: SlotReport | None = None  # per service slot (sweeps on the ray backend)
     files: dict[str, Path] = field(
         default_factory=dict
     )  # "html", "markdown", "csv", "json", plot names
