@@ -161,3 +161,19 @@ def test_auto_without_a_cluster_says_how_to_start_one(monkeypatch, tmp_path):
     monkeypatch.setattr(services, "canonicalize_bootstrap_address", lambda *a, **k: None)
     with pytest.raises(UserError, match=r"ray start --head"):
         ray_backend.connect(NeverInit(), ClusterTable(backend="ray", address="auto"), "c")
+
+
+def test_the_four_node_example_parses():
+    from pathlib import Path
+
+    from ddtune.sweep.spec import load_spec
+
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    spec = load_spec(examples / "sglang-ddtree-ray.toml")
+    single = load_spec(examples / "sglang-ddtree-systemd.toml")
+    assert spec.cluster.backend == "ray" and spec.cluster.table.schedule == "by_pass"
+    assert [s.placement.node_ip for s in spec.cluster.slots] == [
+        f"10.0.0.{i}" for i in range(11, 15)
+    ]
+    assert {s.service.unit for s in spec.cluster.slots} == {"sglang-kimi.service"}
+    assert spec.configs == single.configs and spec.baseline == single.baseline
