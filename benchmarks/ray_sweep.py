@@ -1,7 +1,7 @@
 """Distributed sweeps on a local Ray cluster vs the local backend: wall time and overhead.
 
     PYTHONPATH=src python benchmarks/ray_sweep.py [--budgets 4 8 16] [--repeats 4]
-        [--token-delay 0.15] [--out runs/bench-ray]
+        [--token-delay 0.3] [--out runs/bench-ray]
 
 Runs the same sweep (a fake server whose response time is sleeping:
 tests/sweep/cluster/sleepy_server.py) three times: `backend = "local"`, then
@@ -118,7 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budgets", type=int, nargs="+", default=[4, 8, 16])
     parser.add_argument("--repeats", type=int, default=4)
-    parser.add_argument("--token-delay", type=float, default=0.15)
+    parser.add_argument("--token-delay", type=float, default=0.3)
     parser.add_argument("--out", type=Path, default=Path("runs/bench-ray"))
     args = parser.parse_args()
     import ray

@@ -91,7 +91,7 @@ class RayPool:
         self.actors: dict[str, Any] = {}
         self.running: dict[Any, str] = {}  # ObjectRef of a run() call → slot
         self.starting: dict[str, tuple[Any, Any, float]] = {}  # slot → (actor, info ref, since)
-        self.phases: dict[str, str] = {}
+        self.lost: set[str] = set()  # slots whose actor died during this run
 
     # --- start ------------------------------------------------------------------------
 
@@ -154,7 +154,6 @@ class RayPool:
 
     def submit(self, slot: str, task: AttemptTask) -> None:
         self.running[self.actors[slot].run.remote(task)] = slot
-        self.phases[slot] = "submitted"
 
     def poll(self, timeout: float) -> list[Event]:
         events: list[Event] = []
@@ -175,6 +174,7 @@ class RayPool:
             return Finished(slot, AttemptReport(outcome, slot=slot))
         except Exception as exc:  # RayActorError, WorkerCrashedError, node died, ...
             self.actors.pop(slot, None)
+            self.lost.add(slot)
             return Lost(slot, _short(exc))
 
     def _states(self, busy: set[str]) -> list[Event]:
@@ -214,7 +214,7 @@ class RayPool:
         """Close every controller (stops the services), then the actors, then the session."""
         if self.ray is None:
             return []
-        notes: list[str] = []
+        notes = self._reclaim_lost()
         refs = {actor.close.remote(): name for name, actor in self.actors.items()}
         ready, pending = (
             self.ray.wait(list(refs), num_returns=len(refs), timeout=CLOSE_TIMEOUT_S)
@@ -233,6 +233,23 @@ class RayPool:
         self.starting.clear()
         if self.owns_session:
             self.ray.shutdown()
+        return notes
+
+    def _reclaim_lost(self) -> list[str]:
+        """Start lost slots once more whose node is alive: a new actor stops what the dead
+        one left running (`SlotRunner` reclaims at start), then closes with the rest."""
+        for name, slot in self.slots.items():
+            if name in self.actors or name in self.starting or name not in self.lost:
+                continue
+            try:
+                self._launch(name, place(self.ray, [slot])[name])
+            except UserError:
+                continue  # its node is gone, and its services with it
+        notes: list[str] = []
+        deadline = time.monotonic() + self.table.start_timeout
+        while self.starting and time.monotonic() < deadline:
+            for info in self._collect_started({}, timeout=0.5).values():
+                notes += info.notes
         return notes
 
 
