@@ -21,6 +21,7 @@ from rich.console import Console
 from ddtune.errors import UserError
 from ddtune.services.process import scope_prefix
 from ddtune.services.procs import find_instance, is_alive
+from ddtune.sweep import dispatch
 from ddtune.sweep.runner import run_sweep
 from ddtune.sweep.spec import load_spec
 
@@ -92,8 +93,10 @@ def test_a_placement_no_node_satisfies_names_the_slot(tmp_path, sleepy_spec, ray
     assert rows(tmp_path / "s.sqlite", "SELECT COUNT(*) FROM attempts") == [(0,)]
 
 
-def kill_slot_when_benchmarking(store: Path, root: Path, slot: str, killed: list) -> None:
-    """From a thread: SIGKILL the slot's actor and its service once its bench runs."""
+def kill_slot_when_benchmarking(
+    store: Path, root: Path, slot: str, killed: list, with_service: bool = True
+) -> None:
+    """From a thread: SIGKILL the slot's actor (and its service) once its bench runs."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not killed:
         try:
@@ -102,17 +105,25 @@ def kill_slot_when_benchmarking(store: Path, root: Path, slot: str, killed: list
             found = []
         if found and found[0][1] == "benchmarking":
             servers = leftovers(root, slot)
-            for pid in [found[0][0], *servers]:
+            for pid in [found[0][0], *(servers if with_service else ())]:
                 os.kill(pid, signal.SIGKILL)
             killed.append((found[0][0], servers))
         time.sleep(0.05)
 
 
-def test_killing_a_slot_actor_mid_trial_loses_nothing(tmp_path, sleepy_spec, ray_session):
+@pytest.mark.parametrize("with_service", [True, False], ids=["actor+service", "actor"])
+def test_killing_a_slot_actor_mid_trial_loses_nothing(
+    tmp_path, sleepy_spec, ray_session, monkeypatch, with_service
+):
+    """Actor and service killed (a node gone), or the actor alone: then its orphan service
+    is stopped by the slot's next actor (no rejoin here: at close)."""
+    if not with_service:
+        monkeypatch.setattr(dispatch, "REJOIN_EVERY_S", 3600.0)
     spec = load_spec(sleepy_spec(tmp_path, token_delay=0.1))
     killed: list = []
     killer = threading.Thread(
-        target=kill_slot_when_benchmarking, args=(tmp_path / "s.sqlite", tmp_path, "s1", killed)
+        target=kill_slot_when_benchmarking,
+        args=(tmp_path / "s.sqlite", tmp_path, "s1", killed, with_service),
     )
     killer.start()
     out = io.StringIO()
@@ -138,6 +149,8 @@ def test_killing_a_slot_actor_mid_trial_loses_nothing(tmp_path, sleepy_spec, ray
     )
     assert done_on == [("s0",)] or done_on == [("s1",)]  # on s0, or on s1 after it rejoined
     assert not is_alive(actor_pid) and not any(is_alive(pid) for pid in servers)
+    if not with_service:
+        assert "leftover process(es)" in out.getvalue()
     assert not leftovers(tmp_path, "s1") and not leftovers(tmp_path, "s0")
     assert "lost during 'benchmarking'" in out.getvalue()
 
