@@ -47,6 +47,12 @@ def _address(value: str) -> str:
     return value
 
 
+def _absolute(value: str) -> str:
+    if not value.startswith("/"):
+        raise ValueError("must be an absolute path (the same folder on every node)")
+    return value
+
+
 def _slot_name(value: str) -> str:
     if not _SLOT_NAME_RE.match(value):
         raise ValueError("must be 1-32 letters, digits, '.', '_' or '-'")
@@ -102,7 +108,7 @@ class ClusterTable(StrictModel):
     min_slots: Annotated[int, Field(ge=1)] = 1
     start_timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
     schedule: Literal["by_pass", "by_trial"] = "by_pass"
-    workdir: str | None = None
+    workdir: Annotated[str, AfterValidator(_absolute)] | None = None
     local: LocalCluster | None = None
     slots: list[SlotTable] = []
 

@@ -177,3 +177,8 @@ def test_the_four_node_example_parses():
     ]
     assert {s.service.unit for s in spec.cluster.slots} == {"sglang-kimi.service"}
     assert spec.configs == single.configs and spec.baseline == single.baseline
+
+
+def test_a_relative_workdir_is_refused():
+    exc = error(RAY + 'workdir = "runs/x"\n')
+    assert exc.key == "cluster.workdir" and "absolute path" in str(exc)

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
+import threading
+import time
 
 import pytest
 from rich.console import Console
@@ -162,3 +166,30 @@ def test_status_shows_each_slot(tmp_path, sleepy_spec, thread_pool):
         store.close()
     assert "slots" in text and "s0" in text and "s1" in text and "stopped" in text
     assert export["trials"][0]["conditions"]["slot"] in ("s0", "s1")
+
+
+def test_sigterm_interrupts_the_trials_in_flight_and_closes_every_slot(
+    tmp_path, sleepy_spec, thread_pool
+):
+    pools = thread_pool()
+
+    def terminate_when_both_slots_bench() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            runners = pools[0].runners if pools else {}
+            phases = [r.state()["phase"] for r in runners.values()]
+            if len(phases) == 2 and all(p == "benchmarking" for p in phases):
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=terminate_when_both_slots_bench)
+    killer.start()
+    summary = run_sweep(load_spec(sleepy_spec(tmp_path)), tmp_path / "s.sqlite", quiet())
+    killer.join()
+    assert summary.interrupted and summary.exit_code == 130
+    got, slots = outcome_of(tmp_path / "s.sqlite")
+    statuses = sorted(t["status"] for t in got.values())
+    assert statuses.count("interrupted") == 2 and "running" not in statuses
+    assert all(r["state"] == "stopped" for r in slots)
+    assert not leftovers(tmp_path, "s0") and not leftovers(tmp_path, "s1")
