@@ -104,6 +104,13 @@ def _warnings(records: Sequence[TrialRecord], baselines: list[str]) -> list[str]
     unknown = unknown_metric_names(records)
     if unknown:
         warnings.append(f"unknown metric(s) {', '.join(unknown)} are not part of the report")
+    unsafe = sorted({r.conditions.get("sandbox") or "" for r in records} - {""})
+    warnings += [
+        f"coding tests were not isolated: {note} (pass rates come from model-written code "
+        "that could reach the machine)"
+        for note in unsafe
+        if note.startswith("NO NAMESPACES")
+    ]
     return warnings
 
 

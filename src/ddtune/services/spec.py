@@ -93,6 +93,7 @@ class ServiceSpec(StrictModel):
     generations: Annotated[int, Field(ge=1)] = 3
     gpu: Literal["auto", "off"] = "auto"
     gpu_tolerance_mib: Annotated[int, Field(ge=0)] = 256
+    reclaim_leftovers: bool = False  # stop a dead runner's ddtune server found on the port
     timeouts: Timeouts = Field(default_factory=Timeouts)
 
     @classmethod

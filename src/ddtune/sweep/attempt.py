@@ -14,7 +14,6 @@ The driver is the only writer of the store. See docs/architecture.md "Sweep".
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,11 +48,6 @@ class AttemptReport:
     hardware: dict[str, Any] = field(default_factory=dict)  # of the machine that ran it
     slot: str | None = None  # the slot that ran it (ray backend)
     node: str | None = None  # that slot's node address
-
-
-def attempt_path(trial_id: int, label: str, repeat: int, number: int) -> Path:
-    """Where an attempt keeps its files, relative to the sweep's work directory."""
-    return Path("trials") / f"{trial_id:04d}-{_slug(label)}-r{repeat}" / f"attempt-{number}"
 
 
 def execute_attempt(
@@ -150,14 +144,9 @@ def store_report(
     return None
 
 
-def _slug(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")[:40]
-
-
 __all__ = [
     "PHASE_TEXT",
     "AttemptReport",
-    "attempt_path",
     "execute_attempt",
     "note_ready",
     "store_report",

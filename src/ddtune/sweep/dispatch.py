@@ -18,6 +18,8 @@ time, next to its service (`slot_runner.py`, in a Ray actor: `ray_backend.py`).
                          when the pool can start it again
     fewer live slots     than `cluster.min_slots`: the sweep stops (UserError)
     Ctrl-C / SIGTERM     trials in flight become `interrupted`; every slot closes
+    port blocked         (a process ddtune never stops holds a slot's port) the sweep
+                         stops as on the local backend (`RunSummary.blocked`, exit 4)
 
 See docs/architecture.md "Scale out".
 """
@@ -36,10 +38,18 @@ from rich.markup import escape
 
 from ddtune.errors import UserError
 from ddtune.sweep import slots as slot_store
-from ddtune.sweep.attempt import AttemptReport, attempt_path, note_ready, store_report
+from ddtune.sweep.attempt import AttemptReport, note_ready, store_report
 from ddtune.sweep.dispatch_view import SlotProgress
-from ddtune.sweep.runner import RunSummary, _hardware_now, _signals_ignored, _signals_raise
+from ddtune.sweep.runner import (
+    RunSummary,
+    SweepBlocked,
+    _hardware_now,
+    _signals_ignored,
+    _signals_raise,
+    blocked_by,
+)
 from ddtune.sweep.slot_runner import AttemptTask, Event, Finished, Lost, Progress, SlotInfo
+from ddtune.sweep.views import attempt_dir
 
 if TYPE_CHECKING:
     from ddtune.sweep.spec import SweepSpec
@@ -95,7 +105,7 @@ class SlotLoop:
         workdir: Path,
         console: Console,
         summary: RunSummary,
-        pool_factory: Callable[[SweepSpec, Path], SlotPool] | None = None,
+        pool_factory: Callable[[SweepSpec, Path, str], SlotPool] | None = None,
     ) -> None:
         self.spec, self.store, self.console, self.summary = spec, store, console, summary
         self.root = Path(spec.cluster.table.workdir or workdir)
@@ -113,13 +123,16 @@ class SlotLoop:
 
     def run(self, todo: list[sqlite3.Row]) -> None:
         self.queue = list(todo)
-        pool = self.pool_factory(self.spec, self.root)
+        pool = self.pool_factory(self.spec, self.root, str(self.store.path.resolve()))
         try:
             with _signals_raise(), SlotProgress(self.console, len(todo)) as self.view:
                 self._start(pool)
                 self._loop(pool)
         except KeyboardInterrupt:
             self.summary.interrupted = True
+            self._interrupt_in_flight()
+        except SweepBlocked as exc:  # a process ddtune never stops holds a slot's port
+            self.summary.blocked = str(exc)
             self._interrupt_in_flight()
         except UserError:
             self._interrupt_in_flight()
@@ -198,7 +211,7 @@ class SlotLoop:
         slot = self.slots[name]
         attempt_id, number = self.store.begin_attempt(trial["id"])
         slot_store.record_attempt_slot(self.store, attempt_id, name, slot.info.node)
-        path = attempt_path(trial["id"], trial["label"], trial["repeat"], number)
+        path = attempt_dir(Path(), trial["id"], trial["label"], trial["repeat"], number)
         task = AttemptTask(
             trial["id"],
             attempt_id,
@@ -239,9 +252,15 @@ class SlotLoop:
         task, slot.task, slot.state = slot.task, None, "idle"
         assert task is not None
         trial = task.trial
+        for leftover in report.outcome.get("reclaimed") or ():  # [service] reclaim_leftovers
+            self.console.print(f"[yellow]reclaimed[/] slot {escape(name)}: {escape(leftover)}")
         error = store_report(
             self.store, trial["id"], task.attempt_id, task.attempt_dir, report, self.hardware
         )
+        blocked = blocked_by(report)
+        if blocked:  # retries cannot help: stop as the local backend does
+            self.store.finish_trial(trial["id"], "interrupted")
+            raise SweepBlocked(f"slot {name}: {blocked}")
         used = self.used[trial["id"]] = self.used.get(trial["id"], 0) + 1
         if error is None:
             slot.done += 1
@@ -310,6 +329,7 @@ class SlotLoop:
         else:
             self.summary.failed += 1
             last = self.store.attempts(trial["id"])[-1]
+            self.summary.failure_classes[last["failure"]] += 1
             self.summary.failures.append(
                 f"{trial['label']} r{trial['repeat']}: {last['failure']} — {last['detail']} "
                 f"(log: {last['log_tail_path'] or 'none'})"
@@ -344,10 +364,10 @@ class SlotLoop:
             self.view.show(name, phase, trial)
 
 
-def _ray_pool(spec: SweepSpec, root: Path) -> SlotPool:
+def _ray_pool(spec: SweepSpec, root: Path, store: str) -> SlotPool:
     from ddtune.sweep.ray_backend import RayPool
 
-    return RayPool(spec, root)
+    return RayPool(spec, root, store)
 
 
 __all__ = ["Event", "Finished", "Lost", "Progress", "SlotLoop", "SlotPool"]

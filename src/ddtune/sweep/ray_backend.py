@@ -63,8 +63,8 @@ def import_ray() -> Any:
 class SlotActor:
     """The body of a slot's Ray actor: a `SlotRunner` (module-level, so workers import it)."""
 
-    def __init__(self, slot: Slot, bench: Any, root: str) -> None:
-        self.runner = SlotRunner(slot.name, slot.service, bench, root)
+    def __init__(self, slot: Slot, bench: Any, root: str, sweep: str, store: str) -> None:
+        self.runner = SlotRunner(slot.name, slot.service, bench, root, sweep, store)
 
     def info(self) -> SlotInfo:
         return self.runner.info()
@@ -82,8 +82,8 @@ class SlotActor:
 class RayPool:
     """The `SlotPool` of `dispatch.py` on Ray; see the module docstring."""
 
-    def __init__(self, spec: SweepSpec, root: Path) -> None:
-        self.spec, self.root = spec, root
+    def __init__(self, spec: SweepSpec, root: Path, store: str | None = None) -> None:
+        self.spec, self.root, self.store = spec, root, store
         self.table: ClusterTable = spec.cluster.table
         self.slots = {slot.name: slot for slot in spec.cluster.slots}
         self.ray: Any = None
@@ -121,7 +121,9 @@ class RayPool:
             resources=dict(slot.placement.resources),
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
         )
-        actor = actor_class.remote(slot, self.spec.bench, str(self.root))
+        actor = actor_class.remote(
+            slot, self.spec.bench, str(self.root), self.spec.name, self.store
+        )
         self.starting[name] = (actor, actor.info.remote(), time.monotonic())
 
     def _collect_started(self, failed: dict[str, str], timeout: float) -> dict[str, SlotInfo]:

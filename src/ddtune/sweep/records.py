@@ -77,10 +77,18 @@ def _fill_result(store: Store, record: TrialRecord, result: sqlite3.Row) -> None
         "server_identity": _server_identity(
             bench.get("identity"), json.loads(attempt["identity_json"])
         ),
+        "sandbox": _sandbox_note(bench.get("notes") or []),
     }
     slot = attempt_slot(store, result["attempt_id"])
     if slot is not None:  # the ray backend ran it: which slot, on which node
         record.conditions["slot"], record.conditions["node"] = slot
+
+
+def _sandbox_note(notes: list[str]) -> str | None:
+    """The bench's words on how coding tests were contained (None when no tests ran)."""
+    prefix = "coding tests sandboxed with: "
+    found = [n.removeprefix(prefix) for n in notes if isinstance(n, str) and n.startswith(prefix)]
+    return found[0].split(";")[0] if found else None
 
 
 def _server_identity(served: Any, controller: dict[str, Any]) -> dict[str, Any]:

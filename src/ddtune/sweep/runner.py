@@ -12,7 +12,14 @@
           failure class, detail, timings and log tail, and retried after a backoff;
        d. all attempts failed → the trial is `failed`; the sweep goes on.
     3. Ctrl-C / SIGTERM: the current trial becomes `interrupted`, the service is
-       stopped (`controller.close()`), and the exit code is 130 with a resume hint.
+       stopped (`controller.close()`), and the exit code is 3 with a resume hint.
+       An attempt that fails because a process ddtune never stops holds the port
+       (`Outcome.port_holders`) stops the sweep the same way, exit code 4.
+
+Exit codes (`RunSummary.exit_code`; `ddtune sweep run|retry` and `ddtune demo`):
+0 every trial asked for is done and none of the sweep is failed; 1 some trials
+failed (now, or earlier and not retried); 2 bad input (spec, arguments, store;
+printed by the CLI); 3 interrupted; 4 blocked by a process on the port.
 
 Every failure line says class + detail + log path; nothing is a bare "skip".
 See docs/architecture.md "Sweep".
@@ -23,6 +30,7 @@ from __future__ import annotations
 import signal
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -43,8 +51,8 @@ from rich.progress import (
 
 from ddtune.sweep.attempt import (
     PHASE_TEXT,
+    AttemptReport,
     Phase,
-    attempt_path,
     execute_attempt,
     note_ready,
     store_report,
@@ -52,16 +60,22 @@ from ddtune.sweep.attempt import (
 from ddtune.sweep.plan import plan_spec
 from ddtune.sweep.spec import Config, SweepSpec
 from ddtune.sweep.store import Store
+from ddtune.sweep.views import attempt_dir, failure_counts
 
 if TYPE_CHECKING:
     from ddtune.services import Controller
     from ddtune.sweep.dispatch import SlotLoop
 
 RESUMABLE = ("pending", "interrupted")
+EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_BLOCKED = 0, 1, 2, 3, 4
 
 
 class SweepInterrupted(KeyboardInterrupt):
     """Raised in the main thread on SIGTERM (SIGINT already raises KeyboardInterrupt)."""
+
+
+class SweepBlocked(Exception):
+    """An attempt found the port held by a process ddtune never stops: retrying cannot help."""
 
 
 @dataclass
@@ -75,10 +89,18 @@ class RunSummary:
     interrupted: bool = False
     seconds: float = 0.0
     failures: list[str] = field(default_factory=list)  # one line per failed trial
+    failure_classes: Counter[str] = field(default_factory=Counter)  # this run's failed trials
+    failed_before: int = 0  # failed in an earlier run and not reopened
+    blocked: str | None = None  # why the sweep stopped early (the port's holder)
 
     @property
     def exit_code(self) -> int:
-        return 130 if self.interrupted else 0
+        """See the module docstring: 0 done, 1 failed, 3 interrupted, 4 blocked."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.blocked:
+            return EXIT_BLOCKED
+        return EXIT_FAILED if self.failed or self.failed_before else EXIT_DONE
 
     def print(self, console: Console, title: str = "sweep") -> None:
         """The counts, then one line per failed trial (class, detail, log path)."""
@@ -86,8 +108,15 @@ class RunSummary:
             f"{title}: {self.done} trial(s) done now, {self.already_done} earlier, "
             f"{self.failed} failed, of {self.planned}; {self.seconds:.0f} s; store {self.store_path}"
         )
+        if self.failure_classes:
+            console.print(f"  failure classes: {escape(failure_counts(self.failure_classes))}")
         for line in self.failures:
             console.print(f"  [red]failed[/] {escape(line)}")
+        if self.failed_before:
+            console.print(
+                f"  {self.failed_before} trial(s) failed in an earlier run and were not rerun "
+                f"(ddtune sweep retry --failed --store {self.store_path})"
+            )
 
 
 def default_store_path(spec: SweepSpec) -> Path:
@@ -121,14 +150,19 @@ def run_sweep(
             store_path,
             len(store.trials(sweep_id)),
             len(store.trials(sweep_id, ("done",))),
+            failed_before=len(store.trials(sweep_id, ("failed",))),
         )
         if todo:
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
             loop.run(todo)  # 2, 3
+        hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
         if summary.interrupted:
-            hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
             console.print(
                 f"[yellow]interrupted[/]; the service is stopped. resume with: {escape(hint)}"
+            )
+        if summary.blocked:
+            console.print(
+                f"[red]stopped[/]: {escape(summary.blocked)}\nthen resume with: {escape(hint)}"
             )
         summary.seconds = time.monotonic() - started
         return summary
@@ -158,9 +192,10 @@ class TrialLoop:
         self.hardware = _hardware_now()
 
     def run(self, todo: list[sqlite3.Row]) -> None:
-        from ddtune.services import build_controller
+        from ddtune.services import Owner, build_controller
 
-        controller = build_controller(self.spec.service, self.workdir)
+        owner = Owner.current(sweep=self.spec.name, store=str(self.store.path.resolve()))
+        controller = build_controller(self.spec.service, self.workdir, owner=owner)
         current: int | None = None
         try:
             with _signals_raise(), self._progress() as progress:
@@ -177,8 +212,9 @@ class TrialLoop:
                     current = None
                     self._count(trial, status)
                     progress.advance(task)
-        except KeyboardInterrupt:
-            self.summary.interrupted = True
+        except (KeyboardInterrupt, SweepBlocked) as exc:
+            self.summary.interrupted = isinstance(exc, KeyboardInterrupt)
+            self.summary.blocked = str(exc) if isinstance(exc, SweepBlocked) else None
             if current is not None:
                 self.store.finish_trial(current, "interrupted")
         finally:
@@ -204,6 +240,7 @@ class TrialLoop:
         else:
             self.summary.failed += 1
             last = self.store.attempts(trial["id"])[-1]
+            self.summary.failure_classes[last["failure"]] += 1
             self.summary.failures.append(
                 f"{trial['label']} r{trial['repeat']}: {last['failure']} — {last['detail']} "
                 f"(log: {last['log_tail_path'] or 'none'})"
@@ -218,10 +255,9 @@ class TrialLoop:
                 phase(f"backoff {retry.backoff * 2 ** (attempt - 2):.0f}s")
                 time.sleep(retry.backoff * 2 ** (attempt - 2))
             attempt_id, number = self.store.begin_attempt(trial["id"])
-            path = attempt_path(trial["id"], trial["label"], trial["repeat"], number)
-            attempt_dir = self.workdir / path
-            attempt_dir.mkdir(parents=True, exist_ok=True)
-            error = self._attempt(controller, trial, config, attempt_id, attempt_dir, phase)
+            folder = attempt_dir(self.workdir, trial["id"], trial["label"], trial["repeat"], number)
+            folder.mkdir(parents=True, exist_ok=True)
+            error = self._attempt(controller, trial, config, attempt_id, folder, phase)
             if error is None:
                 return "done"
             self.console.print(
@@ -250,7 +286,23 @@ class TrialLoop:
             phase,
             on_ready=lambda o: note_ready(self.store, attempt_id, attempt_dir, o.to_dict()),
         )
-        return store_report(self.store, trial["id"], attempt_id, attempt_dir, report, self.hardware)
+        for leftover in report.outcome.get("reclaimed") or ():  # [service] reclaim_leftovers
+            self.console.print(f"[yellow]reclaimed[/] {escape(leftover)}")
+        error = store_report(
+            self.store, trial["id"], attempt_id, attempt_dir, report, self.hardware
+        )
+        blocked = blocked_by(report)
+        if blocked:  # a process ddtune never stops holds the port: retries cannot help
+            raise SweepBlocked(blocked)
+        return error
+
+
+def blocked_by(report: AttemptReport) -> str | None:
+    """`failure — detail` when the attempt found the port held by a process ddtune never stops."""
+    outcome = report.outcome
+    if outcome.get("ready") or not outcome.get("port_holders"):
+        return None
+    return f"{outcome.get('failure') or 'not_ready'} — {outcome.get('detail') or ''}"
 
 
 def _hardware_now() -> dict[str, Any]:
@@ -289,6 +341,7 @@ __all__ = [
     "PHASE_TEXT",  # re-exported: the progress texts live in attempt.py
     "RESUMABLE",
     "RunSummary",
+    "SweepBlocked",
     "SweepInterrupted",
     "TrialLoop",
     "default_store_path",

@@ -1,6 +1,6 @@
 """The slot's half of a distributed sweep: one controller, one attempt at a time.
 
-    runner = SlotRunner(name, service, bench, root)   # root/slots/<name>: the controller's workdir
+    runner = SlotRunner(name, service, bench, root, sweep, store)  # root/slots/<name>: its workdir
     runner.info()        # node address, pid, hardware fingerprint, leftovers reclaimed at start
     report = runner.run(task)                          # AttemptTask → AttemptReport
     runner.state()       # phase now; the READY outcome once the bench started
@@ -88,13 +88,20 @@ class SlotRunner:
     """One service slot; see the module docstring."""
 
     def __init__(
-        self, name: str, service: ServiceSpec, bench: BenchMatrix, root: str | Path
+        self,
+        name: str,
+        service: ServiceSpec,
+        bench: BenchMatrix,
+        root: str | Path,
+        sweep: str | None = None,
+        store: str | None = None,
     ) -> None:
         from ddtune.bench.hardware import hardware_fingerprint
-        from ddtune.services import build_controller
+        from ddtune.services import Owner, build_controller
 
         self.name, self.service, self.bench, self.root = name, service, bench, Path(root)
-        self.controller = build_controller(service, self.root / "slots" / name)
+        owner = Owner.current(sweep=sweep, store=store)  # this process starts the instances
+        self.controller = build_controller(service, self.root / "slots" / name, owner=owner)
         self.hardware = hardware_fingerprint()
         self._lock = threading.Lock()  # one attempt at a time
         self._phase = "idle"

@@ -1,7 +1,10 @@
 """Read-only views of a store: the status table, CSV/JSON export, and the report hand-off.
 
 Everything here reads `TrialRecord`s (`Store.trial_records`); parameters appear
-in their wire form (`TrialRecord.config`). See docs/architecture.md "Sweep".
+in their wire form (`TrialRecord.config`). `attempt_dir` is where the runner
+keeps an attempt's files (`<store dir>/trials/<id>-<label>-r<repeat>/attempt-<n>`);
+an attempt that stored no log path (interrupted, or its runner killed) shows
+the log found there. See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
@@ -9,7 +12,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sqlite3
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +29,7 @@ from ddtune.sweep.store import TRIAL_STATUSES, Store
 if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
 
+ATTEMPT_LOGS = ("log_tail.txt", "service.log", "hooks.log")  # first found is shown
 STATUS_STYLE = {
     "done": "green",
     "failed": "red",
@@ -77,14 +83,37 @@ def _failure_lines(store: Store, records: list[TrialRecord]) -> list[Text]:
     for record in records:
         for attempt in store.attempts(record.trial_id):
             if attempt["state"] in ("failed", "interrupted"):
+                log = attempt_log(store, record, attempt) or "none"
                 lines.append(
                     Text(
                         f"trial {record.trial_id} {record.label} r{record.repeat} attempt {attempt['number']}: "
-                        f"{attempt['failure']} — {attempt['detail']} (log: {attempt['log_tail_path'] or 'none'})",
+                        f"{attempt['failure']} — {attempt['detail']} (log: {log})",
                         style="red" if attempt["state"] == "failed" else "yellow",
                     )
                 )
     return lines
+
+
+def attempt_dir(workdir: Path, trial_id: int, label: str, repeat: int, number: int) -> Path:
+    """The folder of one attempt's files (service.log, log_tail.txt, hooks.log)."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")[:40]
+    return workdir / "trials" / f"{trial_id:04d}-{slug}-r{repeat}" / f"attempt-{number}"
+
+
+def attempt_log(store: Store, record: TrialRecord, attempt: sqlite3.Row) -> str | None:
+    """The attempt's stored log path, else the log its folder holds (an interrupted attempt)."""
+    if attempt["log_tail_path"]:
+        return str(attempt["log_tail_path"])
+    folder = attempt_dir(
+        store.path.parent.resolve(), record.trial_id, record.label, record.repeat, attempt["number"]
+    )
+    found = [folder / name for name in ATTEMPT_LOGS if (folder / name).is_file()]
+    return str(found[0]) if found else None
+
+
+def failure_counts(classes: Counter[str]) -> str:
+    """`crashed(2): 2, port_in_use: 1`, most frequent first."""
+    return ", ".join(f"{name}: {count}" for name, count in classes.most_common())
 
 
 def _num(value: Any) -> str:

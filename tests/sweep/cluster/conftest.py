@@ -111,10 +111,12 @@ class ThreadPool:
         self,
         spec,
         root: Path,
+        store: str,
         kill_when: Callable[[str, str], bool] | None = None,
         rejoin: bool = False,
     ) -> None:
         self.spec, self.root, self.kill_when, self.allow_rejoin = spec, root, kill_when, rejoin
+        self.store = store
         self.runners: dict[str, SlotRunner] = {}
         self.busy: set[str] = set()
         self.dead: set[str] = set()
@@ -160,7 +162,9 @@ class ThreadPool:
         for name in retired:
             if self.allow_rejoin and name in self.dead:
                 slot = next(s for s in self.spec.cluster.slots if s.name == name)
-                self.runners[name] = SlotRunner(name, slot.service, self.spec.bench, self.root)
+                self.runners[name] = SlotRunner(
+                    name, slot.service, self.spec.bench, self.root, self.spec.name, self.store
+                )
                 self.dead.discard(name)
                 back[name] = self.runners[name].info()
         return back
@@ -182,8 +186,8 @@ def thread_pool(monkeypatch):
     made: list[ThreadPool] = []
 
     def use(**options) -> list[ThreadPool]:
-        def factory(spec, root):
-            made.append(ThreadPool(spec, root, **options))
+        def factory(spec, root, store):
+            made.append(ThreadPool(spec, root, store, **options))
             return made[-1]
 
         monkeypatch.setattr(dispatch, "_ray_pool", factory)
