@@ -20,7 +20,7 @@ from ddtune.errors import UserError
 from ddtune.services.process import scope_prefix
 from ddtune.services.procs import find_instance
 from ddtune.sweep import dispatch
-from ddtune.sweep.runner import run_sweep
+from ddtune.sweep.runner import EXIT_INTERRUPTED, run_sweep
 from ddtune.sweep.slots import slot_rows
 from ddtune.sweep.spec import load_spec
 from ddtune.sweep.store import Store
@@ -187,7 +187,7 @@ def test_sigterm_interrupts_the_trials_in_flight_and_closes_every_slot(
     killer.start()
     summary = run_sweep(load_spec(sleepy_spec(tmp_path)), tmp_path / "s.sqlite", quiet())
     killer.join()
-    assert summary.interrupted and summary.exit_code == 130
+    assert summary.interrupted and summary.exit_code == EXIT_INTERRUPTED
     got, slots = outcome_of(tmp_path / "s.sqlite")
     statuses = sorted(t["status"] for t in got.values())
     assert statuses.count("interrupted") == 2 and "running" not in statuses
