@@ -6,7 +6,8 @@ pass-to-pass drift drops out. Without blocks (random or sequential order, or
 fewer than two passes in common) the comparison falls back to Welch on the logs.
 Decision rules (docs/architecture.md "Report"):
 
-- *leader*: the highest geometric mean of the objective;
+- *leader*: the best config effect (blocked: additive pass + config model on
+  the logs, so missed passes do not bias it; else the geometric mean);
 - a config is *equivalent* to the leader when the (1 - 2·alpha) interval of
   their ratio lies inside [1/(1+tol), 1+tol] (two one-sided tests), and
   *separated* when the (confidence) interval of leader/config excludes 1;
@@ -22,6 +23,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import numpy as np
 
 from ddtune.report.statistics import (
     Equivalence,
@@ -87,7 +90,7 @@ def decide(
     present = {label: s for label, s in samples.items() if s}
     if not present:
         return Verdict("no data", None, None)
-    leader = leader_of(present, options.maximize)
+    leader = leader_of(present, options.maximize, options.blocked)
     verdict = Verdict("separated", leader, leader)
     for label, values in present.items():
         if label != leader:
@@ -103,10 +106,41 @@ def decide(
     return verdict
 
 
-def leader_of(samples: Mapping[str, Samples], maximize: bool = True) -> str:
-    """The label with the best geometric mean (first in order on exact ties)."""
+def leader_of(samples: Mapping[str, Samples], maximize: bool = True, blocked: bool = True) -> str:
+    """The label with the best config effect (first in order on exact ties).
+
+    Blocked: the effects of the additive model log y = pass + config (least
+    squares), so a config that missed a pass is not judged by that pass's
+    machine state; otherwise the log geometric means.
+    """
     sign = 1.0 if maximize else -1.0
-    return max(samples, key=lambda label: sign * math.log(geometric_mean(samples[label])))
+    effects = config_effects(samples) if blocked else _log_means(samples)
+    return max(samples, key=lambda label: sign * effects[label])
+
+
+def config_effects(samples: Mapping[str, Samples]) -> dict[str, float]:
+    """Config effects (log scale) of log y[p, c] = pass[p] + config[c], fitted by least squares.
+
+    With complete passes the differences are the mean log ratios; the level is
+    only identified up to a constant, so only differences carry meaning.
+    """
+    labels = [label for label in samples if samples[label]]
+    passes = sorted({p for label in labels for p in samples[label]})
+    cells = [(label, p) for label in labels for p in sorted(samples[label])]
+    if len(passes) < 2:
+        return _log_means(samples)
+    column = {p: i for i, p in enumerate(passes)}
+    design = np.zeros((len(cells), len(passes) + len(labels)))
+    for row, (label, p) in enumerate(cells):
+        design[row, column[p]] = 1.0
+        design[row, len(passes) + labels.index(label)] = 1.0
+    target = np.array([math.log(samples[label][p]) for label, p in cells])
+    fitted = np.linalg.lstsq(design, target, rcond=None)[0][len(passes) :]
+    return {label: float(v) for label, v in zip(labels, fitted, strict=True)}
+
+
+def _log_means(samples: Mapping[str, Samples]) -> dict[str, float]:
+    return {label: math.log(geometric_mean(values)) for label, values in samples.items() if values}
 
 
 def _classify(verdict: Verdict, label: str, ratio: RatioInterval, options: BlockedOptions) -> None:
@@ -146,4 +180,12 @@ def _oriented(values: Samples, options: BlockedOptions) -> dict[int, float]:
     return {p: 1.0 / v for p, v in values.items()}
 
 
-__all__ = ["BlockedOptions", "Verdict", "compare", "decide", "geometric_mean", "leader_of"]
+__all__ = [
+    "BlockedOptions",
+    "Verdict",
+    "compare",
+    "config_effects",
+    "decide",
+    "geometric_mean",
+    "leader_of",
+]

@@ -50,8 +50,12 @@ class SpaceTable(StrictModel):
     mode: list[str] = Field(default_factory=lambda: ["ddtree"])
     budget: list[int] | IntRange = Field(default_factory=lambda: [16])
     topk: list[int] | IntRange = Field(default_factory=lambda: [4])
-    window: list[int | str] | IntRange = Field(default_factory=lambda: ["none"])
+    window: list[int | str] | IntRange = Field(default_factory=lambda: _no_window())
     vars: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
+
+
+def _no_window() -> list[int | str]:
+    return ["none"]
 
 
 @dataclass(frozen=True)
