@@ -19,10 +19,10 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import optuna
-from pydantic import Field
+from pydantic import Discriminator, Field, Tag
 
 from ddtune.errors import UserError
 from ddtune.params import MODES, DecodeParams, window_from_wire
@@ -46,11 +46,23 @@ class IntRange(StrictModel):
 Dimension = list[Choice] | IntRange
 
 
+def _shape(value: Any) -> str:
+    """Union tag: a table is a range, anything else must be a list (errors then name the key)."""
+    return "dict" if isinstance(value, Mapping | IntRange) else "list"
+
+
+_BY_SHAPE = Discriminator(_shape)
+IntDim = Annotated[Annotated[list[int], Tag("list")] | Annotated[IntRange, Tag("dict")], _BY_SHAPE]
+WindowDim = Annotated[
+    Annotated[list[int | str], Tag("list")] | Annotated[IntRange, Tag("dict")], _BY_SHAPE
+]
+
+
 class SpaceTable(StrictModel):
     mode: list[str] = Field(default_factory=lambda: ["ddtree"])
-    budget: list[int] | IntRange = Field(default_factory=lambda: [16])
-    topk: list[int] | IntRange = Field(default_factory=lambda: [4])
-    window: list[int | str] | IntRange = Field(default_factory=lambda: _no_window())
+    budget: IntDim = Field(default_factory=lambda: [16])
+    topk: IntDim = Field(default_factory=lambda: [4])
+    window: WindowDim = Field(default_factory=lambda: _no_window())
     vars: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
 
 
