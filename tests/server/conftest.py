@@ -14,7 +14,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,15 @@ class ServerProcess:
         except ProcessLookupError:
             return False
         return True
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Poll `predicate` (about this server) until it holds; False after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.05)
+        return bool(predicate())
 
     def log_tail(self, n: int = 40) -> str:
         self._log.flush()

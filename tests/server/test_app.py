@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from ddtune.params import DecodeParams
+from ddtune.params import PARAM_KEYS, DecodeParams
 from ddtune.server.app import create_app
 from ddtune.server.config import ServeConfig
 from ddtune.server.state import ServerState
@@ -169,9 +169,7 @@ def test_hot_reconfigure_changes_identity_not_outputs(server) -> None:  # noqa: 
         assert new_info["config_generation"] == generation
         assert new_info["config_hash"] == body["config_hash"]
         assert new_info["instance_id"] == info["instance_id"]  # same process, no reload
-        expected = DecodeParams.from_dict(
-            {k: body["config"][k] for k in ("mode", "budget", "topk", "window")}
-        )
+        expected = DecodeParams.from_wire({k: body["config"][k] for k in PARAM_KEYS})
         assert body["config_hash"] == expected.hash()
         seen_hashes.add(body["config_hash"])
         text, fingerprint = t0_text(server)

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -177,22 +176,15 @@ def test_disconnect_cancels_running_and_drops_queued_work(server) -> None:  # no
                 timeout=1.5,
                 json={"prompt": "zzzz", "max_tokens": 4, "temperature": 0},
             )
-        assert poll(lambda: metric(server, "ddtune_cancelled_total") == cancelled + 1, 30)
+        assert server.wait_until(
+            lambda: metric(server, "ddtune_cancelled_total") == cancelled + 1, 30
+        )
         assert metric(server, "ddtune_queue_depth") == 0
         assert metric(server, "ddtune_running_requests") == 1
     # 2. The stream is closed here: the worker must stop after its current round.
-    assert poll(lambda: metric(server, "ddtune_cancelled_total") == cancelled + 2, 30)
-    assert poll(lambda: metric(server, "ddtune_running_requests") == 0, 30)
+    assert server.wait_until(lambda: metric(server, "ddtune_cancelled_total") == cancelled + 2, 30)
+    assert server.wait_until(lambda: metric(server, "ddtune_running_requests") == 0, 30)
     assert metric(server, "ddtune_generated_tokens_total") - generated < 1900
     ran = metric(server, "ddtune_prompt_tokens_total") - prompted
     assert ran == len(PROMPT)  # only the long prompt ran: "zzzz" was dropped from the queue
     assert complete(server, PROMPT, max_tokens=2).usage.completion_tokens == 2  # still serving
-
-
-def poll(predicate, timeout: float) -> bool:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return bool(predicate())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.params import DecodeParams
+from ddtune.params import DecodeParams, SamplingParams
 from ddtune.server.metrics import ServerMetrics
 from ddtune.server.worker import GenerationWorker, Job, JobOutcome, QueueFull
 
@@ -29,17 +29,9 @@ class Recorder:
         self._cv = threading.Condition()
 
     def job(self, name: str, max_new_tokens: int = 2) -> Job:
-        sampling = dict(
-            max_new_tokens=max_new_tokens,
-            temperature=0.0,
-            top_p=1.0,
-            seed=0,
-            stop_strings=(),
-            ignore_eos=True,
-        )
         return Job(
             prompt_ids=[5, 6, 7],
-            sampling=sampling,
+            sampling=SamplingParams(max_new_tokens=max_new_tokens, seed=0, ignore_eos=True),
             on_done=lambda outcome: self._done(name, outcome),
             on_start=lambda params, gen: self.started.append(name),
         )

@@ -15,6 +15,8 @@ small frozen dataclasses, so each one can be checked against a textbook value.
     holm_adjust             Holm step-down adjusted p-values for a family of tests
     required_pairs          passes for a paired t-test to separate a log ratio
     variance_components     one-way random effects: between-group vs within-group variance
+
+See docs/architecture.md "Report".
 """
 
 from __future__ import annotations

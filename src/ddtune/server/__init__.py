@@ -1,14 +1,18 @@
 """`ddtune serve`: an OpenAI-compatible HTTP server around one DDTree `Engine`.
 
-config.py      ServeConfig (flags / TOML)
+See docs/architecture.md "Server".
+
+config.py      ServeConfig (flags / TOML), a pydantic model holding a DecodeParams
 state.py       ServerState: lifecycle, live decoding config, identity, reports
 worker.py      the single generation thread and its FIFO queue
-requests.py    strict OpenAI request validation
+requests.py    request bodies as pydantic models (one per endpoint), resolved into work
 chat.py        chat templates (tokenizer_config.json, jinja2 or plain fallback)
 responses.py   response bodies, SSE chunks, safe incremental text
 generation.py  completion/chat endpoints (streaming, cancellation)
 app.py         the FastAPI app and its admin endpoints
+errors.py      OpenAI-style error bodies; pydantic errors → `param`
 metrics.py     Prometheus metrics in a per-app registry
 identity.py    instance id, weight sha256, versions
-launcher.py    bind, load, announce readiness, drain on SIGTERM/SIGINT
+lifecycle.py   process lifecycle: bind, load, ready line, drain on SIGTERM/SIGINT
+commands.py    the `serve` subcommand (flags → ServeConfig)
 """

@@ -9,6 +9,8 @@ GET  /server_info                identity, config, config_hash/generation, weigh
 GET  /metrics                    Prometheus text format (per-app registry)
 GET  /v1/ddtree/config           the live decoding config
 POST /v1/ddtree/config           change mode/budget/topk/window between requests
+
+See docs/architecture.md "Server".
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -23,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ddtune.server import generation
 from ddtune.server.errors import ApiError, unavailable
+from ddtune.server.requests import ConfigBody, parse_body
 from ddtune.server.state import ServerState
 from ddtune.server.worker import QueueFull
 
@@ -76,11 +80,11 @@ def create_app(state: ServerState) -> FastAPI:
         return JSONResponse({"object": "list", "data": [model]})
 
     @app.post("/v1/completions")
-    async def completions(request: Request):  # noqa: ANN202 - JSON or SSE
+    async def completions(request: Request) -> Response:
         return await generation.handle(request, state, "completion")
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request):  # noqa: ANN202 - JSON or SSE
+    async def chat_completions(request: Request) -> Response:
         return await generation.handle(request, state, "chat")
 
     @app.get("/v1/ddtree/config")
@@ -89,15 +93,15 @@ def create_app(state: ServerState) -> FastAPI:
 
     @app.post("/v1/ddtree/config")
     async def set_config(request: Request) -> JSONResponse:
-        body = await generation.read_json(request)
-        params, generation_ = state.reconfigure(body)
+        body = parse_body(ConfigBody, await generation.read_json(request))
+        params, generation_ = state.reconfigure(body.updates())
         log.info("reconfigured to %s (generation %d)", params.label(), generation_)
         return JSONResponse(_config_reply(state))
 
     return app
 
 
-def _config_reply(state: ServerState) -> dict:
+def _config_reply(state: ServerState) -> dict[str, Any]:
     params, generation_ = state.current()
     return {
         "config": state.config_dict(),

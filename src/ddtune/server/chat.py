@@ -8,6 +8,8 @@ without jinja2) a plain fallback is used:
     system: You are terse.
     user: Hi
     assistant:
+
+See docs/architecture.md "Server".
 """
 
 from __future__ import annotations

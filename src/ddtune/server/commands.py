@@ -1,12 +1,32 @@
-"""`ddtune serve`: register the subcommand and hand the flags to `launcher.serve`."""
+"""`ddtune serve`: register the subcommand and hand the flags to `lifecycle.serve`.
+
+See docs/architecture.md "Server". Flags are turned into the same wire form as
+the TOML file (`--window 32|none` → `32|"none"`) and override it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import signal
 from pathlib import Path
+from typing import Any
 
+from ddtune.params import MODES, parse_window, window_to_wire
 from ddtune.server.config import ServeConfig
+
+SETTING_FLAGS = (
+    "target",
+    "drafter",
+    "mode",
+    "budget",
+    "topk",
+    "window",
+    "host",
+    "port",
+    "max_queue",
+    "grace_seconds",
+    "model_name",
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         help="DFlash drafter folder (default: bundled, only when --target is not given)",
     )
-    p.add_argument("--mode", choices=["ar", "dflash", "ddtree"], help="default: ddtree")
+    p.add_argument("--mode", choices=MODES, help="default: ddtree")
     p.add_argument("--budget", type=int, help="tree node budget (default: 16)")
     p.add_argument("--topk", type=int, help="per-depth branching cap (default: 4)")
     p.add_argument("--window", help="drafter context window W or 'none' (default: none)")
@@ -44,23 +64,15 @@ def run(args: argparse.Namespace) -> int:
     early: list[int] = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: early.append(signum))
-    from ddtune.server.launcher import serve  # uvicorn/fastapi only when serving
+    from ddtune.server.lifecycle import serve  # uvicorn/fastapi only when serving
 
     config = ServeConfig.from_toml(args.config) if args.config else ServeConfig()
-    flags = {
-        key: getattr(args, key)
-        for key in (
-            "target",
-            "drafter",
-            "mode",
-            "budget",
-            "topk",
-            "window",
-            "host",
-            "port",
-            "max_queue",
-            "grace_seconds",
-            "model_name",
-        )
-    }
-    return serve(config.with_overrides(flags), early)
+    return serve(config.with_overrides(flag_settings(args)), early)
+
+
+def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as flags, in wire form (None = not given)."""
+    settings = {key: getattr(args, key) for key in SETTING_FLAGS}
+    if args.window is not None:
+        settings["window"] = window_to_wire(parse_window(args.window))
+    return settings

@@ -1,6 +1,7 @@
 """`ServeConfig`: everything `ddtune serve` needs to start, from flags and/or a TOML file.
 
-The TOML file uses the flag names as keys (dashes or underscores), e.g.
+See docs/architecture.md "Server". The TOML file uses the flag names as keys
+(dashes or underscores), e.g.
 
     target = "models/target"
     drafter = "models/drafter"
@@ -12,41 +13,44 @@ The TOML file uses the flag names as keys (dashes or underscores), e.g.
     max_queue = 64
     grace_seconds = 10
 
-Unknown keys are an error; flags given on the command line override the file.
+`mode/budget/topk/window` form the `params` field (a `DecodeParams`, read
+with `DecodeParams.with_updates`); every other key is a field of the model.
+Unknown keys are an error naming the key; flags given on the command line
+override the file.
 """
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field
 
 from ddtune.errors import UserError
-from ddtune.params import DecodeParams
+from ddtune.params import PARAM_KEYS, DecodeParams
+from ddtune.tables import StrictModel, parse_table
 
-PARAM_KEYS = ("mode", "budget", "topk", "window")
+
+def _expand(path: Path | None) -> Path | None:
+    return None if path is None else path.expanduser()
 
 
-@dataclass(frozen=True)
-class ServeConfig:
-    target: Path | None = None  # None = the bundled target model
-    drafter: Path | None = None  # None = the bundled drafter (if present)
-    params: DecodeParams = field(default_factory=DecodeParams)
+# TOML and flags give folders as text: the one lax field type.
+Folder = Annotated[Path | None, Field(strict=False), AfterValidator(_expand)]
+
+
+class ServeConfig(StrictModel):
+    target: Folder = None  # None = the bundled target model
+    drafter: Folder = None  # None = the bundled drafter (if present)
+    params: DecodeParams = DecodeParams()
     host: str = "127.0.0.1"
-    port: int = 8000  # 0 = any free port (the ready line tells which)
-    max_queue: int = 64  # requests waiting behind the running one
-    grace_seconds: float = 10.0  # SIGTERM: time to finish in-flight requests
+    port: Annotated[int, Field(ge=0, le=65535)] = 8000  # 0 = any free port (see the ready line)
+    max_queue: Annotated[int, Field(ge=1)] = 64  # requests waiting behind the running one
+    grace_seconds: Annotated[float, Field(ge=0.0)] = 10.0  # SIGTERM: time to finish requests
     model_name: str | None = None  # None = the target folder's name
-    health_timeout_s: float = 30.0  # /health_generate deadline
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.port <= 65535:
-            raise UserError(f"port must be between 0 and 65535; got {self.port}")
-        if self.max_queue < 1:
-            raise UserError(f"max_queue must be at least 1; got {self.max_queue}")
-        if self.grace_seconds < 0:
-            raise UserError(f"grace_seconds must be >= 0; got {self.grace_seconds}")
+    health_timeout_s: Annotated[float, Field(gt=0.0)] = 30.0  # /health_generate deadline
 
     @classmethod
     def from_toml(cls, path: Path) -> ServeConfig:
@@ -56,38 +60,21 @@ class ServeConfig:
             raise UserError(f"config file not found: {path}") from None
         except tomllib.TOMLDecodeError as exc:
             raise UserError(f"config file {path} is not valid TOML: {exc}") from None
-        return cls().with_overrides(data, source=str(path))
+        try:
+            return cls().with_overrides(data)
+        except UserError as exc:
+            raise UserError(f"{path}: {exc}", key=exc.key) from None
 
-    def with_overrides(self, values: dict[str, Any], source: str = "flags") -> ServeConfig:
-        """Apply `{key: value}` (None values are skipped); strict about key names."""
-        values = {k.replace("-", "_"): v for k, v in values.items() if v is not None}
-        known = set(PARAM_KEYS) | {f.name for f in fields(self)} - {"params"}
-        unknown = sorted(set(values) - known)
+    def with_overrides(self, values: Mapping[str, Any]) -> ServeConfig:
+        """Apply `{key: value}` in wire form (None values are skipped); strict about keys."""
+        given = {key.replace("-", "_"): v for key, v in values.items() if v is not None}
+        known = set(PARAM_KEYS) | set(ServeConfig.model_fields) - {"params"}
+        unknown = sorted(set(given) - known)
         if unknown:
             raise UserError(
-                f"unknown serve setting(s) {', '.join(unknown)} in {source}; "
-                f"expected some of {', '.join(sorted(known))}"
+                f"unknown serve setting {unknown[0]}; expected some of {', '.join(sorted(known))}",
+                key=unknown[0],
             )
-        params = self.params.with_updates({k: values.pop(k) for k in PARAM_KEYS if k in values})
-        for key in ("target", "drafter"):
-            if key in values:
-                values[key] = Path(values[key]).expanduser()
-        for key, kind in (("port", int), ("max_queue", int), ("grace_seconds", float)):
-            if key in values:
-                values[key] = _coerce(key, values[key], kind)
-        return replace(self, params=params, **values)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["params"] = self.params.to_dict()
-        for key in ("target", "drafter"):
-            out[key] = None if out[key] is None else str(out[key])
-        return out
-
-
-def _coerce(key: str, value: Any, kind: type) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UserError(f"{key} must be a number; got {value!r}")
-    if kind is int and not isinstance(value, int):
-        raise UserError(f"{key} must be an integer; got {value!r}")
-    return kind(value)
+        params = self.params.with_updates({k: given.pop(k) for k in PARAM_KEYS if k in given})
+        current = {name: getattr(self, name) for name in ServeConfig.model_fields}
+        return parse_table(ServeConfig, {**current, **given, "params": params})

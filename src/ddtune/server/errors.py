@@ -1,12 +1,22 @@
 """OpenAI-style HTTP errors: `{"error": {"message", "type", "param", "code"}}`.
 
-Every bad request raises `ApiError`; the app turns it into a JSON body whose
-`param` names the offending field, so a client (or a person) knows what to fix.
+See docs/architecture.md "Server". Every bad request raises `ApiError`; the
+app turns it into a JSON body whose `param` names the offending field, so a
+client (or a person) knows what to fix. A request body that fails its pydantic
+model becomes one `ApiError` through `from_validation`: `param` is the error's
+location (`messages[0].content`), never read out of a message.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from pydantic import ValidationError
+
+# Error types our request models raise (PydanticCustomError) that are also the `code`.
+OWN_CODES = ("invalid_value", "unsupported_value")
+PYDANTIC_CODES = {"extra_forbidden": "unknown_field", "missing": "missing_field"}
 
 
 class ApiError(Exception):
@@ -46,10 +56,37 @@ def invalid(param: str | None, message: str, code: str = "invalid_value") -> Api
     return ApiError(400, message, param=param, code=code)
 
 
+def from_validation(exc: ValidationError) -> ApiError:
+    """A 400 for the first problem pydantic found (an unknown field comes first)."""
+    errors = exc.errors(include_url=False)
+    err = min(errors, key=lambda e: e["type"] != "extra_forbidden")
+    param = location(err["loc"])
+    kind = err["type"]
+    code = kind if kind in OWN_CODES else PYDANTIC_CODES.get(kind, "invalid_value")
+    if kind == "extra_forbidden":
+        return invalid(param, f"unknown field {param!r}", code=code)
+    if kind == "missing":
+        return invalid(param, f"{param or 'a field'} is required", code=code)
+    text = str(err["msg"]).replace("Input should be ", "must be ", 1)
+    detail = f"{param}: {text}; got {_short(err.get('input'))}" if param else text
+    return invalid(param, detail, code=code)
+
+
+def location(loc: Sequence[int | str]) -> str | None:
+    """`("messages", 0, "content")` → `messages[0].content`; `()` → None."""
+    text = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+    return text.removeprefix(".") or None
+
+
 def unavailable(message: str, code: str, retry_after: int | None = None) -> ApiError:
     """A 503: loading, shutting down or queue full (with `Retry-After` seconds)."""
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
     return ApiError(503, message, code=code, headers=headers)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _default_type(status: int) -> str:

@@ -4,7 +4,7 @@ Flow for one request: validate the body → submit a `Job` (a full queue is a
 503 with Retry-After) → either wait for the whole result (watching for the
 client going away) or stream SSE chunks as rounds commit. A client that
 disconnects cancels its job: dropped if still queued, stopped after the
-current round if running.
+current round if running. See docs/architecture.md "Server".
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
 from ddtune.server.errors import ApiError, invalid, unavailable
-from ddtune.server.requests import GenerationRequest, parse_chat, parse_completion
+from ddtune.server.requests import GenerationRequest, parse_generation
 from ddtune.server.responses import (
     SSE_DONE,
     ResponseShape,
@@ -34,14 +34,13 @@ from ddtune.server.state import ServerState
 from ddtune.server.worker import Job, JobOutcome, QueueFull
 
 
-async def handle(request: Request, state: ServerState, kind: str) -> Any:
+async def handle(request: Request, state: ServerState, kind: str) -> Response:
     """POST /v1/completions (kind "completion") and /v1/chat/completions ("chat")."""
     endpoint = "completions" if kind == "completion" else "chat"
     try:
         state.require_serving()
         body = await read_json(request)
-        parse = parse_completion if kind == "completion" else parse_chat
-        req = parse(body, state.prompt_context)
+        req = parse_generation(kind, body, state.loaded_context())
         call = WorkerCall(state, req)
         call.submit()
     except ApiError as exc:
@@ -87,17 +86,9 @@ class WorkerCall:
         self.loop = asyncio.get_running_loop()
         self.events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.started: tuple[DecodeParams, int] | None = None
-        sampling = dict(
-            max_new_tokens=req.max_tokens,
-            temperature=req.temperature,
-            top_p=req.top_p,
-            seed=req.seed,
-            stop_strings=req.stop,
-            ignore_eos=req.ignore_eos,
-        )
         self.job = Job(
             prompt_ids=req.prompt_ids,
-            sampling=sampling,
+            sampling=req.sampling,
             on_done=lambda outcome: self._post("done", outcome),
             on_tokens=(lambda ids: self._post("tokens", ids)) if req.stream else None,
             on_start=self._on_start,
@@ -105,7 +96,7 @@ class WorkerCall:
 
     def submit(self) -> None:
         try:
-            self.state.worker.submit(self.job)
+            self.state.loaded_worker().submit(self.job)
         except QueueFull:
             raise unavailable(
                 f"the request queue is full ({self.state.config.max_queue} waiting); retry later",
@@ -116,7 +107,7 @@ class WorkerCall:
             raise unavailable("the server is shutting down", "shutting_down") from None
 
     def cancel(self) -> None:
-        self.state.worker.cancel(self.job)
+        self.state.loaded_worker().cancel(self.job)
 
     async def next_event(self) -> tuple[str, Any]:
         return await self.events.get()
@@ -149,7 +140,7 @@ class WorkerCall:
 
 async def _stream(call: WorkerCall, shape: ResponseShape, endpoint: str) -> AsyncIterator[str]:
     req, state = call.req, call.state
-    text = StreamText(state.engine.tokenizer.decode, req.stop)
+    text = StreamText(state.engine.tokenizer.decode, req.sampling.stop_strings)
     first, finished = True, False
     try:
         # 1. Deltas as rounds commit (held back where a stop string may start).

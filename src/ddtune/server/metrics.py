@@ -2,6 +2,7 @@
 
 Counters are cumulative over the process (they include the warm-up request);
 a benchmark must diff them before/after, or read per-response `usage.spec`.
+The metric names are listed in docs/architecture.md "Server".
 """
 
 from __future__ import annotations
@@ -28,42 +29,48 @@ class ServerMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        r = self.registry
         self.requests = Counter(
             "ddtune_requests",
             "HTTP generation requests by endpoint and outcome",
             ["endpoint", "outcome"],
-            registry=r,
+            registry=self.registry,
         )
-        self.prompt_tokens = Counter("ddtune_prompt_tokens", "Prompt tokens", registry=r)
-        self.generated_tokens = Counter(
-            "ddtune_generated_tokens", "Generated (completion) tokens", registry=r
+        self.prompt_tokens = self._counter("ddtune_prompt_tokens", "Prompt tokens")
+        self.generated_tokens = self._counter(
+            "ddtune_generated_tokens", "Generated (completion) tokens"
         )
-        self.rounds = Counter("ddtune_verify_rounds", "Target verify rounds", registry=r)
-        self.accepted_tokens = Counter(
-            "ddtune_accepted_tokens", "Accepted draft tokens (bonus tokens excluded)", registry=r
+        self.rounds = self._counter("ddtune_verify_rounds", "Target verify rounds")
+        self.accepted_tokens = self._counter(
+            "ddtune_accepted_tokens", "Accepted draft tokens (bonus tokens excluded)"
         )
         self.acceptance_length = Histogram(
             "ddtune_acceptance_length",
             "Tokens committed per verify round (bonus included)",
             buckets=ACCEPTANCE_BUCKETS,
-            registry=r,
+            registry=self.registry,
         )
         self.stage_seconds = Counter(
-            "ddtune_stage_seconds", "Seconds spent per decoding stage", ["stage"], registry=r
+            "ddtune_stage_seconds",
+            "Seconds spent per decoding stage",
+            ["stage"],
+            registry=self.registry,
         )
         for stage in STAGES:
             self.stage_seconds.labels(stage=stage)
-        self.queue_depth = Gauge(
-            "ddtune_queue_depth", "Requests waiting for the worker", registry=r
+        self.queue_depth = self._gauge("ddtune_queue_depth", "Requests waiting for the worker")
+        self.running = self._gauge("ddtune_running_requests", "Requests being generated")
+        self.cancelled = self._counter(
+            "ddtune_cancelled", "Generations cancelled (client gone or shutdown)"
         )
-        self.running = Gauge("ddtune_running_requests", "Requests being generated", registry=r)
-        self.cancelled = Counter(
-            "ddtune_cancelled", "Generations cancelled (client gone or shutdown)", registry=r
+        self.config_generation = self._gauge(
+            "ddtune_config_generation", "Hot reconfigurations applied"
         )
-        self.config_generation = Gauge(
-            "ddtune_config_generation", "Hot reconfigurations applied", registry=r
-        )
+
+    def _counter(self, name: str, documentation: str) -> Counter:
+        return Counter(name, documentation, registry=self.registry)
+
+    def _gauge(self, name: str, documentation: str) -> Gauge:
+        return Gauge(name, documentation, registry=self.registry)
 
     def observe_generation(self, prompt_tokens: int, completion_tokens: int, stats: Any) -> None:
         """Record one finished engine call (stats = the engine's GenerationStats)."""

@@ -1,50 +1,117 @@
-"""Parse and validate OpenAI request bodies into one `GenerationRequest`.
+"""The server's request bodies as pydantic models, and their resolution into work.
+
+See docs/architecture.md "Server". One model per endpoint, each field listed once:
+
+    CompletionBody   POST /v1/completions        (GenerationFields + prompt, echo, suffix)
+    ChatBody         POST /v1/chat/completions   (GenerationFields + messages, ...)
+    ConfigBody       POST /v1/ddtree/config      (any of mode, budget, topk, window)
 
 Strict on purpose: a wrong type, an out-of-range value or an unknown field is
-a 400 whose `param` names the field. Fields we accept but cannot honour
-(penalties, logprobs, echo, ...) pass only with their neutral value.
+a 400 whose `param` is the field's location (`errors.from_validation`). A JSON
+`null` means "not given". Fields we accept but cannot honour (penalties,
+logprobs, echo, ...) pass only with their neutral value (`only(...)`).
+
+`parse_body` validates a decoded JSON body; `GenerationFields.resolve` then
+checks what needs the loaded model (model name, context length, token ids)
+and yields one `GenerationRequest` carrying a `SamplingParams`.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal, TypeGuard, TypeVar
 
-from ddtune.server.errors import ApiError, invalid
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from ddtune.params import Mode, SamplingParams
+from ddtune.server.errors import ApiError, from_validation, invalid
+from ddtune.tables import StrictModel
 
 MAX_STOP_STRINGS = 16
+MAX_SEED = (1 << 63) - 1
+B = TypeVar("B", bound=BaseModel)
 
-COMMON_FIELDS = {
-    "model",
-    "max_tokens",
-    "temperature",
-    "top_p",
-    "seed",
-    "stop",
-    "n",
-    "stream",
-    "stream_options",
-    "ignore_eos",
-    "user",
-    "presence_penalty",
-    "frequency_penalty",
-    "logit_bias",
-    "logprobs",
-    "best_of",
-}
-COMPLETION_FIELDS = COMMON_FIELDS | {"prompt", "echo", "suffix"}
-CHAT_FIELDS = COMMON_FIELDS | {"messages", "max_completion_tokens", "top_logprobs"}
-NEUTRAL_VALUES: dict[str, tuple[Any, ...]] = {
-    "presence_penalty": (None, 0, 0.0),
-    "frequency_penalty": (None, 0, 0.0),
-    "logit_bias": (None, {}),
-    "logprobs": (None, False, 0),
-    "top_logprobs": (None, 0),
-    "best_of": (None, 1),
-    "echo": (None, False),
-    "suffix": (None, ""),
-}
+
+def must_be(description: str) -> WrapValidator:
+    """Replace a union's per-member errors with one message saying what is allowed."""
+
+    def check(value: Any, handler: Callable[[Any], Any]) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            raise PydanticCustomError(
+                "invalid_value", "must be {what}", {"what": description}
+            ) from None
+
+    return WrapValidator(check)
+
+
+def only(*neutral: Any) -> WrapValidator:
+    """A field we cannot honour: accepted only with one of its `neutral` values."""
+    allowed = " or ".join(repr(v) for v in neutral)
+
+    def check(value: Any, handler: Callable[[Any], Any]) -> Any:
+        try:
+            value = handler(value)
+        except ValidationError:
+            value = object()  # any other type is no neutral value either
+        if not any(type(value) is type(v) and value == v for v in neutral):
+            raise PydanticCustomError(
+                "unsupported_value",
+                "only {allowed} is supported by this server",
+                {"allowed": allowed},
+            )
+        return value
+
+    return WrapValidator(check)
+
+
+NonEmptyText = Annotated[str, Field(min_length=1)]
+Stop = Annotated[
+    NonEmptyText | Annotated[list[NonEmptyText], Field(max_length=MAX_STOP_STRINGS)],
+    must_be(f"a non-empty string or a list of at most {MAX_STOP_STRINGS} non-empty strings"),
+]
+Prompt = Annotated[
+    str
+    | Annotated[list[str], Field(min_length=1, max_length=1)]
+    | Annotated[list[int], Field(min_length=1)],
+    must_be("a string, a list with one string, or a non-empty list of token ids"),
+]
+
+
+class StreamOptions(StrictModel):
+    include_usage: bool = False
+
+
+class TextPart(StrictModel):
+    model_config = ConfigDict(extra="ignore")  # as before: other keys of a part are ignored
+
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(StrictModel):
+    model_config = ConfigDict(extra="ignore")  # as before: name etc. are ignored
+
+    role: Literal["system", "user", "assistant", "developer"]
+    content: Annotated[str | list[TextPart], must_be("a string or a list of text parts")]
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content)
 
 
 @dataclass(frozen=True)
@@ -62,100 +129,179 @@ class PromptContext:
 class GenerationRequest:
     kind: str  # "completion" | "chat"
     prompt_ids: list[int]
-    max_tokens: int
-    temperature: float
-    top_p: float
-    seed: int | None
-    stop: tuple[str, ...]
-    ignore_eos: bool
+    sampling: SamplingParams
     stream: bool
     include_usage: bool
 
 
-def parse_completion(body: Any, ctx: PromptContext) -> GenerationRequest:
-    body = _require_object(body)
-    _check_fields(body, COMPLETION_FIELDS)
-    prompt_ids = _prompt_ids(body.get("prompt"), ctx)
-    return _build("completion", body, prompt_ids, ctx, default_max_tokens=16)
+class GenerationFields(StrictModel):
+    """The fields both generation endpoints take (OpenAI names; `ignore_eos` as in vLLM)."""
 
+    KIND: ClassVar[str]
+    PROMPT_FIELD: ClassVar[str]
+    DEFAULT_MAX_TOKENS: ClassVar[int | None]  # None: the rest of the context
 
-def parse_chat(body: Any, ctx: PromptContext) -> GenerationRequest:
-    body = _require_object(body)
-    _check_fields(body, CHAT_FIELDS)
-    messages = _messages(body.get("messages"))
-    try:
-        text = ctx.render_chat(messages)
-    except Exception as exc:  # the template itself rejects these messages
-        raise invalid("messages", f"the chat template rejected the messages: {exc}") from None
-    prompt_ids = ctx.encode(text)
-    if "max_completion_tokens" in body and body.get("max_tokens") is None:
-        body = {**body, "max_tokens": body["max_completion_tokens"]}
-    return _build("chat", body, prompt_ids, ctx, default_max_tokens=None)
+    model: str | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=100.0)] = 1.0
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = None
+    stop: Stop | None = None
+    n: Annotated[int, only(1)] = 1
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    ignore_eos: bool = False
+    user: str | None = None
+    presence_penalty: Annotated[float, only(0.0)] = 0.0
+    frequency_penalty: Annotated[float, only(0.0)] = 0.0
+    logit_bias: Annotated[dict[str, float], only({})] = Field(default_factory=dict)
+    logprobs: Annotated[bool | int, only(False, 0)] = False
+    best_of: Annotated[int, only(1)] = 1
 
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_not_given(cls, data: Any) -> Any:
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
 
-def _build(
-    kind: str, body: dict, prompt_ids: list[int], ctx: PromptContext, default_max_tokens: int | None
-) -> GenerationRequest:
-    _check_model(body.get("model"), ctx.model_name)
-    prompt_param = "prompt" if kind == "completion" else "messages"
-    room = ctx.max_context - len(prompt_ids)
-    if room < 1:
-        raise invalid(
-            prompt_param,
-            f"the prompt has {len(prompt_ids)} tokens but the model's context is "
-            f"{ctx.max_context}; shorten it",
-            code="context_length_exceeded",
+    @field_validator("stream_options")
+    @classmethod
+    def _only_when_streaming(cls, value: StreamOptions, info: ValidationInfo) -> StreamOptions:
+        if not info.data.get("stream"):
+            raise PydanticCustomError("invalid_value", "only allowed with stream=true")
+        return value
+
+    @abstractmethod
+    def prompt_ids(self, ctx: PromptContext) -> list[int]:
+        """The prompt as token ids (an `ApiError` if the model cannot take it)."""
+
+    def requested_max_tokens(self) -> int | None:
+        return self.max_tokens
+
+    def resolve(self, ctx: PromptContext) -> GenerationRequest:
+        """The checks that need the loaded model, then the work to queue."""
+        check_model(self.model, ctx.model_name)
+        prompt_ids = self.prompt_ids(ctx)
+        stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
+        sampling = SamplingParams(
+            max_new_tokens=self._max_tokens(len(prompt_ids), ctx.max_context),
+            temperature=self.temperature,
+            top_p=self.top_p,
+            seed=self.seed,
+            stop_strings=stop,
+            ignore_eos=self.ignore_eos,
         )
-    max_tokens = _int(body, "max_tokens", default_max_tokens or room, 1, ctx.max_context)
-    if max_tokens > room:
-        raise invalid(
-            "max_tokens",
-            f"prompt ({len(prompt_ids)} tokens) + max_tokens ({max_tokens}) exceeds the "
-            f"model's context of {ctx.max_context}; lower max_tokens to at most {room}",
-            code="context_length_exceeded",
-        )
-    if _int(body, "n", 1, 1, 1 << 20) != 1:
-        raise invalid("n", "only n=1 is supported", code="unsupported_value")
-    stream = _bool(body, "stream", False)
-    return GenerationRequest(
-        kind=kind,
-        prompt_ids=prompt_ids,
-        max_tokens=max_tokens,
-        temperature=_number(body, "temperature", 1.0, 0.0, 100.0),
-        top_p=_top_p(body),
-        seed=_int(body, "seed", None, 0, (1 << 63) - 1),
-        stop=_stop(body.get("stop")),
-        ignore_eos=_bool(body, "ignore_eos", False),
-        stream=stream,
-        include_usage=_include_usage(body.get("stream_options"), stream),
-    )
+        include_usage = self.stream_options is not None and self.stream_options.include_usage
+        return GenerationRequest(self.KIND, prompt_ids, sampling, self.stream, include_usage)
+
+    def _max_tokens(self, prompt_tokens: int, max_context: int) -> int:
+        room = max_context - prompt_tokens
+        if room < 1:
+            raise invalid(
+                self.PROMPT_FIELD,
+                f"the prompt has {prompt_tokens} tokens but the model's context is "
+                f"{max_context}; shorten it",
+                code="context_length_exceeded",
+            )
+        max_tokens = self.requested_max_tokens() or self.DEFAULT_MAX_TOKENS or room
+        if max_tokens > room:
+            raise invalid(
+                "max_tokens",
+                f"prompt ({prompt_tokens} tokens) + max_tokens ({max_tokens}) exceeds the "
+                f"model's context of {max_context}; lower max_tokens to at most {room}",
+                code="context_length_exceeded",
+            )
+        return max_tokens
 
 
-def _require_object(body: Any) -> dict:
+class CompletionBody(GenerationFields):
+    """POST /v1/completions."""
+
+    KIND = "completion"
+    PROMPT_FIELD = "prompt"
+    DEFAULT_MAX_TOKENS = 16
+
+    prompt: Prompt
+    echo: Annotated[bool, only(False)] = False
+    suffix: Annotated[str, only("")] = ""
+
+    def prompt_ids(self, ctx: PromptContext) -> list[int]:
+        text = self.prompt[0] if _is_text_list(self.prompt) else self.prompt
+        if isinstance(text, str):
+            ids = ctx.encode(text)
+        else:
+            ids = [int(t) for t in text]
+            limit = ctx.vocab_size
+            if any(t < 0 or (limit is not None and t >= limit) for t in ids):
+                raise invalid("prompt", f"prompt token ids must lie in [0, {limit}) for this model")
+        if not ids:
+            raise invalid("prompt", "prompt is empty after tokenization")
+        return ids
+
+
+class ChatBody(GenerationFields):
+    """POST /v1/chat/completions."""
+
+    KIND = "chat"
+    PROMPT_FIELD = "messages"
+    DEFAULT_MAX_TOKENS = None
+
+    messages: Annotated[list[ChatMessage], Field(min_length=1)]
+    max_completion_tokens: Annotated[int, Field(ge=1)] | None = None
+    top_logprobs: Annotated[int, only(0)] = 0
+
+    def prompt_ids(self, ctx: PromptContext) -> list[int]:
+        messages = [{"role": m.role, "content": m.text()} for m in self.messages]
+        try:
+            text = ctx.render_chat(messages)
+        except Exception as exc:  # the template itself rejects these messages
+            raise invalid("messages", f"the chat template rejected the messages: {exc}") from None
+        return ctx.encode(text)
+
+    def requested_max_tokens(self) -> int | None:
+        return self.max_completion_tokens if self.max_tokens is None else self.max_tokens
+
+
+class ConfigBody(StrictModel):
+    """POST /v1/ddtree/config: any of mode, budget, topk, window (ranges: `DecodeParams`)."""
+
+    mode: Mode | None = None
+    budget: int | None = None
+    topk: int | None = None
+    window: Annotated[int | str | None, must_be("a positive integer or 'none'")] = None
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> ConfigBody:
+        if not self.model_fields_set:
+            raise PydanticCustomError(
+                "invalid_value", "the body must name some of mode, budget, topk, window"
+            )
+        return self
+
+    def updates(self) -> dict[str, Any]:
+        """The keys given, in wire form (for `DecodeParams.with_updates`)."""
+        return self.model_dump(exclude_unset=True)
+
+
+BODIES: dict[str, type[GenerationFields]] = {"completion": CompletionBody, "chat": ChatBody}
+
+
+def parse_body(model: type[B], body: Any) -> B:
+    """Validate a decoded JSON body as `model`; any problem is a 400 naming the field."""
     if not isinstance(body, dict):
         raise invalid(None, "the request body must be a JSON object", code="invalid_json")
-    return body
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise from_validation(exc) from None
 
 
-def _check_fields(body: dict, allowed: set[str]) -> None:
-    for key in sorted(body):
-        if key not in allowed:
-            raise invalid(key, f"unknown field {key!r}", code="unknown_field")
-    for key, neutral in NEUTRAL_VALUES.items():
-        if key in body and not any(_same(body[key], v) for v in neutral):
-            raise invalid(key, f"{key} is not supported by this server", code="unsupported_value")
+def parse_generation(kind: str, body: Any, ctx: PromptContext) -> GenerationRequest:
+    """A completion ("completion") or chat ("chat") body, validated and resolved."""
+    return parse_body(BODIES[kind], body).resolve(ctx)
 
 
-def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b if b is not None else a is None
-
-
-def _check_model(model: Any, served: str) -> None:
-    if model is None:
-        return
-    if not isinstance(model, str):
-        raise invalid("model", f"model must be a string; got {type(model).__name__}")
-    if model != served:
+def check_model(model: str | None, served: str) -> None:
+    if model is not None and model != served:
         raise ApiError(
             404,
             f"model {model!r} does not exist; this server serves {served!r} (see /v1/models)",
@@ -164,121 +310,5 @@ def _check_model(model: Any, served: str) -> None:
         )
 
 
-def _prompt_ids(prompt: Any, ctx: PromptContext) -> list[int]:
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-        prompt = prompt[0]
-    if isinstance(prompt, str):
-        ids = ctx.encode(prompt)
-    elif isinstance(prompt, list) and prompt and all(_is_int(t) for t in prompt):
-        ids = list(prompt)
-        limit = ctx.vocab_size
-        if any(t < 0 or (limit is not None and t >= limit) for t in ids):
-            raise invalid("prompt", f"token ids must lie in [0, {limit}) for this model")
-    elif prompt is None:
-        raise invalid("prompt", "prompt is required", code="missing_field")
-    else:
-        raise invalid(
-            "prompt", "prompt must be a string, a list with one string, or a list of token ids"
-        )
-    if not ids:
-        raise invalid("prompt", "the prompt is empty after tokenization")
-    return ids
-
-
-def _messages(messages: Any) -> list[dict[str, str]]:
-    if messages is None:
-        raise invalid("messages", "messages is required", code="missing_field")
-    if not isinstance(messages, list) or not messages:
-        raise invalid("messages", "messages must be a non-empty list of {role, content} objects")
-    out = []
-    for i, message in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(message, dict):
-            raise invalid(where, f"{where} must be an object with role and content")
-        role = message.get("role")
-        if role not in ("system", "user", "assistant", "developer"):
-            raise invalid(f"{where}.role", f"{where}.role must be system, user or assistant")
-        out.append({"role": role, "content": _content(message.get("content"), where)})
-    return out
-
-
-def _content(content: Any, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if not (isinstance(part, dict) and part.get("type") == "text"):
-                raise invalid(f"{where}.content", "only text content parts are supported")
-            if not isinstance(part.get("text"), str):
-                raise invalid(f"{where}.content", "a text content part needs a string 'text'")
-            parts.append(part["text"])
-        return "".join(parts)
-    raise invalid(f"{where}.content", f"{where}.content must be a string or a list of text parts")
-
-
-def _stop(stop: Any) -> tuple[str, ...]:
-    if stop is None:
-        return ()
-    if isinstance(stop, str):
-        stop = [stop]
-    if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
-        raise invalid("stop", "stop must be a non-empty string or a list of non-empty strings")
-    if len(stop) > MAX_STOP_STRINGS:
-        raise invalid("stop", f"at most {MAX_STOP_STRINGS} stop strings are supported")
-    return tuple(stop)
-
-
-def _include_usage(options: Any, stream: bool) -> bool:
-    if options is None:
-        return False
-    if not isinstance(options, dict) or set(options) - {"include_usage"}:
-        raise invalid("stream_options", "stream_options may only contain include_usage")
-    if not stream:
-        raise invalid("stream_options", "stream_options is only allowed with stream=true")
-    value = options.get("include_usage", False)
-    if not isinstance(value, bool):
-        raise invalid("stream_options.include_usage", "include_usage must be a boolean")
-    return value
-
-
-def _top_p(body: dict) -> float:
-    top_p = _number(body, "top_p", 1.0, 0.0, 1.0)
-    if top_p <= 0.0:
-        raise invalid("top_p", "top_p must be greater than 0 and at most 1")
-    return top_p
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _int(body: dict, name: str, default: int | None, low: int, high: int) -> int | None:
-    value = body.get(name)
-    if value is None:
-        return default
-    if not _is_int(value):
-        raise invalid(name, f"{name} must be an integer; got {type(value).__name__}")
-    if not low <= value <= high:
-        raise invalid(name, f"{name} must be between {low} and {high}; got {value}")
-    return value
-
-
-def _number(body: dict, name: str, default: float, low: float, high: float) -> float:
-    value = body.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise invalid(name, f"{name} must be a number; got {type(value).__name__}")
-    if not low <= value <= high:
-        raise invalid(name, f"{name} must be between {low} and {high}; got {value}")
-    return float(value)
-
-
-def _bool(body: dict, name: str, default: bool) -> bool:
-    value = body.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise invalid(name, f"{name} must be a boolean; got {type(value).__name__}")
-    return value
+def _is_text_list(prompt: str | list[str] | list[int]) -> TypeGuard[list[str]]:
+    return isinstance(prompt, list) and isinstance(prompt[0], str)

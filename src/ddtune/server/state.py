@@ -3,7 +3,8 @@
 It owns the lifecycle (loading → serving → shutting_down), the engine and its
 worker, the live decoding config (hot-reconfigurable, with a generation
 counter), the identity and the metrics. Loading runs on a background thread
-so that `/health` can answer 503 while weights load.
+so that `/health` can answer 503 while weights load. See docs/architecture.md
+"Server".
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ddtune.errors import UserError
-from ddtune.params import DecodeParams
+from ddtune.params import DecodeParams, SamplingParams
 from ddtune.server.chat import ChatTemplate
 from ddtune.server.config import ServeConfig
-from ddtune.server.errors import ApiError, invalid
+from ddtune.server.errors import ApiError, invalid, unavailable
 from ddtune.server.identity import Identity, versions, weights_sha256
 from ddtune.server.metrics import ServerMetrics
 from ddtune.server.requests import PromptContext
@@ -104,19 +106,12 @@ class ServerState:
             box.append(outcome)
             done.set()
 
-        sampling = dict(
-            max_new_tokens=max_new_tokens,
-            temperature=0.0,
-            top_p=1.0,
-            seed=0,
-            stop_strings=(),
-            ignore_eos=True,
-        )
+        sampling = SamplingParams(max_new_tokens=max_new_tokens, seed=0, ignore_eos=True)
         job = Job(prompt_ids=prompt_ids, sampling=sampling, on_done=on_done)
-        assert self.worker is not None
-        self.worker.submit(job)
+        worker = self.loaded_worker()
+        worker.submit(job)
         if not done.wait(timeout):
-            self.worker.cancel(job)
+            worker.cancel(job)
             return None
         return box[0]
 
@@ -126,26 +121,14 @@ class ServerState:
         with self._lock:
             return self._params, self._generation
 
-    def reconfigure(self, updates: Any) -> tuple[DecodeParams, int]:
-        """Validate and apply `{mode, budget, topk, window}` (any subset); 400 if invalid."""
-        if not isinstance(updates, dict) or not updates:
-            raise invalid(
-                None, "the body must be a non-empty JSON object of mode/budget/topk/window"
-            )
-        unknown = sorted(set(updates) - {"mode", "budget", "topk", "window"})
-        if unknown:
-            raise invalid(
-                unknown[0],
-                f"unknown config key(s) {', '.join(unknown)}; "
-                "expected some of budget, mode, topk, window",
-                code="unknown_field",
-            )
+    def reconfigure(self, updates: Mapping[str, Any]) -> tuple[DecodeParams, int]:
+        """Apply wire-form `{mode, budget, topk, window}` (any subset); 400 naming the key."""
         with self._lock:
             try:
                 params = self._params.with_updates(updates)
                 self._check_drafter(params)
             except UserError as exc:
-                raise invalid(_named_field(str(exc), updates), str(exc)) from None
+                raise invalid(exc.key, str(exc)) from None
             self._params = params
             self._generation += 1
             self.metrics.config_generation.set(self._generation)
@@ -155,7 +138,8 @@ class ServerState:
         if params.mode != "ar" and self.drafter_dir is None:
             raise UserError(
                 f"mode {params.mode!r} needs a drafter; start the server with --drafter DIR "
-                "or use mode 'ar'"
+                "or use mode 'ar'",
+                key="mode",
             )
 
     # -- reports -------------------------------------------------------------
@@ -163,8 +147,7 @@ class ServerState:
     def config_dict(self) -> dict[str, Any]:
         params, _ = self.current()
         return {
-            **params.to_dict(),
-            "window": "none" if params.window is None else params.window,
+            **params.to_wire(),
             "block_size": getattr(self.engine, "block_size", None),
             "label": params.label(),
             "max_queue": self.config.max_queue,
@@ -192,12 +175,20 @@ class ServerState:
         }
 
     def require_serving(self) -> None:
-        from ddtune.server.errors import unavailable
-
         if self.phase == "loading":
-            raise unavailable("the model is still loading; retry shortly", "loading", 1)
+            raise _loading()
         if self.phase != "serving":
             raise unavailable("the server is shutting down", "shutting_down")
+
+    def loaded_worker(self) -> GenerationWorker:
+        if self.worker is None:
+            raise _loading()
+        return self.worker
+
+    def loaded_context(self) -> PromptContext:
+        if self.prompt_context is None:
+            raise _loading()
+        return self.prompt_context
 
 
 def resolve_model_dirs(config: ServeConfig) -> tuple[Path, Path | None]:
@@ -231,12 +222,8 @@ def _vocab_size(engine: Any) -> int | None:
     return min(known) if known else None
 
 
-def _named_field(message: str, updates: dict[str, Any]) -> str | None:
-    """Which of the updated keys an error message is about (for the `param` field)."""
-    for key in ("mode", "budget", "topk", "window"):
-        if message.startswith(key) or f" {key} " in message:
-            return key
-    return next(iter(updates), None)
+def _loading() -> ApiError:
+    return unavailable("the model is still loading; retry shortly", "loading", 1)
 
 
-__all__ = ["ApiError", "ServerState", "resolve_model_dirs"]
+__all__ = ["ServerState", "resolve_model_dirs"]

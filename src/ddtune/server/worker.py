@@ -5,6 +5,7 @@ they `submit()` a `Job` and wait for its `on_done` callback (which the worker
 calls from its thread). Each job reads the decoding config when it *starts*,
 so a hot reconfigure applies between requests. A job whose `cancel` event is
 set is dropped while queued, or stopped after its current round while running.
+See docs/architecture.md "Server".
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddtune.params import DecodeParams
+from ddtune.params import DecodeParams, SamplingParams
 from ddtune.server.metrics import ServerMetrics
 
 log = logging.getLogger("ddtune.server")
@@ -30,7 +31,7 @@ class QueueFull(Exception):
 @dataclass
 class Job:
     prompt_ids: list[int]
-    sampling: dict[str, Any]  # max_new_tokens, temperature, top_p, seed, stop_strings, ignore_eos
+    sampling: SamplingParams
     on_done: Callable[[JobOutcome], None]  # called once, from the worker thread
     on_tokens: Callable[[list[int]], None] | None = None  # per committed round
     on_start: Callable[[DecodeParams, int], None] | None = None  # config it runs with
@@ -158,9 +159,7 @@ class GenerationWorker:
             return not job.cancel.is_set()
 
         try:
-            outcome.result = self.engine.generate(
-                job.prompt_ids, **params.to_dict(), **job.sampling, on_tokens=on_tokens
-            )
+            outcome.result = self.engine.generate(job.prompt_ids, params, job.sampling, on_tokens)
         except Exception as exc:  # reported to this request; the worker lives on
             log.exception("generation failed")
             outcome.error = exc

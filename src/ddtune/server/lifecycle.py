@@ -1,4 +1,6 @@
-"""Run `ddtune serve`: bind, load in the background, announce readiness, drain on signals.
+"""The `ddtune serve` process lifecycle: bind, load, announce readiness, drain on signals.
+
+See docs/architecture.md "Server".
 
 Timeline of one process:
 
@@ -22,7 +24,8 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any
 
 import uvicorn
 
@@ -100,7 +103,7 @@ class DrainingServer(uvicorn.Server):
         self.early_signals = early_signals
         self.load_error: BaseException | None = None
         self._draining = False
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)  # listening from here on
@@ -113,8 +116,8 @@ class DrainingServer(uvicorn.Server):
         loop = asyncio.get_running_loop()
         for sig in HANDLED_SIGNALS:
             loop.add_signal_handler(sig, self._on_signal, sig)
-        for sig in self.early_signals[:1]:  # read after our handlers are in place
-            self._on_signal(sig)
+        for early in self.early_signals[:1]:  # read after our handlers are in place
+            self._on_signal(early)
         try:
             yield
         finally:
@@ -162,16 +165,16 @@ class DrainingServer(uvicorn.Server):
         self.state.mark_serving()
         print(f"ready instance_id={self.state.identity.instance_id} port={self.port}", flush=True)
 
-    def _spawn(self, coro) -> None:  # noqa: ANN001 - a coroutine
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
 
-async def _in_daemon_thread(fn) -> None:  # noqa: ANN001 - a no-argument callable
+async def _in_daemon_thread(fn: Callable[[], None]) -> None:
     """Run `fn` on a daemon thread (a hung load never blocks process exit)."""
     loop = asyncio.get_running_loop()
-    future: asyncio.Future = loop.create_future()
+    future: asyncio.Future[BaseException | None] = loop.create_future()
 
     def run() -> None:
         error: BaseException | None = None
@@ -188,6 +191,6 @@ async def _in_daemon_thread(fn) -> None:  # noqa: ANN001 - a no-argument callabl
         raise error
 
 
-def _settle(future: asyncio.Future, error: BaseException | None) -> None:
+def _settle(future: asyncio.Future[BaseException | None], error: BaseException | None) -> None:
     if not future.done():
         future.set_result(error)

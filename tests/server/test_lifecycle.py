@@ -15,15 +15,6 @@ import pytest
 from ddtune.cli import main
 
 
-def poll(predicate, timeout: float) -> bool:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 class StreamReader(threading.Thread):
     """Reads one streaming completion in the background; `.first` is set on its first chunk."""
 
@@ -85,7 +76,7 @@ def test_sigterm_drains_in_flight_requests_then_exits_zero(
     assert running.first.wait(60)
     queued = StreamReader(url + "/v1/completions", {**long_body, "max_tokens": 3})
     queued.start()
-    assert poll(lambda: queue_depth(url) == 1, 30)
+    assert server.wait_until(lambda: queue_depth(url) == 1, 30)
     full = httpx.post(url + "/v1/completions", json={"prompt": "b", "max_tokens": 2})
     assert full.status_code == 503 and full.headers["Retry-After"] == "1"
     assert full.json()["error"]["code"] == "queue_full"
@@ -93,7 +84,7 @@ def test_sigterm_drains_in_flight_requests_then_exits_zero(
     # 2. SIGTERM: health turns 503 and new work is refused while in-flight work goes on.
     os.killpg(server.pgid, signal.SIGTERM)
     sent = time.monotonic()
-    assert poll(lambda: httpx.get(url + "/health").status_code == 503, 10)
+    assert server.wait_until(lambda: httpx.get(url + "/health").status_code == 503, 10)
     assert running.is_alive(), "the long request should still be in flight"
     refused = httpx.post(url + "/v1/completions", json={"prompt": "c", "max_tokens": 2})
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
@@ -135,7 +126,7 @@ def test_sigint_aborts_in_flight_work_after_the_grace_period(server_factory, che
 def test_sigterm_while_loading_exits_zero(server_factory, checkpoint) -> None:  # noqa: ANN001
     target, drafter = checkpoint
     server = server_factory(["--target", str(target), "--drafter", str(drafter)], wait=False)
-    assert poll(lambda: "Started server process" in server.log_path.read_text(), 120)
+    assert server.wait_until(lambda: "Started server process" in server.log_path.read_text(), 120)
     os.killpg(server.pgid, signal.SIGTERM)  # listening, weights (most likely) still loading
     assert server.proc.wait(timeout=60) == 0, server.log_tail()
     assert not server.group_alive()
@@ -145,7 +136,7 @@ def test_sigterm_while_loading_exits_zero(server_factory, checkpoint) -> None:  
     ("models", "args", "message"),
     [
         ("none", ["--target", "/nonexistent/model"], "config.json is missing"),
-        ("both", ["--mode", "ddtree", "--budget", "-3"], "budget must be between"),
+        ("both", ["--mode", "ddtree", "--budget", "-3"], "budget: must be greater than or equal"),
         ("both", ["--window", "wide"], "window must be a positive integer"),
         ("target", ["--mode", "dflash"], "needs a drafter"),
     ],
