@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Any
-
 import pytest
 
+from ddtune.params import DecodeParams
+from ddtune.report.inputs import TrialRecord
 from ddtune.sweep.passes import (
     block_of,
     blocked_samples,
     objective_value,
     pass_results,
-    start_groups,
 )
-
-
-@dataclass
-class Rec:  # the TrialRecord fields the module reads
-    trial_id: int
-    label: str
-    repeat: int
-    status: str = "done"
-    metrics: dict[str, float | None] = field(default_factory=dict)
-    conditions: dict[str, Any] = field(default_factory=dict)
 
 
 def _rec(i, label, repeat, short=100.0, long=64.0, status="done", coding=None, instance=None):
@@ -32,7 +19,10 @@ def _rec(i, label, repeat, short=100.0, long=64.0, status="done", coding=None, i
     if coding:
         metrics |= {"coding_passed": coding[0], "coding_total": coding[1]}
     conditions = {"server_identity": {"instance_id": instance}} if instance else {}
-    return Rec(i, label, repeat, status, metrics, conditions)
+    params = DecodeParams("ddtree", 4, 2)
+    return TrialRecord(
+        i, label, params, False, repeat, status, metrics=metrics, conditions=conditions
+    )
 
 
 def test_objective_values():
@@ -70,15 +60,3 @@ def test_blocks_with_passes_per_start():
     assert len(pass_results(records, "throughput", passes_per_start=2)) == 2
     records[3].status = "pending"  # block 2 is not finished yet
     assert len(pass_results(records, "throughput", passes_per_start=2)) == 1
-
-
-def test_start_groups_by_instance():
-    records = [
-        _rec(1, "a", 1, instance="s1"),
-        _rec(2, "a", 2, instance="s1"),
-        _rec(3, "a", 3, instance="s2"),
-        _rec(4, "b", 1),
-    ]
-    groups = start_groups(records, "long_context")
-    assert [len(g) for g in groups["a"]] == [2, 1] and groups["b"] == [[64.0]]
-    assert all(math.isclose(v, 64.0) for g in groups["a"] for v in g)

@@ -4,58 +4,36 @@ A trial's `repeat` is its pass number. With `passes_per_start = k` one server
 start is benched k times (repeats (b-1)·k+1 .. b·k of block b), so a *block*
 is k consecutive passes and a config's value in a block is the geometric mean
 of its completed benches there: the start-to-start spread stays in the
-analysis instead of being hidden by reused starts. `start_groups` gives the
-per-start values for the variance components. See docs/architecture.md "Sweep".
+analysis instead of being hidden by reused starts. See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
 
+from ddtune.report.inputs import TrialRecord
+from ddtune.report.summarize import THROUGHPUT, block_of, record_values
 from ddtune.sweep.race import PassResult
 
 OBJECTIVE_METRICS = {  # [sweep] objective -> the per-trial value it optimises (higher is better)
-    "throughput": "throughput_tps",  # geometric mean of short_tps and long_tps
+    "throughput": THROUGHPUT,  # geometric mean of short_tps and long_tps
     "long_context": "long_tps",
     "short_context": "short_tps",
 }
 FINISHED = ("done", "failed")
 
 
-class Record(Protocol):
-    """The fields of `ddtune.report.inputs.TrialRecord` read here."""
-
-    trial_id: int
-    label: str
-    repeat: int
-    status: str
-    metrics: dict[str, float | None]
-    conditions: dict[str, Any]
-
-
-def objective_value(record: Record, objective: str) -> float | None:
+def objective_value(record: TrialRecord, objective: str) -> float | None:
     """The objective of one done trial; None for unfinished/failed trials or missing metrics."""
     if record.status != "done":
         return None
-    metric = OBJECTIVE_METRICS[objective]
-    if metric == "throughput_tps":
-        short, long = (
-            _positive(record.metrics.get("short_tps")),
-            _positive(record.metrics.get("long_tps")),
-        )
-        return math.sqrt(short * long) if short is not None and long is not None else None
-    return _positive(record.metrics.get(metric))
-
-
-def block_of(repeat: int, passes_per_start: int = 1) -> int:
-    """The block (1-based) a pass belongs to."""
-    return (repeat - 1) // passes_per_start + 1
+    value = record_values(record).get(OBJECTIVE_METRICS[objective])
+    return value if value is not None and value > 0 else None
 
 
 def blocked_samples(
-    records: Sequence[Record], objective: str, passes_per_start: int = 1
+    records: Sequence[TrialRecord], objective: str, passes_per_start: int = 1
 ) -> dict[str, dict[int, float]]:
     """label -> block -> geometric mean of the completed trials' objective in that block."""
     values: dict[str, dict[int, list[float]]] = {}
@@ -71,7 +49,7 @@ def blocked_samples(
 
 
 def pass_results(
-    records: Sequence[Record],
+    records: Sequence[TrialRecord],
     objective: str,
     passes_per_start: int = 1,
     seconds: Mapping[int, float] | None = None,
@@ -81,7 +59,7 @@ def pass_results(
     A block is finished when every trial in it is done or failed. `seconds`
     maps trial id -> stored duration (for `max_hours`).
     """
-    by_block: dict[int, list[Record]] = {}
+    by_block: dict[int, list[TrialRecord]] = {}
     for record in records:
         by_block.setdefault(block_of(record.repeat, passes_per_start), []).append(record)
     samples = blocked_samples(records, objective, passes_per_start)
@@ -97,19 +75,7 @@ def pass_results(
     return results
 
 
-def start_groups(records: Sequence[Record], objective: str) -> dict[str, list[list[float]]]:
-    """label -> per server start (instance id) the objective values benched on it."""
-    groups: dict[str, dict[str, list[float]]] = {}
-    for record in records:
-        value = objective_value(record, objective)
-        identity = record.conditions.get("server_identity") or {}
-        instance = identity.get("instance_id") or identity.get("pid") or f"trial-{record.trial_id}"
-        if value is not None:
-            groups.setdefault(record.label, {}).setdefault(str(instance), []).append(value)
-    return {label: list(starts.values()) for label, starts in groups.items()}
-
-
-def _coding(group: Sequence[Record]) -> dict[str, tuple[int, int]]:
+def _coding(group: Sequence[TrialRecord]) -> dict[str, tuple[int, int]]:
     pooled: dict[str, tuple[int, int]] = {}
     for record in group:
         if record.status != "done":
@@ -122,13 +88,6 @@ def _coding(group: Sequence[Record]) -> dict[str, tuple[int, int]]:
     return pooled
 
 
-def _positive(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) and number > 0 else None
-
-
 def _geomean(values: Sequence[float]) -> float:
     return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
@@ -139,5 +98,4 @@ __all__ = [
     "block_of",
     "objective_value",
     "pass_results",
-    "start_groups",
 ]
