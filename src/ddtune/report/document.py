@@ -251,7 +251,7 @@ def _race(summary: ReportSummary) -> Section:
     if ctx.strategy == "grid" and not ctx.notes:
         return Section("Race", [])
     blocks: list[Block] = [Bullets(list(ctx.notes))] if ctx.notes else []
-    if ctx.strategy != "grid":
+    if ctx.strategy == "race":
         stop = STOP_WORDS.get(ctx.stop or "", "still running")
         blocks.append(
             Paragraph(f"Strategy {ctx.strategy}: {ctx.passes} pass(es), stopped: {stop}.")

@@ -68,7 +68,7 @@ def plan_block(
     passes = range(
         first, min(first + passes_per_start, (last_pass or first + passes_per_start - 1) + 1)
     )
-    trials = []
+    trials: list[PlannedTrial] = []
     for label in block_order(list(by_label), seed, block):
         config, is_baseline = by_label[label]
         for repeat in passes:

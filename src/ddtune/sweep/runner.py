@@ -3,14 +3,18 @@
     1. Take the store's runner lock; trials a dead runner left `running` become
        `interrupted`; create the sweep and its trials on the first run.
     2. For each trial that is pending or interrupted (done and failed ones are
-       kept as they are; `sweep retry` reopens failed ones):
+       kept as they are; `sweep retry` reopens failed ones), then for each trial a
+       race or search adds (`planner.next_batch()`: the next pass, the next
+       proposal) until it stops:
        a. attempt n: `controller.reconfigure(params, attempt_dir, user_vars=...,
           on_phase=...)` runs the readiness protocol (stop, quiesce, start, wait
           for the new identity); each phase it announces shows in the progress line;
        b. READY → `run_bench(...)` → samples + results + `done`, one transaction;
        c. not READY (or the bench failed) → the attempt is stored with its
           failure class, detail, timings and log tail, and retried after a backoff;
-       d. all attempts failed → the trial is `failed`; the sweep goes on.
+       d. all attempts failed → the trial is `failed`; the sweep goes on;
+       e. `passes_per_start` > 1: the next trial of the same config and block
+          benches the same server start (no reconfigure).
     3. Ctrl-C / SIGTERM: the current trial becomes `interrupted`, the service is
        stopped (`controller.close()`), and the exit code is 130 with a resume hint.
 
@@ -39,10 +43,11 @@ from rich.progress import (
     Progress,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
+from ddtune.report.summarize import block_of
 from ddtune.sweep.plan import plan_spec
+from ddtune.sweep.planners import estimate_text, live_eta, make_planner
 from ddtune.sweep.spec import Config, SweepSpec
 from ddtune.sweep.store import Store
 
@@ -123,8 +128,13 @@ def run_sweep(
             len(store.trials(sweep_id)),
             len(store.trials(sweep_id, ("done",))),
         )
-        if todo:
-            TrialLoop(spec, store, store_path.parent.resolve(), console, summary).run(todo)  # 2, 3
+        planner = make_planner(spec, store, store_path, sweep_id)
+        console.print(estimate_text(spec, store))
+        if todo or planner is not None:
+            loop = TrialLoop(spec, store, store_path.parent.resolve(), console, summary)
+            loop.run(todo, None if planner is None else planner.next_batch)  # 2, 3
+        if planner is not None and not summary.interrupted:
+            console.print(planner.outcome())
         if summary.interrupted:
             hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
             console.print(
@@ -145,27 +155,37 @@ class TrialLoop:
         self.spec, self.store, self.workdir = spec, store, workdir
         self.console, self.summary = console, summary
         self.hardware = _hardware_now()
+        self._serving: tuple[tuple[str, int], Outcome] | None = None  # passes_per_start reuse
 
-    def run(self, todo: list[sqlite3.Row]) -> None:
+    def run(
+        self, todo: list[sqlite3.Row], more: Callable[[], list[sqlite3.Row]] | None = None
+    ) -> None:
+        """The trials of `todo`, then each batch `more()` returns, until it returns []."""
         from ddtune.services import build_controller
 
         controller = build_controller(self.spec.service, self.workdir)
         current: int | None = None
         try:
             with _signals_raise(), self._progress() as progress:
-                task = progress.add_task("sweep", total=len(todo), phase="starting", trial="")
+                task = progress.add_task(
+                    "sweep", total=len(todo), phase="starting", trial="", eta=""
+                )
 
                 def phase(text: str) -> None:
                     progress.update(task, phase=text)
 
-                for index, trial in enumerate(todo, start=1):
-                    current = trial["id"]
-                    name = f"{index}/{len(todo)} {trial['label']} r{trial['repeat']}"
-                    progress.update(task, trial=name)
-                    status = self._trial(controller, trial, phase)
-                    current = None
-                    self._count(trial, status)
-                    progress.advance(task)
+                batch, started, ran = todo or (more() if more else []), time.monotonic(), 0
+                while batch:
+                    progress.update(task, total=ran + len(batch))
+                    for trial in batch:
+                        current = trial["id"]
+                        progress.update(task, trial=f"{trial['label']} r{trial['repeat']}")
+                        status = self._trial(controller, trial, phase)
+                        current, ran = None, ran + 1
+                        self._count(trial, status)
+                        left = int(progress.tasks[0].total or 0) - ran
+                        progress.update(task, advance=1, eta=live_eta(started, ran, left, more))
+                    batch = more() if more else []
         except KeyboardInterrupt:
             self.summary.interrupted = True
             if current is not None:
@@ -181,8 +201,7 @@ class TrialLoop:
             MofNCompleteColumn(),
             TextColumn("{task.fields[phase]}", style="cyan", markup=False),
             TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+            TextColumn("{task.fields[eta]}", markup=False),
             console=self.console,
             transient=False,
         )
@@ -235,12 +254,18 @@ class TrialLoop:
     ) -> str | None:
         """One reconfigure + bench; stores the outcome; returns a failure line or None."""
         phase("reconfiguring")
-        outcome = controller.reconfigure(
-            config.params,
-            attempt_dir,
-            user_vars=config.user_vars(),
-            on_phase=lambda name: phase(PHASE_TEXT.get(name, name)),
-        )
+        key = (trial["label"], block_of(trial["repeat"], self.spec.passes_per_start))
+        reused = self._serving is not None and self._serving[0] == key
+        if self._serving is not None and reused:
+            outcome = self._serving[1]  # passes_per_start: same config, same block, same start
+        else:
+            self._serving = None
+            outcome = controller.reconfigure(
+                config.params,
+                attempt_dir,
+                user_vars=config.user_vars(),
+                on_phase=lambda name: phase(PHASE_TEXT.get(name, name)),
+            )
         tail_path = _write_tail(attempt_dir, outcome)
         timings, identity = dict(outcome.timings), dict(outcome.identity)
         if not outcome.ready:
@@ -249,11 +274,16 @@ class TrialLoop:
             seen = {"timings": timings, "identity": identity, "log_tail_path": tail_path}
             self.store.fail_attempt(attempt_id, failure, detail, **seen)
             return f"{failure} — {detail} (log: {tail_path})"
+        if reused:
+            timings = {"reused_start": 1.0}
         self.store.note_attempt(
             attempt_id, timings=timings, identity=identity, log_tail_path=tail_path
         )
         phase("benchmarking")
-        return self._bench(trial["id"], attempt_id, outcome.base_url, timings, tail_path)
+        error = self._bench(trial["id"], attempt_id, outcome.base_url, timings, tail_path)
+        if self.spec.passes_per_start > 1:
+            self._serving = (key, outcome) if error is None else None
+        return error
 
     def _bench(
         self,
