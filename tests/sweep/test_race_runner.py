@@ -4,6 +4,7 @@ exactly the configs the race's decisions over the stored passes before it schedu
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -89,11 +90,10 @@ def _assert_passes_follow_the_decisions(spec, store_path: Path) -> None:
 
 
 def _assert_report_carries_the_race(store_path: Path, out: Path) -> None:
-    import json
-
     store = Store(store_path, create=False)
     try:
-        write_report(store, store.sweep_row("race"), out, Console(file=open(os.devnull, "w")))
+        with open(os.devnull, "w") as sink:
+            write_report(store, store.sweep_row("race"), out, Console(file=sink))
     finally:
         store.close()
     data = json.loads((out / "results.json").read_text())

@@ -129,12 +129,12 @@ def run_sweep(
             len(store.trials(sweep_id, ("done",))),
         )
         planner = make_planner(spec, store, store_path, sweep_id)
-        console.print(estimate_text(spec, store))
+        console.print(escape(estimate_text(spec, store)))
         if todo or planner is not None:
             loop = TrialLoop(spec, store, store_path.parent.resolve(), console, summary)
             loop.run(todo, None if planner is None else planner.next_batch)  # 2, 3
         if planner is not None and not summary.interrupted:
-            console.print(planner.outcome())
+            console.print(escape(planner.outcome()))
         if summary.interrupted:
             hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
             console.print(

@@ -50,7 +50,7 @@ class SimulatedService:
         seed: int,
         pass_rates: Mapping[str, float] | None = None,
     ) -> None:
-        self.rates = dict(rates)
+        self.rates = rates  # a Mapping: a dict subclass may compute missing rates
         self.pass_rates = dict(pass_rates or {})
         self.noise = noise
         self.rng = np.random.default_rng(seed)
