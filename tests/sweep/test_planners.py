@@ -162,3 +162,20 @@ def test_sweep_plan_prints_the_trials_and_the_estimate(tmp_path, capsys):
         "race, best case: 27 trial(s)" in out and "planned now: 27 trial(s), 27 restart(s)" in out
     )
     assert "pass 1" in out and "pass 3" in out and "(baseline)" in out
+
+
+def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():
+    from ddtune.params import DecodeParams
+    from ddtune.report.inputs import TrialRecord
+    from ddtune.sweep.searching import pass_rate_constraint
+
+    def rec(i, passed, total=20):
+        metrics = {"coding_passed": passed, "coding_total": total}
+        return TrialRecord(i, "x", DecodeParams(), False, i, "done", metrics=metrics)
+
+    records = {1: rec(1, 20), 2: rec(2, 19), 3: rec(3, 5)}
+    assert pass_rate_constraint(records[1], records) < 0  # the best: feasible
+    assert pass_rate_constraint(records[2], records) < 0  # 19/20 vs 20/20: not significant
+    assert pass_rate_constraint(records[3], records) > 0  # 5/20 vs 20/20: infeasible
+    no_coding = TrialRecord(4, "x", DecodeParams(), False, 4, "done", metrics={})
+    assert pass_rate_constraint(no_coding, records) is None

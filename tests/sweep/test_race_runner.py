@@ -146,3 +146,36 @@ def _done_attempts(store_path: Path) -> dict[int, tuple]:
 def _kill_leftovers(workdir: Path) -> None:
     for info in procs.find_instance(tag=scope_prefix(workdir), tag_prefix=True):
         os.kill(info.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow  # two server starts, four benches
+def test_passes_per_start_bench_one_start_twice(tmp_path, tiny_models, spec_writer):
+    sweep = '[sweep]\nname = "pps"\nrepeats = 2\npasses_per_start = 2\n'
+    configs = '[[configs]]\nmode = "ddtree"\nbudget = 4\ntopk = 2\n[[configs]]\nmode = "ar"\n'
+    spec = load_spec(spec_writer(tmp_path, tiny_models, sweep, configs))
+    store_path = tmp_path / "runs" / "store.sqlite"
+    try:
+        with open(tmp_path / "out.txt", "w") as out:
+            summary = run_sweep(spec, store_path, Console(file=out, width=200))
+        assert summary.done == 4
+        store = Store(store_path)
+        try:
+            rows = store.db.execute(
+                "SELECT t.label, t.repeat, a.timings_json, a.identity_json FROM trials t"
+                " JOIN attempts a ON a.trial_id = t.id ORDER BY t.order_index"
+            ).fetchall()
+            records = trial_records(store, store.sweep_row("pps")["id"])
+        finally:
+            store.close()
+        assert [(r[0], r[1]) for r in rows[:2]] == [(rows[0][0], 1), (rows[0][0], 2)]
+        for first, second in (rows[0:2], rows[2:4]):
+            assert "start_to_ready_s" in json.loads(first[2])
+            reused = json.loads(second[2])
+            assert reused["reused_start"] == 1.0 and "start_to_ready_s" not in reused  # no restart
+            assert json.loads(first[3]) == json.loads(second[3])  # the same server instance
+        ids = {r.label: set() for r in records}
+        for r in records:
+            ids[r.label].add(r.conditions["server_identity"].get("instance_id"))
+        assert all(len(v) == 1 for v in ids.values())
+    finally:
+        _kill_leftovers(store_path.parent)

@@ -5,7 +5,8 @@
 
 Search trial n (Optuna's trial number) is the store trial of the sweep with
 `repeat = n + 1`; its objective (or FAIL for a failed trial) is told to the
-study before the next ask. The study is `<store>.optuna.sqlite` next to the
+study before the next ask, constrained on the pass rate (infeasible when
+significantly below the best so far by Fisher). The study is `<store>.optuna.sqlite` next to the
 store, so a killed search resumes: a trial asked but not told is run (or
 told) first. After `n_trials` (or `max_trials` / `max_hours`), the best
 `confirm_top` configs and the baseline race in the sweep `<name>.confirm`.
@@ -17,9 +18,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from ddtune.report.inputs import TrialRecord
+from ddtune.report.statistics import fisher_exact_two_sided
 from ddtune.sweep.passes import objective_value
 from ddtune.sweep.plan import PlannedTrial, plan_trials
-from ddtune.sweep.racing import RacePlanner
+from ddtune.sweep.racing import ALPHA, RacePlanner
 from ddtune.sweep.records import trial_records
 from ddtune.sweep.search import Proposal, Search
 from ddtune.sweep.spec import Config, SweepSpec
@@ -64,7 +67,7 @@ class SearchPlanner:
             record = records.get(proposal.number + 1)
             if record is not None and record.status in ("done", "failed"):
                 value = objective_value(record, _objective(self.spec))
-                self.search.tell(proposal.number, value)
+                self.search.tell(proposal.number, value, pass_rate_constraint(record, records))
 
     def _search_done(self) -> bool:
         if self.search.running():
@@ -102,8 +105,31 @@ class SearchPlanner:
         return RacePlanner(spec, self.store, sweep_id, configs)
 
 
+def pass_rate_constraint(record: TrialRecord, records: dict[int, TrialRecord]) -> float | None:
+    """alpha - p when the trial's pass rate is below the best so far by Fisher (> 0: infeasible).
+
+    None when the trial measured no pass rate. The best is the highest pass
+    rate among the search's done trials at the time of the tell.
+    """
+    counts = _coding(record)
+    if counts is None:
+        return None
+    measured = [c for r in records.values() if (c := _coding(r)) is not None]
+    best = max(measured, key=lambda c: (c[0] / c[1], c[1]))
+    if counts[0] / counts[1] >= best[0] / best[1]:
+        return -ALPHA
+    return ALPHA - fisher_exact_two_sided(*counts, *best)
+
+
+def _coding(record: TrialRecord) -> tuple[int, int] | None:
+    passed, total = record.metrics.get("coding_passed"), record.metrics.get("coding_total")
+    if record.status != "done" or passed is None or not total:
+        return None
+    return int(passed), int(total)
+
+
 def _objective(spec: SweepSpec) -> str:
     return "throughput" if spec.objective == "speedup" else spec.objective
 
 
-__all__ = ["CONFIRM_SUFFIX", "SearchPlanner", "study_path"]
+__all__ = ["CONFIRM_SUFFIX", "SearchPlanner", "pass_rate_constraint", "study_path"]
