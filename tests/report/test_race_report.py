@@ -71,3 +71,9 @@ def test_variance_components_with_passes_per_start(tmp_path):
     blocks = summary.config(FAST.label()).by_pass["throughput_tps"]
     assert sorted(blocks) == [1, 2, 3]  # two passes per block, one value each
     assert "paired by pass over up to 3 passes" in summary.recommendation("throughput").analysis
+
+
+def test_the_sweeps_objective_comes_first(tmp_path):
+    context = SweepContext("grid", "long_context")
+    summary = build_report(_records(), tmp_path, ReportOptions(plots=False), context)
+    assert [r.objective for r in summary.recommendations][0] == "long_context"

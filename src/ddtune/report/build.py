@@ -85,6 +85,10 @@ def analyze(
     )
     if best is not None:
         summary.correctness_notes = _correctness_notes(summary, best, options.alpha)
+    headline = "throughput" if summary.context.objective == "speedup" else summary.context.objective
+    summary.recommendations.sort(
+        key=lambda r: r.objective != headline
+    )  # the sweep's objective first
     return summary
 
 

@@ -20,6 +20,7 @@ OBJECTIVE_METRICS = {  # [sweep] objective -> the per-trial value it optimises (
     "throughput": THROUGHPUT,  # geometric mean of short_tps and long_tps
     "long_context": "long_tps",
     "short_context": "short_tps",
+    "speedup": THROUGHPUT,  # ratio to the baseline per pass: paired, the baseline cancels
 }
 FINISHED = ("done", "failed")
 

@@ -53,9 +53,11 @@ class RacePlanner:
 
     def state(self) -> RaceState:
         records = trial_records(self.store, self.sweep_id)
-        objective = "throughput" if self.spec.objective == "speedup" else self.spec.objective
         passes = pass_results(
-            records, objective, self.spec.passes_per_start, self.store.trial_seconds(self.sweep_id)
+            records,
+            self.spec.objective,
+            self.spec.passes_per_start,
+            self.store.trial_seconds(self.sweep_id),
         )
         labels = [config.label() for config, _ in self.configs]
         baseline = next((c.label() for c, is_base in self.configs if is_base), None)

@@ -66,7 +66,7 @@ class SearchPlanner:
         for proposal in self.search.running():
             record = records.get(proposal.number + 1)
             if record is not None and record.status in ("done", "failed"):
-                value = objective_value(record, _objective(self.spec))
+                value = objective_value(record, self.spec.objective)
                 self.search.tell(proposal.number, value, pass_rate_constraint(record, records))
 
     def _search_done(self) -> bool:
@@ -126,10 +126,6 @@ def _coding(record: TrialRecord) -> tuple[int, int] | None:
     if record.status != "done" or passed is None or not total:
         return None
     return int(passed), int(total)
-
-
-def _objective(spec: SweepSpec) -> str:
-    return "throughput" if spec.objective == "speedup" else spec.objective
 
 
 __all__ = ["CONFIRM_SUFFIX", "SearchPlanner", "pass_rate_constraint", "study_path"]
