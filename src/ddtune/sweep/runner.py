@@ -128,11 +128,12 @@ def run_sweep(
             len(store.trials(sweep_id)),
             len(store.trials(sweep_id, ("done",))),
         )
-        planner = make_planner(spec, store, store_path, sweep_id)
+        planner = None if only_reopened else make_planner(spec, store, store_path, sweep_id)
         console.print(escape(estimate_text(spec, store)))
         if todo or planner is not None:
             loop = TrialLoop(spec, store, store_path.parent.resolve(), console, summary)
             loop.run(todo, None if planner is None else planner.next_batch)  # 2, 3
+        summary.planned = len(store.trials(sweep_id))  # a race or search added trials
         if planner is not None and not summary.interrupted:
             console.print(escape(planner.outcome()))
         if summary.interrupted:
