@@ -177,7 +177,8 @@ class TrialLoop:
 
                 batch, started, ran = todo or (more() if more else []), time.monotonic(), 0
                 while batch:
-                    progress.update(task, total=ran + len(batch))
+                    eta = live_eta(started, ran, len(batch), more)
+                    progress.update(task, total=ran + len(batch), eta=eta)
                     for trial in batch:
                         current = trial["id"]
                         progress.update(task, trial=f"{trial['label']} r{trial['repeat']}")
