@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,16 +58,24 @@ def execute_attempt(
     attempt_dir: Path,
     phase: Phase,
     on_ready: Callable[[Outcome], None] | None = None,
+    reuse: Outcome | None = None,
 ) -> AttemptReport:
-    """reconfigure → READY → bench; `on_ready(outcome)` runs between the two."""
+    """reconfigure → READY → bench; `on_ready(outcome)` runs between the two.
+
+    `reuse`: a READY outcome of the same config still serving (`passes_per_start`);
+    the bench runs against it without a restart, its timings say `reused_start`.
+    """
     phase("reconfiguring")
     attempt_dir.mkdir(parents=True, exist_ok=True)
-    outcome = controller.reconfigure(
-        config.params,
-        attempt_dir,
-        user_vars=config.user_vars(),
-        on_phase=lambda name: phase(PHASE_TEXT.get(name, name)),
-    )
+    if reuse is not None:
+        outcome = replace(reuse, timings={"reused_start": 1.0})
+    else:
+        outcome = controller.reconfigure(
+            config.params,
+            attempt_dir,
+            user_vars=config.user_vars(),
+            on_phase=lambda name: phase(PHASE_TEXT.get(name, name)),
+        )
     report = AttemptReport(outcome.to_dict())
     if not outcome.ready:
         return report

@@ -121,7 +121,16 @@ class SlotLoop:
 
     # --- the loop ------------------------------------------------------------------
 
-    def run(self, todo: list[sqlite3.Row]) -> None:
+    def run(
+        self, todo: list[sqlite3.Row], more: Callable[[], list[sqlite3.Row]] | None = None
+    ) -> None:
+        """`todo`, then each batch a race/search planner's `more()` returns, until []."""
+        batch = todo or (more() if more else [])
+        while batch and not (self.summary.interrupted or self.summary.blocked):
+            self._run_batch(batch)
+            batch = more() if more else []
+
+    def _run_batch(self, todo: list[sqlite3.Row]) -> None:
         self.queue = list(todo)
         pool = self.pool_factory(self.spec, self.root, str(self.store.path.resolve()))
         try:

@@ -3,14 +3,18 @@
     1. Take the store's runner lock; trials a dead runner left `running` become
        `interrupted`; create the sweep and its trials on the first run.
     2. For each trial that is pending or interrupted (done and failed ones are
-       kept as they are; `sweep retry` reopens failed ones):
+       kept as they are; `sweep retry` reopens failed ones), then for each trial a
+       race or search adds (`planner.next_batch()`: the next pass, the next
+       proposal) until it stops:
        a. attempt n: `controller.reconfigure(params, attempt_dir, user_vars=...,
           on_phase=...)` runs the readiness protocol (stop, quiesce, start, wait
           for the new identity); each phase it announces shows in the progress line;
        b. READY → `run_bench(...)` → samples + results + `done`, one transaction;
        c. not READY (or the bench failed) → the attempt is stored with its
           failure class, detail, timings and log tail, and retried after a backoff;
-       d. all attempts failed → the trial is `failed`; the sweep goes on.
+       d. all attempts failed → the trial is `failed`; the sweep goes on;
+       e. `passes_per_start` > 1: the next trial of the same config and block
+          benches the same server start (no reconfigure).
     3. Ctrl-C / SIGTERM: the current trial becomes `interrupted`, the service is
        stopped (`controller.close()`), and the exit code is 3 with a resume hint.
        An attempt that fails because a process ddtune never stops holds the port
@@ -31,7 +35,7 @@ import signal
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,9 +50,9 @@ from rich.progress import (
     Progress,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
+from ddtune.report.summarize import block_of
 from ddtune.sweep.attempt import (
     PHASE_TEXT,
     AttemptReport,
@@ -58,12 +62,13 @@ from ddtune.sweep.attempt import (
     store_report,
 )
 from ddtune.sweep.plan import plan_spec
+from ddtune.sweep.planners import estimate_text, live_eta, make_planner
 from ddtune.sweep.spec import Config, SweepSpec
 from ddtune.sweep.store import Store
 from ddtune.sweep.views import attempt_dir, failure_counts
 
 if TYPE_CHECKING:
-    from ddtune.services import Controller
+    from ddtune.services import Controller, Outcome
     from ddtune.sweep.dispatch import SlotLoop
 
 RESUMABLE = ("pending", "interrupted")
@@ -152,9 +157,15 @@ def run_sweep(
             len(store.trials(sweep_id, ("done",))),
             failed_before=len(store.trials(sweep_id, ("failed",))),
         )
-        if todo:
+        planner = None if only_reopened else make_planner(spec, store, store_path, sweep_id)
+        console.print(escape(estimate_text(spec, store)))
+        more = None if planner is None else planner.next_batch
+        if todo or planner is not None:
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
-            loop.run(todo)  # 2, 3
+            loop.run(todo, more)  # 2, 3
+        summary.planned = len(store.trials(sweep_id))  # a race or search added trials
+        if planner is not None and not summary.interrupted and not summary.blocked:
+            console.print(escape(planner.outcome()))
         hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
         if summary.interrupted:
             console.print(
@@ -190,8 +201,12 @@ class TrialLoop:
         self.spec, self.store, self.workdir = spec, store, workdir
         self.console, self.summary = console, summary
         self.hardware = _hardware_now()
+        self._serving: tuple[tuple[str, int], Outcome] | None = None  # passes_per_start reuse
 
-    def run(self, todo: list[sqlite3.Row]) -> None:
+    def run(
+        self, todo: list[sqlite3.Row], more: Callable[[], list[sqlite3.Row]] | None = None
+    ) -> None:
+        """The trials of `todo`, then each batch `more()` returns, until it returns []."""
         from ddtune.services import Owner, build_controller
 
         owner = Owner.current(sweep=self.spec.name, store=str(self.store.path.resolve()))
@@ -199,19 +214,26 @@ class TrialLoop:
         current: int | None = None
         try:
             with _signals_raise(), self._progress() as progress:
-                task = progress.add_task("sweep", total=len(todo), phase="starting", trial="")
+                task = progress.add_task(
+                    "sweep", total=len(todo), phase="starting", trial="", eta=""
+                )
 
                 def phase(text: str) -> None:
                     progress.update(task, phase=text)
 
-                for index, trial in enumerate(todo, start=1):
-                    current = trial["id"]
-                    name = f"{index}/{len(todo)} {trial['label']} r{trial['repeat']}"
-                    progress.update(task, trial=name)
-                    status = self._trial(controller, trial, phase)
-                    current = None
-                    self._count(trial, status)
-                    progress.advance(task)
+                batch, started, ran = todo or (more() if more else []), time.monotonic(), 0
+                while batch:
+                    eta = live_eta(started, ran, len(batch), more)
+                    progress.update(task, total=ran + len(batch), eta=eta)
+                    for trial in batch:
+                        current = trial["id"]
+                        progress.update(task, trial=f"{trial['label']} r{trial['repeat']}")
+                        status = self._trial(controller, trial, phase)
+                        current, ran = None, ran + 1
+                        self._count(trial, status)
+                        left = int(progress.tasks[0].total or 0) - ran
+                        progress.update(task, advance=1, eta=live_eta(started, ran, left, more))
+                    batch = more() if more else []
         except (KeyboardInterrupt, SweepBlocked) as exc:
             self.summary.interrupted = isinstance(exc, KeyboardInterrupt)
             self.summary.blocked = str(exc) if isinstance(exc, SweepBlocked) else None
@@ -228,8 +250,7 @@ class TrialLoop:
             MofNCompleteColumn(),
             TextColumn("{task.fields[phase]}", style="cyan", markup=False),
             TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+            TextColumn("{task.fields[eta]}", markup=False),
             console=self.console,
             transient=False,
         )
@@ -276,7 +297,19 @@ class TrialLoop:
         attempt_dir: Path,
         phase: Phase,
     ) -> str | None:
-        """One reconfigure + bench (`attempt.py`); stores the outcome; a failure line or None."""
+        """One reconfigure + bench (`attempt.py`); stores the outcome; a failure line or None.
+
+        With `passes_per_start` > 1 the next pass of the same config in the same block
+        reuses the running server instead of reconfiguring (`reuse`).
+        """
+        key = (trial["label"], block_of(trial["repeat"], self.spec.passes_per_start))
+        reuse = self._serving[1] if self._serving and self._serving[0] == key else None
+        ready: list[Outcome] = []
+
+        def on_ready(outcome: Outcome) -> None:
+            ready.append(outcome)
+            note_ready(self.store, attempt_id, attempt_dir, outcome.to_dict())
+
         report = execute_attempt(
             controller,
             self.spec.bench,
@@ -284,7 +317,8 @@ class TrialLoop:
             config,
             attempt_dir,
             phase,
-            on_ready=lambda o: note_ready(self.store, attempt_id, attempt_dir, o.to_dict()),
+            on_ready=on_ready,
+            reuse=reuse,
         )
         for leftover in report.outcome.get("reclaimed") or ():  # [service] reclaim_leftovers
             self.console.print(f"[yellow]reclaimed[/] {escape(leftover)}")
@@ -294,6 +328,8 @@ class TrialLoop:
         blocked = blocked_by(report)
         if blocked:  # a process ddtune never stops holds the port: retries cannot help
             raise SweepBlocked(blocked)
+        if self.spec.passes_per_start > 1:
+            self._serving = (key, ready[0]) if error is None and ready else None
         return error
 
 

@@ -22,8 +22,10 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.report.inputs import METRIC_NAMES, SweepContext, TrialRecord
+from ddtune.report.options import ReportOptions
 from ddtune.sweep.slots import slot_table
+from ddtune.sweep.spec import Config, SweepSpec
 from ddtune.sweep.store import TRIAL_STATUSES, Store
 
 if TYPE_CHECKING:
@@ -179,6 +181,54 @@ def _attempt_dict(row: sqlite3.Row) -> dict[str, Any]:
     return data
 
 
+def report_setup(store: Store, sweep: sqlite3.Row) -> tuple[ReportOptions, SweepContext]:
+    """Report options and race history from the spec kept with the sweep."""
+    from ddtune.sweep.spec import parse_spec
+
+    base_dir = Path(sweep["spec_dir"]) if sweep["spec_dir"] else None
+    spec = parse_spec(
+        sweep["spec_text"], source=f"{store.path} ({sweep['name']})", base_dir=base_dir
+    )
+    searched = spec.strategy == "optuna" and not sweep["name"].endswith(".confirm")
+    options = ReportOptions(
+        tolerance=spec.tolerance,
+        blocked=spec.order == "interleaved" and not searched,
+        passes_per_start=spec.passes_per_start,
+    )
+    return options, sweep_context(store, sweep, spec)
+
+
+def sweep_context(store: Store, sweep: sqlite3.Row, spec: SweepSpec) -> SweepContext:
+    from ddtune.sweep.racing import RacePlanner, race_context
+    from ddtune.sweep.searching import CONFIRM_SUFFIX
+
+    confirm = sweep["name"].endswith(CONFIRM_SUFFIX)
+    if spec.strategy == "grid":
+        return SweepContext("grid", spec.objective)
+    if spec.strategy == "optuna" and not confirm:
+        note = (
+            "Optuna search trials, one per proposal (not blocked: the analysis is Welch); the "
+            f"race over the best configs is sweep {sweep['name']}{CONFIRM_SUFFIX} in this store."
+        )
+        return SweepContext("optuna", spec.objective, notes=[note])
+    configs = sweep_configs(store, sweep["id"])
+    state = RacePlanner(spec, store, sweep["id"], configs).state()
+    context = race_context(state, spec.objective)
+    if confirm:
+        context.notes.append(
+            f"Confirmation race over the best configs of the Optuna search ({spec.name})."
+        )
+    return context
+
+
+def sweep_configs(store: Store, sweep_id: int) -> list[tuple[Config, bool]]:
+    """The distinct configs of a sweep's trials, in run order of their first trial."""
+    seen: dict[str, tuple[Config, bool]] = {}
+    for row in store.trials(sweep_id):
+        seen.setdefault(row["label"], (store.trial_config(row), bool(row["is_baseline"])))
+    return list(seen.values())
+
+
 def write_report(
     store: Store, sweep: sqlite3.Row, out_dir: Path, console: Console
 ) -> ReportSummary:
@@ -187,7 +237,8 @@ def write_report(
 
     records = store.trial_records(sweep["id"])
     out_dir.mkdir(parents=True, exist_ok=True)
-    result = build_report(records, out_dir)
+    options, context = report_setup(store, sweep)
+    result = build_report(records, out_dir, options, context)
     console.print(result.terminal_table(), markup=False, highlight=False)
     files = sorted(p.name for p in out_dir.iterdir())
     console.print(
