@@ -62,18 +62,22 @@ def test_open_sweep_creates_trials_once_and_rejects_another_spec(store):
     assert store.open_sweep("s", "text", "hash1", PLAN) == sweep_id
     rows = store.trials(sweep_id)
     assert [(r["label"], r["repeat"], r["status"]) for r in rows] == [
-        ("ar", 1, "pending"),
-        ("ddtree b8 k2 wnone", 1, "pending"),
-        ("ar", 2, "pending"),
-        ("ddtree b8 k2 wnone", 2, "pending"),
+        (t.config.label(), t.repeat, "pending") for t in PLAN
     ]
+    assert sorted((r["repeat"], r["label"]) for r in rows) == [
+        (1, "ar"),
+        (1, "ddtree b8 k2 wnone"),
+        (2, "ar"),
+        (2, "ddtree b8 k2 wnone"),
+    ]
+    rows = [r for r in rows if r["label"] != "ar"]
     assert json.loads(rows[1]["config_json"]) == {
         "mode": "ddtree",
         "budget": 8,
         "topk": 2,
         "window": "none",
     }
-    assert store.trial_config(rows[1]) == CONFIGS[1][0]
+    assert store.trial_config(rows[0]) == CONFIGS[1][0]
     with pytest.raises(UserError, match="different spec"):
         store.open_sweep("s", "text2", "hash2", PLAN)
 

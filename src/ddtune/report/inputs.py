@@ -59,3 +59,28 @@ class TrialRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
         return cls(**{**data, "params": DecodeParams.from_wire(data["params"], "params")})
+
+
+@dataclass(frozen=True)
+class RaceExit:
+    """When and why a config left a race (`ddtune.sweep.race.Elimination`)."""
+
+    label: str
+    at_pass: int
+    reason: str  # "worse" | "pass_rate" | "failed"
+    detail: str
+
+
+@dataclass
+class SweepContext:
+    """How the sweep was run, for the report's words (strategy, race history)."""
+
+    strategy: str = "grid"  # "grid" | "race" | "optuna"
+    objective: str = "throughput"
+    passes: int = 0  # finished passes (blocks)
+    stop: str | None = None  # why a race stopped
+    exits: list[RaceExit] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. what an Optuna search explored
+
+    def exit_of(self, label: str) -> RaceExit | None:
+        return next((e for e in self.exits if e.label == label), None)

@@ -9,7 +9,9 @@
 
 Each repeat of a config contributes one value per figure and level (its
 output tok/s, goodput, p99 TTFT, ...), so every figure gets a t-interval over
-repeats like the single-stream metrics. The latency percentiles shown in the
+repeats like the single-stream metrics, and `by_pass` keys the values by block
+(pass, or start with `passes_per_start`) for the blocked analysis
+(`report/blocked.py`). The latency percentiles shown in the
 tables are pooled over the per-request rows of all repeats (the store's
 `load_requests`). Max-rate search probes are not levels: they give each
 repeat's `max_rate`. See docs/architecture.md "Report".
@@ -17,6 +19,7 @@ repeat's `max_rate`. See docs/architecture.md "Report".
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +28,7 @@ from ddtune.bench.latency import Distribution, LevelResult
 from ddtune.report.inputs import TrialRecord
 from ddtune.report.plots import Plot
 from ddtune.report.statistics import MeanCI, mean_ci
+from ddtune.report.summarize import block_of
 
 REPEAT_FIGURES = (  # LevelResult attribute (or distribution.p99) -> figure name
     ("output_tps", "output_tps"),
@@ -39,6 +43,7 @@ REPEAT_FIGURES = (  # LevelResult attribute (or distribution.p99) -> figure name
     ("e2e_s.mean", "e2e_mean_s"),
 )
 POOLED = ("ttft_s", "itl_s", "e2e_s")
+FLOOR = 1e-9  # a figure of 0 (no request met the SLO) counts as this in the log-scale analysis
 
 
 @dataclass
@@ -55,6 +60,7 @@ class LevelFigures:
     errors: list[str] = field(default_factory=list)
     serialised: int = 0  # repeats that streamed one request at a time with several waiting
     samples: dict[str, list[float]] = field(default_factory=dict)  # figure -> one per repeat
+    by_pass: dict[str, dict[int, float]] = field(default_factory=dict)  # figure -> block -> value
     metrics: dict[str, MeanCI | None] = field(default_factory=dict)
     pooled: dict[str, Distribution | None] = field(default_factory=dict)  # over request rows
 
@@ -102,13 +108,16 @@ class LoadReport:
         return [f for f in self.figures if f.level == level]
 
 
-def level_figures(records: Sequence[TrialRecord], confidence: float) -> LoadReport | None:
+def level_figures(
+    records: Sequence[TrialRecord], confidence: float, passes_per_start: int = 1
+) -> LoadReport | None:
     """The figures of every (config, level) of the done records; None when none ran load."""
     done = [r for r in records if r.status == "done" and r.load.get("levels")]
     if not done:
         return None
     figures: dict[tuple[str, str], LevelFigures] = {}
     rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    blocks: dict[tuple[str, str], dict[str, dict[int, list[float]]]] = {}
     order: dict[str, LevelResult] = {}
     for record in done:
         for data in record.load["levels"]:
@@ -116,7 +125,9 @@ def level_figures(records: Sequence[TrialRecord], confidence: float) -> LoadRepo
             if level.search:
                 continue
             order.setdefault(level.key, level)
-            _add(figures.setdefault((record.label, level.key), _empty(record.label, level)), level)
+            key = (record.label, level.key)
+            fig = figures.setdefault(key, _empty(record.label, level))
+            _add(fig, level, block_of(record.repeat, passes_per_start), blocks.setdefault(key, {}))
         for row in record.load.get("requests") or []:
             rows.setdefault((record.label, str(row.get("level"))), []).append(row)
     for key, fig in figures.items():
@@ -124,6 +135,7 @@ def level_figures(records: Sequence[TrialRecord], confidence: float) -> LoadRepo
             name: mean_ci(v, confidence) if v else None for name, v in fig.samples.items()
         }
         fig.pooled = _pooled(rows.get(key, []))
+        fig.by_pass = {name: _geometric(b) for name, b in blocks.get(key, {}).items()}
     levels = sorted(
         order.values(), key=lambda lv: (lv.loop != "closed", lv.concurrency or lv.rate or 0)
     )
@@ -152,7 +164,9 @@ def _empty(label: str, level: LevelResult) -> LevelFigures:
     return LevelFigures(label, level.key, level.loop, level.concurrency, level.rate)
 
 
-def _add(fig: LevelFigures, level: LevelResult) -> None:
+def _add(
+    fig: LevelFigures, level: LevelResult, block: int, blocks: dict[str, dict[int, list[float]]]
+) -> None:
     fig.repeats += 1
     if level.status != "done":
         fig.failed += 1
@@ -163,6 +177,12 @@ def _add(fig: LevelFigures, level: LevelResult) -> None:
         value = _value(level, path)
         if value is not None:
             fig.samples.setdefault(name, []).append(value)
+            blocks.setdefault(name, {}).setdefault(block, []).append(max(value, FLOOR))
+
+
+def _geometric(values: dict[int, list[float]]) -> dict[int, float]:
+    """Per block the geometric mean of its values (several passes may share a start)."""
+    return {b: math.exp(math.fsum(map(math.log, v)) / len(v)) for b, v in values.items()}
 
 
 def _value(level: LevelResult, path: str) -> float | None:

@@ -2,22 +2,25 @@
 the AR/DFlash/DDTree crossover sentences, and the serialisation warning.
 
 Objective at a level: goodput tok/s when the levels ran against an SLO, else
-output tok/s (closed loop) or mean e2e latency (open loop, where every config
-that keeps up delivers the offered rate). The rules are the report's own
-(docs/architecture.md "Report", decision rules), applied per level: means
-within `tie_tolerance` of the best tie and the cheaper config wins; the winner
-is "recommended" when the Welch interval of its difference to every other
-config excludes 0, else "inconclusive" naming the contenders; configs whose
-pass rate is significantly below the best (or not measured while others are)
-are not eligible. The load mix scores each repeat by the weighted mean of its
-level values relative to the best mean at each level.
+output tok/s (closed loop) or mean e2e latency (open loop, lower is better:
+every config that keeps up delivers the offered rate). Each level gets the
+report's own verdict (`report/blocked.py`, docs/architecture.md "Report"):
+per-pass values (blocks with `passes_per_start`) compared paired over the
+passes both configs completed, else Welch; `separated`, `equivalent` within
+`tolerance` (the cheapest of the equivalents is recommended) or
+`inconclusive` naming the contenders and the passes needed. Configs whose pass
+rate is significantly below the best (or not measured while others are) are
+not eligible. The load mix scores each pass by the weighted sum of its level
+values relative to the best mean at each level, then gets the same verdict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
-from ddtune.report.decide import PassRateComparison
+from ddtune.report.blocked import Verdict, decide
+from ddtune.report.decide import PassRateComparison, blocked_options
 from ddtune.report.inputs import TrialRecord
 from ddtune.report.load import (
     LevelFigures,
@@ -28,7 +31,6 @@ from ddtune.report.load import (
 )
 from ddtune.report.load_findings import crossovers, serialisation
 from ddtune.report.options import ReportOptions
-from ddtune.report.statistics import welch_difference
 from ddtune.report.summarize import ConfigSummary, Cost
 
 Objective = tuple[str, bool, str]  # figure, higher is better, words
@@ -41,7 +43,7 @@ def analyze_load(
     options: ReportOptions,
 ) -> LoadReport | None:
     """Everything the report says about load levels; None when no trial ran any."""
-    report = level_figures(records, options.confidence)
+    report = level_figures(records, options.confidence, options.passes_per_start)
     if report is None:
         return None
     report.max_rate, report.max_rate_notes = max_rates(records, options.confidence)
@@ -53,7 +55,7 @@ def analyze_load(
             _level_recommendation(report, level, candidates, by_label, options)
         )
     report.mix = _mix(report, options, by_label, eligible)
-    report.crossovers = crossovers(report, configs)
+    report.crossovers = crossovers(report, configs, blocked_options(options))
     report.serialisation = serialisation(report)
     report.best_changes = _best_changes(report.recommendations)
     return report
@@ -67,32 +69,15 @@ def objective(report: LoadReport, level: str) -> Objective:
     return "output_tps", True, "output tok/s"
 
 
-def decide(
-    samples: dict[str, list[float]],
-    higher: bool,
+def verdict(
+    samples: dict[str, dict[int, float]],
+    maximize: bool,
     cost: Callable[[str], Cost],
     options: ReportOptions,
-) -> tuple[str | None, list[str], list[str]]:
-    """(winner, contenders not separated from it, configs tied or practically equal)."""
-    means = {k: sum(v) / len(v) for k, v in samples.items() if v}
-    if not means:
-        return None, [], []
-    tol = options.tie_tolerance
-
-    def near(value: float, ref: float) -> bool:
-        return value >= ref * (1 - tol) if higher else value <= ref * (1 + tol)
-
-    best = (max if higher else min)(means.values())
-    tied = [k for k, v in means.items() if near(v, best)]
-    winner = min(tied, key=lambda k: (cost(k), k))
-    equal = [k for k, v in means.items() if k not in tied and near(v, means[winner])]
-    others = [k for k in means if k not in tied and k not in equal]
-    contenders = [
-        k
-        for k in others
-        if not welch_difference(samples[winner], samples[k], options.confidence).separated
-    ]
-    return winner, contenders, [k for k in tied + equal if k != winner]
+) -> Verdict:
+    """The blocked verdict (separated / equivalent / inconclusive) over per-pass values."""
+    blocked = replace(blocked_options(options), maximize=maximize)
+    return decide(samples, cost, blocked)
 
 
 def _level_recommendation(
@@ -103,31 +88,35 @@ def _level_recommendation(
     options: ReportOptions,
 ) -> LoadRecommendation:
     metric, higher, words = objective(report, level)
-    samples = {f.label: f.samples.get(metric, []) for f in candidates if f.samples.get(metric)}
-    winner, contenders, ties = decide(samples, higher, lambda k: _cost(by_label, k), options)
-    if winner is None:
+    samples = {f.label: f.by_pass[metric] for f in candidates if f.by_pass.get(metric)}
+    found = verdict(samples, higher, lambda k: _cost(by_label, k), options)
+    if found.label is None:
         return LoadRecommendation(level, metric, "no data", None, f"{level}: no data for {words}.")
-    fig = next(f for f in candidates if f.label == winner)
+    fig = next(f for f in candidates if f.label == found.label)
     value = _value_text(fig, metric, words) + _ratio_text(report, level, fig, metric, by_label)
-    tie = (
-        f" {len(ties)} other config(s) within {options.tie_tolerance:.0%}: the cheaper is preferred."
-        if ties
+    text = f"{level}: {found.label} ({value}). {verdict_words(found, options)}"
+    if fig.is_serialised:
+        text += " The server serialised requests here: queueing, not the config, sets the latency."
+    return LoadRecommendation(level, metric, found.status, found.label, text, found.contenders)
+
+
+def verdict_words(found: Verdict, options: ReportOptions) -> str:
+    """One sentence on how sure the choice is, in the terms of the blocked verdict."""
+    how = {"paired": "paired by pass", "welch": "Welch"}.get(found.method, found.method)
+    if found.status == "separated":
+        return f"Separated from every other config ({how})."
+    if found.status == "equivalent":
+        names = ", ".join(n for n in [found.leader or "", *found.equivalent] if n != found.label)
+        return f"Equivalent within {options.tolerance:.0%} to {names}: the cheapest is recommended ({how})."
+    names = ", ".join(found.contenders[:4]) + (
+        f" and {len(found.contenders) - 4} more" if len(found.contenders) > 4 else ""
+    )
+    need = (
+        f"; about {found.required_passes} passes would separate {found.nearest}"
+        if found.required_passes
         else ""
     )
-    serial = (
-        " The server serialised requests here: queueing, not the config, sets the latency."
-        if fig.is_serialised
-        else ""
-    )
-    if not contenders:
-        return LoadRecommendation(
-            level, metric, "recommended", winner, f"{level}: {winner} ({value}).{tie}{serial}"
-        )
-    names = ", ".join(contenders[:4]) + (
-        f" and {len(contenders) - 4} more" if len(contenders) > 4 else ""
-    )
-    text = f"{level}: inconclusive: {winner} ({value}) cannot be separated from {names}; leaning {winner}.{tie}{serial}"
-    return LoadRecommendation(level, metric, "inconclusive", winner, text, contenders)
+    return f"Inconclusive: cannot be separated from {names}{need} ({how})."
 
 
 def _mix(
@@ -147,57 +136,47 @@ def _mix(
         )
     weights = {k: w for k, w in weights.items() if k in report.levels}
     scores = _mix_scores(report, weights, eligible) if weights else {}
-    winner, contenders, _ = decide(scores, True, lambda k: _cost(by_label, k), options)
-    return _mix_text(weights, scores, winner, contenders)
-
-
-def _mix_text(
-    weights: dict[str, float],
-    scores: dict[str, list[float]],
-    winner: str | None,
-    contenders: list[str],
-) -> LoadRecommendation:
+    found = verdict(scores, True, lambda k: _cost(by_label, k), options)
     words = "load mix (" + ", ".join(f"{k} {w:g}" for k, w in weights.items()) + ")"
-    if winner is None:
-        text = f"{words}: no config measured every weighted level."
+    if found.label is None:
+        text = f"{words}: no config measured every weighted level in a common pass."
         return LoadRecommendation("mix", "mix_score", "no data", None, text)
-    score = sum(scores[winner]) / len(scores[winner])
-    if not contenders:
-        text = f"{words}: {winner} (score {score:.3f} of the best at each level)."
-        return LoadRecommendation("mix", "mix_score", "recommended", winner, text)
+    values = scores[found.label].values()
+    score = sum(values) / len(values)
     text = (
-        f"{words}: inconclusive: {winner} (score {score:.3f}) cannot be separated from "
-        f"{', '.join(contenders[:4])}; leaning {winner}."
+        f"{words}: {found.label} (score {score:.3f} of the best at each level). "
+        + verdict_words(found, options)
     )
-    return LoadRecommendation("mix", "mix_score", "inconclusive", winner, text, contenders)
+    return LoadRecommendation("mix", "mix_score", found.status, found.label, text, found.contenders)
 
 
 def _mix_scores(
     report: LoadReport, weights: dict[str, float], eligible: Callable[[str], bool]
-) -> dict[str, list[float]]:
-    """Per config, one score per repeat: sum of weight x value relative to the level's best."""
+) -> dict[str, dict[int, float]]:
+    """Per config and pass: sum of weight x value relative to the level's best mean, over the
+    passes in which the config measured every weighted level."""
     total = sum(weights.values())
-    per_level: dict[str, dict[str, list[float]]] = {}
+    per_level: dict[str, dict[str, dict[int, float]]] = {}
     for level in weights:
         metric, higher, _ = objective(report, level)
-        values = {f.label: f.samples.get(metric, []) for f in report.at(level) if eligible(f.label)}
-        means = [sum(v) / len(v) for v in values.values() if v]
+        values = {f.label: f.by_pass.get(metric, {}) for f in report.at(level) if eligible(f.label)}
+        means = [sum(v.values()) / len(v) for v in values.values() if v]
         if not means:
             return {}
         best = max(means) if higher else min(means)
         per_level[level] = {
-            k: [(x / best if higher else best / x) if x and best else 0.0 for x in v]
+            k: {p: (x / best if higher else best / x) for p, x in v.items()}
             for k, v in values.items()
             if v
         }
-    labels = set.intersection(*(set(v) for v in per_level.values()))
-    scores = {}
-    for label in sorted(labels):
-        n = min(len(per_level[level][label]) for level in weights)
-        scores[label] = [
-            sum(weights[lv] * per_level[lv][label][i] for lv in weights) / total for i in range(n)
-        ]
-    return scores
+    scores: dict[str, dict[int, float]] = {}
+    for label in sorted(set.intersection(*(set(v) for v in per_level.values()))):
+        passes = set.intersection(*(set(per_level[lv][label]) for lv in weights))
+        scores[label] = {
+            p: sum(weights[lv] * per_level[lv][label][p] for lv in weights) / total
+            for p in sorted(passes)
+        }
+    return {k: v for k, v in scores.items() if v}
 
 
 def _eligibility(

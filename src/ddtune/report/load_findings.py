@@ -5,8 +5,8 @@ Crossover: for DFlash and DDTree, the config of that mode with the best output
 tok/s at the lowest concurrency, against the AR baseline (and DDTree against
 DFlash), level by level: "ddtree b16 k4 wnone beats ar up to concurrency 4;
 from concurrency 16 ar is faster (1.80x at 1, 1.21x at 4, 0.93x at 16)". A
-level where the Welch interval of the difference includes 0 is marked "not
-separated" (and one with a single repeat "n=1").
+level where the interval of the ratio (paired by pass, `report/blocked.py`)
+includes 1 is marked "not separated" (and one with a single repeat "n=1").
 
 Serialisation: a level where the config streamed one request at a time while
 several were in flight (`ddtune.bench.latency.generating_at_once`, in at least
@@ -20,14 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ddtune.report.blocked import BlockedOptions, compare
 from ddtune.report.load import LevelFigures, LoadReport
-from ddtune.report.statistics import welch_difference
 from ddtune.report.summarize import ConfigSummary
 
 SPECULATIVE = ("dflash", "ddtree")
 
 
-def crossovers(report: LoadReport, configs: Sequence[ConfigSummary]) -> list[str]:
+def crossovers(
+    report: LoadReport, configs: Sequence[ConfigSummary], options: BlockedOptions
+) -> list[str]:
     """One sentence per (best config of a speculative mode, its reference) over closed levels."""
     closed = [lv for lv in report.levels if lv.startswith("c")]
     if len(closed) < 2:
@@ -40,14 +42,14 @@ def crossovers(report: LoadReport, configs: Sequence[ConfigSummary]) -> list[str
         pairs.append((best["ddtree"], best["dflash"]))
     sentences = []
     for label, reference in pairs:
-        sentence = crossover_sentence(report, label or "", reference, closed)
+        sentence = crossover_sentence(report, label or "", reference, closed, options)
         if sentence:
             sentences.append(sentence)
     return sentences
 
 
 def crossover_sentence(
-    report: LoadReport, label: str, reference: str, levels: list[str]
+    report: LoadReport, label: str, reference: str, levels: list[str], options: BlockedOptions
 ) -> str | None:
     """`label` against `reference` in output tok/s at each level where both were measured."""
     points = []
@@ -61,7 +63,7 @@ def crossover_sentence(
         ):
             continue
         ratio = (a.mean("output_tps") or 0.0) / (b.mean("output_tps") or 1.0)
-        points.append((level[1:], ratio, _separation(a, b)))
+        points.append((level[1:], ratio, _separation(a, b, options)))
     if len(points) < 2:
         return None
     ratios = ", ".join(f"{r:.2f}x at {n}{note}" for n, r, note in points)
@@ -143,12 +145,12 @@ def _best_of_mode(
     return max(scored)[1] if scored else None
 
 
-def _separation(a: LevelFigures, b: LevelFigures) -> str:
-    """'' when the Welch interval of the difference excludes 0, else why not."""
-    x, y = a.samples["output_tps"], b.samples["output_tps"]
+def _separation(a: LevelFigures, b: LevelFigures, options: BlockedOptions) -> str:
+    """'' when the interval of the ratio (paired by pass, else Welch) excludes 1, else why not."""
+    x, y = a.by_pass.get("output_tps", {}), b.by_pass.get("output_tps", {})
     if len(x) < 2 or len(y) < 2:
         return " (n=1)"
-    return "" if welch_difference(x, y).separated else " (not separated)"
+    return "" if compare(x, y, options).separated else " (not separated)"
 
 
 __all__ = ["crossover_sentence", "crossovers", "serialisation"]

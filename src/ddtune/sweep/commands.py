@@ -42,6 +42,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_arg(run, run=True)
     run.set_defaults(func=cmd_run)
 
+    plan = actions.add_parser(
+        "plan", help="the trials in order, the restarts and the expected duration of a spec"
+    )
+    plan.add_argument("spec", help="sweep spec (TOML)")
+    plan.add_argument(
+        "--store",
+        help="a store of the same service to take measured costs from (default: the spec's)",
+    )
+    plan.set_defaults(func=cmd_plan)
+
     status = actions.add_parser("status", help="table of trials, their status and failures")
     _store_arg(status)
     status.set_defaults(func=cmd_status)
@@ -128,6 +138,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     summary = run_sweep(spec, store_path, console, resume_hint=hint)
     _print_summary(console, summary)
     return summary.exit_code
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from ddtune.sweep.plan import plan_spec
+    from ddtune.sweep.planners import estimate_text
+    from ddtune.sweep.runner import default_store_path
+    from ddtune.sweep.spec import load_spec
+    from ddtune.sweep.store import Store
+
+    spec = load_spec(args.spec)
+    path = Path(args.store) if args.store else default_store_path(spec)
+    store = Store(path, create=False) if path.is_file() else None
+    try:
+        print(estimate_text(spec, store))
+    finally:
+        if store is not None:
+            store.close()
+    trials = plan_spec(spec)
+    restarts = sum(1 for t in trials if (t.repeat - 1) % spec.passes_per_start == 0)
+    print(f"planned now: {len(trials)} trial(s), {restarts} restart(s)" + _later(spec.strategy))
+    for t in trials:
+        print(
+            f"  {t.order_index + 1:4d}  pass {t.repeat:<3d} {t.config.label()}"
+            + (" (baseline)" if t.is_baseline else "")
+        )
+    return 0
+
+
+def _later(strategy: str) -> str:
+    if strategy == "race":
+        return "; later passes are planned one by one from the results (survivors + baseline)"
+    if strategy == "optuna":
+        return "; the search proposes one trial at a time, then a race confirms the best"
+    return ""
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -72,8 +72,13 @@ def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> Run
         "restart": "each configuration restarts `ddtune serve` (process controller)",
         "hot": "one `ddtune serve` reconfigured in place (hot controller, no restart)",
     }[kind]
-    trials = (len(spec.configs) + bool(spec.baseline)) * spec.repeats
-    console.rule(f"{kind} pass: {spec.name}, {trials} trials — {how}")
+    configs = len(spec.configs) + bool(spec.baseline)
+    trials = (
+        f"{configs} configs raced over {spec.min_repeats}-{spec.repeats} passes"
+        if spec.strategy == "race"
+        else f"{configs * spec.repeats} trials"
+    )
+    console.rule(f"{kind} pass: {spec.name}, {trials} — {how}")
     store_path = folder / "store.sqlite"
     try:
         summary = run_sweep(spec, store_path, console, resume_hint="ddtune demo")

@@ -3,7 +3,9 @@
 A record carries the trial's configuration as objects (`Config.from_wire` of its
 `config_json`), its status and last failure, and for a done trial the
 aggregates, per-request acceptance lengths, T=0 outputs, the `[bench.load]`
-levels with their per-request rows, and the conditions it ran under (hardware, prompt set, the server identity). See docs/architecture.md "Sweep".
+levels with their per-request rows, and the conditions it ran under (hardware,
+prompt set, the server identity, and the slot and node when the ray backend ran
+it). See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ddtune.params import config_hash
 from ddtune.report.inputs import METRIC_NAMES, TrialRecord
 from ddtune.sweep.load_rows import read_load
+from ddtune.sweep.slots import attempt_slot
 
 if TYPE_CHECKING:
     from ddtune.sweep.store import Store
@@ -79,6 +82,9 @@ def _fill_result(store: Store, record: TrialRecord, result: sqlite3.Row) -> None
         ),
         "sandbox": _sandbox_note(bench.get("notes") or []),
     }
+    slot = attempt_slot(store, result["attempt_id"])
+    if slot is not None:  # the ray backend ran it: which slot, on which node
+        record.conditions["slot"], record.conditions["node"] = slot
 
 
 def _sandbox_note(notes: list[str]) -> str | None:

@@ -23,7 +23,10 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.report.inputs import METRIC_NAMES, SweepContext, TrialRecord
+from ddtune.report.options import ReportOptions
+from ddtune.sweep.slots import slot_table
+from ddtune.sweep.spec import Config, SweepSpec
 from ddtune.sweep.store import TRIAL_STATUSES, Store
 
 if TYPE_CHECKING:
@@ -40,7 +43,7 @@ STATUS_STYLE = {
 
 
 def status_table(store: Store, sweep: sqlite3.Row) -> Group:
-    """Counts per status, one row per trial, and every failure with its log path."""
+    """Counts per status, the slots (ray backend), one row per trial, and every failure."""
     records = store.trial_records(sweep["id"])
     counts = {s: sum(r.status == s for r in records) for s in TRIAL_STATUSES}
     head = Text(
@@ -74,7 +77,8 @@ def status_table(store: Store, sweep: sqlite3.Row) -> Group:
             _coding(r),
             Text(r.failure or ""),
         )
-    return Group(head, table, *_failure_lines(store, records))
+    slots = slot_table(store, sweep["id"])  # per-slot state (ray backend)
+    return Group(head, *slots, table, *_failure_lines(store, records))
 
 
 def _failure_lines(store: Store, records: list[TrialRecord]) -> list[Text]:
@@ -178,6 +182,59 @@ def _attempt_dict(row: sqlite3.Row) -> dict[str, Any]:
     return data
 
 
+def report_setup(
+    store: Store, sweep: sqlite3.Row, overrides: dict[str, Any] | None = None
+) -> tuple[ReportOptions, SweepContext]:
+    """Report options and race history from the spec kept with the sweep; the spec's
+    `[report]` table (e.g. `load_weights`) and then `overrides` win over the derived ones."""
+    from ddtune.sweep.spec import parse_spec
+
+    base_dir = Path(sweep["spec_dir"]) if sweep["spec_dir"] else None
+    spec = parse_spec(
+        sweep["spec_text"], source=f"{store.path} ({sweep['name']})", base_dir=base_dir
+    )
+    searched = spec.strategy == "optuna" and not sweep["name"].endswith(".confirm")
+    derived = {
+        "tolerance": spec.tolerance,
+        "blocked": spec.order == "interleaved" and not searched,
+        "passes_per_start": spec.passes_per_start,
+    }
+    spec_report = tomllib.loads(sweep["spec_text"]).get("report", {})
+    options = ReportOptions.from_dict({**derived, **spec_report, **(overrides or {})})
+    return options, sweep_context(store, sweep, spec)
+
+
+def sweep_context(store: Store, sweep: sqlite3.Row, spec: SweepSpec) -> SweepContext:
+    from ddtune.sweep.racing import RacePlanner, race_context
+    from ddtune.sweep.searching import CONFIRM_SUFFIX
+
+    confirm = sweep["name"].endswith(CONFIRM_SUFFIX)
+    if spec.strategy == "grid":
+        return SweepContext("grid", spec.objective)
+    if spec.strategy == "optuna" and not confirm:
+        note = (
+            "Optuna search trials, one per proposal (not blocked: the analysis is Welch); the "
+            f"race over the best configs is sweep {sweep['name']}{CONFIRM_SUFFIX} in this store."
+        )
+        return SweepContext("optuna", spec.objective, notes=[note])
+    configs = sweep_configs(store, sweep["id"])
+    state = RacePlanner(spec, store, sweep["id"], configs).state()
+    context = race_context(state, spec.objective)
+    if confirm:
+        context.notes.append(
+            f"Confirmation race over the best configs of the Optuna search ({spec.name})."
+        )
+    return context
+
+
+def sweep_configs(store: Store, sweep_id: int) -> list[tuple[Config, bool]]:
+    """The distinct configs of a sweep's trials, in run order of their first trial."""
+    seen: dict[str, tuple[Config, bool]] = {}
+    for row in store.trials(sweep_id):
+        seen.setdefault(row["label"], (store.trial_config(row), bool(row["is_baseline"])))
+    return list(seen.values())
+
+
 def write_report(
     store: Store,
     sweep: sqlite3.Row,
@@ -186,13 +243,12 @@ def write_report(
     overrides: dict[str, Any] | None = None,
 ) -> ReportSummary:
     """Hand the store's TrialRecords to `ddtune.report.build_report`; say where it wrote."""
-    from ddtune.report import ReportOptions, build_report
+    from ddtune.report import build_report
 
     records = store.trial_records(sweep["id"])
     out_dir.mkdir(parents=True, exist_ok=True)
-    spec_report = tomllib.loads(sweep["spec_text"]).get("report", {})  # the spec's [report]
-    options = ReportOptions.from_dict({**spec_report, **(overrides or {})})
-    result = build_report(records, out_dir, options)
+    options, context = report_setup(store, sweep, overrides)
+    result = build_report(records, out_dir, options, context)
     console.print(result.terminal_table(), markup=False, highlight=False)
     files = sorted(p.name for p in out_dir.iterdir())
     console.print(
