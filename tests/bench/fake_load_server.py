@@ -55,10 +55,13 @@ class FakeLoadServer:
         kind: str = "ddtune",
         fail_from: int | None = None,
         port: int = 0,
+        drop_idle: bool = False,
     ) -> None:
         self.latency = latency or Latency()
         self.kind = kind
         self.fail_from = fail_from  # POST number (0-based) from which every request gets HTTP 500
+        self.drop_idle = drop_idle  # close every connection after its response, unannounced
+        # (as a server does whose keep-alive timeout ran out while the client was idle)
         self.lock = threading.Lock()
         self.queue = threading.Lock()  # held while generating when serialise is on
         self.posts = 0
@@ -170,6 +173,8 @@ def _handler(server: FakeLoadServer):
             self.wfile.flush()
             with server.lock:
                 server.intended.append({"number": number, "ttft": ttft, "gaps": gaps})
+            if server.drop_idle:
+                self.close_connection = True
 
         def _chunks(
             self, target: float, tokens: int, delays: list[float], lat: Latency

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 
@@ -53,6 +55,22 @@ def test_one_keep_alive_connection_per_thread(load_server) -> None:
         finally:
             streamer.close()
     assert all(r.output_tokens == 10 and r.finish_reason == "length" for r in records)
+
+
+def test_a_connection_the_server_closed_while_idle_is_replaced(load_server) -> None:
+    server_cls, latency = load_server
+    kind = get_kind("ddtune")
+    with server_cls(latency(ttft_s=0.001, token_s=0.001), drop_idle=True) as server:
+        streamer = LeanStreamer(timeout_s=10)
+        try:
+            records = []
+            for _ in range(4):
+                records.append(streamer.stream(kind, server.url, SPEC, **OPTIONS))
+                time.sleep(0.05)  # the server has closed the connection by now
+        finally:
+            streamer.close()
+        posts = server.posts
+    assert posts == 4 and all(r.output_tokens == 10 for r in records)
 
 
 def test_http_errors_and_refused_connections_raise_bench_error(fake_server_cls) -> None:

@@ -3,7 +3,9 @@ connection per client thread.
 
 The same request and the same stream parsing as `client.stream_request` (the
 kind's `generate_request` / `parse_chunk`, `client.sse_data`, the same
-`StreamRecord` and timing), on a leaner transport: httpx/httpcore/h11 cost
+`StreamRecord` and timing; a request on a kept-alive connection the server
+closed while idle is sent once more on a fresh one, as httpx does), on a
+leaner transport: httpx/httpcore/h11 cost
 about twice the client CPU per streamed chunk, which at high concurrency made
 the generator a measurable load of its own (docs/load.md). Failures raise
 `BenchError` like `stream_request`. See docs/architecture.md "Bench".
@@ -29,6 +31,13 @@ from ddtune.kinds import ServerKind
 from ddtune.params import SamplingParams
 
 HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+# what a request on a connection the server closed while idle fails with
+STALE = (
+    BrokenPipeError,
+    ConnectionResetError,
+    ConnectionAbortedError,
+    http.client.RemoteDisconnected,
+)
 
 
 class LeanStreamer:
@@ -65,21 +74,40 @@ class LeanStreamer:
             ignore_eos=ignore_eos,
         )
         url, body = kind.generate_request(base_url, spec.prompt, sampling, model)
-        parts = urlsplit(url)
-        path = parts.path + (f"?{parts.query}" if parts.query else "")
-        connection = self._connection(parts.scheme, parts.netloc)
         record, start = StreamRecord(), time.perf_counter()
         try:
-            connection.request("POST", path, body=json.dumps(body), headers=HEADERS)
-            self._read(connection.getresponse(), kind, record, start, f"{url}", spec)
+            response = self._send(url, json.dumps(body))
+            self._read(response, kind, record, start, url, spec)
         except (OSError, http.client.HTTPException) as exc:
-            connection.close()  # reconnects on the next request
+            self._drop()  # reconnects on the next request
             raise BenchError(
                 f"{spec.workload} request {spec.index}: {type(exc).__name__}: {exc}"
             ) from exc
         record.e2e_s = time.perf_counter() - start
         finish_counts(record)
         return record
+
+    def _send(self, url: str, body: str) -> http.client.HTTPResponse:
+        """POST on this thread's connection; once more on a fresh one when the server had
+        closed the kept-alive connection while it was idle (its keep-alive timeout)."""
+        parts = urlsplit(url)
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        for attempt in (1, 2):
+            connection = self._connection(parts.scheme, parts.netloc)
+            reused = connection.sock is not None
+            try:
+                connection.request("POST", path, body=body, headers=HEADERS)
+                return connection.getresponse()
+            except STALE as exc:
+                self._drop()
+                if not reused or attempt == 2:
+                    raise exc
+        raise AssertionError("not reached")
+
+    def _drop(self) -> None:
+        connection = getattr(self.local, "connection", None)
+        if connection is not None:
+            connection.close()
 
     def _read(
         self,
