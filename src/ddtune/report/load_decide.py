@@ -224,12 +224,15 @@ def _ratio_text(
 
 
 def _best_changes(recommendations: list[LoadRecommendation]) -> str | None:
-    """Whether the recommended config is the same at every level."""
+    """Whether the recommended config is the same at every level (a leaning where a level
+    is inconclusive)."""
     named = [(r.level, r.label) for r in recommendations if r.label is not None]
     if len(named) < 2:
         return None
     labels = list(dict.fromkeys(label for _, label in named))
+    unsure = [r.level for r in recommendations if r.status == "inconclusive"]
+    hedge = f" (a leaning: inconclusive at {', '.join(unsure)})" if unsure else ""
     if len(labels) == 1:
-        return f"The same config is recommended at every load level: {labels[0]}."
+        return f"The same config is recommended at every load level{hedge}: {labels[0]}."
     parts = [f"{label} at {', '.join(lv for lv, lb in named if lb == label)}" for label in labels]
-    return "The recommended config changes with load: " + "; ".join(parts) + "."
+    return f"The recommended config changes with load{hedge}: " + "; ".join(parts) + "."
