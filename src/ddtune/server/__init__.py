@@ -10,6 +10,8 @@ chat.py        chat templates (tokenizer_config.json, jinja2 or plain fallback)
 responses.py   response bodies, SSE chunks, safe incremental text
 generation.py  completion/chat endpoints (streaming, cancellation)
 app.py         the FastAPI app and its admin endpoints
+limits.py      ASGI body guard: size limit (413), read deadline (408), dropped uploads
+jsonbody.py    strict JSON decoding of request bodies (depth, digits, lone surrogates)
 errors.py      OpenAI-style error bodies; pydantic errors → `param`
 metrics.py     Prometheus metrics in a per-app registry
 identity.py    instance id, weight sha256, versions

@@ -23,9 +23,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from ddtune.server import generation
 from ddtune.server.errors import ApiError, unavailable
+from ddtune.server.limits import BodyGuard, BodyProblem
 from ddtune.server.requests import ConfigBody, parse_body
 from ddtune.server.state import ServerState
 from ddtune.server.worker import QueueFull
@@ -36,6 +38,11 @@ log = logging.getLogger("ddtune.server")
 def create_app(state: ServerState) -> FastAPI:
     app = FastAPI(title="ddtune serve", docs_url=None, redoc_url=None, openapi_url=None)
     _install_error_handlers(app)
+    app.add_middleware(
+        BodyGuard,
+        max_bytes=state.config.max_request_bytes,
+        timeout_s=state.config.body_timeout_seconds,
+    )
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -113,12 +120,19 @@ def _config_reply(state: ServerState) -> dict[str, Any]:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
+        if isinstance(exc, BodyProblem):
+            log.warning(exc.log_line)
         return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         error = ApiError(exc.status_code, str(exc.detail), code=f"http_{exc.status_code}")
-        return JSONResponse(error.body(), status_code=exc.status_code)
+        return JSONResponse(error.body(), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, _: ClientDisconnect) -> Response:
+        log.warning("client disconnected during %s %s", request.method, request.url.path)
+        return Response(status_code=400)  # nobody reads it
 
     @app.exception_handler(Exception)
     async def crash(_: Request, exc: Exception) -> JSONResponse:

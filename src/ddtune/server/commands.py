@@ -26,6 +26,8 @@ SETTING_FLAGS = (
     "max_queue",
     "grace_seconds",
     "model_name",
+    "max_request_bytes",
+    "body_timeout_seconds",
 )
 
 
@@ -56,6 +58,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="SIGTERM: time to finish in-flight requests (default: 10)",
     )
     p.add_argument("--model-name", help="served model id (default: the target folder's name)")
+    p.add_argument(
+        "--max-request-bytes",
+        type=int,
+        help="largest request body; bigger ones get 413 unread (default: 4194304 = 4 MiB)",
+    )
+    p.add_argument(
+        "--body-timeout-seconds",
+        type=float,
+        help="a request body must arrive within this, else 408 (default: 30)",
+    )
     p.set_defaults(func=run)
 
 

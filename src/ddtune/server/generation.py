@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,7 +19,8 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
-from ddtune.server.errors import ApiError, invalid, unavailable
+from ddtune.server.errors import ApiError, unavailable
+from ddtune.server.jsonbody import decode_json
 from ddtune.server.requests import GenerationRequest, parse_generation
 from ddtune.server.responses import (
     SSE_DONE,
@@ -40,7 +40,8 @@ async def handle(request: Request, state: ServerState, kind: str) -> Response:
     try:
         state.require_serving()
         body = await read_json(request)
-        req = parse_generation(kind, body, state.loaded_context())
+        # Validation, chat template and tokenizer run off the event loop.
+        req = await asyncio.to_thread(parse_generation, kind, body, state.loaded_context())
         call = WorkerCall(state, req)
         call.submit()
     except ApiError as exc:
@@ -68,13 +69,8 @@ async def handle(request: Request, state: ServerState, kind: str) -> Response:
 
 
 async def read_json(request: Request) -> Any:
-    raw = await request.body()
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise invalid(
-            None, f"the request body is not valid JSON: {exc}", code="invalid_json"
-        ) from None
+    """The body (size and time bounded by `limits.BodyGuard`), decoded off the event loop."""
+    return await asyncio.to_thread(decode_json, await request.body())
 
 
 class WorkerCall:

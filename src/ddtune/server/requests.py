@@ -40,6 +40,7 @@ from ddtune.server.errors import ApiError, from_validation, invalid
 from ddtune.tables import StrictModel
 
 MAX_STOP_STRINGS = 16
+MAX_STOP_CHARS = 1024  # held-back text is matched against every prefix of every stop string
 MAX_SEED = (1 << 63) - 1
 B = TypeVar("B", bound=BaseModel)
 
@@ -78,10 +79,13 @@ def only(*neutral: Any) -> WrapValidator:
     return WrapValidator(check)
 
 
-NonEmptyText = Annotated[str, Field(min_length=1)]
+StopText = Annotated[str, Field(min_length=1, max_length=MAX_STOP_CHARS)]
 Stop = Annotated[
-    NonEmptyText | Annotated[list[NonEmptyText], Field(max_length=MAX_STOP_STRINGS)],
-    must_be(f"a non-empty string or a list of at most {MAX_STOP_STRINGS} non-empty strings"),
+    StopText | Annotated[list[StopText], Field(max_length=MAX_STOP_STRINGS)],
+    must_be(
+        f"a string or a list of at most {MAX_STOP_STRINGS} strings, each of 1 to "
+        f"{MAX_STOP_CHARS} characters"
+    ),
 ]
 Prompt = Annotated[
     str
@@ -123,6 +127,29 @@ class PromptContext:
     encode: Callable[[str], list[int]]
     render_chat: Callable[[list[dict[str, str]]], str]
     vocab_size: int | None = None
+    max_token_chars: int | None = None  # the most characters one token can stand for
+
+    def check_length(self, field: str, chars: int) -> None:
+        """Reject text that cannot fit the context, before spending time tokenizing it."""
+        if self.max_token_chars is None:
+            return
+        most = self.max_context * self.max_token_chars
+        if chars > most:
+            raise invalid(
+                field,
+                f"the prompt has {chars} characters; the model's context of {self.max_context} "
+                f"tokens holds at most {most} characters of text; shorten it",
+                code="context_length_exceeded",
+            )
+
+    def check_ids(self, field: str, count: int) -> None:
+        if count >= self.max_context:
+            raise invalid(
+                field,
+                f"the prompt has {count} tokens but the model's context is {self.max_context}; "
+                "shorten it",
+                code="context_length_exceeded",
+            )
 
 
 @dataclass(frozen=True)
@@ -227,8 +254,10 @@ class CompletionBody(GenerationFields):
     def prompt_ids(self, ctx: PromptContext) -> list[int]:
         text = self.prompt[0] if _is_text_list(self.prompt) else self.prompt
         if isinstance(text, str):
+            ctx.check_length("prompt", len(text))
             ids = ctx.encode(text)
         else:
+            ctx.check_ids("prompt", len(text))
             ids = [int(t) for t in text]
             limit = ctx.vocab_size
             if any(t < 0 or (limit is not None and t >= limit) for t in ids):
@@ -251,10 +280,12 @@ class ChatBody(GenerationFields):
 
     def prompt_ids(self, ctx: PromptContext) -> list[int]:
         messages = [{"role": m.role, "content": m.text()} for m in self.messages]
+        ctx.check_length("messages", sum(len(m["content"]) for m in messages))
         try:
             text = ctx.render_chat(messages)
         except Exception as exc:  # the template itself rejects these messages
             raise invalid("messages", f"the chat template rejected the messages: {exc}") from None
+        ctx.check_length("messages", len(text))
         return ctx.encode(text)
 
     def requested_max_tokens(self) -> int | None:
@@ -302,9 +333,10 @@ def parse_generation(kind: str, body: Any, ctx: PromptContext) -> GenerationRequ
 
 def check_model(model: str | None, served: str) -> None:
     if model is not None and model != served:
+        shown = repr(model) if len(model) <= 80 else repr(model[:77] + "...")
         raise ApiError(
             404,
-            f"model {model!r} does not exist; this server serves {served!r} (see /v1/models)",
+            f"model {shown} does not exist; this server serves {served!r} (see /v1/models)",
             param="model",
             code="model_not_found",
         )
