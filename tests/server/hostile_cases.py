@@ -294,10 +294,12 @@ CASES = [
         C,
         j({"prompt": [[1, 2], [3, 4]]}),
         400,
-        "invalid_value",
+        "unsupported_value",
         "prompt",
     ),
-    Case("prompt batch of strings", C, j({"prompt": ["a", "b"]}), 400, "invalid_value", "prompt"),
+    Case(
+        "prompt batch of strings", C, j({"prompt": ["a", "b"]}), 400, "unsupported_value", "prompt"
+    ),
     Case("prompt an object", C, j({"prompt": {"text": "a"}}), 400, "invalid_value", "prompt"),
     Case("messages empty", CHAT, j({"messages": []}), 400, "invalid_value", "messages"),
     Case(

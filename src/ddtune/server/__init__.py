@@ -6,6 +6,9 @@ config.py      ServeConfig (flags / TOML), a pydantic model holding a DecodePara
 state.py       ServerState: lifecycle, live decoding config, identity, reports
 worker.py      the single generation thread and its FIFO queue
 requests.py    request bodies as pydantic models (one per endpoint), resolved into work
+fields.py      field policies: neutral-only values (`Only`), one-message unions (`must_be`)
+prompts.py     PromptContext: the loaded model as validation sees it; prompt -> token ids
+schema.py      response models and the OpenAPI document (/openapi.json, /docs)
 chat.py        chat templates (tokenizer_config.json, jinja2 or plain fallback)
 responses.py   response bodies, SSE chunks, safe incremental text
 generation.py  completion/chat endpoints (streaming, cancellation)

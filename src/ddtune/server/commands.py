@@ -28,6 +28,7 @@ SETTING_FLAGS = (
     "model_name",
     "max_request_bytes",
     "body_timeout_seconds",
+    "strict_requests",
 )
 
 
@@ -67,6 +68,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--body-timeout-seconds",
         type=float,
         help="a request body must arrive within this, else 408 (default: 30)",
+    )
+    p.add_argument(
+        "--strict-requests",
+        action="store_true",
+        default=None,
+        help="unknown request fields are a 400 (default: accepted, named in the "
+        "ddtune-ignored-fields header and the log)",
     )
     p.set_defaults(func=run)
 

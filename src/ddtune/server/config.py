@@ -14,6 +14,7 @@ See docs/architecture.md "Server". The TOML file uses the flag names as keys
     grace_seconds = 10
     max_request_bytes = 4194304
     body_timeout_seconds = 30
+    strict_requests = false
 
 `mode/budget/topk/window` form the `params` field (a `DecodeParams`, read
 with `DecodeParams.with_updates`); every other key is a field of the model.
@@ -58,6 +59,7 @@ class ServeConfig(StrictModel):
     health_timeout_s: Annotated[float, Field(gt=0.0)] = 30.0  # /health_generate deadline
     max_request_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REQUEST_BYTES  # else 413
     body_timeout_seconds: Annotated[float, Field(gt=0.0)] = 30.0  # whole body by then, else 408
+    strict_requests: bool = False  # unknown request fields: 400 instead of reported and ignored
 
     @classmethod
     def from_toml(cls, path: Path) -> ServeConfig:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,11 +28,14 @@ from ddtune.server.responses import (
     ResponseShape,
     StreamText,
     finish_reason,
+    running_usage,
     sse,
     usage,
 )
 from ddtune.server.state import ServerState
 from ddtune.server.worker import Job, JobOutcome, QueueFull
+
+log = logging.getLogger("ddtune.server")
 
 
 async def handle(request: Request, state: ServerState, kind: str) -> Response:
@@ -48,11 +52,12 @@ async def handle(request: Request, state: ServerState, kind: str) -> Response:
         state.metrics.requests.labels(endpoint, _outcome(exc)).inc()
         raise
     shape = ResponseShape(kind, state.model_name, fingerprint="")
+    headers = _ignored_header(req, request)
     if req.stream:
         return StreamingResponse(
             _stream(call, shape, endpoint),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache"},
+            headers={"Cache-Control": "no-cache", **headers},
         )
     outcome = await call.wait_or_disconnect(request)
     if outcome is None:  # the client went away; nobody reads this
@@ -65,7 +70,19 @@ async def handle(request: Request, state: ServerState, kind: str) -> Response:
     shape.fingerprint = _fingerprint(outcome.params, outcome.config_generation)
     state.metrics.requests.labels(endpoint, "ok").inc()
     body = shape.full(result.text, finish_reason(result), usage(len(req.prompt_ids), result))
-    return JSONResponse(body)
+    return JSONResponse(body, headers=headers)
+
+
+IGNORED_HEADER = "ddtune-ignored-fields"
+
+
+def _ignored_header(req: GenerationRequest, request: Request) -> dict[str, str]:
+    """Unknown fields the request carried: named in a header and one log line (as vLLM logs)."""
+    if not req.ignored_fields:
+        return {}
+    names = ", ".join(req.ignored_fields)
+    log.warning("%s %s: ignored unknown fields: %s", request.method, request.url.path, names)
+    return {IGNORED_HEADER: names}
 
 
 async def read_json(request: Request) -> Any:
@@ -137,9 +154,11 @@ class WorkerCall:
 async def _stream(call: WorkerCall, shape: ResponseShape, endpoint: str) -> AsyncIterator[str]:
     req, state = call.req, call.state
     text = StreamText(state.engine.tokenizer.decode, req.sampling.stop_strings)
+    prompt_tokens = len(req.prompt_ids)
     first, finished = True, False
     try:
-        # 1. Deltas as rounds commit (held back where a stop string may start).
+        # 1. Deltas as rounds commit (held back where a stop string may start). Never an
+        #    empty chunk: clients time the first one as the first token.
         while True:
             kind, payload = await call.next_event()
             if kind == "done":
@@ -148,8 +167,11 @@ async def _stream(call: WorkerCall, shape: ResponseShape, endpoint: str) -> Asyn
             if call.started is not None:
                 shape.fingerprint = _fingerprint(*call.started)
             delta = text.feed(payload)
-            if delta or first:
-                yield shape.chunk(delta, first=first)
+            if delta:
+                so_far = (
+                    running_usage(prompt_tokens, len(text.ids)) if req.continuous_usage else None
+                )
+                yield shape.chunk(delta, first=first, usage=so_far)
                 first = False
         finished = True
         # 2. The rest of the text with the finish reason, then usage, then [DONE].
@@ -160,9 +182,11 @@ async def _stream(call: WorkerCall, shape: ResponseShape, endpoint: str) -> Asyn
             return
         result = outcome.result
         shape.fingerprint = _fingerprint(outcome.params, outcome.config_generation)
-        yield shape.chunk(text.finish(result.text), reason=finish_reason(result), first=first)
+        final = usage(prompt_tokens, result)
+        last = final if req.continuous_usage else None
+        yield shape.chunk(text.finish(result.text), finish_reason(result), first, usage=last)
         if req.include_usage:
-            yield shape.usage_chunk(usage(len(req.prompt_ids), result))
+            yield shape.usage_chunk(final)
         yield SSE_DONE
         state.metrics.requests.labels(endpoint, "ok").inc()
     finally:

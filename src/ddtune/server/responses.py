@@ -39,6 +39,15 @@ def usage(prompt_tokens: int, result: Any) -> dict[str, Any]:
     }
 
 
+def running_usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    """vLLM's `continuous_usage_stats`: the counts so far, on every streamed chunk."""
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
 def finish_reason(result: Any) -> str:
     return result.finish_reason if result.finish_reason in ("stop", "length") else "abort"
 
@@ -57,11 +66,18 @@ class ResponseShape:
         if self.kind == "completion":
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason}
         else:
-            message = {"role": "assistant", "content": text}
+            message = {"role": "assistant", "content": text, "refusal": None}
             choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": reason}
         return {**self._head(chunk=False), "choices": [choice], "usage": usage_}
 
-    def chunk(self, text: str | None, reason: str | None = None, first: bool = False) -> str:
+    def chunk(
+        self,
+        text: str | None,
+        reason: str | None = None,
+        first: bool = False,
+        usage: dict[str, Any] | None = None,
+    ) -> str:
+        """One SSE chunk; the first chat chunk carries the role; `usage` when continuous."""
         if self.kind == "completion":
             choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": reason}
         else:
@@ -69,7 +85,8 @@ class ResponseShape:
             if text is not None:
                 delta["content"] = text
             choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
-        return sse({**self._head(chunk=True), "choices": [choice]})
+        extra = {} if usage is None else {"usage": usage}
+        return sse({**self._head(chunk=True), "choices": [choice], **extra})
 
     def usage_chunk(self, usage_: dict[str, Any]) -> str:
         return sse({**self._head(chunk=True), "choices": [], "usage": usage_})

@@ -23,7 +23,7 @@ from ddtune.server.config import ServeConfig
 from ddtune.server.errors import ApiError, invalid, unavailable
 from ddtune.server.identity import Identity, versions, weights_sha256
 from ddtune.server.metrics import ServerMetrics
-from ddtune.server.requests import PromptContext
+from ddtune.server.prompts import PromptContext
 from ddtune.server.worker import GenerationWorker, Job, JobOutcome
 
 log = logging.getLogger("ddtune.server")
@@ -69,6 +69,7 @@ class ServerState:
             render_chat=self.chat.render,
             vocab_size=_vocab_size(self.engine),
             max_token_chars=longest_token_bytes(tokenizer),
+            strict=self.config.strict_requests,
         )
         self._check_fits(self._params)
         self.worker = GenerationWorker(
