@@ -14,9 +14,10 @@ $(STAMP): pyproject.toml
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests
+	$(PY) -m ruff format --check src tests
+	$(PY) -m mypy
 
-test: $(STAMP)
-	$(PY) -m ruff check src tests
+test: lint
 	$(PY) -m pytest -m "not slow and not gpu" -q
 
 test-integration: $(STAMP)

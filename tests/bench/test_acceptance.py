@@ -9,6 +9,8 @@ import pytest
 
 from ddtune.bench import acceptance as acc
 from ddtune.bench.client import RequestSpec, StreamRecord, stream_request
+from ddtune.kinds import get_kind
+from ddtune.kinds.vllm import counter_acceptance
 
 
 def test_vllm_counters_parse_and_diff(fixtures_dir: Path) -> None:
@@ -17,7 +19,7 @@ def test_vllm_counters_parse_and_diff(fixtures_dir: Path) -> None:
     # summed over both engines
     assert before["vllm:spec_decode_num_drafts_total"] == 2000.0
     assert after["vllm:spec_decode_num_accepted_tokens_total"] == 5000.0
-    value, note = acc.vllm_acceptance(before, after)
+    value, note = counter_acceptance(before, after)
     assert value == pytest.approx(1 + 1000 / 400)  # 1 + accepted diff / drafts diff
     assert "1000 accepted tokens over 400 drafts" in note
     # the cumulative figure (which includes earlier traffic and warmup) would differ
@@ -27,15 +29,15 @@ def test_vllm_counters_parse_and_diff(fixtures_dir: Path) -> None:
 def test_vllm_unavailable_cases(fixtures_dir: Path) -> None:
     before = acc.parse_prometheus((fixtures_dir / "vllm_metrics_before.txt").read_text())
     after = acc.parse_prometheus((fixtures_dir / "vllm_metrics_after.txt").read_text())
-    assert acc.vllm_acceptance(before, before)[0] is None  # no drafts in between
-    value, note = acc.vllm_acceptance(after, before)
+    assert counter_acceptance(before, before)[0] is None  # no drafts in between
+    value, note = counter_acceptance(after, before)
     assert value is None and "went down" in note
-    assert acc.vllm_acceptance(None, after)[0] is None
+    assert counter_acceptance(None, after)[0] is None
 
 
 def test_counter_without_total_suffix() -> None:
     samples = {"vllm:spec_decode_num_drafts": 10.0, "vllm:spec_decode_num_accepted_tokens": 15.0}
-    assert acc.vllm_acceptance({}, samples)[0] == pytest.approx(2.5)
+    assert counter_acceptance({}, samples)[0] == pytest.approx(2.5)
 
 
 @pytest.mark.parametrize(
@@ -53,14 +55,14 @@ def test_per_response_acceptance_from_recorded_streams(
         record = stream_request(
             client,
             server.url,
-            kind,
+            get_kind(kind),
             RequestSpec("short", 0, "def f(xs):\n", 16),
             model="m",
             temperature=0.0,
             ignore_eos=True,
         )
         assert server.bodies[0]["path"] == path_expected
-    got, got_weight = acc.request_acceptance(kind, record)
+    got, got_weight = get_kind(kind).response_acceptance(record)
     assert got == (pytest.approx(value) if value is not None else None)
     assert got_weight == weight
 
@@ -73,9 +75,7 @@ def test_pooled_acceptance_weights_by_rounds() -> None:
 
 def test_no_stats_is_unavailable_not_guessed() -> None:
     record = StreamRecord(text="x", output_tokens=5, usage={"completion_tokens": 5})
-    assert acc.request_acceptance("ddtune", record) == (None, 0.0)
-    assert acc.request_acceptance("openai", record) == (None, 0.0)
-    assert acc.request_acceptance("sglang", StreamRecord(meta_info={"completion_tokens": 5})) == (
-        None,
-        0.0,
-    )
+    assert get_kind("ddtune").response_acceptance(record) == (None, 0.0)
+    assert get_kind("openai").response_acceptance(record) == (None, 0.0)
+    sglang = StreamRecord(meta_info={"completion_tokens": 5})
+    assert get_kind("sglang").response_acceptance(sglang) == (None, 0.0)

@@ -1,4 +1,4 @@
-"""The KV cache: append, append with explicit slots, compact in place, truncate."""
+"""The KV cache: append, windowed view (drafter), compact in place, truncate, overflow."""
 
 from __future__ import annotations
 
@@ -39,3 +39,18 @@ def test_overflow_is_a_clear_error():
     cache = KVCache(num_layers=1, num_kv_heads=2, head_dim=3, capacity=2)
     with pytest.raises(UserError, match="context holds 2"):
         cache.write(0, _kv([1, 2, 3]), _kv([1, 2, 3]))
+
+
+def test_window_returns_only_the_last_slots_and_still_stores_all():
+    cache = KVCache(num_layers=1, num_kv_heads=2, head_dim=3, capacity=10)
+    cache.write(0, _kv([0, 1, 2, 3, 4]), _kv([0, 1, 2, 3, 4]))
+    cache.advance(5)
+    k, v = cache.write(0, _kv([5, 6, 7]), _kv([15, 16, 17]), window=4)
+    assert k[0, 1, :, 0].tolist() == [4, 5, 6, 7] and v[0, 0, :, 2].tolist() == [4, 15, 16, 17]
+    cache.advance(3)
+    assert cache.k[0, 0, 0, :8, 0].tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
+    for window in (None, 9, 100):
+        k, _ = cache.write(0, _kv([8]), _kv([8]), window=window)
+        assert k.shape[2] == 9
+    k, _ = cache.write(0, _kv([8]), _kv([8]), window=1)
+    assert k[0, 0, :, 0].tolist() == [8]

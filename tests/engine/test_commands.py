@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from ddtune.cli import main
+from ddtune.cli import build_parser, main
 from ddtune.engine.testing import write_random_checkpoint
+from ddtune.errors import UserError
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +68,33 @@ def test_generate_errors_are_one_line(model_dirs, tmp_path):
     assert proc.stderr.strip().count("\n") == 0 and "does not exist" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "flags, key",
+    [
+        (["--budget", "-1"], "budget"),
+        (["--topk", "0"], "topk"),
+        (["--window", "0"], "window"),
+        (["--max-tokens", "0"], "max_new_tokens"),
+        (["--top-p", "1.5"], "top_p"),
+        (["--temperature", "-1"], "temperature"),
+    ],
+)
+def test_generate_bad_flags_are_user_errors_naming_the_key(model_dirs, flags, key):
+    target, drafter = model_dirs
+    args = build_parser().parse_args(
+        ["generate", "--target", str(target), "--drafter", str(drafter), "--prompt", "x", *flags]
+    )
+    with pytest.raises(UserError) as caught:
+        args.func(args)
+    assert caught.value.key == key
+
+
+def test_bench_engine_bad_flags_are_user_errors(capsys):
+    for flags in (["--topk", "0"], ["--budgets", "4,x"], ["--max-tokens", "0"], ["--window", "-2"]):
+        assert main(["bench-engine", "--random", *flags]) == 2
+        assert "error" in capsys.readouterr().err
+
+
 def test_bench_engine_random_prints_table_and_json(tmp_path, capsys):
     out = tmp_path / "rows.json"
     args = [
@@ -83,7 +111,14 @@ def test_bench_engine_random_prints_table_and_json(tmp_path, capsys):
     ]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "RANDOM" in printed and "ddtree b4 k4" in printed
+    assert "RANDOM" in printed and "ddtree b4 k4 wnone" in printed
     rows = json.loads(out.read_text())
-    assert [r["label"] for r in rows] == ["ar", "dflash", "ddtree b0 k4", "ddtree b4 k4"]
+    labels = ["ar", "dflash wnone", "ddtree b0 k4 wnone", "ddtree b4 k4 wnone"]
+    assert [r["label"] for r in rows] == labels
+    assert [(r["mode"], r["budget"], r["topk"], r["window"]) for r in rows] == [
+        ("ar", 0, 1, "none"),
+        ("dflash", 0, 1, "none"),
+        ("ddtree", 0, 4, "none"),
+        ("ddtree", 4, 4, "none"),
+    ]
     assert all(r["lossless"] for r in rows) and all(r["tokens"] == 24 for r in rows)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from ddtune.engine.loading import load_decoder
 from ddtune.engine.testing import write_random_checkpoint
 from ddtune.engine.tree import build_tree, verify_mask
+from ddtune.params import DecodeParams, SamplingParams
 
 
 def test_each_node_logits_equal_its_ancestor_path_alone(tmp_path):
@@ -56,10 +57,9 @@ def test_t0_speculative_output_equals_ar(
     engines, family, block, prompt, mode, budget, topk, window, max_new
 ):
     engine = engines(family, block)
-    ref = engine.generate(prompt, mode="ar", max_new_tokens=max_new)
-    got = engine.generate(
-        prompt, mode=mode, budget=budget, topk=topk, window=window, max_new_tokens=max_new
-    )
+    sampling = SamplingParams(max_new_tokens=max_new)
+    ref = engine.generate(prompt, DecodeParams("ar"), sampling)
+    got = engine.generate(prompt, DecodeParams(mode, budget, topk, window), sampling)
     assert got.token_ids == ref.token_ids
     assert got.finish_reason == ref.finish_reason
     assert all(1 <= a <= block for a in got.stats.acceptance_lengths)
@@ -70,7 +70,7 @@ def test_speculation_accepts_tokens_on_these_models(engines):
     """The property test is not vacuous: drafts do get accepted on the test models."""
     engine = engines("qwen3", 6)
     res = engine.generate(
-        [3, 4, 5], mode="ddtree", budget=32, topk=8, max_new_tokens=40, ignore_eos=True
+        [3, 4, 5], DecodeParams("ddtree", 32, 8), SamplingParams(max_new_tokens=40, ignore_eos=True)
     )
     assert res.stats.mean_acceptance_length > 1.5
     assert max(res.stats.acceptance_lengths) >= 3

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from ddtune.engine.cache import KVCache
 from ddtune.engine.loading import load_decoder, load_drafter
 from ddtune.engine.testing import write_random_checkpoint
+from ddtune.errors import UserError
 
 
 def _setup(tmp_path):
@@ -32,6 +35,17 @@ def test_cached_window_equals_masked_full_call(tmp_path):
             got = drafter(noise, feats[:, 9:], q_pos, c_pos[:, 9:], cache=cache, window=window)
         assert cache.length == 12
         assert (got - ref).abs().max().item() < 1e-5
+
+
+def test_drafter_cache_is_a_kv_cache_of_its_layers_and_overflow_is_clear(tmp_path):
+    target, drafter, feats, noise = _setup(tmp_path)
+    cache = drafter.new_cache(10)
+    cfg = drafter.cfg
+    assert isinstance(cache, KVCache)
+    assert cache.k.shape == (cfg.num_hidden_layers, 1, cfg.num_key_value_heads, 10, cfg.head_dim)
+    with torch.no_grad(), pytest.raises(UserError, match="context holds 10"):
+        drafter(noise, feats, torch.arange(12, 16)[None], torch.arange(12)[None], cache=cache)
+    assert cache.length == 0
 
 
 def test_window_changes_the_draft(tmp_path):

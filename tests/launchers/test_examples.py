@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from ddtune.kinds.sglang import sglang_argv
+from ddtune.kinds.vllm import speculative_config, vllm_argv
 from ddtune.launchers.__main__ import build, build_parser
-from ddtune.launchers.sglang import sglang_argv
-from ddtune.launchers.vllm import speculative_config, vllm_argv
 from ddtune.sweep.spec import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -27,7 +27,9 @@ def test_every_example_sweep_spec_loads(path):
     spec = load_spec(path)
     assert spec.configs or spec.baseline
     for config, _ in spec.all_configs():
-        assert spec.service.render_argv(config.to_dict())  # every placeholder is known
+        assert spec.service.render_argv(
+            config.params, config.user_vars()
+        )  # every placeholder is known
 
 
 def test_vllm_example_renders_the_builder_argv_for_every_k():
@@ -86,7 +88,7 @@ def test_sglang_example_is_the_seed_grid_on_systemd():
 def test_sglang_example_command_builds_the_sglang_argv(index):
     spec = load_spec(EXAMPLES / "sglang-ddtree-systemd.toml")
     config, _ = spec.all_configs()[index]
-    rendered = spec.service.render_argv(config.to_dict())
+    rendered = spec.service.render_argv(config.params, config.user_vars())
     assert rendered[1:4] == ["-m", "ddtune.launchers", "sglang"]
     argv, env = build(build_parser().parse_args(rendered[3:]))
     model, drafter = spec.service.vars["model"], spec.service.vars["drafter"]

@@ -32,27 +32,14 @@ def run_launcher(args: list[str], env: dict[str, str] | None = None) -> subproce
     )
 
 
+def sglang_ddtree(budget: int, topk: int, window: str) -> list[str]:
+    """`sglang` launcher options for one DDTree configuration (model /m, drafter /d)."""
+    options = ["--model-path", "/m", "--draft-model-path", "/d", "--mode", "ddtree"]
+    return ["sglang", *options, "--budget", str(budget), "--topk", str(topk), "--window", window]
+
+
 def test_print_shows_env_and_argv():
-    done = run_launcher(
-        [
-            "sglang",
-            "--model-path",
-            "/m",
-            "--draft-model-path",
-            "/d",
-            "--mode",
-            "ddtree",
-            "--budget",
-            "12",
-            "--topk",
-            "4",
-            "--window",
-            "none",
-            "--python",
-            "python3",
-            "--print",
-        ]
-    )
+    done = run_launcher([*sglang_ddtree(12, 4, "none"), "--python", "python3", "--print"])
     assert done.returncode == 0, done.stderr
     words = shlex.split(done.stdout)
     assert words[0] == "SGLANG_DDTREE_MAX_TOPK=4"
@@ -104,19 +91,7 @@ def test_exec_replaces_the_launcher_with_the_engine(tmp_path):
             sys.executable,
             "-m",
             "ddtune.launchers",
-            "sglang",
-            "--model-path",
-            "/m",
-            "--draft-model-path",
-            "/d",
-            "--mode",
-            "ddtree",
-            "--budget",
-            "8",
-            "--topk",
-            "6",
-            "--window",
-            "2048",
+            *sglang_ddtree(8, 6, "2048"),
             "--port",
             "30123",
             "--",

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from ddtune.params import DecodeParams
 from ddtune.services import GpuDevice, ServiceSpec, build_controller, procs
 from ddtune.services.process import scope_prefix
 
@@ -91,7 +92,7 @@ def leftovers(workdir: Path) -> list[procs.ProcInfo]:
     return procs.find_instance(tag=scope_prefix(workdir), tag_prefix=True)
 
 
-PARAMS = {"mode": "ddtree", "budget": 16, "topk": 4, "window": None}
+PARAMS = DecodeParams("ddtree", 16, 4, None)
 
 
 @pytest.fixture

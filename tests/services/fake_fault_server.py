@@ -15,6 +15,8 @@ readiness protocol, and misbehaves on demand:
     --gpu-ledger DIR          write a fake GPU allocation (--gpu-mib) to DIR/<pid>.json,
     --gpu-release-after S     ... released S seconds after exit, or "never"
     --report-config JSON      report these config keys instead of the requested ones
+    --speculative-draft-model-path P   the drafter (SGLang's flag; /get_server_info reports it)
+    --report-drafter P        report drafter P instead
     --instance-id ID          report a fixed instance id (e.g. persisted across restarts)
     --hang-after S            SIGSTOP itself S seconds after start
     --hot / --hot-ignore      accept POST /v1/ddtree/config (or accept it and change nothing)
@@ -58,6 +60,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--gpu-mib", type=float, default=1000.0)
     p.add_argument("--gpu-release-after", default="0")
     p.add_argument("--report-config", default=None)
+    p.add_argument("--speculative-draft-model-path", default=None)
+    p.add_argument("--report-drafter", default=None)
     p.add_argument("--instance-id", default=None)
     p.add_argument("--hang-after", type=float, default=None)
     p.add_argument("--hot", action="store_true")
@@ -109,6 +113,11 @@ class State:
         algo = {"ar": None, "dflash": "DFLASH", "ddtree": "DDTREE"}[config["mode"]]
         return {
             "speculative_algorithm": algo,
+            "speculative_draft_model_path": (
+                (self.args.report_drafter or self.args.speculative_draft_model_path)
+                if algo
+                else None
+            ),
             "speculative_ddtree_budget": config["budget"] if algo == "DDTREE" else None,
             "speculative_dflash_draft_window_size": config["window"] if algo else None,
         }

@@ -25,7 +25,9 @@ def hooks_spec(svc, port, state_dir, *switches, stop=None, start_extra="", **ove
 def test_hooks_reconfigure_passes_config_as_environment(svc, port, controllers, tmp_path):
     ctl = controllers(hooks_spec(svc, port, tmp_path))
     first = ctl.reconfigure(svc.params, tmp_path / "a1")
-    second = ctl.reconfigure({**svc.params, "mode": "dflash", "window": 32}, tmp_path / "a2")
+    second = ctl.reconfigure(
+        svc.params.with_updates({"mode": "dflash", "window": 32}), tmp_path / "a2"
+    )
     assert first.ready and second.ready, (first, second)
     assert (
         second.identity["config"]["mode"] == "dflash" and second.identity["config"]["window"] == 32

@@ -1,42 +1,25 @@
-"""Profiles: sglang (get_server_info + env topk) and openai (health + completion) end to end."""
+"""Server kinds in the readiness protocol, end to end: sglang (/get_server_info, the drafter
+on the launch command, top-k from the process environment) and openai (health + completion)."""
 
 from __future__ import annotations
 
-from ddtune.services.profiles import compare_ddtune_config, compare_sglang_config
+DRAFTER = ["--speculative-draft-model-path", "/models/drafter"]
 
 
-def test_config_comparison_uses_canonical_forms():
-    assert (
-        compare_ddtune_config({"mode": "ar", "budget": 16}, {"mode": "ar", "budget": 0, "topk": 1})
-        == []
-    )
-    assert compare_ddtune_config(
-        {"mode": "ddtree", "window": None}, {"mode": "ddtree", "window": 64}
-    ) == ["window: requested None, server reports 64"]
-    assert "not valid" in compare_ddtune_config({"mode": "ddtree"}, {"mode": "beam"})[0]
-    ok = {
-        "speculative_algorithm": "DDTREE",
-        "speculative_ddtree_budget": 16,
-        "speculative_dflash_draft_window_size": None,
-    }
-    assert (
-        compare_sglang_config({"mode": "ddtree", "budget": 16, "topk": 4, "window": None}, ok) == []
-    )
-    assert compare_sglang_config({"mode": "dflash", "window": None}, ok) == [
-        "speculative_algorithm: requested 'DFLASH', server reports 'DDTREE'"
-    ]
-
-
-def test_sglang_profile_checks_server_info_and_topk_env(svc, port, controllers, tmp_path):
+def test_sglang_kind_checks_server_info_and_topk_env(svc, port, controllers, tmp_path):
     good = controllers(
         svc.make_spec(
-            port, svc.fault_command(), profile="sglang", env={"SGLANG_DDTREE_MAX_TOPK": "{topk}"}
+            port,
+            svc.fault_command(*DRAFTER),
+            profile="sglang",
+            env={"SGLANG_DDTREE_MAX_TOPK": "{topk}"},
         ),
         name="good",
     )
     out = good.reconfigure(svc.params, tmp_path / "a1")
     assert out.ready, out
     assert out.identity["server_info"]["SGLANG_DDTREE_MAX_TOPK"] == "4"
+    assert out.identity["server_info"]["speculative_draft_model_path"] == "/models/drafter"
     good.close()
     wrong = controllers(
         svc.make_spec(
@@ -46,6 +29,17 @@ def test_sglang_profile_checks_server_info_and_topk_env(svc, port, controllers, 
     )
     out = wrong.reconfigure(svc.params, tmp_path / "a2")
     assert out.failure == "config_mismatch" and "SGLANG_DDTREE_MAX_TOPK" in out.detail, out
+
+
+def test_sglang_kind_checks_the_drafter_of_the_launch_command(svc, port, controllers, tmp_path):
+    command = svc.fault_command(*DRAFTER, "--report-drafter", "/models/stale-drafter")
+    spec = svc.make_spec(port, command, profile="sglang", env={"SGLANG_DDTREE_MAX_TOPK": "{topk}"})
+    out = controllers(spec).reconfigure(svc.params, tmp_path / "a")
+    assert out.failure == "config_mismatch", out
+    assert out.detail == (
+        "speculative_draft_model_path: requested '/models/drafter', "
+        "server reports '/models/stale-drafter'"
+    )
 
 
 def test_openai_profile_waits_for_health_and_generation(svc, port, controllers, tmp_path):

@@ -162,12 +162,12 @@ def old_identity_answering_after_sigterm_is_never_ready(
     ctl = controllers(svc.make_spec(port, cmd, timeouts={"stop": grace}))
     first = ctl.reconfigure(svc.params, tmp_path / "a1")
     assert first.ready, first
-    second = ctl.reconfigure({**svc.params, "topk": 6}, tmp_path / "a2")
+    second = ctl.reconfigure(svc.params.with_updates({"topk": 6}), tmp_path / "a2")
     assert second.ready, second
     assert second.identity["instance_id"] != first.identity["instance_id"]
     assert second.identity["config"]["topk"] == 6
     assert second.identity["instance_id"] in second.log_tail
-    assert not procs.is_alive(first.identity["pid"], first.identity["start_ticks"])
+    assert not procs.is_alive(first.identity["pid"], first.identity["create_time"])
     assert second.timings["stop_to_quiet_s"] >= min(linger, grace) - 0.1
 
 
@@ -179,7 +179,7 @@ def process_ignoring_sigterm_is_killed(svc, port, controllers, tmp_path):
     assert first.ready and second.ready, (first, second)
     assert second.timings["stop_to_quiet_s"] >= 0.9
     assert second.identity["instance_id"] in second.log_tail
-    assert not procs.is_alive(first.identity["pid"], first.identity["start_ticks"])
+    assert not procs.is_alive(first.identity["pid"], first.identity["create_time"])
 
 
 @scenario
@@ -192,13 +192,13 @@ def children_and_setsid_orphans_holding_the_port_are_found_and_killed(
     first = ctl.reconfigure(svc.params, tmp_path / "a1")
     assert first.ready, first
     orphan = int(re.search(r"orphan pid=(\d+)", first.log_tail).group(1))
-    orphan_info = procs.read_stat(orphan)
+    orphan_info = procs.process_info(orphan)
     assert orphan_info is not None and orphan_info.pgid != first.identity["pgid"], (
         "the orphan left the process group"
     )
     second = ctl.reconfigure(svc.params, tmp_path / "a2")
     assert second.ready, second
-    assert not procs.is_alive(orphan, orphan_info.start_ticks)
+    assert not procs.is_alive(orphan, orphan_info.create_time)
     assert second.identity["instance_id"] in second.log_tail
     assert len(svc.leftovers(ctl.workdir)) == 4  # the new server, its 2 children and its orphan
 

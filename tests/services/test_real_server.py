@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from ddtune.params import DecodeParams
+
 testing = pytest.importorskip(
     "ddtune.engine.testing", reason="ddtune.engine.testing is not available"
 )
@@ -51,9 +53,7 @@ def test_restart_then_hot_reconfigure_real_server(svc, port, controllers, tmp_pa
     )
     first = ctl.reconfigure(svc.params, tmp_path / "a1")
     assert first.ready, first
-    second = ctl.reconfigure(
-        {"mode": "ddtree", "budget": 8, "topk": 2, "window": 16}, tmp_path / "a2"
-    )
+    second = ctl.reconfigure(DecodeParams("ddtree", 8, 2, 16), tmp_path / "a2")
     assert second.ready, second
     assert second.identity["instance_id"] != first.identity["instance_id"]
     assert second.identity["config"]["budget"] == 8 and second.identity["config"]["window"] == 16
@@ -67,9 +67,7 @@ def test_restart_then_hot_reconfigure_real_server(svc, port, controllers, tmp_pa
         svc.make_spec(port, serve_command(target, drafter), kind="hot", timeouts=slow), name="hot"
     )
     started = hot.reconfigure(svc.params, tmp_path / "h1")
-    applied = hot.reconfigure(
-        {"mode": "dflash", "budget": 16, "topk": 4, "window": 32}, tmp_path / "h2"
-    )
+    applied = hot.reconfigure(DecodeParams("dflash", 16, 4, 32), tmp_path / "h2")
     assert started.ready and applied.ready, (started, applied)
     assert applied.identity["instance_id"] == started.identity["instance_id"]
     assert applied.identity["config_generation"] > started.identity["config_generation"]

@@ -1,11 +1,13 @@
-"""ServiceSpec: strict parsing with errors that name the key, and placeholder rendering."""
+"""ServiceSpec: strict parsing with errors keyed by the full path, and placeholder rendering."""
 
 from __future__ import annotations
 
 import pytest
 
 from ddtune.errors import UserError
+from ddtune.params import DecodeParams
 from ddtune.services import ServiceSpec
+from ddtune.tables import parse_table
 
 BASE = {
     "command": [
@@ -21,62 +23,97 @@ BASE = {
     ],
     "vars": {"extra": 7},
 }
+PARAMS = DecodeParams("ddtree", 16, 4, None)
 
 
 def test_render_argv_env_and_hook_env():
     spec = ServiceSpec.from_dict({**BASE, "env": {"TOPK": "{topk}"}, "port": 9100})
-    params = {"mode": "ddtree", "budget": 16, "topk": 4, "window": None}
-    assert spec.render_argv(params) == [
+    assert spec.render_argv(PARAMS) == [
         "srv",
         "--budget",
         "16",
         "--window",
-        "none",
+        "none",  # DecodeParams.to_wire()
         "--port",
         "9100",
         "--x",
         "7",
     ]
-    assert spec.render_env(params) == {"TOPK": "4"}
-    hook_env = spec.hook_env({**params, "extra": 9})
+    assert spec.render_argv(PARAMS, {"extra": "x y"})[-1] == "x y"  # the trial's variable wins
+    assert spec.render_env(PARAMS) == {"TOPK": "4"}
+    hook_env = spec.hook_env(PARAMS, {"extra": 9})
     assert (
         hook_env["DDTUNE_WINDOW"] == "none"
         and hook_env["DDTUNE_EXTRA"] == "9"
+        and hook_env["DDTUNE_MODE"] == "ddtree"
         and hook_env["TOPK"] == "4"
     )
     assert spec.base_url == "http://127.0.0.1:9100"
+
+
+def test_literal_braces_render_as_braces():
+    spec = ServiceSpec.from_dict({"command": ["srv", '{{"k": {topk}}}']})
+    assert spec.render_argv(PARAMS) == ["srv", '{"k": 4}']
+
+
+def test_user_variable_cannot_shadow_a_parameter():
+    spec = ServiceSpec.from_dict(BASE)
+    with pytest.raises(UserError) as err:
+        spec.render_argv(PARAMS, {"budget": 3})
+    assert err.value.key == "vars.budget"
 
 
 def test_defaults_allow_ten_minute_loads_and_round_trip():
     spec = ServiceSpec.from_dict({**BASE, "timeouts": {"health": 900}})
     assert spec.timeouts.start >= 600 and spec.timeouts.health == 900
     assert ServiceSpec.from_dict(spec.to_dict()) == spec
+    hooks = ServiceSpec.from_dict({"kind": "hooks", "hooks": {"start": "a", "stop": "b"}})
+    assert ServiceSpec.from_dict(hooks.to_dict()) == hooks
+    assert parse_table(ServiceSpec, BASE, where="service") == ServiceSpec.from_dict(BASE)
 
 
 @pytest.mark.parametrize(
-    "table, words",
+    "table, key, words",
     [
-        ({**BASE, "comand": ["x"]}, ["comand"]),
-        ({**BASE, "timeouts": {"helth": 3}}, ["helth", "service.timeouts"]),
-        ({**BASE, "timeouts": {"health": -1}}, ["service.timeouts.health"]),
-        ({**BASE, "port": "80"}, ["service.port"]),
-        ({**BASE, "kind": "docker"}, ["service.kind", "hooks"]),
-        ({**BASE, "profile": "tgi"}, ["service.profile"]),
-        ({**BASE, "command": "srv --port 1"}, ["service.command", "list"]),
-        ({**BASE, "command": ["srv", "{bugdet}"]}, ["{bugdet}", "service.vars"]),
-        ({**BASE, "env": {"A": 1}}, ["service.env.A"]),
-        ({**BASE, "vars": {"budget": 3}}, ["service.vars.budget"]),
-        ({"kind": "systemd"}, ["service.unit"]),
-        ({"kind": "hooks", "hooks": {"start": "x"}}, ["hooks.stop"]),
-        ({"kind": "hooks", "hooks": {"start": "x", "stop": "y", "status": "z"}}, ["status"]),
-        ({**BASE, "kind": "hot", "profile": "vllm"}, ["hot", "ddtune"]),
-        ({**BASE, "profile": "openai"}, ["service.model"]),
-        ({**BASE, "gpu": "yes"}, ["service.gpu"]),
-        ({"kind": "process"}, ["service.command"]),
+        ({**BASE, "comand": ["x"]}, "service.comand", ["unknown key", "command"]),
+        ({**BASE, "timeouts": {"stopp": 3}}, "service.timeouts.stopp", ["stop", "quiesce"]),
+        ({**BASE, "timeouts": {"health": -1}}, "service.timeouts.health", ["greater than 0"]),
+        ({**BASE, "timeouts": {"stop": True}}, "service.timeouts.stop", ["number", "True"]),
+        ({**BASE, "port": "80"}, "service.port", ["integer", "'80'"]),
+        ({**BASE, "port": 70000}, "service.port", ["65535"]),
+        ({**BASE, "kind": "docker"}, "service.kind", ["'docker'", "'hooks'"]),
+        ({**BASE, "profile": "tgi"}, "service.profile", ["'tgi'", "'vllm'"]),
+        ({**BASE, "command": "srv --port 1"}, "service.command", ["list"]),
+        ({**BASE, "command": ["srv", 3]}, "service.command.1", ["string", "3"]),
+        ({**BASE, "command": ["srv", "{bugdet}"]}, "service.command", ["{bugdet}", "vars"]),
+        ({**BASE, "command": ["srv", "{bu"]}, "service.command", ["{{ }}"]),
+        ({**BASE, "env": {"A": 1}}, "service.env.A", ["string"]),
+        ({**BASE, "env": {"A": "{nope}"}}, "service.env", ["A:", "{nope}"]),
+        ({**BASE, "vars": {"budget": 3}}, "service.vars", ["service.vars.budget", "{budget}"]),
+        ({**BASE, "vars": {"x": [1]}}, "service.vars.x", ["string or a number"]),
+        ({"kind": "systemd"}, "service.unit", ["required", "systemd"]),
+        ({"kind": "hooks", "hooks": {"start": "x"}}, "service.hooks", ["hooks.stop"]),
+        (
+            {"kind": "hooks", "hooks": {"start": "x", "stop": "y", "status": "z"}},
+            "service.hooks.status",
+            ["logs, start, stop"],
+        ),
+        ({**BASE, "kind": "hot", "profile": "vllm"}, "service.profile", ["hot", "ddtune"]),
+        ({**BASE, "profile": "openai"}, "service.model", ["openai"]),
+        ({**BASE, "gpu": "yes"}, "service.gpu", ["'auto'", "'yes'"]),
+        ({"kind": "process"}, "service.command", ["process"]),
     ],
 )
-def test_bad_tables_name_the_key(table, words):
+def test_bad_tables_name_the_key(table, key, words):
     with pytest.raises(UserError) as err:
         ServiceSpec.from_dict(table)
+    assert err.value.key == key, err.value
+    assert key in str(err.value)
     for word in words:
         assert word in str(err.value)
+
+
+def test_not_a_table():
+    with pytest.raises(UserError) as err:
+        ServiceSpec.from_dict(["srv"])  # type: ignore[arg-type]
+    assert err.value.key == "service"

@@ -52,7 +52,7 @@ def stop_start_through_dropin_where_restart_would_lie(
             time.sleep(0.05)
     assert health == 503, "restart returned before the service was ready"
 
-    second = ctl.reconfigure({**svc.params, "window": 64}, tmp_path / "a2")
+    second = ctl.reconfigure(svc.params.with_updates({"window": 64}), tmp_path / "a2")
     assert second.ready, second
     assert second.identity["invocation_id"] != first.identity["invocation_id"]
     assert second.identity["config"]["window"] == 64

@@ -11,6 +11,7 @@ import torch
 from ddtune.engine.config import DrafterConfig, ModelConfig
 from ddtune.engine.loading import load_decoder, load_drafter
 from ddtune.errors import UserError
+from ddtune.train.configs import build
 from ddtune.train.distill import Example
 from ddtune.train.drafter import (
     DrafterTrainConfig,
@@ -136,5 +137,9 @@ def test_resume_reproduces_an_uninterrupted_run(tiny_target_dir: Path, tmp_path:
 
 
 def test_bad_config_is_a_clear_error() -> None:
-    with pytest.raises(UserError, match="block_size must be at least 2"):
-        DrafterTrainConfig("t", "o", "c", block_size=1)
+    with pytest.raises(UserError, match="block_size: must be greater than or equal to 2") as caught:
+        build(
+            DrafterTrainConfig,
+            {"target_dir": "t", "out_dir": "o", "checkpoint_dir": "c", "block_size": 1},
+        )
+    assert caught.value.key == "block_size"

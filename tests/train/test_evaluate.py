@@ -1,11 +1,13 @@
-"""The evaluator: completions are cut at the end of the body and tests really execute."""
+"""The evaluator: completions are cut at the end of the body, tests really execute, and
+acceptance lengths come from the engine."""
 
 from __future__ import annotations
 
 import itertools
 import json
 
-from ddtune.train.evaluate import run_tests, truncate_completion
+from ddtune.engine.testing import write_random_checkpoint
+from ddtune.train.evaluate import acceptance_lengths, run_tests, truncate_completion
 from ddtune.train.tasks import iter_tasks
 
 
@@ -30,3 +32,12 @@ def test_canonical_passes_and_wrong_or_hanging_bodies_fail() -> None:
     assert (passed, reason) == (False, "timeout")
     passed, reason = run_tests(task, "    return (\n")
     assert not passed and "SyntaxError" in reason
+
+
+def test_acceptance_lengths_per_mode(tmp_path) -> None:
+    target, drafter = write_random_checkpoint(tmp_path, seed=2, block_size=4)
+    figures = acceptance_lengths(target, drafter, ["def f(x):", "x = 1"], [2, 8], max_tokens=10)
+    assert list(figures) == ["ar", "dflash", "ddtree_b2", "ddtree_b8"]
+    assert figures["ar"]["mean_acceptance_length"] == 1.0
+    assert all(1.0 <= f["mean_acceptance_length"] <= 4.0 for f in figures.values())
+    assert all(f["tokens_per_second"] > 0 for f in figures.values())

@@ -1,10 +1,11 @@
 """Streaming HTTP client: one request, timed from the server-sent-event stream.
 
-ddtune, vLLM and generic OpenAI servers get `POST /v1/completions` with
-`stream: true` and `stream_options.include_usage` (the last chunk carries
-`usage`; ddtune adds `usage.spec`). SGLang gets its native `POST /generate`
-stream, whose chunks carry `meta_info` (`completion_tokens`, `spec_verify_ct`)
-and, by default, the cumulative text so far.
+The server kind (`ddtune.kinds`) says where to send the request and how to
+read its stream: ddtune, vLLM and generic OpenAI servers get `POST
+/v1/completions` with `stream: true` and `stream_options.include_usage` (the
+last chunk carries `usage`; ddtune adds `usage.spec`); SGLang gets its native
+`POST /generate` stream, whose chunks carry `meta_info` (`completion_tokens`,
+`spec_verify_ct`) and, by default, the cumulative text so far.
 
 Timing (perf_counter, client side): TTFT = request sent -> first non-empty
 text; end-to-end = request sent -> end of stream; chunk times are kept for the
@@ -16,13 +17,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-SERVER_KINDS = ("ddtune", "sglang", "vllm", "openai")
-IGNORE_EOS_KINDS = ("ddtune", "sglang", "vllm")
+from ddtune.kinds import ServerKind, StreamChunk
+from ddtune.params import SamplingParams
 
 
 class BenchError(RuntimeError):
@@ -53,21 +55,18 @@ class StreamRecord:
     meta_info: dict[str, Any] | None = None
 
 
-def discover_model(client: httpx.Client, base_url: str) -> str | None:
-    """The first model id of `/v1/models`, or None when the server does not list models."""
+def discover_model(client: httpx.Client, base_url: str, kind: ServerKind) -> str | None:
+    """The first model id the server lists, or None when it does not list models."""
     try:
-        response = client.get(f"{base_url}/v1/models")
-        response.raise_for_status()
-        data = response.json().get("data") or []
-    except (httpx.HTTPError, ValueError, AttributeError):
+        return kind.model_name(client, base_url)
+    except (httpx.HTTPError, ValueError, LookupError, AttributeError, TypeError):
         return None
-    return data[0].get("id") if data and isinstance(data[0], dict) else None
 
 
 def stream_request(
     client: httpx.Client,
     base_url: str,
-    kind: str,
+    kind: ServerKind,
     spec: RequestSpec,
     *,
     model: str | None,
@@ -75,7 +74,14 @@ def stream_request(
     ignore_eos: bool,
 ) -> StreamRecord:
     """Send one streaming request and time it; raises BenchError on any failure."""
-    url, body = _request_body(base_url, kind, spec, model, temperature, ignore_eos)
+    sampling = SamplingParams(
+        max_new_tokens=spec.max_tokens,
+        temperature=float(temperature),
+        seed=spec.seed,
+        stop_strings=tuple(spec.stop),
+        ignore_eos=ignore_eos,
+    )
+    url, body = kind.generate_request(base_url, spec.prompt, sampling, model)
     record = StreamRecord()
     start = time.perf_counter()
     try:
@@ -86,7 +92,8 @@ def stream_request(
                     f"{spec.workload} request {spec.index}: HTTP {response.status_code} from {url}: {detail}"
                 )
             for payload in _sse_payloads(response):
-                _apply_chunk(record, kind, payload, time.perf_counter() - start)
+                chunk = kind.parse_chunk(payload, record.text)
+                _apply_chunk(record, chunk, time.perf_counter() - start)
     except httpx.HTTPError as exc:
         raise BenchError(
             f"{spec.workload} request {spec.index}: {type(exc).__name__}: {exc}"
@@ -96,45 +103,7 @@ def stream_request(
     return record
 
 
-def _request_body(
-    base_url: str,
-    kind: str,
-    spec: RequestSpec,
-    model: str | None,
-    temperature: float,
-    ignore_eos: bool,
-) -> tuple[str, dict[str, Any]]:
-    send_ignore_eos = ignore_eos and kind in IGNORE_EOS_KINDS
-    if kind == "sglang":
-        params: dict[str, Any] = {"max_new_tokens": spec.max_tokens, "temperature": temperature}
-        if send_ignore_eos:
-            params["ignore_eos"] = True
-        if spec.stop:
-            params["stop"] = list(spec.stop)
-        return f"{base_url}/generate", {
-            "text": spec.prompt,
-            "sampling_params": params,
-            "stream": True,
-        }
-    body: dict[str, Any] = {
-        "prompt": spec.prompt,
-        "max_tokens": spec.max_tokens,
-        "temperature": temperature,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    if model is not None:
-        body["model"] = model
-    if spec.seed is not None:
-        body["seed"] = spec.seed
-    if spec.stop:
-        body["stop"] = list(spec.stop)
-    if send_ignore_eos:
-        body["ignore_eos"] = True
-    return f"{base_url}/v1/completions", body
-
-
-def _sse_payloads(response: httpx.Response):
+def _sse_payloads(response: httpx.Response) -> Iterator[dict[str, Any]]:
     """Yield each `data:` JSON object of an SSE stream until `[DONE]`."""
     for line in response.iter_lines():
         if not line.startswith("data:"):
@@ -146,34 +115,25 @@ def _sse_payloads(response: httpx.Response):
             payload = json.loads(data)
         except json.JSONDecodeError:
             raise BenchError(f"malformed stream chunk: {data[:200]!r}") from None
-        if isinstance(payload, dict) and "error" in payload:
+        if not isinstance(payload, dict):
+            raise BenchError(f"stream chunk is not a JSON object: {data[:200]!r}")
+        if "error" in payload:
             raise BenchError(f"server error in stream: {json.dumps(payload['error'])[:300]}")
         yield payload
 
 
-def _apply_chunk(record: StreamRecord, kind: str, payload: dict[str, Any], now: float) -> None:
-    if kind == "sglang":
-        delta = _sglang_delta(record.text, payload.get("text") or "")
-        record.meta_info = payload.get("meta_info") or record.meta_info
-        finish = (record.meta_info or {}).get("finish_reason")
-        record.finish_reason = finish.get("type") if isinstance(finish, dict) else finish
-    else:
-        choices = payload.get("choices") or []
-        delta = (choices[0].get("text") or "") if choices else ""
-        if choices and choices[0].get("finish_reason"):
-            record.finish_reason = choices[0]["finish_reason"]
-        if payload.get("usage"):
-            record.usage = payload["usage"]
-    if delta:
-        record.text += delta
+def _apply_chunk(record: StreamRecord, chunk: StreamChunk, now: float) -> None:
+    if chunk.usage:
+        record.usage = chunk.usage
+    if chunk.meta_info:
+        record.meta_info = chunk.meta_info
+    if chunk.finish_reason:
+        record.finish_reason = chunk.finish_reason
+    if chunk.text:
+        record.text += chunk.text
         record.chunk_times_s.append(now)
         if record.ttft_s is None:
             record.ttft_s = now
-
-
-def _sglang_delta(so_far: str, text: str) -> str:
-    """SGLang streams the cumulative text by default; accept incremental chunks too."""
-    return text[len(so_far) :] if text.startswith(so_far) else text
 
 
 def _finish_counts(record: StreamRecord) -> None:

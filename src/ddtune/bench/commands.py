@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
-SERVER_KINDS = ("ddtune", "sglang", "vllm", "openai")
+from ddtune.kinds import SERVER_KINDS
+
+if TYPE_CHECKING:
+    from ddtune.bench.result import BenchResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(result) -> dict:
+def _summary(result: BenchResult) -> dict[str, Any]:
     rounded = {k: round(v, 4) if isinstance(v, float) else v for k, v in result.aggregates.items()}
     return {
         "url": result.base_url,

@@ -4,9 +4,9 @@ Steps:
 1. Resolve the model name (/v1/models) and the identity snapshot.
 2. Build the request list: warmup, short, long, coding (deterministic order).
 3. Send the warmup requests (excluded from every figure).
-4. vLLM only: read the Prometheus counters.
+4. Kinds that count acceptance on the server (vLLM): read the counters.
 5. Send the measured requests (concurrency from the matrix), timed from the stream.
-6. vLLM only: read the counters again; acceptance from the difference.
+6. Read those counters again; acceptance from the difference (else per response).
 7. Run the coding samples' tests in the sandbox.
 8. Samples, aggregates and T=0 outputs into one `BenchResult`.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import platform
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from importlib import metadata
@@ -25,13 +26,7 @@ from rich.progress import Progress
 
 from ddtune.assets import default_tasks_file
 from ddtune.bench import acceptance as acc
-from ddtune.bench.client import (
-    SERVER_KINDS,
-    RequestSpec,
-    StreamRecord,
-    discover_model,
-    stream_request,
-)
+from ddtune.bench.client import RequestSpec, StreamRecord, discover_model, stream_request
 from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, load_tasks, pass_at_k_summary
 from ddtune.bench.hardware import hardware_fingerprint
 from ddtune.bench.matrix import BenchMatrix
@@ -39,14 +34,7 @@ from ddtune.bench.prompts import build_prompt_set
 from ddtune.bench.result import BenchResult, make_sample, throughput_aggregates
 from ddtune.bench.sandbox import SandboxLimits, isolation_notes
 from ddtune.errors import UserError
-
-IDENTITY_ENDPOINTS = {
-    "ddtune": ("/server_info",),
-    "sglang": ("/get_model_info", "/server_info"),
-    "vllm": ("/version", "/v1/models"),
-    "openai": ("/v1/models",),
-}
-ACCEPTANCE_SOURCES = {"ddtune": "usage.spec", "sglang": "meta_info", "vllm": "prometheus"}
+from ddtune.kinds import ServerKind, get_kind
 
 
 def run_bench(
@@ -57,10 +45,7 @@ def run_bench(
     progress: bool = True,
 ) -> BenchResult:
     """Run the matrix against `base_url`; raises BenchError when a request fails."""
-    if server_kind not in SERVER_KINDS:
-        raise UserError(
-            f"server kind must be one of {', '.join(SERVER_KINDS)}; got {server_kind!r}"
-        )
+    kind = get_kind(server_kind)
     base_url = base_url.rstrip("/")
     started, t0 = time.time(), time.perf_counter()
     tasks = _coding_tasks(matrix)
@@ -75,20 +60,18 @@ def run_bench(
     with httpx.Client(timeout=httpx.Timeout(matrix.request_timeout_s, connect=10.0)) as client:
         # 1. model name and identity
         model = matrix.model or (
-            None if server_kind == "sglang" else discover_model(client, base_url)
+            discover_model(client, base_url, kind) if kind.model_in_request else None
         )
-        identity = (
-            identity if identity is not None else snapshot_identity(client, base_url, server_kind)
-        )
+        identity = identity if identity is not None else snapshot_identity(client, base_url, kind)
         # 2. requests
         warmup, measured = plan_requests(matrix, prompts.short, prompts.long, tasks)
-        send = _sender(client, base_url, server_kind, model, matrix)
+        send = _sender(client, base_url, kind, model, matrix)
         with _progress(progress) as bar:
             _run_all(send, warmup, 1, bar, "warmup")  # 3.
-            before = acc.scrape_metrics(client, base_url) if server_kind == "vllm" else None  # 4.
+            before = acc.read_counters(client, base_url, kind)  # 4.
             records = _run_all(send, measured, matrix.concurrency, bar, "requests")  # 5.
-            after = acc.scrape_metrics(client, base_url) if server_kind == "vllm" else None  # 6.
-            samples = _samples(server_kind, measured, records)
+            after = acc.read_counters(client, base_url, kind)  # 6.
+            samples = _samples(kind, measured, records)
             coding = _run_coding(samples, measured, tasks, matrix, bar)  # 7.
     # 8.
     result = BenchResult(
@@ -109,7 +92,7 @@ def run_bench(
         versions=_versions(),
         prompts={"short": prompts.short, "long": prompts.long},
     )
-    _aggregate(result, server_kind, records, before, after, coding)
+    _aggregate(result, kind, records, before, after, coding)
     result.duration_s = time.perf_counter() - t0
     return result
 
@@ -155,10 +138,10 @@ def plan_requests(
 
 
 def snapshot_identity(
-    client: httpx.Client, base_url: str, server_kind: str
+    client: httpx.Client, base_url: str, kind: ServerKind
 ) -> dict[str, Any] | None:
     """The first identity endpoint that answers with JSON, tagged with `_source`."""
-    for path in IDENTITY_ENDPOINTS[server_kind]:
+    for path in kind.identity_endpoints:
         try:
             response = client.get(base_url + path)
             data = response.json() if response.status_code == 200 else None
@@ -176,7 +159,9 @@ def _coding_tasks(matrix: BenchMatrix) -> list[CodingTask]:
     return load_tasks(cfg.tasks_file or default_tasks_file(), cfg.limit)
 
 
-def _sender(client: httpx.Client, base_url: str, kind: str, model: str | None, matrix: BenchMatrix):
+def _sender(
+    client: httpx.Client, base_url: str, kind: ServerKind, model: str | None, matrix: BenchMatrix
+) -> Callable[[RequestSpec], StreamRecord]:
     def send(spec: RequestSpec) -> StreamRecord:
         return stream_request(
             client,
@@ -191,12 +176,16 @@ def _sender(client: httpx.Client, base_url: str, kind: str, model: str | None, m
     return send
 
 
-def _progress(enabled: bool):
+def _progress(enabled: bool) -> Progress | nullcontext[None]:
     return Progress(transient=True) if enabled else nullcontext(None)
 
 
 def _run_all(
-    send, specs: list[RequestSpec], concurrency: int, bar: Progress | None, label: str
+    send: Callable[[RequestSpec], StreamRecord],
+    specs: list[RequestSpec],
+    concurrency: int,
+    bar: Progress | None,
+    label: str,
 ) -> list[StreamRecord]:
     if not specs:
         return []
@@ -204,7 +193,7 @@ def _run_all(
 
     def one(spec: RequestSpec) -> StreamRecord:
         record = send(spec)
-        if bar is not None:
+        if bar is not None and task is not None:
             bar.advance(task)
         return record
 
@@ -215,15 +204,21 @@ def _run_all(
 
 
 def _samples(
-    kind: str, specs: list[RequestSpec], records: list[StreamRecord]
+    kind: ServerKind, specs: list[RequestSpec], records: list[StreamRecord]
 ) -> list[dict[str, Any]]:
     return [
-        make_sample(spec.workload, spec.index, record, acc.request_acceptance(kind, record)[0])
+        make_sample(spec.workload, spec.index, record, kind.response_acceptance(record)[0])
         for spec, record in zip(specs, records, strict=True)
     ]
 
 
-def _run_coding(samples, specs, tasks, matrix: BenchMatrix, bar) -> list[list[bool]]:
+def _run_coding(
+    samples: list[dict[str, Any]],
+    specs: list[RequestSpec],
+    tasks: list[CodingTask],
+    matrix: BenchMatrix,
+    bar: Progress | None,
+) -> list[list[bool]]:
     """Fill passed/fail_reason of the coding samples; passes per task for pass@k."""
     cfg = matrix.coding
     limits = SandboxLimits(timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb)
@@ -242,30 +237,31 @@ def _run_coding(samples, specs, tasks, matrix: BenchMatrix, bar) -> list[list[bo
             test_s=round(outcome.duration_s, 4),
         )
         per_task[spec.index // cfg.n_samples].append(outcome.passed)
-        if task_bar is not None:
+        if bar is not None and task_bar is not None:
             bar.advance(task_bar)
     return per_task
 
 
 def _aggregate(
-    result: BenchResult, kind: str, records, before, after, coding: list[list[bool]]
+    result: BenchResult,
+    kind: ServerKind,
+    records: list[StreamRecord],
+    before: dict[str, float] | None,
+    after: dict[str, float] | None,
+    coding: list[list[bool]],
 ) -> None:
     aggregates: dict[str, Any] = throughput_aggregates(result.samples)
-    per_request = [acc.request_acceptance(kind, r) for r in records]
-    if kind == "vllm":
-        value, note = acc.vllm_acceptance(before, after)
+    per_request = [kind.response_acceptance(r) for r in records]
+    value, note = acc.run_acceptance(kind, per_request, before, after)
+    if note:
         result.notes.append(note)
-    else:
-        value = acc.pooled_acceptance(per_request)
-        if value is None:
-            result.notes.append(_no_acceptance_note(kind))
     aggregates["acceptance_length"] = value
     aggregates.update(workload_acceptance(result.samples, per_request))
     request_values = [v for v, _ in per_request if v is not None]
     aggregates["acceptance_length_request_mean"] = (
         sum(request_values) / len(request_values) if request_values else None
     )
-    result.acceptance_source = ACCEPTANCE_SOURCES.get(kind) if value is not None else None
+    result.acceptance_source = kind.acceptance_source if value is not None else None
     aggregates["coding_passed"] = sum(sum(t) for t in coding)
     aggregates["coding_total"] = sum(len(t) for t in coding)
     aggregates.update(pass_at_k_summary(coding))
@@ -288,13 +284,6 @@ def workload_acceptance(
         rows = [a for s, a in zip(samples, per_request, strict=True) if s["workload"] == workload]
         out[f"{workload}_acceptance_length"] = acc.pooled_acceptance(rows)
     return out
-
-
-def _no_acceptance_note(kind: str) -> str:
-    if kind == "openai":
-        return "acceptance length unavailable: a generic OpenAI server reports no speculation stats"
-    field = "usage.spec" if kind == "ddtune" else "meta_info.spec_verify_ct"
-    return f"acceptance length unavailable: no response carried {field} (speculation off?)"
 
 
 def _versions() -> dict[str, str]:

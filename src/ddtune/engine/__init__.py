@@ -1,13 +1,13 @@
 """The DDTree engine: own Qwen3/Llama decoders, the DFlash drafter, tree drafting and exact verification.
 
 Modules, in reading order: `config` (HF config.json), `layers`, `model` (target
-decoder), `drafter` (DFlash), `cache` (KV cache), `loading` (HF folders),
+decoder), `drafter` (DFlash), `cache` (the KV cache of both), `loading` (HF folders),
 `tokenizer`, `testing` (random tiny checkpoints), then decoding: `tree`,
 `sampling`, `stops`, `decoding` (one request's rounds), `engine` (`Engine`),
-`bench` and `commands` (CLI).
+`speed` (in-process speed for `ddtune bench-engine`) and `commands` (CLI).
 
 `from ddtune.engine import Engine` works; torch is imported only on first use
-so that `ddtune --help` stays fast.
+so that `ddtune --help` stays fast. Contracts: docs/architecture.md "Engine".
 """
 
 from __future__ import annotations

@@ -1,16 +1,19 @@
-"""A preallocated key/value cache for one sequence batch, written in place.
+"""One preallocated key/value cache, written in place, for the target and the drafter.
 
 Layout per tensor: [num_layers, B, kv_heads, capacity, head_dim]. Slots
 [0, length) are valid. A forward pass with the cache writes its T new keys at
 [length, length + T) in every layer (`write`), then the caller advances the
-length once (`advance`). After a tree verify, `compact` keeps the accepted
-slots and moves them down in place; `truncate` drops the tail.
+length once (`advance`). `write` returns the keys a layer attends to: all of
+them, or with `window=W` (the DFlash drafter) only the last W. After a tree
+verify, `compact` keeps the accepted slots and moves them down in place;
+`truncate` drops the tail. See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
 
 import torch
 
+from ddtune.engine.config import ModelConfig
 from ddtune.errors import UserError
 
 
@@ -31,10 +34,26 @@ class KVCache:
         self.capacity = capacity
         self.length = 0
 
+    @classmethod
+    def for_model(cls, cfg: ModelConfig, capacity: int, batch: int, like: torch.Tensor) -> KVCache:
+        """A cache for the layers of `cfg`, with the dtype and device of the tensor `like`."""
+        return cls(
+            cfg.num_hidden_layers,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+            capacity,
+            batch,
+            like.dtype,
+            like.device,
+        )
+
     def write(
-        self, layer: int, k: torch.Tensor, v: torch.Tensor
+        self, layer: int, k: torch.Tensor, v: torch.Tensor, window: int | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store k, v [B, kv_heads, T, head_dim] after the valid slots; return all keys so far."""
+        """Store k, v [B, kv_heads, T, head_dim] after the valid slots.
+
+        Returns the keys and values so far, or only the last `window` of them.
+        """
         end = self.length + k.shape[2]
         if end > self.capacity:
             raise UserError(
@@ -42,7 +61,8 @@ class KVCache:
             )
         self.k[layer, :, :, self.length : end] = k
         self.v[layer, :, :, self.length : end] = v
-        return self.k[layer, :, :, :end], self.v[layer, :, :, :end]
+        start = 0 if window is None else max(0, end - window)
+        return self.k[layer, :, :, start:end], self.v[layer, :, :, start:end]
 
     def advance(self, count: int) -> None:
         """Mark `count` slots written by the last forward as valid."""

@@ -2,6 +2,8 @@
 
 Both default to the bundled models; `bench-engine` falls back to a random
 tiny checkpoint (and says so) when they are missing or `--random` is given.
+Flags become `DecodeParams`/`SamplingParams` through their `from_wire`, so a
+bad value is a one-line `UserError`. See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
@@ -11,9 +13,15 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ddtune.errors import UserError
-from ddtune.params import MODES, parse_window
+from ddtune.params import MODES, DecodeParams, SamplingParams, parse_window
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ddtune.engine.speed import SpeedRow
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,7 +71,7 @@ def _setup_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-def _model_dirs(args, need_drafter: bool) -> tuple[Path, Path | None]:
+def _model_dirs(args: argparse.Namespace, need_drafter: bool) -> tuple[Path, Path | None]:
     from ddtune import assets
 
     target = args.target or assets.default_target_dir()
@@ -73,26 +81,38 @@ def _model_dirs(args, need_drafter: bool) -> tuple[Path, Path | None]:
     return target, drafter
 
 
-def cmd_generate(args) -> int:
+def generate_params(args: argparse.Namespace) -> tuple[DecodeParams, SamplingParams]:
+    """The `ddtune generate` flags as parameters; `UserError` names a bad one."""
+    params = DecodeParams.from_wire(
+        {
+            "mode": args.mode,
+            "budget": args.budget,
+            "topk": args.topk,
+            "window": parse_window(args.window),
+        }
+    )
+    sampling = SamplingParams.from_wire(
+        {
+            "max_new_tokens": args.max_tokens,
+            "temperature": args.temperature,
+            "top_p": args.top_p,
+            "seed": args.seed,
+            "stop_strings": args.stop,
+            "ignore_eos": args.ignore_eos,
+        }
+    )
+    return params, sampling
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
     from ddtune.engine.engine import Engine
 
     _setup_threads(args.threads)
+    params, sampling = generate_params(args)
     text = args.prompt if args.prompt is not None else _read(args.prompt_file)
-    target, drafter = _model_dirs(args, need_drafter=args.mode != "ar")
+    target, drafter = _model_dirs(args, need_drafter=params.mode != "ar")
     engine = Engine.load(target, drafter)
-    result = engine.generate(
-        engine.tokenizer.encode(text),
-        mode=args.mode,
-        budget=args.budget,
-        topk=args.topk,
-        window=parse_window(args.window),
-        max_new_tokens=args.max_tokens,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        seed=args.seed,
-        stop_strings=args.stop,
-        ignore_eos=args.ignore_eos,
-    )
+    result = engine.generate(engine.tokenizer.encode(text), params, sampling)
     if args.json:
         print(json.dumps(result.to_dict()))
         return 0
@@ -112,12 +132,15 @@ def _read(path: Path) -> str:
     return path.read_text()
 
 
-def cmd_bench_engine(args) -> int:
+def cmd_bench_engine(args: argparse.Namespace) -> int:
     from rich.console import Console
+
+    from ddtune.engine.speed import plan
 
     console = Console()
     _setup_threads(args.threads)
-    budgets = _budgets(args.budgets)
+    configs = plan(parse_budgets(args.budgets), args.topk, parse_window(args.window), True)
+    sampling = SamplingParams.from_wire({"max_new_tokens": args.max_tokens, "ignore_eos": True})
     if args.repeats < 1:
         raise UserError(f"--repeats must be at least 1; got {args.repeats}")
     prompts, source = _prompts(args.prompts_file)
@@ -125,14 +148,14 @@ def cmd_bench_engine(args) -> int:
         target, drafter, note = _bench_models(args, Path(tmp))
         console.print(note)
         console.print(f"prompts: {source}")
-        rows = _run_bench(console, target, drafter, prompts, budgets, args)
+        rows = _run_bench(console, target, drafter, prompts, configs, sampling, args)
     _print_rows(console, rows)
     if args.json:
         args.json.write_text(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
     return 0
 
 
-def _bench_models(args, tmp: Path) -> tuple[Path, Path | None, str]:
+def _bench_models(args: argparse.Namespace, tmp: Path) -> tuple[Path, Path | None, str]:
     from ddtune.engine.testing import write_random_checkpoint
 
     if not args.random:
@@ -156,19 +179,26 @@ def _bench_models(args, tmp: Path) -> tuple[Path, Path | None, str]:
     )
 
 
-def _run_bench(console, target, drafter, prompts, budgets, args):
+def _run_bench(
+    console: Console,
+    target: Path,
+    drafter: Path | None,
+    prompts: list[str],
+    configs: list[DecodeParams],
+    sampling: SamplingParams,
+    args: argparse.Namespace,
+) -> list[SpeedRow]:
     import torch
     from rich.progress import Progress
 
-    from ddtune.engine.bench import plan, run_engine_bench
     from ddtune.engine.engine import Engine
+    from ddtune.engine.speed import run_engine_bench
 
     engine = Engine.load(target, drafter)
-    configs = plan(budgets, args.topk, with_drafter=True)
     console.print(
-        f"{len(prompts)} prompts x {args.repeats} repeats x {args.max_tokens} tokens, T=0, "
-        f"topk {args.topk}, "
-        f"window {args.window}, block {engine.block_size}, torch threads {torch.get_num_threads()}"
+        f"{len(prompts)} prompts x {args.repeats} repeats x {sampling.max_new_tokens} tokens, "
+        f"T=0, topk {args.topk}, window {args.window}, block {engine.block_size}, "
+        f"torch threads {torch.get_num_threads()}"
     )
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("bench-engine", total=len(configs))
@@ -176,20 +206,20 @@ def _run_bench(console, target, drafter, prompts, budgets, args):
             engine,
             prompts,
             configs,
-            window=parse_window(args.window),
-            max_new_tokens=args.max_tokens,
+            sampling,
             on_progress=lambda _: progress.advance(task),
             repeats=args.repeats,
         )
 
 
-def _print_rows(console, rows) -> None:
+def _print_rows(console: Console, rows: list[SpeedRow]) -> None:
     from rich.table import Table
 
     ar = rows[0].tokens_per_second or 1.0
     table = Table(title="bench-engine (T=0, same prompts)")
-    for col in ("config", "tok/s", "x AR", "tau", "tree+commit", "draft", "verify", "= AR"):
-        table.add_column(col, justify="right" if col != "config" else "left")
+    table.add_column("config", no_wrap=True, min_width=max(len(r.label) for r in rows))
+    for col in ("tok/s", "x AR", "tau", "tree+commit", "draft", "verify", "= AR"):
+        table.add_column(col, justify="right")
     for r in rows:
         table.add_row(
             r.label,
@@ -204,7 +234,8 @@ def _print_rows(console, rows) -> None:
     console.print(table)
 
 
-def _budgets(text: str) -> list[int]:
+def parse_budgets(text: str) -> list[int]:
+    """`--budgets` text such as "4,8,16" as a non-empty list of non-negative integers."""
     try:
         budgets = [int(b) for b in text.split(",") if b.strip()]
     except ValueError:
@@ -215,7 +246,7 @@ def _budgets(text: str) -> list[int]:
 
 
 def _prompts(path: Path | None) -> tuple[list[str], str]:
-    from ddtune.engine.bench import default_prompts
+    from ddtune.engine.speed import default_prompts
 
     if path is None:
         return default_prompts()

@@ -9,6 +9,8 @@ Two dataclasses:
 Unknown or unsupported settings are errors, never silently ignored: an
 unsupported architecture, rope type, activation or sliding window raises
 `UserError` naming the file and the field.
+
+See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ddtune.errors import UserError
 
@@ -74,8 +76,10 @@ class ModelConfig:
         return cls(family=FAMILIES[arch], **_common_fields(data, source))
 
     @classmethod
-    def from_file(cls, path: str | Path) -> ModelConfig:
-        return cls.from_dict(read_json(path), str(path))
+    def from_file(cls, path: str | Path) -> Self:
+        config = cls.from_dict(read_json(path), str(path))
+        assert isinstance(config, cls)
+        return config
 
     def to_hf_dict(self) -> dict[str, Any]:
         """A config.json that transformers loads (v4-style rope fields)."""

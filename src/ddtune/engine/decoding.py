@@ -4,7 +4,7 @@ State between rounds: the target KV cache (committed tokens), the `root` (the
 last chosen token, not yet run through the target, at position `pos`), and
 the target hidden features of committed positions the drafter has not seen.
 
-A speculative round (DESIGN.md "DDTree round"):
+A speculative round (docs/architecture.md "Engine"):
   1. draft   the drafter reads the new features and `[root, MASK x (block-1)]`
   2. tree    best-first tree (ddtree) or top-1 chain (dflash), ancestor mask
   3. verify  one target forward over `[root] + nodes` at positions pos + depth
@@ -25,6 +25,7 @@ from ddtune.engine.drafter import DFlashDrafter
 from ddtune.engine.model import Decoder
 from ddtune.engine.sampling import Sampler
 from ddtune.engine.tree import DraftTree, build_tree, chain_tree, children_index, verify_mask
+from ddtune.params import DecodeParams
 
 STAGES = ("draft", "tree", "verify", "commit")
 
@@ -37,18 +38,21 @@ class RoundOutcome:
 
 @dataclass
 class Session:
+    """One request's rounds. `drafter` is needed unless `params.mode` is "ar" (then unused)."""
+
     target: Decoder
     drafter: DFlashDrafter | None
-    mode: str  # "ar" | "dflash" | "ddtree"
-    budget: int
-    topk: int
-    window: int | None
+    params: DecodeParams
     sampler: Sampler
     generator: torch.Generator | None
     capacity: int
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
 
     def __post_init__(self) -> None:
+        if self.params.mode == "ar":
+            self.drafter = None
+        elif self.drafter is None:
+            raise ValueError(f"mode {self.params.mode!r} needs a drafter")
         self.cache = self.target.new_cache(self.capacity)
         self.dcache = self.drafter.new_cache(self.capacity) if self.drafter is not None else None
         self.layer_ids = self.drafter.cfg.target_layer_ids if self.drafter is not None else []
@@ -78,22 +82,23 @@ class Session:
 
     def step(self, max_tokens: int) -> RoundOutcome:
         """One round emitting at most `max_tokens` (>= 1) tokens."""
-        if self.mode == "ar":
+        if self.drafter is None:  # mode "ar"
             return self._ar_step()
+        p = self.params
         room = self.capacity - self.pos - 1  # cache slots left for draft nodes
         max_depth = min(self.drafter.cfg.block_size - 1, max_tokens - 1, room)
-        if self.mode == "ddtree":
-            max_depth = min(max_depth, self.budget)  # a tree of B nodes is at most B deep
+        if p.mode == "ddtree":
+            max_depth = min(max_depth, p.budget)  # a tree of B nodes is at most B deep
         t0 = time.perf_counter()
         tree = DraftTree.empty()
         if max_depth > 0:
-            top_lp, top_ids = self._draft(max_depth)
+            top_lp, top_ids = self._draft(self.drafter, max_depth)
             t1 = time.perf_counter()
             self.seconds["draft"] += t1 - t0
-            if self.mode == "dflash":
+            if p.mode == "dflash":
                 tree = chain_tree(top_ids, top_lp)
             else:
-                tree = build_tree(top_lp, top_ids, min(self.budget, room), self.topk)
+                tree = build_tree(top_lp, top_ids, min(p.budget, room), p.topk)
             t0 = t1
         mask = verify_mask(tree, self.pos)
         t1 = time.perf_counter()
@@ -116,29 +121,33 @@ class Session:
         self.seconds["commit"] += time.perf_counter() - t1
         return RoundOutcome([self.root], 0)
 
-    def _draft(self, max_depth: int) -> tuple[list[list[float]], list[list[int]]]:
+    def _draft(
+        self, drafter: DFlashDrafter, max_depth: int
+    ) -> tuple[list[list[float]], list[list[int]]]:
         """Per-depth top-K log-probs and ids for depths 1..max_depth."""
-        cfg = self.drafter.cfg
+        cfg = drafter.cfg
         block = torch.full((1, cfg.block_size), cfg.mask_token_id)
         block[0, 0] = self.root
         q_pos = torch.arange(self.pos, self.pos + cfg.block_size)[None]
         c_pos = torch.arange(self.feat_pos, self.pos)[None]
         assert self.feats is not None and self.feats.shape[1] == c_pos.shape[1]
-        hidden = self.drafter(
+        hidden = drafter(
             self.target.embed(block),
             self.feats,
             q_pos,
             c_pos,
             cache=self.dcache,
-            window=self.window,
+            window=self.params.window,
         )
         self.feats = None
         logits = self.target.lm_logits(hidden[0, 1 : max_depth + 1])  # [D, V]
-        k = 1 if self.mode == "dflash" else min(self.topk, logits.shape[-1])
+        k = 1 if self.params.mode == "dflash" else min(self.params.topk, logits.shape[-1])
         values, ids = torch.log_softmax(logits.float(), dim=-1).topk(k, dim=-1)
         return values.tolist(), ids.tolist()
 
-    def _verify(self, tree: DraftTree, mask: torch.Tensor):
+    def _verify(
+        self, tree: DraftTree, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Final-norm states [N+1, H] and features [N+1, L*H] for `[root] + nodes`."""
         ids = torch.tensor([[self.root, *tree.tokens]])
         positions = self.pos + torch.tensor([[0, *tree.depths]])
@@ -151,6 +160,7 @@ class Session:
             logits=False,
         )
         hidden = torch.cat(out.hidden, dim=-1)[0] if self.layer_ids else None
+        assert out.final is not None  # logits=False returns the final-norm states
         return out.final[0], hidden
 
     def _walk(self, tree: DraftTree, final: torch.Tensor) -> tuple[list[int], list[int]]:

@@ -16,83 +16,81 @@ Training call (no cache):
                      q_positions[B, Q], c_positions[B, C], attn_mask=bool[B|1, Q, C+Q])
     logits = target.lm_logits(hidden)                 # hidden is after the final norm
 
-Inference call: pass `cache=DrafterCache`; `context_feats` are then only the
-NEW context features (appended to the cache) and attention covers the last
-`window` cached context positions plus the block.
+Inference call: pass `cache=drafter.new_cache(capacity)` (a `KVCache` of the
+drafter's layers); `context_feats` are then only the NEW context features
+(appended to the cache) and attention covers the last `window` cached context
+positions plus the block. See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
+from ddtune.engine.cache import KVCache
 from ddtune.engine.config import DrafterConfig
-from ddtune.engine.layers import MLP, RMSNorm, apply_rope, attend, rope_inv_freq, rope_tables
-from ddtune.engine.model import Attention
+from ddtune.engine.layers import (
+    AttentionProjections,
+    Layer,
+    RMSNorm,
+    Rope,
+    attend,
+    rope_inv_freq,
+    rope_tables,
+)
 
 
-class DrafterCache:
-    """Context keys/values per drafter layer: [layers, B, kv_heads, capacity, head_dim]."""
+@dataclass
+class DraftContext:
+    """The context side of one drafter call, shared by every layer."""
 
-    def __init__(self, cfg: DrafterConfig, capacity: int, batch: int, dtype, device) -> None:
-        shape = (cfg.num_hidden_layers, batch, cfg.num_key_value_heads, capacity, cfg.head_dim)
-        self.k = torch.zeros(shape, dtype=dtype, device=device)
-        self.v = torch.zeros(shape, dtype=dtype, device=device)
-        self.capacity = capacity
-        self.length = 0
-
-    def truncate(self, length: int) -> None:
-        self.length = min(self.length, length)
+    feats: torch.Tensor  # [B, C, H] after `fc` and `hidden_norm`
+    rope: Rope  # at the context positions
+    cache: KVCache | None = None  # with a cache, `feats` are only the new positions
+    window: int | None = None  # attend to the last `window` cached positions (None = all)
 
 
-class DrafterAttention(Attention):
+class DrafterAttention(AttentionProjections):
     """The target's Qwen3 attention weights (q/k norm included); DFlash wiring in forward."""
 
-    def keys(self, x: torch.Tensor, rope) -> tuple[torch.Tensor, torch.Tensor]:
-        """k, v [B, kv_heads, T, D] for inputs x [B, T, H] (RoPE applied to k)."""
-        b, t, _ = x.shape
-        k = self.k_norm(self.k_proj(x).view(b, t, self.kv_heads, self.head_dim))
-        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        return apply_rope(k.transpose(1, 2), *rope), v
-
-    def forward(self, x, q_rope, ctx_kv, mask) -> torch.Tensor:
-        """x [B, Q, H] (normed block), ctx_kv: context k, v [B, kv_heads, C, D]."""
-        b, t, _ = x.shape
-        q = self.q_norm(self.q_proj(x).view(b, t, self.heads, self.head_dim))
-        q = apply_rope(q.transpose(1, 2), *q_rope)
+    def forward(
+        self,
+        x: torch.Tensor,  # [B, Q, H] the normed block
+        q_rope: Rope,
+        ctx: DraftContext,
+        mask: torch.Tensor | None,
+        layer: int,
+    ) -> torch.Tensor:
+        q = self.queries(x, q_rope)
+        k_ctx, v_ctx = self.keys(ctx.feats, ctx.rope)  # [B, kv_heads, C, D]
+        if ctx.cache is not None:
+            k_ctx, v_ctx = ctx.cache.write(layer, k_ctx, v_ctx, ctx.window)
         k_blk, v_blk = self.keys(x, q_rope)
-        k = torch.cat([ctx_kv[0], k_blk], dim=2)  # [B, kv_heads, C+Q, D]
-        v = torch.cat([ctx_kv[1], v_blk], dim=2)
+        k = torch.cat([k_ctx, k_blk], dim=2)  # [B, kv_heads, C'+Q, D]
+        v = torch.cat([v_ctx, v_blk], dim=2)
         return self.o_proj(attend(q, k, v, mask, causal=False))
 
 
-class DrafterLayer(nn.Module):
-    def __init__(self, cfg: DrafterConfig) -> None:
-        super().__init__()
-        self.self_attn = DrafterAttention(cfg)
-        self.mlp = MLP(cfg)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-
-    def forward(self, x, q_rope, ctx_kv, mask) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), q_rope, ctx_kv, mask)
-        return x + self.mlp(self.post_attention_layernorm(x))
-
-
 class DFlashDrafter(nn.Module):
+    inv_freq: torch.Tensor  # a buffer: RoPE inverse frequencies
+
     def __init__(self, cfg: DrafterConfig) -> None:
         super().__init__()
         self.cfg = cfg
         h = cfg.hidden_size
         self.fc = nn.Linear(len(cfg.target_layer_ids) * h, h, bias=False)
         self.hidden_norm = RMSNorm(h, cfg.rms_norm_eps)
-        self.layers = nn.ModuleList(DrafterLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.layers = nn.ModuleList(
+            Layer(cfg, DrafterAttention(cfg)) for _ in range(cfg.num_hidden_layers)
+        )
         self.norm = RMSNorm(h, cfg.rms_norm_eps)
         self.register_buffer("inv_freq", rope_inv_freq(cfg), persistent=False)
 
-    def new_cache(self, capacity: int, batch: int = 1) -> DrafterCache:
-        w = self.fc.weight
-        return DrafterCache(self.cfg, capacity, batch, w.dtype, w.device)
+    def new_cache(self, capacity: int, batch: int = 1) -> KVCache:
+        """A cache for the context keys/values of every drafter layer."""
+        return KVCache.for_model(self.cfg, capacity, batch, self.fc.weight)
 
     def forward(
         self,
@@ -101,34 +99,16 @@ class DFlashDrafter(nn.Module):
         q_positions: torch.Tensor,  # [B, Q]
         c_positions: torch.Tensor,  # [B, C]
         attn_mask: torch.Tensor | None = None,  # bool [B|1, Q, C'+Q], None = attend everything
-        cache: DrafterCache | None = None,
+        cache: KVCache | None = None,
         window: int | None = None,
     ) -> torch.Tensor:
-        ctx = self.hidden_norm(self.fc(context_feats))  # [B, C, H]
-        c_rope = rope_tables(self.inv_freq, c_positions, ctx.dtype)
-        q_rope = rope_tables(self.inv_freq, q_positions, ctx.dtype)
+        feats = self.hidden_norm(self.fc(context_feats))  # [B, C, H]
+        c_rope = rope_tables(self.inv_freq, c_positions, feats.dtype)
+        q_rope = rope_tables(self.inv_freq, q_positions, feats.dtype)
+        ctx = DraftContext(feats, c_rope, cache, window)
         x = noise_embeds
-        c = ctx.shape[1]
-        if cache is not None and cache.length + c > cache.capacity:
-            raise ValueError(
-                f"drafter cache holds {cache.capacity} positions; needs {cache.length + c}"
-            )
         for i, layer in enumerate(self.layers):
-            k, v = layer.self_attn.keys(ctx, c_rope)  # [B, kv_heads, C, D]
-            if cache is not None:
-                end = cache.length + c
-                cache.k[i, :, :, cache.length : end] = k
-                cache.v[i, :, :, cache.length : end] = v
-                k, v = _window(cache, i, end, window)
-            x = layer(x, q_rope, (k, v), attn_mask)
+            x = layer(x, q_rope, ctx, attn_mask, i)
         if cache is not None:
-            cache.length += c
+            cache.advance(feats.shape[1])
         return self.norm(x)  # [B, Q, H]
-
-
-def _window(
-    cache: DrafterCache, layer: int, end: int, window: int | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Context keys/values of the last `window` positions up to `end` (all when None)."""
-    start = 0 if window is None else max(0, end - window)
-    return cache.k[layer, :, :, start:end], cache.v[layer, :, :, start:end]

@@ -1,14 +1,21 @@
 """`Engine`: load a target (and drafter) folder once, then `generate()` one request at a time.
 
     engine = Engine.load(target_dir, drafter_dir)
-    result = engine.generate(engine.tokenizer.encode("def f("), mode="ddtree", budget=16)
+    result = engine.generate(
+        engine.tokenizer.encode("def f("),
+        DecodeParams("ddtree", budget=16),
+        SamplingParams(max_new_tokens=32),
+    )
     result.token_ids, result.text, result.finish_reason, result.stats
 
-`generate` holds a lock for the whole request (one at a time; callers such as
+`DecodeParams` and `SamplingParams` (ddtune.params) validate their own values;
+`generate` checks what needs the model (a drafter for speculative modes, the
+prompt's length and token ids) and raises `UserError` when those are wrong.
+It holds a lock for the whole request (one at a time; callers such as
 the server serialise requests anyway) and keeps no state between requests.
 `on_tokens(new_ids)` is called as tokens become final; returning False
 cancels (finish "cancelled"). The first token comes from the prefill; every
-round after it is counted in the stats.
+round after it is counted in the stats. See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
@@ -32,7 +39,9 @@ from ddtune.engine.sampling import Sampler
 from ddtune.engine.stops import OutputBuilder
 from ddtune.engine.tokenizer import Tokenizer
 from ddtune.errors import UserError
-from ddtune.params import DecodeParams
+from ddtune.params import DecodeParams, SamplingParams
+
+OnTokens = Callable[[list[int]], bool | None]  # gets newly final ids; returning False cancels
 
 
 @dataclass
@@ -121,45 +130,37 @@ class Engine:
     def generate(
         self,
         prompt_ids: Sequence[int],
-        mode: str = "ddtree",
-        budget: int = 16,
-        topk: int = 4,
-        window: int | None = None,
-        max_new_tokens: int = 64,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        stop_token_ids: Sequence[int] = (),
-        stop_strings: Sequence[str] = (),
-        ignore_eos: bool = False,
-        on_tokens: Callable[[list[int]], bool | None] | None = None,
+        params: DecodeParams,
+        sampling: SamplingParams,
+        on_tokens: OnTokens | None = None,
     ) -> GenerationResult:
-        params = DecodeParams(mode, budget, topk, window)
-        sampler = self._check(list(prompt_ids), params, max_new_tokens, temperature, top_p)
-        stops = list(stop_token_ids) + ([] if ignore_eos else self.eos_token_ids)
-        out = OutputBuilder(self.tokenizer.decode, max_new_tokens, stops, stop_strings)
-        capacity = min(
-            self.max_context, len(prompt_ids) + max_new_tokens + budget + self.block_size
+        """One request: decode `prompt_ids` with `params`, sample and stop per `sampling`."""
+        prompt = self._check(prompt_ids, params, sampling)
+        stops = list(sampling.stop_token_ids) + ([] if sampling.ignore_eos else self.eos_token_ids)
+        out = OutputBuilder(
+            self.tokenizer.decode, sampling.max_new_tokens, stops, sampling.stop_strings
         )
-        gen = torch.Generator().manual_seed(seed if seed is not None else random.getrandbits(63))
+        capacity = min(
+            self.max_context,
+            len(prompt) + sampling.max_new_tokens + params.budget + self.block_size,
+        )
+        seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
+        gen = torch.Generator().manual_seed(seed)
+        sampler = Sampler(sampling.temperature, sampling.top_p)
         with self._lock, torch.inference_mode():
-            session = Session(
-                self.target,
-                None if mode == "ar" else self.drafter,
-                mode,
-                budget,
-                topk,
-                window,
-                sampler,
-                gen,
-                capacity,
-            )
-            stats = _run(session, list(prompt_ids), out, on_tokens)
+            session = Session(self.target, self.drafter, params, sampler, gen, capacity)
+            stats = _run(session, prompt, out, on_tokens)
         return GenerationResult(out.ids, out.final_text(), out.finish_reason or "length", stats)
 
-    def _check(self, prompt, params, max_new_tokens, temperature, top_p) -> Sampler:
+    def _check(
+        self, prompt_ids: Sequence[int], params: DecodeParams, sampling: SamplingParams
+    ) -> list[int]:
+        """The prompt as a list, after the checks that need the model."""
+        if not isinstance(params, DecodeParams) or not isinstance(sampling, SamplingParams):
+            raise TypeError("generate() takes a DecodeParams and a SamplingParams")
         if params.mode != "ar" and self.drafter is None:
             raise UserError(f"mode {params.mode!r} needs a drafter; load one or use mode 'ar'")
+        prompt = list(prompt_ids)
         if not prompt:
             raise UserError("the prompt is empty; give at least one token")
         if len(prompt) >= self.max_context:
@@ -170,18 +171,12 @@ class Engine:
         vocab = self.target.cfg.vocab_size
         if min(prompt) < 0 or max(prompt) >= vocab:
             raise UserError(f"prompt token ids must be in 0..{vocab - 1}")
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-            raise UserError(f"max_new_tokens must be an integer; got {max_new_tokens!r}")
-        if max_new_tokens < 1:
-            raise UserError(f"max_new_tokens must be at least 1; got {max_new_tokens}")
-        if not temperature >= 0:
-            raise UserError(f"temperature must be >= 0; got {temperature}")
-        if not 0 < top_p <= 1:
-            raise UserError(f"top_p must be in (0, 1]; got {top_p}")
-        return Sampler(float(temperature), float(top_p))
+        return prompt
 
 
-def _run(session: Session, prompt: list[int], out: OutputBuilder, on_tokens) -> GenerationStats:
+def _run(
+    session: Session, prompt: list[int], out: OutputBuilder, on_tokens: OnTokens | None
+) -> GenerationStats:
     """Prefill, then rounds until a finish reason; returns the stats."""
     stats = GenerationStats(prompt_tokens=len(prompt))
     start = time.perf_counter()
@@ -204,7 +199,7 @@ def _run(session: Session, prompt: list[int], out: OutputBuilder, on_tokens) -> 
     return stats
 
 
-def _emit(out: OutputBuilder, tokens: list[int], on_tokens) -> bool:
+def _emit(out: OutputBuilder, tokens: list[int], on_tokens: OnTokens | None) -> bool:
     """Add a round's tokens; stream what became final. True when the caller cancelled."""
     new = out.add(tokens)
     if on_tokens is not None and new and on_tokens(new) is False:

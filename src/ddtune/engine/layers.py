@@ -1,8 +1,10 @@
 """Building blocks shared by the target decoder and the DFlash drafter.
 
 RMSNorm, rotary position embedding (default, linear and llama3 scaling), the
-SwiGLU MLP and attention over explicit boolean masks. Numerics follow the
-Hugging Face Qwen3/Llama code (norms and RoPE tables in float32).
+SwiGLU MLP, the attention projections (q/k/v/o, Qwen3 q/k norms), one
+layer's residual frame and attention over explicit boolean masks. Numerics
+follow the Hugging Face Qwen3/Llama code (norms and RoPE tables in float32).
+See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
@@ -43,6 +45,66 @@ class MLP(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
+Rope = tuple[torch.Tensor, torch.Tensor]  # cos, sin [B, 1, T, head_dim]
+
+
+class AttentionProjections(nn.Module):
+    """q/k/v/o projections (and Qwen3's q/k norms) under the Hugging Face names."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = (
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+        )
+        h, bias = cfg.hidden_size, cfg.attention_bias
+        self.q_proj = nn.Linear(h, self.heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, h, bias=bias)
+        self.qk_norm = cfg.uses_qk_norm
+        if self.qk_norm:
+            self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+            self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+
+    def queries(self, x: torch.Tensor, rope: Rope) -> torch.Tensor:
+        """q [B, heads, T, D] for inputs x [B, T, H], RoPE applied."""
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.heads, self.head_dim)
+        if self.qk_norm:
+            q = self.q_norm(q)
+        return apply_rope(q.transpose(1, 2), *rope)
+
+    def keys(self, x: torch.Tensor, rope: Rope) -> tuple[torch.Tensor, torch.Tensor]:
+        """k, v [B, kv_heads, T, D] for inputs x [B, T, H], RoPE applied to k."""
+        b, t, _ = x.shape
+        k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim)
+        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        if self.qk_norm:
+            k = self.k_norm(k)
+        return apply_rope(k.transpose(1, 2), *rope), v
+
+
+class Layer(nn.Module):
+    """One pre-norm layer (HF names): `self_attn` then the SwiGLU `mlp`, each with a residual.
+
+    The attention module decides the wiring: `forward(x, *attn_args)` passes
+    `attn_args` on to `self_attn(input_layernorm(x), *attn_args)`.
+    """
+
+    def __init__(self, cfg: ModelConfig, self_attn: nn.Module) -> None:
+        super().__init__()
+        self.self_attn = self_attn
+        self.mlp = MLP(cfg)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+    def forward(self, x: torch.Tensor, *attn_args: object) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), *attn_args)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
 def rope_inv_freq(cfg: ModelConfig) -> torch.Tensor:
     """Inverse frequencies [head_dim / 2], with linear or llama3 scaling applied."""
     d = cfg.head_dim
@@ -64,9 +126,7 @@ def rope_inv_freq(cfg: ModelConfig) -> torch.Tensor:
     return torch.where(medium, smoothed, scaled)
 
 
-def rope_tables(
-    inv_freq: torch.Tensor, positions: torch.Tensor, dtype: torch.dtype
-) -> tuple[torch.Tensor, torch.Tensor]:
+def rope_tables(inv_freq: torch.Tensor, positions: torch.Tensor, dtype: torch.dtype) -> Rope:
     """cos, sin [B, 1, T, head_dim] for integer positions [B, T]."""
     freqs = positions[..., None].float() * inv_freq.float()  # [B, T, D/2]
     emb = torch.cat((freqs, freqs), dim=-1)  # [B, T, D]

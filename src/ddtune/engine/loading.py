@@ -4,6 +4,8 @@ A folder holds `config.json`, `model.safetensors` (or a sharded
 `model.safetensors.index.json`), and for a target also `tokenizer.json` and
 `generation_config.json`. Missing files, missing or unexpected weights and
 shape mismatches raise `UserError` naming the file.
+
+See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ Hugging Face reports that output after the final norm, and so do we.
 
 Helpers for the drafter: `embed(ids)` is the token embedding; `lm_logits(h)`
 is the LM head alone (final norm excluded: the drafter applies its own norm).
+
+See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
@@ -26,7 +28,15 @@ from torch import nn
 
 from ddtune.engine.cache import KVCache
 from ddtune.engine.config import ModelConfig
-from ddtune.engine.layers import MLP, RMSNorm, apply_rope, attend, rope_inv_freq, rope_tables
+from ddtune.engine.layers import (
+    AttentionProjections,
+    Layer,
+    RMSNorm,
+    Rope,
+    attend,
+    rope_inv_freq,
+    rope_tables,
+)
 
 
 @dataclass
@@ -36,56 +46,23 @@ class DecoderOutput:
     final: torch.Tensor | None = None  # [B, T, H] after the final norm (with logits=False)
 
 
-class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.heads, self.kv_heads, self.head_dim = (
-            cfg.num_attention_heads,
-            cfg.num_key_value_heads,
-            cfg.head_dim,
-        )
-        h, bias = cfg.hidden_size, cfg.attention_bias
-        self.q_proj = nn.Linear(h, self.heads * self.head_dim, bias=bias)
-        self.k_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
-        self.v_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
-        self.o_proj = nn.Linear(self.heads * self.head_dim, h, bias=bias)
-        if cfg.uses_qk_norm:
-            self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
-            self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+class Attention(AttentionProjections):
+    """Causal (or masked) self-attention over the cache and the new tokens."""
 
     def forward(
         self,
         x: torch.Tensor,  # [B, T, H]
-        rope: tuple[torch.Tensor, torch.Tensor],
+        rope: Rope,
         mask: torch.Tensor | None,
         cache: KVCache | None,
         layer: int,
     ) -> torch.Tensor:
-        b, t, _ = x.shape
-        q = self.q_proj(x).view(b, t, self.heads, self.head_dim)
-        k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim)
-        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        if hasattr(self, "q_norm"):
-            q, k = self.q_norm(q), self.k_norm(k)
-        q = apply_rope(q.transpose(1, 2), *rope)  # [B, heads, T, D]
-        k = apply_rope(k.transpose(1, 2), *rope)  # [B, kv_heads, T, D]
+        q = self.queries(x, rope)  # [B, heads, T, D]
+        k, v = self.keys(x, rope)  # [B, kv_heads, T, D]
         if cache is not None:
             k, v = cache.write(layer, k, v)  # [B, kv_heads, S, D]
-        causal = mask is None and cache is None and t > 1
+        causal = mask is None and cache is None and x.shape[1] > 1
         return self.o_proj(attend(q, k, v, mask, causal))
-
-
-class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.self_attn = Attention(cfg)
-        self.mlp = MLP(cfg)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-
-    def forward(self, x, rope, mask, cache, layer) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), rope, mask, cache, layer)
-        return x + self.mlp(self.post_attention_layernorm(x))
 
 
 class Backbone(nn.Module):
@@ -94,11 +71,15 @@ class Backbone(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.layers = nn.ModuleList(
+            Layer(cfg, Attention(cfg)) for _ in range(cfg.num_hidden_layers)
+        )
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
 
 class Decoder(nn.Module):
+    inv_freq: torch.Tensor  # a buffer: RoPE inverse frequencies
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -117,16 +98,7 @@ class Decoder(nn.Module):
         return self.lm_head(h)
 
     def new_cache(self, capacity: int, batch: int = 1) -> KVCache:
-        cfg, w = self.cfg, self.lm_head.weight
-        return KVCache(
-            cfg.num_hidden_layers,
-            cfg.num_key_value_heads,
-            cfg.head_dim,
-            capacity,
-            batch,
-            w.dtype,
-            w.device,
-        )
+        return KVCache.for_model(self.cfg, capacity, batch, self.lm_head.weight)
 
     def forward(
         self,
@@ -146,25 +118,25 @@ class Decoder(nn.Module):
             attn_mask = causal_mask(past, t, input_ids.device)
         x = self.embed(input_ids)  # [B, T, H]
         rope = rope_tables(self.inv_freq, positions, x.dtype)
-        wanted = {int(i): n for n, i in enumerate(hidden_layer_ids)}
+        wanted = {int(i) for i in hidden_layer_ids}
         if any(not 0 <= i < self.cfg.num_hidden_layers for i in wanted):
             raise ValueError(f"hidden_layer_ids {list(hidden_layer_ids)} outside the layers")
-        hidden: list[torch.Tensor | None] = [None] * len(hidden_layer_ids)
+        outputs: dict[int, torch.Tensor] = {}  # layer id -> its output
         last = len(self.model.layers) - 1
         for i, layer in enumerate(self.model.layers):
             x = layer(x, rope, attn_mask, cache, i)
             if i in wanted and i != last:
-                hidden[wanted[i]] = x
+                outputs[i] = x
         if cache is not None:
             cache.advance(t)
         x = self.model.norm(x)
-        if last in wanted:
-            hidden[wanted[last]] = x
+        outputs[last] = x
+        hidden = [outputs[int(i)] for i in hidden_layer_ids]
         if not logits:
-            return DecoderOutput(None, hidden, x)  # type: ignore[arg-type]
+            return DecoderOutput(None, hidden, x)
         if last_logits_only:
             x = x[:, -1:]
-        return DecoderOutput(self.lm_head(x), hidden)  # type: ignore[arg-type]
+        return DecoderOutput(self.lm_head(x), hidden)
 
 
 def causal_mask(past: int, t: int, device: torch.device | str = "cpu") -> torch.Tensor:

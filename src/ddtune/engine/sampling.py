@@ -4,6 +4,8 @@ Sampling draws exactly one uniform number per emitted token and inverts the
 CDF, so a seeded request consumes its random stream in token order whatever
 the decoding mode: AR, DFlash and DDTree give the same sample path for the
 same seed (up to float rounding at CDF boundaries).
+
+See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations

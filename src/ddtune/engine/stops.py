@@ -9,6 +9,8 @@ Rules (the engine applies them to every token a round commits, in order):
 - Never more than `max_new_tokens` tokens (finish "length").
 - Streaming releases a token once no stop string can still start inside it,
   so the streamed ids always equal a prefix of the final `token_ids`.
+
+See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations

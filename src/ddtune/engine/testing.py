@@ -8,11 +8,14 @@ ordinary Hugging Face folders:
 
 The weights are random, so the text is gibberish, but every code path
 (loading, drafting, tree verification) runs exactly as with trained models.
+
+See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 from tokenizers import Tokenizer, decoders, models
@@ -59,7 +62,7 @@ def random_configs(
     intermediate_size: int | None = None,
 ) -> tuple[ModelConfig, DrafterConfig]:
     """Small configs (defaults: 4 query heads, 2 key/value heads, head_dim 16)."""
-    common = dict(
+    common: dict[str, Any] = dict(
         vocab_size=vocab_size,
         hidden_size=hidden_size,
         intermediate_size=intermediate_size or 2 * hidden_size,
@@ -109,7 +112,7 @@ def write_random_checkpoint(
     family: str = "qwen3",
     seed: int = 0,
     std: float = 0.15,
-    **config_overrides,
+    **config_overrides: Any,
 ) -> tuple[Path, Path]:
     """Write `folder/target` and `folder/drafter`; returns both paths.
 

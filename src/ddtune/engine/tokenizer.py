@@ -1,4 +1,7 @@
-"""The tokenizer of a model folder (`tokenizer.json`, Hugging Face `tokenizers` format)."""
+"""The tokenizer of a model folder (`tokenizer.json`, Hugging Face `tokenizers` format).
+
+See docs/architecture.md "Engine".
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ it holds the B highest-scoring prefixes, parents before children.
 
 Verify-sequence layout: index 0 is the root (the last committed token, not in
 the cache yet), nodes are 1..N in pop order.
+
+See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations

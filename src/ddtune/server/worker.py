@@ -159,16 +159,7 @@ class GenerationWorker:
             return not job.cancel.is_set()
 
         try:
-            # The engine takes (params, sampling) objects once issue 12 reaches it.
-            outcome.result = self.engine.generate(
-                job.prompt_ids,
-                mode=params.mode,
-                budget=params.budget,
-                topk=params.topk,
-                window=params.window,
-                **job.sampling.to_wire(),
-                on_tokens=on_tokens,
-            )
+            outcome.result = self.engine.generate(job.prompt_ids, params, job.sampling, on_tokens)
         except Exception as exc:  # reported to this request; the worker lives on
             log.exception("generation failed")
             outcome.error = exc

@@ -1,12 +1,13 @@
 """Service controllers and the race-free readiness protocol.
 
-    from ddtune.services import ServiceSpec, build_controller, Outcome
-    spec = ServiceSpec.from_dict(table)            # the sweep's [service] table
+    from ddtune.services import PHASES, ServiceSpec, build_controller
+    spec = parse_table(ServiceSpec, table, where="service")   # the sweep's [service] table
     controller = build_controller(spec, workdir)
-    outcome = controller.reconfigure(params, attempt_dir)   # READY or a failure class
+    outcome = controller.reconfigure(params, attempt_dir, user_vars=..., on_phase=...)
     controller.close()                             # nothing left running
 
-See `protocol.py` for the protocol and docs/architecture.md "Services".
+`params` is a `DecodeParams`; `on_phase(name)` hears each name of `PHASES` as
+that step starts. See `protocol.py` and docs/architecture.md "Services".
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from pathlib import Path
 
 from ddtune.services.gpu import GpuDevice, GpuProbe
 from ddtune.services.outcome import Outcome
-from ddtune.services.protocol import Controller
-from ddtune.services.spec import ServiceSpec, Timeouts
+from ddtune.services.protocol import PHASES, Controller
+from ddtune.services.spec import Hooks, ServiceSpec, Timeouts
 
 
 def build_controller(
@@ -41,9 +42,11 @@ def build_controller(
 
 
 __all__ = [
+    "PHASES",
     "Controller",
     "GpuDevice",
     "GpuProbe",
+    "Hooks",
     "Outcome",
     "ServiceSpec",
     "Timeouts",

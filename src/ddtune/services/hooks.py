@@ -7,6 +7,7 @@ DDTUNE_HOST`, one `DDTUNE_<VAR>` per user variable, the rendered `env` table,
 server is launched (e.g. `docker run -d`). Local processes it leaves behind
 carry the tag, so they are found, watched and killed like a process kind's;
 remote ones are judged by the port and the profile's probes only.
+See docs/architecture.md "Services".
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ddtune.errors import UserError
 from ddtune.services import procs
+from ddtune.services.gpu import GpuProbe
 from ddtune.services.outcome import PhaseFailure
 from ddtune.services.process import scope_prefix
-from ddtune.services.protocol import Controller
+from ddtune.services.protocol import Attempt, Controller
+from ddtune.services.spec import ServiceSpec
 
 LOGS_HOOK_TIMEOUT_S = 60.0
 
@@ -28,8 +32,11 @@ LOGS_HOOK_TIMEOUT_S = 60.0
 class HooksController(Controller):
     """Run the user's hooks; see the module docstring."""
 
-    def __init__(self, spec, workdir, gpu_probe=None) -> None:
+    def __init__(self, spec: ServiceSpec, workdir: Path, gpu_probe: GpuProbe | None = None) -> None:
+        if spec.hooks.start is None or spec.hooks.stop is None:
+            raise UserError("kind = 'hooks' needs service.hooks.start and service.hooks.stop")
         super().__init__(spec, workdir, gpu_probe)
+        self.start_hook, self.stop_hook = spec.hooks.start, spec.hooks.stop
         self.tag_prefix = scope_prefix(self.workdir)
         self._env: dict[str, str] = {}
         self._old_env: dict[str, str] = {}
@@ -37,19 +44,20 @@ class HooksController(Controller):
         self._had_local = False
         self._hooks_log: Path | None = None
 
-    def preflight(self, params: dict[str, Any], attempt_dir: Path) -> None:
+    def preflight(self, attempt: Attempt) -> None:
         self._old_env = self._env or {}
         self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
         self._env = {
-            **self.spec.hook_env(params),
-            "DDTUNE_ATTEMPT_DIR": str(attempt_dir),
+            **self.spec.hook_env(attempt.params, attempt.user_vars),
+            "DDTUNE_ATTEMPT_DIR": str(attempt.attempt_dir),
             procs.TAG_VAR: self._tag,
         }
-        self._hooks_log = attempt_dir / "hooks.log"
+        self._hooks_log = attempt.attempt_dir / "hooks.log"
 
-    def run_hook(self, name: str, timeout: float, env: dict[str, str] | None = None) -> int:
+    def run_hook(
+        self, name: str, command: str, timeout: float, env: dict[str, str] | None = None
+    ) -> int:
         """Run one hook with its output appended to hooks.log; raise timeout:<name> if it hangs."""
-        command = self.spec.hooks[name]
         log_path = self._hooks_log or self.workdir / "hooks.log"
         with open(log_path, "a") as log:
             log.write(f"--- {name} hook: {command}\n")
@@ -81,10 +89,11 @@ class HooksController(Controller):
 
     def stop_command(self) -> None:
         env = {**self._env, **self._old_env} if self._old_env else self._env
-        self.run_hook("stop", self.spec.timeouts.stop + self.spec.timeouts.quiesce, env or None)
+        timeout = self.spec.timeouts.stop + self.spec.timeouts.quiesce
+        self.run_hook("stop", self.stop_hook, timeout, env or None)
 
-    def start(self, params: dict[str, Any], attempt_dir: Path) -> dict[str, Any]:
-        code = self.run_hook("start", self.spec.timeouts.start)
+    def start(self, attempt: Attempt) -> dict[str, Any]:
+        code = self.run_hook("start", self.start_hook, self.spec.timeouts.start)
         if code != 0:
             raise PhaseFailure(
                 f"start_failed({code})", f"the start hook exited with {code}; see hooks.log"
@@ -108,10 +117,10 @@ class HooksController(Controller):
             else ""
         )
         logs_text = ""
-        if "logs" in self.spec.hooks:
+        if self.spec.hooks.logs is not None:
             try:
                 logs_text = subprocess.run(
-                    ["/bin/sh", "-c", self.spec.hooks["logs"]],
+                    ["/bin/sh", "-c", self.spec.hooks.logs],
                     env={**os.environ, **self._env},
                     capture_output=True,
                     text=True,

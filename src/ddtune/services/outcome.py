@@ -1,6 +1,6 @@
 """The result of one reconfigure attempt, and the failure classes it can carry.
 
-Failure classes (DESIGN.md "Readiness protocol", step 6):
+Failure classes (docs/architecture.md "Services"):
 
     crashed(<exit code or signal>)  the new process died while starting
     oom                             it died with an out-of-memory message
@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import re
 import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +67,19 @@ class Outcome:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Outcome:
         return cls(**data)
+
+    def fail(self, failure: str, detail: str) -> None:
+        """Record the failure class and its one-line detail (`ready` stays False)."""
+        self.ready, self.failure, self.detail = False, failure, detail
+
+    @contextmanager
+    def timed(self, key: str) -> Iterator[None]:
+        """`with out.timed("start_s"):` records the block's duration in `timings[key]`."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.timings[key] = round(time.monotonic() - t0, 3)
 
 
 def tail_lines(path: Path | None, lines: int = LOG_TAIL_LINES) -> str:

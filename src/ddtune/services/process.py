@@ -5,6 +5,7 @@ Each launch gets its own session/process group and the environment tag
 workdir: every process of every instance this controller ever started (also
 after a crash of ddtune itself) is found by the tag prefix, double-forked
 orphans included. stdout and stderr go to `<attempt_dir>/service.log`.
+See docs/architecture.md "Services".
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ddtune.kinds import Launch
 from ddtune.services import procs
+from ddtune.services.gpu import GpuProbe
 from ddtune.services.outcome import PhaseFailure
-from ddtune.services.profiles import Launch
-from ddtune.services.protocol import Controller
+from ddtune.services.protocol import Attempt, Controller
+from ddtune.services.spec import ServiceSpec
 
 
 def scope_prefix(workdir: Path) -> str:
@@ -32,18 +35,18 @@ def scope_prefix(workdir: Path) -> str:
 class ProcessController(Controller):
     """Start/stop a local process group; see the module docstring."""
 
-    def __init__(self, spec, workdir, gpu_probe=None) -> None:
+    def __init__(self, spec: ServiceSpec, workdir: Path, gpu_probe: GpuProbe | None = None) -> None:
         super().__init__(spec, workdir, gpu_probe)
         self.tag_prefix = scope_prefix(self.workdir)
-        self._popen: subprocess.Popen | None = None
+        self._popen: subprocess.Popen[bytes] | None = None
         self._tag: str | None = None
         self._argv: list[str] = []
         self._env: dict[str, str] = {}
         self._log_path: Path | None = None
 
-    def preflight(self, params: dict[str, Any], attempt_dir: Path) -> None:
-        self._argv = self.spec.render_argv(params)
-        self._env = self.spec.render_env(params)
+    def preflight(self, attempt: Attempt) -> None:
+        self._argv = self.spec.render_argv(attempt.params, attempt.user_vars)
+        self._env = self.spec.render_env(attempt.params, attempt.user_vars)
         exe = self._argv[0]
         if not (shutil.which(exe) or (os.sep in exe and os.access(exe, os.X_OK))):
             raise PhaseFailure(
@@ -54,9 +57,9 @@ class ProcessController(Controller):
         pgids = (self._popen.pid,) if self._popen else ()
         return procs.find_instance(tag=self.tag_prefix, pgids=pgids, tag_prefix=True)
 
-    def start(self, params: dict[str, Any], attempt_dir: Path) -> dict[str, Any]:
+    def start(self, attempt: Attempt) -> dict[str, Any]:
         self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
-        self._log_path = attempt_dir / "service.log"
+        self._log_path = attempt.attempt_dir / "service.log"
         env = {**os.environ, **self._env, procs.TAG_VAR: self._tag}
         with open(self._log_path, "ab") as log:
             try:
@@ -78,11 +81,10 @@ class ProcessController(Controller):
     def _identity(self) -> dict[str, Any]:
         assert self._popen is not None
         pid = self._popen.pid
-        info = procs.read_stat(pid)
+        info = procs.process_info(pid)
         ident: dict[str, Any] = {"pid": pid, "pgid": pid, "tag": self._tag, "argv": self._argv}
         if info is not None:
-            ident["start_ticks"] = info.start_ticks
-            ident["process_started_at"] = round(procs.start_time_epoch(info.start_ticks), 3)
+            ident["create_time"] = info.create_time
         return ident
 
     def exit_code(self) -> tuple[bool, int | None]:

@@ -1,10 +1,12 @@
-"""Process facts read from /proc: identity, instance membership, port listeners, killing.
+"""Process facts through psutil: identity, instance membership, port listeners, killing.
 
-A server instance is the set of live (non-zombie) processes that either share
-its process group or carry its environment tag `DDTUNE_INSTANCE_TAG=<tag>`
-(inherited by children, so setsid/double-forked orphans are found too).
-A process's identity is its PID plus its start time (clock ticks since boot,
-field 22 of /proc/<pid>/stat), which tells a reused PID apart.
+A server instance is the set of live (non-zombie) processes that share its
+process group, carry its environment tag `DDTUNE_INSTANCE_TAG=<tag>`
+(inherited by children, so setsid/double-forked orphans are found too), or
+descend from one of those. A process's identity is its PID plus its
+`create_time`, which tells a reused PID apart; signals go through psutil,
+which refuses a PID that now names another process. Zombies count as gone.
+See docs/architecture.md "Services".
 """
 
 from __future__ import annotations
@@ -12,76 +14,86 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import psutil
 
 TAG_VAR = "DDTUNE_INSTANCE_TAG"
-PROC = Path("/proc")
-_LISTEN_STATE = "0A"
+_GONE = (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError, PermissionError)
+_DEAD_STATES = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+
+Finder = Callable[[], "list[ProcInfo]"]
 
 
 @dataclass(frozen=True)
 class ProcInfo:
-    """One process as /proc/<pid>/stat describes it."""
+    """One process as psutil saw it; `process` re-checks the identity on every use."""
 
     pid: int
     ppid: int
     pgid: int
-    state: str  # R S D Z T ...
-    start_ticks: int  # clock ticks after boot
+    status: str  # psutil.STATUS_*: running, sleeping, stopped, zombie, ...
+    create_time: float  # seconds since the epoch
+    process: psutil.Process = field(repr=False, compare=False)
 
     @property
     def zombie(self) -> bool:
-        return self.state in ("Z", "X")
+        return self.status in _DEAD_STATES
+
+    def alive(self) -> bool:
+        """True while this very process (not a reused PID) runs and is not a zombie."""
+        try:
+            return self.process.is_running() and self.process.status() not in _DEAD_STATES
+        except _GONE:
+            return False
 
 
-def read_stat(pid: int) -> ProcInfo | None:
-    """Parse /proc/<pid>/stat; None when the process is gone."""
+class Listener(NamedTuple):
+    """One socket listening on a TCP port."""
+
+    address: str  # "ip:port"
+    fd: int  # the owner's file descriptor; -1 when the owner cannot be read
+
+
+def process_info(pid: int) -> ProcInfo | None:
+    """The process `pid` (zombies included); None when it is gone or unreadable."""
     try:
-        text = (PROC / str(pid) / "stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return _info(psutil.Process(pid))
+    except _GONE:
         return None
-    # comm (field 2) may contain spaces and parentheses: split after the last ')'
-    rest = text[text.rindex(")") + 2 :].split()
-    return ProcInfo(pid, int(rest[1]), int(rest[2]), rest[0], int(rest[19]))
 
 
-def start_time_epoch(start_ticks: int) -> float:
-    """Convert a /proc start time in clock ticks to Unix seconds."""
-    btime = 0.0
-    for line in (PROC / "stat").read_text().splitlines():
-        if line.startswith("btime "):
-            btime = float(line.split()[1])
-    return btime + start_ticks / os.sysconf("SC_CLK_TCK")
+def _info(proc: psutil.Process) -> ProcInfo:
+    with proc.oneshot():
+        return ProcInfo(
+            proc.pid, proc.ppid(), os.getpgid(proc.pid), proc.status(), proc.create_time(), proc
+        )
 
 
-def is_alive(pid: int, start_ticks: int | None = None) -> bool:
-    """True while `pid` exists, is not a zombie and (if given) has this start time."""
-    info = read_stat(pid)
+def is_alive(pid: int, create_time: float | None = None) -> bool:
+    """True while `pid` exists, is not a zombie and (if given) was created at `create_time`."""
+    info = process_info(pid)
     if info is None or info.zombie:
         return False
-    return start_ticks is None or info.start_ticks == start_ticks
+    return create_time is None or info.create_time == create_time
 
 
 def read_environ(pid: int) -> dict[str, str]:
+    """The environment of `pid`; {} when it is gone or not ours to read."""
     try:
-        raw = (PROC / str(pid) / "environ").read_bytes()
-    except OSError:
+        return dict(psutil.Process(pid).environ())
+    except _GONE:
         return {}
-    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
 
 
 def read_cmdline(pid: int) -> list[str]:
+    """The argv of `pid`; [] when it is gone or not ours to read."""
     try:
-        raw = (PROC / str(pid) / "cmdline").read_bytes()
-    except OSError:
+        return list(psutil.Process(pid).cmdline())
+    except _GONE:
         return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0")[:-1]]
-
-
-def all_pids() -> list[int]:
-    return [int(name) for name in os.listdir(PROC) if name.isdigit()]
 
 
 def find_instance(
@@ -90,21 +102,47 @@ def find_instance(
     pids: tuple[int, ...] = (),
     tag_prefix: bool = False,
 ) -> list[ProcInfo]:
-    """Live processes in one of `pgids`, listed in `pids`, or whose tag matches `tag`.
+    """Live processes in one of `pgids`, listed in `pids`, tagged `tag`, or descended from one.
 
     `tag_prefix=True` matches every tag that starts with `tag` (all instances
     of one controller). Zombies and this process itself are never returned.
     """
-    found = []
-    for pid in all_pids():
-        if pid == os.getpid():
+    members: dict[int, ProcInfo] = {}
+    me = os.getpid()
+    for pid in psutil.pids():
+        if pid == me:
             continue
-        info = read_stat(pid)
-        if info is None or info.zombie:
+        if pid in pids or _pgid(pid) in pgids or (tag and _has_tag(pid, tag, tag_prefix)):
+            info = process_info(pid)
+            if info is not None and not info.zombie:
+                members[pid] = info
+    roots = [info for info in members.values() if info.ppid not in members]
+    for root in roots:
+        for child in _descendants(root):
+            members.setdefault(child.pid, child)
+    return list(members.values())
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _descendants(root: ProcInfo) -> Iterator[ProcInfo]:
+    """Live descendants of `root` (psutil's children, checked against PID reuse)."""
+    try:
+        children = root.process.children(recursive=True)
+    except _GONE:
+        return
+    for child in children:
+        try:
+            info = _info(child)
+        except _GONE:
             continue
-        if info.pgid in pgids or pid in pids or (tag and _has_tag(pid, tag, tag_prefix)):
-            found.append(info)
-    return found
+        if not info.zombie and info.pid != os.getpid():
+            yield info
 
 
 def _has_tag(pid: int, tag: str, prefix: bool) -> bool:
@@ -114,65 +152,28 @@ def _has_tag(pid: int, tag: str, prefix: bool) -> bool:
     return value.startswith(tag) if prefix else value == tag
 
 
-def listener_inodes(port: int) -> set[int]:
-    """Socket inodes listening on TCP `port` (any address, IPv4 and IPv6)."""
-    inodes = set()
-    for name in ("tcp", "tcp6"):
-        try:
-            lines = (PROC / "net" / name).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            cols = line.split()
-            local, state, inode = cols[1], cols[3], int(cols[9])
-            if state == _LISTEN_STATE and int(local.rsplit(":", 1)[1], 16) == port:
-                inodes.add(inode)
-    return inodes
-
-
-def socket_owners(inodes: set[int]) -> dict[int, int]:
-    """Map socket inode -> a pid holding it (scans /proc/*/fd; unreadable pids are skipped)."""
-    owners: dict[int, int] = {}
-    if not inodes:
-        return owners
-    for pid in all_pids():
-        try:
-            fds = os.listdir(PROC / str(pid) / "fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                target = os.readlink(PROC / str(pid) / "fd" / fd)
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                inode = int(target[8:-1])
-                if inode in inodes:
-                    owners.setdefault(inode, pid)
-    return owners
-
-
-def port_listeners(port: int) -> dict[int, int | None]:
-    """Listening socket inode -> owning pid (None when the owner cannot be read)."""
-    inodes = listener_inodes(port)
-    owners = socket_owners(inodes)
-    return {inode: owners.get(inode) for inode in inodes}
+def port_listeners(port: int) -> dict[Listener, int | None]:
+    """Sockets listening on TCP `port` (any address, IPv4 and IPv6) -> owning pid or None."""
+    found: dict[Listener, int | None] = {}
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            address = f"{conn.laddr.ip}:{conn.laddr.port}"
+            found[Listener(address, conn.fd if conn.pid else -1)] = conn.pid
+    return found
 
 
 def signal_processes(procs: list[ProcInfo], sig: int) -> None:
-    """Send `sig` to each process whose PID still has the same start time."""
+    """Send `sig` to each process that is still the one found (a reused PID is skipped)."""
     for info in procs:
-        if not is_alive(info.pid, info.start_ticks):
-            continue
         try:
-            os.kill(info.pid, sig)
+            info.process.send_signal(sig)
             if sig == signal.SIGTERM:
-                os.kill(info.pid, signal.SIGCONT)  # a stopped process must run to see TERM
-        except (ProcessLookupError, PermissionError):
+                info.process.resume()  # SIGCONT: a stopped process must run to see TERM
+        except _GONE:
             pass
 
 
-def wait_gone(find, timeout: float, poll: float = 0.05) -> list[ProcInfo]:
+def wait_gone(find: Finder, timeout: float, poll: float = 0.05) -> list[ProcInfo]:
     """Poll `find()` until it returns nothing or `timeout` passes; return the survivors."""
     deadline = time.monotonic() + timeout
     while True:
@@ -182,7 +183,7 @@ def wait_gone(find, timeout: float, poll: float = 0.05) -> list[ProcInfo]:
         time.sleep(poll)
 
 
-def terminate(find, grace: float, kill_wait: float) -> list[ProcInfo]:
+def terminate(find: Finder, grace: float, kill_wait: float) -> list[ProcInfo]:
     """SIGTERM (+SIGCONT) everything `find()` returns, wait `grace`, SIGKILL the rest.
 
     `find` is re-run after each step so processes forked meanwhile are caught.
@@ -201,4 +202,14 @@ def terminate(find, grace: float, kill_wait: float) -> list[ProcInfo]:
 
 
 def describe(procs: list[ProcInfo]) -> str:
-    return ", ".join(f"pid {p.pid} ({p.state}) {' '.join(read_cmdline(p.pid))[:80]}" for p in procs)
+    """One line naming each process: pid, state and the start of its command line."""
+    return ", ".join(
+        f"pid {p.pid} ({p.status}) {' '.join(read_cmdline(p.pid))[:80]}" for p in procs
+    )
+
+
+def describe_pid(pid: int | None) -> str:
+    """`pid N (command)`, or "an unreadable process" when the owner is unknown."""
+    if pid is None:
+        return "an unreadable process"
+    return f"pid {pid} ({' '.join(read_cmdline(pid))[:80]})"

@@ -1,15 +1,20 @@
-"""The readiness protocol (DESIGN.md), run by every controller kind.
+"""The readiness protocol, run by every controller kind (docs/architecture.md "Services").
 
-`Controller.reconfigure()` is the template; each kind supplies the backend
-steps (render/preflight, stop command, start, liveness, logs):
+`Controller.reconfigure()` is the template: it opens the attempt, runs
+`apply()` and turns any failure into an `Outcome`. The base `apply()` is the
+restart protocol below; each kind supplies its backend steps (preflight, stop
+command, start, liveness, logs), and the hot kind overrides `apply()`.
+`on_phase(name)` hears each step as it starts, in the order of `PHASES`:
 
-    1. preflight   render the configuration (argv, drop-in, hook env)
-    2. snapshot    old identity, listeners on the port, GPU baseline
-    3. stop        explicit stop, then quiesce: every process of ours gone or
-                   zombie (SIGTERM -> grace -> SIGKILL), port free, GPU back to baseline
-    4. start       launch and record the new identity
-    5. poll        alive -> port -> health -> identity/config -> generations => READY
-    6. on failure  classify, keep the log tail, and quiesce again so nothing is left
+    preflight   render the configuration (argv, drop-in, hook env)
+    snapshot    old identity, listeners on the port, GPU baseline
+    stop        the kind's explicit stop (systemctl stop, the stop hook)
+    quiesce     every process of ours gone or zombie (SIGTERM -> grace -> SIGKILL),
+                port free, GPU memory back to the baseline
+    start       launch and record the new identity
+    poll        alive -> port -> health -> identity/config -> generations => READY
+
+On failure: classify, keep the log tail, and quiesce again so nothing is left.
 """
 
 from __future__ import annotations
@@ -17,18 +22,49 @@ from __future__ import annotations
 import subprocess
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
+from ddtune.errors import UserError
+from ddtune.kinds import Launch, get_kind
+from ddtune.params import DecodeParams
 from ddtune.services import procs, readiness
 from ddtune.services.gpu import GpuBaseline, GpuProbe, baseline, default_probe, not_released
 from ddtune.services.outcome import Outcome, PhaseFailure, classify_exit, tail_lines
-from ddtune.services.profiles import Launch, make_profile
 from ddtune.services.spec import ServiceSpec
 
 SNAPSHOT_PROBE_TIMEOUT_S = 2.0
+PHASES = ("preflight", "snapshot", "stop", "quiesce", "start", "poll")
+Phase = Literal["preflight", "snapshot", "stop", "quiesce", "start", "poll"]
+PhaseCallback = Callable[[str], None]
+
+
+@dataclass
+class Attempt:
+    """One `reconfigure()` call: what to apply, where its files go, who hears the phases."""
+
+    params: DecodeParams
+    user_vars: Mapping[str, Any]
+    attempt_dir: Path
+    out: Outcome
+    on_phase: PhaseCallback | None = None
+    cleanup: bool = True  # a failure stops what runs (False: a server ddtune did not start)
+
+    def announce(self, phase: Phase) -> None:
+        if self.on_phase is not None:
+            self.on_phase(phase)
+
+    @contextmanager
+    def phase(self, phase: Phase, timing: str) -> Iterator[None]:
+        """Announce `phase`, then time the block as `timings[timing]`."""
+        self.announce(phase)
+        with self.out.timed(timing):
+            yield
 
 
 class Controller(ABC):
@@ -38,10 +74,10 @@ class Controller(ABC):
         self.spec = spec
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.profile = make_profile(spec)
-        if gpu_probe is not None:
-            self.gpu, self._gpu_note = gpu_probe, None
-        else:
+        self.server_kind = get_kind(spec.profile)
+        self.gpu: GpuProbe | None = gpu_probe
+        self._gpu_note: str | None = None
+        if gpu_probe is None:
             self.gpu, self._gpu_note = default_probe(spec.gpu)
         self._last_identity: dict[str, Any] = {}
         self._quiet_gpu: dict[int, float] = {}
@@ -51,7 +87,7 @@ class Controller(ABC):
     # ---- backend steps --------------------------------------------------------
 
     @abstractmethod
-    def preflight(self, params: dict[str, Any], attempt_dir: Path) -> None:
+    def preflight(self, attempt: Attempt) -> None:
         """Render the configuration; raise PhaseFailure("preflight_failed", ...) if impossible."""
 
     @abstractmethod
@@ -63,7 +99,7 @@ class Controller(ABC):
         return None  # default: nothing to do
 
     @abstractmethod
-    def start(self, params: dict[str, Any], attempt_dir: Path) -> dict[str, Any]:
+    def start(self, attempt: Attempt) -> dict[str, Any]:
         """Launch the new instance; return its process-level identity."""
 
     def exit_code(self) -> tuple[bool, int | None]:
@@ -85,55 +121,77 @@ class Controller(ABC):
         """Remove what preflight installed (drop-ins); called by close()."""
         return None  # default: nothing to do
 
-    # ---- the protocol ---------------------------------------------------------
+    def _reap(self) -> None:
+        """Collect exit statuses of our own children (subclasses that have them)."""
+        return None  # default: nothing to do
 
-    def reconfigure(self, params: dict[str, Any], attempt_dir: Path) -> Outcome:
-        """Run the whole protocol for `params`; never raises for service failures."""
+    # ---- the template ---------------------------------------------------------
+
+    def reconfigure(
+        self,
+        params: DecodeParams,
+        attempt_dir: Path,
+        *,
+        user_vars: Mapping[str, Any] | None = None,
+        on_phase: PhaseCallback | None = None,
+    ) -> Outcome:
+        """Bring the service to `params` (+ user variables); never raises for service failures."""
         attempt_dir = Path(attempt_dir)
         attempt_dir.mkdir(parents=True, exist_ok=True)
         self._attempt_dir = attempt_dir
         out = Outcome(ready=False, base_url=self.spec.base_url)
-        if self._gpu_note:
-            out.notes.append(self._gpu_note)
+        attempt = Attempt(params, dict(user_vars or {}), attempt_dir, out, on_phase)
         t0 = time.monotonic()
         try:
-            self._run(params, attempt_dir, out)
+            self.apply(attempt)
             out.ready = True
         except PhaseFailure as exc:
-            out.failure, out.detail = exc.failure, exc.detail
-            self._after_failure(attempt_dir, out)
+            out.fail(exc.failure, exc.detail)
+            self._after_failure(attempt)
         except (httpx.HTTPError, OSError, ValueError, subprocess.SubprocessError) as exc:
-            out.failure, out.detail = "error", f"{type(exc).__name__}: {exc}"
-            self._after_failure(attempt_dir, out)
+            out.fail("error", f"{type(exc).__name__}: {exc}")
+            self._after_failure(attempt)
         out.timings["total_s"] = round(time.monotonic() - t0, 3)
         if out.ready:
-            out.log_path = _str(self.write_logs(attempt_dir))
-            out.log_tail = tail_lines(Path(out.log_path) if out.log_path else None)
+            _keep_log(out, self.write_logs(attempt_dir))
             self._last_identity = dict(out.identity)
         return out
 
-    def _run(self, params: dict[str, Any], attempt_dir: Path, out: Outcome) -> None:
+    def apply(self, attempt: Attempt) -> None:
+        """The restart protocol: preflight, snapshot, stop, quiesce, start, poll."""
+        out = attempt.out
+        if self._gpu_note:
+            out.notes.append(self._gpu_note)
         closes_before = self._closes
-        with _Timer(out, "preflight_s"):
-            self.preflight(params, attempt_dir)
-        with _Timer(out, "snapshot_s"):
+        with attempt.phase("preflight", "preflight_s"):
+            self._preflight(attempt)
+        with attempt.phase("snapshot", "snapshot_s"):
             out.previous_identity = self.snapshot()
             gpu_base = self._gpu_baseline(out)
-        with _Timer(out, "stop_to_quiet_s"):
-            self.stop_and_quiesce(out, gpu_base)
+        with out.timed("stop_to_quiet_s"):
+            self.stop_and_quiesce(out, gpu_base, announce=attempt.announce)
         if self._closes != closes_before:
             raise PhaseFailure("cancelled", "close() was called during reconfigure; not starting")
         started = time.monotonic()
-        with _Timer(out, "start_s"):
-            out.identity = self.start(params, attempt_dir)
-        self.wait_ready(params, out)
+        with attempt.phase("start", "start_s"):
+            out.identity = self.start(attempt)
+        attempt.announce("poll")
+        self.wait_ready(attempt)
         out.timings["start_to_ready_s"] = round(time.monotonic() - started, 3)
+
+    def _preflight(self, attempt: Attempt) -> None:
+        try:
+            self.preflight(attempt)
+        except UserError as exc:  # e.g. a user variable that shadows a built-in placeholder
+            raise PhaseFailure("preflight_failed", str(exc)) from None
+
+    # ---- snapshot, stop and quiesce -------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
         """Identity of whatever runs now: our processes, port listeners, server identity."""
         old = self.our_processes()
         snap: dict[str, Any] = {
-            "pids": [{"pid": p.pid, "start_ticks": p.start_ticks} for p in old],
+            "pids": [{"pid": p.pid, "create_time": p.create_time} for p in old],
             "listeners": sorted(
                 pid for pid in procs.port_listeners(self.spec.port).values() if pid
             ),
@@ -148,7 +206,7 @@ class Controller(ABC):
         if snap["listeners"]:
             try:
                 with httpx.Client(timeout=SNAPSHOT_PROBE_TIMEOUT_S, trust_env=False) as client:
-                    ident, _ = self.profile.identity(client, {}, Launch())
+                    ident, _ = self.server_kind.read_identity(client, self.spec.base_url, Launch())
                 snap.update({k: v for k, v in ident.items() if v is not None})
             except Exception:  # the old server may be sick; the snapshot is best effort
                 pass
@@ -178,13 +236,22 @@ class Controller(ABC):
         return base
 
     def stop_and_quiesce(
-        self, out: Outcome, gpu_base: GpuBaseline | None, check_port: bool = True
+        self,
+        out: Outcome,
+        gpu_base: GpuBaseline | None,
+        *,
+        check_port: bool = True,
+        announce: Callable[[Phase], None] | None = None,
     ) -> None:
         """Stop explicitly, kill what is left, wait for a free port and released GPU memory."""
         t = self.spec.timeouts
-        with _Timer(out, "stop_s"):
+        if announce is not None:
+            announce("stop")
+        with out.timed("stop_s"):
             self.stop_command()
-        with _Timer(out, "quiesce_s"):
+        if announce is not None:
+            announce("quiesce")
+        with out.timed("quiesce_s"):
             left = procs.terminate(self.our_processes, grace=t.stop, kill_wait=t.quiesce)
             self._reap()
             if left:
@@ -193,12 +260,8 @@ class Controller(ABC):
             if check_port:
                 self._wait_port_free()
         if gpu_base is not None:
-            with _Timer(out, "gpu_release_s"):
+            with out.timed("gpu_release_s"):
                 self._wait_gpu(gpu_base)
-
-    def _reap(self) -> None:
-        """Collect exit statuses of our own children (subclasses that have them)."""
-        return None  # default: nothing to do
 
     def _wait_port_free(self) -> None:
         def step() -> str | None:
@@ -206,10 +269,7 @@ class Controller(ABC):
             if not owners:
                 return None
             return f"port {self.spec.port} still has listener(s) owned by " + ", ".join(
-                f"pid {pid} ({' '.join(procs.read_cmdline(pid))[:80]})"
-                if pid
-                else "an unreadable process"
-                for pid in owners.values()
+                procs.describe_pid(pid) for pid in owners.values()
             )
 
         readiness.poll(
@@ -229,20 +289,23 @@ class Controller(ABC):
             lambda reason: "gpu_memory_not_released",
         )
 
-    def wait_ready(self, params: dict[str, Any], out: Outcome) -> None:
-        """Step 5: port, health, identity, generations, then the identity once more."""
-        previous = out.previous_identity
+    # ---- poll -----------------------------------------------------------------
+
+    def wait_ready(self, attempt: Attempt) -> None:
+        """Port, health, identity, generations, then the identity once more."""
+        out, params = attempt.out, attempt.params
         with httpx.Client(timeout=self.spec.timeouts.request, trust_env=False) as client:
-            with _Timer(out, "port_s"):
+            with out.timed("port_s"):
                 readiness.wait_port(self)
-            with _Timer(out, "health_s"):
+            with out.timed("health_s"):
                 readiness.wait_health(self, client)
-            with _Timer(out, "identity_s"):
-                out.identity.update(readiness.wait_identity(self, client, params, previous))
-            with _Timer(out, "generate_s"):
+            with out.timed("identity_s"):
+                found = readiness.wait_identity(self, client, params, out.previous_identity)
+                out.identity.update(found)
+            with out.timed("generate_s"):
                 readiness.wait_generations(self, client)
             self.check_alive()
-            again, _ = self.profile.identity(client, params, self.launch())
+            again, _ = self.server_kind.read_identity(client, self.spec.base_url, self.launch())
             if again.get("instance_id") != out.identity.get("instance_id"):
                 raise PhaseFailure(
                     "stale_instance", f"identity changed during the readiness checks: {again}"
@@ -261,13 +324,21 @@ class Controller(ABC):
             f"the new process exited with code {code}; last log line: {last[0]}",
         )
 
-    def _after_failure(self, attempt_dir: Path, out: Outcome) -> None:
-        """Keep the logs, then quiesce again (escalating to SIGKILL) so nothing is left."""
-        log = None
+    # ---- failure and close ----------------------------------------------------
+
+    def _after_failure(self, attempt: Attempt) -> None:
+        """Keep the logs, then (unless told not to) quiesce again so nothing is left."""
+        out, log = attempt.out, None
         try:
-            log = self.write_logs(attempt_dir)
+            log = self.write_logs(attempt.attempt_dir)
         except Exception as exc:  # logs must not hide the failure
             out.notes.append(f"could not collect logs: {exc}")
+        if attempt.cleanup:
+            self._clean_up(out)
+        _keep_log(out, self.write_logs(attempt.attempt_dir) or log)
+
+    def _clean_up(self, out: Outcome) -> None:
+        """Quiesce (escalating to SIGKILL) and report whatever survived."""
         try:
             self.stop_and_quiesce(Outcome(ready=False), None, check_port=False)
         except PhaseFailure as exc:
@@ -276,9 +347,6 @@ class Controller(ABC):
         out.leftover_pids = sorted({*out.leftover_pids, *(p.pid for p in left)})
         if left:
             out.notes.append(f"could not stop: {procs.describe(left)}")
-        log = self.write_logs(attempt_dir) or log
-        out.log_path = _str(log)
-        out.log_tail = tail_lines(log)
 
     def close(self) -> list[str]:
         """Stop the service, remove drop-ins, quiesce; idempotent. Returns notes on leftovers."""
@@ -294,18 +362,7 @@ class Controller(ABC):
         return notes
 
 
-class _Timer:
-    """`with _Timer(out, "x_s"):` records the block's duration in out.timings."""
-
-    def __init__(self, out: Outcome, key: str) -> None:
-        self.out, self.key = out, key
-
-    def __enter__(self) -> None:
-        self.t0 = time.monotonic()
-
-    def __exit__(self, *exc: object) -> None:
-        self.out.timings[self.key] = round(time.monotonic() - self.t0, 3)
-
-
-def _str(path: Path | None) -> str | None:
-    return None if path is None else str(path)
+def _keep_log(out: Outcome, log: Path | None) -> None:
+    """Point the outcome at the instance's log and keep its tail."""
+    out.log_path = None if log is None else str(log)
+    out.log_tail = tail_lines(log)

@@ -8,6 +8,7 @@
 Each phase has its own deadline (`spec.timeouts`) and polls with backoff.
 Before every poll the controller checks that the new process is alive and
 fails fast (crashed/oom/port_in_use, with the log tail) when it is not.
+See docs/architecture.md "Services".
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import httpx
 
 from ddtune.services import procs
 from ddtune.services.outcome import PhaseFailure
-from ddtune.services.profiles import generate_one_token
 
 if TYPE_CHECKING:
+    from ddtune.params import DecodeParams
     from ddtune.services.protocol import Controller
 
 MAX_BACKOFF_S = 1.0
@@ -41,18 +42,18 @@ def poll(
     failure is `failure(last_reason)` if given, else `timeout:<phase>`.
     """
     deadline = time.monotonic() + timeout
-    delay, reason = 0.05, "not checked yet"
+    delay = 0.05
     while True:
         alive()
         try:
-            reason = step()
+            why = step()
         except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
-            reason = f"{type(exc).__name__}: {exc}"  # e.g. refused, or not JSON while loading
-        if reason is None:
+            why = f"{type(exc).__name__}: {exc}"  # e.g. refused, or not JSON while loading
+        if why is None:
             return
         if time.monotonic() >= deadline:
-            cls = failure(reason) if failure else f"timeout:{phase}"
-            raise PhaseFailure(cls, f"{phase} not reached after {timeout:.0f}s: {reason}")
+            cls = failure(why) if failure else f"timeout:{phase}"
+            raise PhaseFailure(cls, f"{phase} not reached after {timeout:.0f}s: {why}")
         time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 1.5, MAX_BACKOFF_S)
 
@@ -79,7 +80,7 @@ def wait_port(ctl: Controller) -> None:
 
 
 def wait_health(ctl: Controller, client: httpx.Client) -> None:
-    url = ctl.profile.health_url()
+    url = ctl.spec.health_url or ctl.server_kind.health_url(ctl.spec.base_url)
 
     def step() -> str | None:
         reply = client.get(url)
@@ -89,18 +90,20 @@ def wait_health(ctl: Controller, client: httpx.Client) -> None:
 
 
 def wait_identity(
-    ctl: Controller, client: httpx.Client, params: dict[str, Any], previous: dict[str, Any]
+    ctl: Controller, client: httpx.Client, params: DecodeParams, previous: dict[str, Any]
 ) -> dict[str, Any]:
     """Poll the identity probe; stale answers keep polling, a config mismatch fails at once."""
     found: dict[str, Any] = {}
     stale: list[str] = []
 
     def step() -> str | None:
-        ident, mismatches = ctl.profile.identity(client, params, ctl.launch())
+        launch = ctl.launch()
+        ident, info = ctl.server_kind.read_identity(client, ctl.spec.base_url, launch)
         why_stale = stale_reason(ident, previous, ctl.instance_pids())
         if why_stale:
             stale.append(why_stale)
             return why_stale
+        mismatches = ctl.server_kind.config_mismatches(params, info, launch)
         if mismatches:
             raise PhaseFailure("config_mismatch", "; ".join(mismatches))
         found.update(ident)
@@ -135,8 +138,8 @@ def wait_generations(ctl: Controller, client: httpx.Client) -> None:
 
     def step() -> str | None:
         if not model:
-            model.append(ctl.profile.model_name(client))
-        why = generate_one_token(client, ctl.spec, model[0])
+            model.append(ctl.spec.model or ctl.server_kind.model_name(client, ctl.spec.base_url))
+        why = ctl.server_kind.generate_one_token(client, ctl.spec.base_url, model[0])
         streak[0] = 0 if why else streak[0] + 1
         if why:
             return why

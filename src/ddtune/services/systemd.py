@@ -7,6 +7,7 @@ table and the instance tag as `Environment=`, and the rendered `command` as
 start-limit-hit). Then `systemctl stop` and `systemctl start`, never
 `restart`. Identity is InvocationID + MainPID + its start time; logs come from
 `journalctl _SYSTEMD_INVOCATION_ID=<id>`. close() removes the drop-in.
+See docs/architecture.md "Services".
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ddtune.kinds import Launch
 from ddtune.services import procs
+from ddtune.services.gpu import GpuProbe
 from ddtune.services.outcome import PhaseFailure, classify_exit, tail_lines
 from ddtune.services.process import scope_prefix
-from ddtune.services.profiles import Launch
-from ddtune.services.protocol import Controller
+from ddtune.services.protocol import Attempt, Controller
+from ddtune.services.spec import ServiceSpec
 
 SHOW_PROPS = (
     "NeedDaemonReload,ActiveState,MainPID,InvocationID,Result,ExecMainStatus,ExecMainCode,"
@@ -56,7 +59,7 @@ def render_dropin(env: dict[str, str], argv: list[str] | None) -> str:
 class SystemdController(Controller):
     """Drive one systemd unit; see the module docstring."""
 
-    def __init__(self, spec, workdir, gpu_probe=None) -> None:
+    def __init__(self, spec: ServiceSpec, workdir: Path, gpu_probe: GpuProbe | None = None) -> None:
         super().__init__(spec, workdir, gpu_probe)
         self.unit = unit_name(spec.unit or "")
         self.dropin = Path(spec.systemd_dir) / f"{self.unit}.d" / "ddtune.conf"
@@ -68,7 +71,9 @@ class SystemdController(Controller):
         self._last_alive_check = 0.0
         self._old_main: procs.ProcInfo | None = None
 
-    def systemctl(self, *args: str, timeout: float = CTL_TIMEOUT_S) -> subprocess.CompletedProcess:
+    def systemctl(
+        self, *args: str, timeout: float = CTL_TIMEOUT_S
+    ) -> subprocess.CompletedProcess[str]:
         try:
             return subprocess.run(
                 ["systemctl", *args], capture_output=True, text=True, timeout=timeout
@@ -80,10 +85,11 @@ class SystemdController(Controller):
         out = self.systemctl("show", self.unit, f"--property={SHOW_PROPS}").stdout
         return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
-    def preflight(self, params: dict[str, Any], attempt_dir: Path) -> None:
+    def preflight(self, attempt: Attempt) -> None:
         self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
-        self._argv = self.spec.render_argv(params) if self.spec.command else None
-        env = {**self.spec.render_env(params), procs.TAG_VAR: self._tag}
+        params, user_vars = attempt.params, attempt.user_vars
+        self._argv = self.spec.render_argv(params, user_vars) if self.spec.command else None
+        env = {**self.spec.render_env(params, user_vars), procs.TAG_VAR: self._tag}
         try:
             self.dropin.parent.mkdir(parents=True, exist_ok=True)
             self.dropin.write_text(render_dropin(env, self._argv))
@@ -111,8 +117,7 @@ class SystemdController(Controller):
         props = self.show()
         self._cgroup = props.get("ControlGroup", "") or self._cgroup
         main = int(props.get("MainPID") or 0)
-        info = procs.read_stat(main) if main else None
-        self._old_main = info
+        self._old_main = procs.process_info(main) if main else None
         snap = super().snapshot()
         snap.update(invocation_id=props.get("InvocationID"), main_pid=main)
         return snap
@@ -126,7 +131,7 @@ class SystemdController(Controller):
             )
         }
         old = self._old_main
-        if old is not None and old.pid not in found and procs.is_alive(old.pid, old.start_ticks):
+        if old is not None and old.pid not in found and old.alive():
             found[old.pid] = old
         return list(found.values())
 
@@ -139,7 +144,7 @@ class SystemdController(Controller):
                 "timeout:stop", f"systemctl stop {self.unit} did not return in {timeout:.0f}s"
             ) from None
 
-    def start(self, params: dict[str, Any], attempt_dir: Path) -> dict[str, Any]:
+    def start(self, attempt: Attempt) -> dict[str, Any]:
         try:
             done = self.systemctl("start", self.unit, timeout=self.spec.timeouts.start)
         except subprocess.TimeoutExpired:
@@ -158,15 +163,15 @@ class SystemdController(Controller):
             result = props.get("Result", "")
             if result == "start-limit-hit":
                 raise PhaseFailure("start_failed(start-limit-hit)", done.stderr.strip())
-            tail = tail_lines(self.write_logs(attempt_dir), 40)
+            tail = tail_lines(self.write_logs(attempt.attempt_dir), 40)
             raise PhaseFailure(
                 classify_exit(_exit_code(props), tail),
                 f"systemctl start failed: {done.stderr.strip()}",
             )
-        info = procs.read_stat(self._ident["main_pid"]) if self._ident["main_pid"] else None
+        info = procs.process_info(self._ident["main_pid"]) if self._ident["main_pid"] else None
         if info is not None:
             self._ident["pid"] = info.pid
-            self._ident["start_ticks"] = info.start_ticks
+            self._ident["create_time"] = info.create_time
         return dict(self._ident)
 
     def exit_code(self) -> tuple[bool, int | None]:

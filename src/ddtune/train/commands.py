@@ -6,16 +6,28 @@
     ddtune train drafter --target runs/target --out runs/drafter --checkpoint-dir runs/ckpt-drafter
     ddtune train eval --target runs/target [--drafter runs/drafter]
 
-Heavy imports (torch) happen inside the handlers.
+The `target` and `drafter` flags are the fields of `TargetTrainConfig` and
+`DrafterTrainConfig` (configs.py), so every default is written once. Heavy
+imports (torch) happen inside the handlers. See docs/architecture.md "Train".
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from ddtune.engine.commands import parse_budgets
 from ddtune.errors import UserError
+from ddtune.train.configs import (
+    DrafterTrainConfig,
+    RunSettings,
+    TargetTrainConfig,
+    add_arguments,
+    from_args,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,8 +35,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = parser.add_subparsers(dest="train_command", metavar="WHAT", required=True)
     _add_tokenizer(sub)
     _add_tasks(sub)
-    _add_target(sub)
-    _add_drafter(sub)
+    _add_training(
+        sub, "target", "train the Qwen3-architecture target LM", TargetTrainConfig, _run_target
+    )
+    _add_training(
+        sub,
+        "drafter",
+        "train a DFlash drafter on the target's own outputs",
+        DrafterTrainConfig,
+        _run_drafter,
+    )
     _add_eval(sub)
 
 
@@ -67,100 +87,33 @@ def _run_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_target(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("target", help="train the Qwen3-architecture target LM")
-    p.add_argument("--tokenizer", type=Path, required=True, help="folder with tokenizer.json")
-    p.add_argument("--out", type=Path, required=True, help="output Hugging Face folder")
-    p.add_argument("--checkpoint-dir", type=Path, required=True)
+def _add_training(
+    sub: argparse._SubParsersAction,
+    name: str,
+    text: str,
+    cls: type[RunSettings],
+    run: Callable[[argparse.Namespace], int],
+) -> None:
+    """`ddtune train NAME`: one flag per field of `cls` (see configs.py), plus `--resume`."""
+    p = sub.add_parser(name, help=text)
+    add_arguments(p, cls)
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint")
-    p.add_argument("--init-from", default=None, help="trained target folder to continue (stage 2)")
-    for name, kind, default in [
-        ("seed", int, 0),
-        ("hidden-size", int, 256),
-        ("num-layers", int, 6),
-        ("num-heads", int, 4),
-        ("num-kv-heads", int, 2),
-        ("intermediate-size", int, 768),
-        ("max-context", int, 512),
-        ("seq-len", int, 512),
-        ("batch-size", int, 8),
-        ("steps", int, 1000),
-        ("lr", float, 2e-3),
-        ("warmup", int, 50),
-        ("weight-decay", float, 0.1),
-        ("task-share", float, 0.7),
-        ("checkpoint-every", int, 50),
-        ("threads", int, 2),
-    ]:
-        p.add_argument(f"--{name}", type=kind, default=default)
-    p.set_defaults(func=_run_target)
+    p.set_defaults(func=run)
 
 
 def _run_target(args: argparse.Namespace) -> int:
-    from ddtune.train.target import TargetTrainConfig, train_target
+    from ddtune.train.target import train_target
 
-    keys = [
-        f
-        for f in TargetTrainConfig.__dataclass_fields__
-        if f not in ("tokenizer_dir", "out_dir", "checkpoint_dir")
-    ]
-    cfg = TargetTrainConfig(
-        tokenizer_dir=str(args.tokenizer),
-        out_dir=str(args.out),
-        checkpoint_dir=str(args.checkpoint_dir),
-        **{k: getattr(args, k) for k in keys},
-    )
-    summary = train_target(cfg, resume=args.resume)
-    print(json.dumps({k: v for k, v in summary.items() if k != "config"}))
-    return 0
-
-
-def _add_drafter(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("drafter", help="train a DFlash drafter on the target's own outputs")
-    p.add_argument("--target", type=Path, required=True, help="trained target folder")
-    p.add_argument("--out", type=Path, required=True, help="output drafter folder")
-    p.add_argument("--checkpoint-dir", type=Path, required=True)
-    p.add_argument("--resume", action="store_true", help="continue from the checkpoint")
-    p.add_argument(
-        "--stop-at-eos",
-        action="store_true",
-        help="distill only up to the target's EOS (default: continue past it)",
-    )
-    for name, kind, default in [
-        ("seed", int, 0),
-        ("num-layers", int, 2),
-        ("block-size", int, 8),
-        ("intermediate-size", int, 768),
-        ("gamma", float, 4.0),
-        ("prompts", int, 2048),
-        ("gen-tokens", int, 96),
-        ("anchors", int, 16),
-        ("batch-size", int, 16),
-        ("steps", int, 1200),
-        ("lr", float, 1e-3),
-        ("warmup", int, 50),
-        ("checkpoint-every", int, 100),
-        ("threads", int, 2),
-    ]:
-        p.add_argument(f"--{name}", type=kind, default=default)
-    p.set_defaults(func=_run_drafter)
+    return _print_summary(train_target(from_args(TargetTrainConfig, args), resume=args.resume))
 
 
 def _run_drafter(args: argparse.Namespace) -> int:
-    from ddtune.train.drafter import DrafterTrainConfig, train_drafter
+    from ddtune.train.drafter import train_drafter
 
-    keys = [
-        f
-        for f in DrafterTrainConfig.__dataclass_fields__
-        if f not in ("target_dir", "out_dir", "checkpoint_dir")
-    ]
-    cfg = DrafterTrainConfig(
-        target_dir=str(args.target),
-        out_dir=str(args.out),
-        checkpoint_dir=str(args.checkpoint_dir),
-        **{k: getattr(args, k) for k in keys},
-    )
-    summary = train_drafter(cfg, resume=args.resume)
+    return _print_summary(train_drafter(from_args(DrafterTrainConfig, args), resume=args.resume))
+
+
+def _print_summary(summary: dict[str, Any]) -> int:
     print(json.dumps({k: v for k, v in summary.items() if k != "config"}))
     return 0
 
@@ -181,12 +134,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
 def _run_eval(args: argparse.Namespace) -> int:
     from ddtune.train.evaluate import evaluate_models
 
-    try:
-        budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
-    except ValueError:
-        raise UserError(
-            f"--budgets must be comma-separated integers; got {args.budgets!r}"
-        ) from None
+    budgets = parse_budgets(args.budgets)
     if args.acceptance_only and args.drafter is None:
         raise UserError("--acceptance-only needs --drafter")
     figures = evaluate_models(

@@ -3,17 +3,23 @@
 - `cosine_lr`: linear warmup, then cosine decay to a floor.
 - `save_checkpoint` / `load_checkpoint`: atomic `checkpoint.pt` with model,
   optimizer, step and the run's config, so an interrupted run resumes exactly.
+- `Optimization`: one model's AdamW steps: resume, the learning rate of each
+  step, the clipped update, checkpoints every `checkpoint_every` steps.
 - `TrainProgress`: a rich progress bar with loss and tokens/s on a terminal,
   plain log lines otherwise (for `nohup` runs).
+
+See docs/architecture.md "Train".
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from rich.console import Console
@@ -57,6 +63,86 @@ def load_checkpoint(folder: Path, config: dict[str, Any]) -> dict[str, Any]:
             f"({', '.join(changed)}); use the same arguments or start a new --checkpoint-dir"
         )
     return state
+
+
+class Schedule(Protocol):
+    """What `Optimization` reads from a training config."""
+
+    @property
+    def checkpoint_dir(self) -> str: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def lr(self) -> float: ...
+    @property
+    def warmup(self) -> int: ...
+    @property
+    def checkpoint_every(self) -> int: ...
+    def run_dict(self) -> dict[str, Any]: ...
+
+
+class Optimization:
+    """AdamW (betas 0.9, 0.95) over `model`, stepped on the cosine schedule of `cfg`."""
+
+    def __init__(self, model: torch.nn.Module, cfg: Schedule, weight_decay: float = 0.0) -> None:
+        self.model, self.cfg = model, cfg
+        self.optimizer = torch.optim.AdamW(
+            model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=weight_decay
+        )
+        self.start, self.elapsed, self.began = 0, 0.0, time.perf_counter()
+        self.folder = Path(cfg.checkpoint_dir)
+
+    def resume(self) -> None:
+        """Continue from the checkpoint (it must have been made with the same run settings)."""
+        state = load_checkpoint(self.folder, self.cfg.run_dict())
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.start, self.elapsed = state["step"], state.get("seconds", 0.0)
+
+    def end(self, stop_after: int | None) -> int:
+        """The step this run stops at: the last one, or `stop_after` for a time-sliced run."""
+        return self.cfg.steps if stop_after is None else min(self.cfg.steps, stop_after)
+
+    def schedule(self, end: int) -> Iterator[tuple[int, float]]:
+        """(step, learning rate) for steps start..end-1, the rate already set; starts the clock."""
+        self.model.train()
+        self.began = time.perf_counter()
+        for step in range(self.start, end):
+            lr = cosine_lr(step, self.cfg.steps, self.cfg.lr, self.cfg.warmup)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            yield step, lr
+
+    def update(self, loss: torch.Tensor) -> float:
+        """Backward, clip the gradient norm at 1.0, step; returns the loss value."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        return loss.item()
+
+    @property
+    def seconds(self) -> float:
+        """Training seconds, earlier runs of a resumed training included."""
+        return self.elapsed + time.perf_counter() - self.began
+
+    def checkpoint(self, step: int, end: int, **extra: Any) -> None:
+        """Save after `step` (0-based) when due: every `checkpoint_every` steps and at `end`."""
+        done = step + 1
+        if done % self.cfg.checkpoint_every and done != end:
+            return
+        state = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "step": done,
+            "config": self.cfg.run_dict(),
+            "seconds": self.seconds,
+        }
+        save_checkpoint(self.folder, {**state, **extra})
+
+    def write_summary(self, summary: dict[str, Any]) -> dict[str, Any]:
+        (self.folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
 
 
 class TrainProgress:

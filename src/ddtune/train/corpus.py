@@ -7,6 +7,8 @@ relative path) used only to measure perplexity.
 
 The mix is document-level: each document is either one training task (prompt +
 canonical body) or a chunk of a standard-library file, with tasks dominant.
+
+See docs/architecture.md "Train".
 """
 
 from __future__ import annotations

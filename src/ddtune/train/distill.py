@@ -4,11 +4,14 @@ Prompts are training-split task prompts plus a few standard-library prefixes;
 the target continues each one greedily (T=0), in left-padded batches with a
 KV cache, until EOS or `max_new` tokens. Each example keeps the prompt length,
 so the drafter trainer can put its anchors in the generated part.
+
+See docs/architecture.md "Train".
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -90,7 +93,7 @@ def build_examples(
     max_new: int,
     eos: int,
     batch: int = 32,
-    on_batch=None,
+    on_batch: Callable[[int], None] | None = None,
     stop_at_eos: bool = True,
 ) -> list[Example]:
     """Examples for all prompts; batches group prompts of similar length to limit padding."""

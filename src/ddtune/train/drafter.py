@@ -12,15 +12,16 @@
    position k (1..block-1) against the token at anchor + k, weighted by
    exp(-(k-1)/gamma). The target's embedding and LM head are frozen (the whole
    target is); only the drafter's `fc`, `hidden_norm`, layers and norm learn.
+
+See docs/architecture.md "Train".
 """
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -33,70 +34,13 @@ from ddtune.engine.loading import load_decoder, save_drafter
 from ddtune.engine.model import Decoder
 from ddtune.engine.tokenizer import Tokenizer
 from ddtune.errors import UserError
-from ddtune.train.common import TrainProgress, cosine_lr, load_checkpoint, save_checkpoint
+from ddtune.train.common import Optimization, TrainProgress
+from ddtune.train.configs import DrafterTrainConfig
 from ddtune.train.distill import Example, build_examples, distill_prompts
 from ddtune.train.target import init_weights
-from ddtune.train.tokenizer import EOS_TOKEN, MASK_TOKEN
+from ddtune.train.tokenizer import EOS_TOKEN, MASK_TOKEN, special_id
 
-RUN_KEYS = (
-    "seed",
-    "num_layers",
-    "block_size",
-    "intermediate_size",
-    "gamma",
-    "prompts",
-    "gen_tokens",
-    "anchors",
-    "batch_size",
-    "lr",
-    "warmup",
-    "steps",
-    "stop_at_eos",
-)
 DATA_FILE = "distill.pt"
-
-
-@dataclass
-class DrafterTrainConfig:
-    target_dir: str
-    out_dir: str
-    checkpoint_dir: str
-    seed: int = 0
-    num_layers: int = 2
-    block_size: int = 8
-    intermediate_size: int = 768
-    gamma: float = 4.0
-    prompts: int = 2048
-    gen_tokens: int = 96
-    anchors: int = 16
-    batch_size: int = 16
-    steps: int = 1200
-    lr: float = 1e-3
-    warmup: int = 50
-    checkpoint_every: int = 100
-    threads: int = 2
-    stop_at_eos: bool = False  # False: distill past EOS too (servers and benchmarks may ignore EOS)
-
-    def __post_init__(self) -> None:
-        for name in (
-            "num_layers",
-            "prompts",
-            "gen_tokens",
-            "anchors",
-            "batch_size",
-            "steps",
-            "checkpoint_every",
-            "threads",
-        ):
-            if getattr(self, name) < 1:
-                raise UserError(f"{name} must be at least 1; got {getattr(self, name)}")
-        if self.block_size < 2:
-            raise UserError(f"block_size must be at least 2; got {self.block_size}")
-        if self.gamma <= 0 or self.lr <= 0:
-            raise UserError("gamma and lr must be positive")
-
-    def run_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in RUN_KEYS}
 
 
 def spread_layer_ids(num_target_layers: int, count: int = 3) -> list[int]:
@@ -208,7 +152,7 @@ def distill_data(cfg: DrafterTrainConfig, target: Decoder, tokenizer: Tokenizer)
         saved = torch.load(path, weights_only=False)
         if saved["key"] == key:
             return saved["examples"]
-    eos = tokenizer.token_to_id(EOS_TOKEN)
+    eos = special_id(tokenizer.inner, EOS_TOKEN)
     prompts = distill_prompts(
         tokenizer,
         cfg.prompts,
@@ -257,76 +201,48 @@ def train_drafter(
     torch.manual_seed(cfg.seed)
     drafter = DFlashDrafter(dcfg)
     init_weights(drafter)
-    optimizer = torch.optim.AdamW(
-        drafter.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0
-    )
-    start, elapsed = 0, 0.0
+    opt = Optimization(drafter, cfg)
     if resume:
-        state = load_checkpoint(Path(cfg.checkpoint_dir), cfg.run_dict())
-        drafter.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        start, elapsed = state["step"], state.get("seconds", 0.0)
+        opt.resume()
     began = time.perf_counter()
     examples = distill_data(cfg, target, tokenizer)
     distill_seconds = time.perf_counter() - began
-    end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
-    loss, acc, seconds = _loop(drafter, target, optimizer, examples, cfg, start, end, elapsed)
+    end = opt.end(stop_after)
+    loss, acc = _loop(drafter, target, opt, examples, cfg, end)
+    seconds = opt.seconds
     if end < cfg.steps:
         return {"stopped_at": end, "final_loss": loss}
     save_drafter(drafter, dcfg, Path(cfg.out_dir))
-    summary = {
-        "final_loss": loss,
-        "accuracy_at_1": acc,
-        "train_seconds": round(seconds, 1),
-        "distill_seconds": round(distill_seconds, 1),
-        "examples": len(examples),
-        "parameters": sum(p.numel() for p in drafter.parameters()),
-        "config": asdict(cfg),
-    }
-    (Path(cfg.checkpoint_dir) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
+    return opt.write_summary(
+        {
+            "final_loss": loss,
+            "accuracy_at_1": acc,
+            "train_seconds": round(seconds, 1),
+            "distill_seconds": round(distill_seconds, 1),
+            "examples": len(examples),
+            "parameters": sum(p.numel() for p in drafter.parameters()),
+            "config": asdict(cfg),
+        }
+    )
 
 
 def _loop(
     drafter: DFlashDrafter,
     target: Decoder,
-    optimizer: torch.optim.Optimizer,
+    opt: Optimization,
     examples: list[Example],
     cfg: DrafterTrainConfig,
-    start: int,
     end: int,
-    elapsed: float,
-) -> tuple[float, float, float]:
-    """Steps `start..end`; batch i depends only on (seed, i), so a resume is exact."""
-    drafter.train()
-    loss_value, acc, began = math.nan, math.nan, time.perf_counter()
-    with TrainProgress(cfg.steps, start, "drafter") as progress:
-        for step in range(start, end):
-            # 1. learning rate and this step's batch (its own seeded RNG)
-            lr = cosine_lr(step, cfg.steps, cfg.lr, cfg.warmup)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            rng = random.Random(cfg.seed * 1_000_003 + step)
+) -> tuple[float, float]:
+    """Steps up to `end`; batch i depends only on (seed, i), so a resume is exact."""
+    loss_value, acc = math.nan, math.nan
+    with TrainProgress(cfg.steps, opt.start, "drafter") as progress:
+        for step, lr in opt.schedule(end):
+            rng = random.Random(cfg.seed * 1_000_003 + step)  # this step's own seeded RNG
             chosen = rng.sample(examples, min(cfg.batch_size, len(examples)))
             batch = make_blocks(chosen, cfg.anchors, cfg.block_size, drafter.cfg.mask_token_id, rng)
-            # 2. loss and update
             loss, acc = block_loss(drafter, target, batch, cfg.gamma)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
-            optimizer.step()
-            loss_value = loss.item()
+            loss_value = opt.update(loss)
             progress.update(step + 1, loss_value, int(batch["ids"].numel()), lr)
-            # 3. checkpoint
-            if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
-                save_checkpoint(
-                    Path(cfg.checkpoint_dir),
-                    {
-                        "model": drafter.state_dict(),
-                        "optimizer": optimizer.state_dict(),
-                        "step": step + 1,
-                        "config": cfg.run_dict(),
-                        "seconds": elapsed + time.perf_counter() - began,
-                    },
-                )
-    return loss_value, acc, elapsed + time.perf_counter() - began
+            opt.checkpoint(step, end)
+    return loss_value, acc

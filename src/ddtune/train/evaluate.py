@@ -6,7 +6,10 @@
 - `heldout_perplexity`: exp(mean next-token loss) over the held-out slice of
   the standard library, in windows of the model's context.
 - `acceptance_lengths`: mean tokens per verify round of the engine's `dflash`
-  and `ddtree` modes on held-out task prompts (needs `ddtune.engine.Engine`).
+  and `ddtree` modes on held-out task prompts, through `Engine.generate` with
+  `DecodeParams` / `SamplingParams` like any other caller.
+
+See docs/architecture.md "Train".
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ import torch.nn.functional as F
 from ddtune.engine.loading import load_decoder
 from ddtune.engine.model import Decoder
 from ddtune.engine.tokenizer import Tokenizer
+from ddtune.params import DecodeParams, SamplingParams
 from ddtune.train.corpus import read_text, stdlib_files
 from ddtune.train.tasks import read_jsonl
-from ddtune.train.tokenizer import EOS_TOKEN
+from ddtune.train.tokenizer import EOS_TOKEN, special_id
 
 STOP_STRINGS = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ")
 
@@ -85,18 +89,18 @@ def greedy_generate(model: Decoder, prompt_ids: list[int], max_new: int, eos_id:
 
 def pass_at_1(model: Decoder, tokenizer: Tokenizer, tasks: list[dict], max_new: int = 160) -> dict:
     """Greedy pass@1 with per-task outcomes."""
-    eos = tokenizer.token_to_id(EOS_TOKEN)
+    eos = special_id(tokenizer.inner, EOS_TOKEN)
     results = []
     for task in tasks:
         ids = greedy_generate(model, tokenizer.encode(task["prompt"]), max_new, eos)
         completion = truncate_completion(tokenizer.decode(ids))
         passed, reason = run_tests(task, completion)
         results.append({"task_id": task["task_id"], "passed": passed, "reason": reason})
-    passed = sum(r["passed"] for r in results)
+    count = sum(1 for r in results if r["passed"])
     return {
-        "passed": passed,
+        "passed": count,
         "total": len(results),
-        "pass_at_1": passed / max(1, len(results)),
+        "pass_at_1": count / max(1, len(results)),
         "results": results,
     }
 
@@ -104,7 +108,7 @@ def pass_at_1(model: Decoder, tokenizer: Tokenizer, tasks: list[dict], max_new: 
 @torch.no_grad()
 def heldout_perplexity(model: Decoder, tokenizer: Tokenizer, max_tokens: int = 60_000) -> dict:
     """exp(mean NLL) over windows of the held-out stdlib files (EOS between files)."""
-    eos = tokenizer.token_to_id(EOS_TOKEN)
+    eos = special_id(tokenizer.inner, EOS_TOKEN)
     ids: list[int] = []
     for path in stdlib_files("heldout"):
         ids += tokenizer.encode(read_text(path)) + [eos]
@@ -135,27 +139,20 @@ def acceptance_lengths(
     from ddtune.engine import Engine
 
     engine = Engine.load(target_dir, drafter_dir)
-    runs = [("ar", 0), ("dflash", 0)] + [("ddtree", b) for b in budgets]
+    sampling = SamplingParams(max_new_tokens=max_tokens)
+    runs = [DecodeParams("ar").canonical(), DecodeParams("dflash").canonical()]
+    runs += [DecodeParams("ddtree", budget, topk) for budget in budgets]
     figures: dict[str, Any] = {}
-    for mode, budget in runs:
-        accepted = rounds = tokens = 0
-        seconds = 0.0
-        for prompt in prompts:
-            result = engine.generate(
-                engine.tokenizer.encode(prompt),
-                mode=mode,
-                budget=budget,
-                topk=topk,
-                max_new_tokens=max_tokens,
-            )
-            accepted += sum(result.stats.acceptance_lengths)
-            rounds += result.stats.rounds
-            tokens += result.stats.generated_tokens
-            seconds += result.stats.total_seconds
-        label = mode if mode != "ddtree" else f"ddtree_b{budget}"
+    for params in runs:
+        results = [engine.generate(engine.tokenizer.encode(p), params, sampling) for p in prompts]
+        stats = [r.stats for r in results]
+        rounds = sum(s.rounds for s in stats)
+        seconds = sum(s.total_seconds for s in stats)
+        label = params.mode if params.mode != "ddtree" else f"ddtree_b{params.budget}"
         figures[label] = {
-            "mean_acceptance_length": accepted / max(1, rounds),
-            "tokens_per_second": tokens / max(1e-9, seconds),
+            "mean_acceptance_length": sum(sum(s.acceptance_lengths) for s in stats)
+            / max(1, rounds),
+            "tokens_per_second": sum(s.generated_tokens for s in stats) / max(1e-9, seconds),
         }
     return figures
 

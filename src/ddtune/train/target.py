@@ -10,14 +10,14 @@ engine serves. Recipe:
 3. Every `checkpoint_every` steps: model + optimizer + step to `checkpoint.pt`.
 4. At the end: `config.json`, `model.safetensors`, `generation_config.json`,
    `tokenizer.json`, `tokenizer_config.json` in the output folder.
+
+See docs/architecture.md "Train".
 """
 
 from __future__ import annotations
 
-import json
 import shutil
-import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,84 +29,10 @@ from ddtune.engine.config import ModelConfig
 from ddtune.engine.loading import load_decoder, save_decoder
 from ddtune.engine.model import Decoder
 from ddtune.errors import UserError
-from ddtune.train.common import TrainProgress, cosine_lr, load_checkpoint, save_checkpoint
+from ddtune.train.common import Optimization, TrainProgress
+from ddtune.train.configs import TargetTrainConfig
 from ddtune.train.corpus import iter_documents
 from ddtune.train.tokenizer import EOS_TOKEN, load_tokenizer, special_id
-
-# Settings that change the result; the rest (folders, threads) may differ on resume.
-RUN_KEYS = (
-    "seed",
-    "hidden_size",
-    "num_layers",
-    "num_heads",
-    "num_kv_heads",
-    "intermediate_size",
-    "max_context",
-    "seq_len",
-    "batch_size",
-    "lr",
-    "warmup",
-    "weight_decay",
-    "task_share",
-    "steps",
-    "init_from",
-)
-
-
-@dataclass
-class TargetTrainConfig:
-    tokenizer_dir: str
-    out_dir: str
-    checkpoint_dir: str
-    seed: int = 0
-    hidden_size: int = 256
-    num_layers: int = 6
-    num_heads: int = 4
-    num_kv_heads: int = 2
-    intermediate_size: int = 768
-    max_context: int = 512
-    seq_len: int = 512
-    batch_size: int = 8
-    steps: int = 1000
-    lr: float = 2e-3
-    warmup: int = 50
-    weight_decay: float = 0.1
-    task_share: float = 0.7
-    checkpoint_every: int = 50
-    threads: int = 2
-    init_from: str | None = None  # a trained target folder to continue from (a second stage)
-
-    def __post_init__(self) -> None:
-        for name in (
-            "hidden_size",
-            "num_layers",
-            "num_heads",
-            "num_kv_heads",
-            "seq_len",
-            "batch_size",
-            "steps",
-            "checkpoint_every",
-            "threads",
-        ):
-            if getattr(self, name) < 1:
-                raise UserError(f"{name} must be at least 1; got {getattr(self, name)}")
-        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
-            raise UserError("hidden_size must divide by num_heads, and num_heads by num_kv_heads")
-        if self.seq_len > self.max_context:
-            raise UserError(f"seq_len {self.seq_len} exceeds max_context {self.max_context}")
-        if self.lr <= 0:
-            raise UserError(f"lr must be positive; got {self.lr}")
-
-    def run_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in RUN_KEYS}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TargetTrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise UserError(f"unknown target training setting(s): {', '.join(unknown)}")
-        return cls(**data)
 
 
 def model_config(cfg: TargetTrainConfig, tokenizer: Tokenizer) -> ModelConfig:
@@ -133,8 +59,9 @@ def init_weights(model: torch.nn.Module, std: float = 0.02) -> None:
     for module in model.modules():
         if isinstance(module, torch.nn.Linear | torch.nn.Embedding):
             torch.nn.init.normal_(module.weight, std=std)
-            if getattr(module, "bias", None) is not None:
-                torch.nn.init.zeros_(module.bias)
+            bias = getattr(module, "bias", None)
+            if isinstance(bias, torch.Tensor):
+                torch.nn.init.zeros_(bias)
 
 
 def token_stream(tokenizer: Tokenizer, seed: int, task_share: float, n_tokens: int) -> torch.Tensor:
@@ -188,76 +115,39 @@ def train_target(
     init_weights(model)
     if cfg.init_from:
         _load_initial(model, mcfg, Path(cfg.init_from))
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay
-    )
-    start, elapsed = 0, 0.0
+    opt = Optimization(model, cfg, weight_decay=cfg.weight_decay)
     if resume:
-        state = load_checkpoint(Path(cfg.checkpoint_dir), cfg.run_dict())
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        start, elapsed = state["step"], state.get("seconds", 0.0)
+        opt.resume()
     per_step = cfg.batch_size * (cfg.seq_len + 1)
     stream = token_stream(tokenizer, cfg.seed, cfg.task_share, cfg.steps * per_step)
-    end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
-    loss, seconds = _loop(model, optimizer, stream, cfg, start, end, elapsed)
+    end = opt.end(stop_after)
+    loss = _loop(model, opt, stream, cfg, end)
+    seconds = opt.seconds
     if end < cfg.steps:
         return {"stopped_at": end, "final_loss": loss}
     save_target(model, mcfg, Path(cfg.tokenizer_dir), Path(cfg.out_dir))
-    params = sum(p.numel() for p in model.parameters())
-    summary = {
-        "final_loss": loss,
-        "tokens": cfg.steps * cfg.batch_size * cfg.seq_len,
-        "seconds": round(seconds, 1),
-        "parameters": params,
-        "config": asdict(cfg),
-    }
-    (Path(cfg.checkpoint_dir) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
+    return opt.write_summary(
+        {
+            "final_loss": loss,
+            "tokens": cfg.steps * cfg.batch_size * cfg.seq_len,
+            "seconds": round(seconds, 1),
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "config": asdict(cfg),
+        }
+    )
 
 
 def _loop(
-    model: Decoder,
-    optimizer: torch.optim.Optimizer,
-    stream: torch.Tensor,
-    cfg: TargetTrainConfig,
-    start: int,
-    end: int,
-    elapsed: float,
-) -> tuple[float, float]:
-    """Steps `start..end`; returns (last loss, total training seconds incl. earlier runs)."""
-    model.train()
+    model: Decoder, opt: Optimization, stream: torch.Tensor, cfg: TargetTrainConfig, end: int
+) -> float:
+    """Steps up to `end`: batch i is the i-th slice of the stream. Returns the last loss."""
     per_step, loss_value = cfg.batch_size * (cfg.seq_len + 1), float("nan")
-    began = time.perf_counter()
-    with TrainProgress(cfg.steps, start, "target") as progress:
-        for step in range(start, end):
-            # 1. learning rate for this step
-            lr = cosine_lr(step, cfg.steps, cfg.lr, cfg.warmup)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            # 2. the step's slice of the stream: inputs and next-token labels [B, T]
+    with TrainProgress(cfg.steps, opt.start, "target") as progress:
+        for step, lr in opt.schedule(end):
+            # inputs and next-token labels [B, T]
             batch = stream[step * per_step : (step + 1) * per_step].view(cfg.batch_size, -1)
             logits = model(batch[:, :-1]).logits  # [B, T, V]
-            loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
-            # 3. update
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            loss_value = loss.item()
+            loss_value = opt.update(F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten()))
             progress.update(step + 1, loss_value, cfg.batch_size * cfg.seq_len, lr)
-            # 4. checkpoint
-            if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
-                seconds = elapsed + time.perf_counter() - began
-                save_checkpoint(
-                    Path(cfg.checkpoint_dir),
-                    {
-                        "model": model.state_dict(),
-                        "optimizer": optimizer.state_dict(),
-                        "step": step + 1,
-                        "config": cfg.run_dict(),
-                        "seconds": seconds,
-                        "loss": loss_value,
-                    },
-                )
-    return loss_value, elapsed + time.perf_counter() - began
+            opt.checkpoint(step, end, loss=loss_value)
+    return loss_value

@@ -19,6 +19,8 @@ the held-out split: training never sees those combinations, only their parts.
 Tasks are written in HumanEval format: `task_id, prompt, entry_point, test,
 canonical_solution`, where `test` defines `check(candidate)` with asserts whose
 expected values come from running the canonical solution.
+
+See docs/architecture.md "Train".
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ddtune.errors import UserError
+from ddtune.jsonl import jsonl_rows
 
 HOLDOUT_PERCENT = 12  # share of eligible combinations reserved for the held-out split
 INDENT = "    "
@@ -193,7 +196,8 @@ def _build_pipeline(rng: random.Random, family: str) -> tuple[str, str, str, lis
     n = rng.choice((1, 2, 2, 3, 3))
     if family == "int":
         steps = _pick_ops(rng, INT_OPS, n)
-        sig, head, ret = "(x: int) -> int", [], "Return the result."
+        head: list[str] = []
+        sig, ret = "(x: int) -> int", "Return the result."
         body = _body_lines(steps, "x") + ["return x"]
     elif family == "str":
         steps = _pick_ops(rng, STR_OPS, n)
@@ -324,7 +328,8 @@ def iter_tasks(seed: int, split: str) -> Iterator[Task]:
 
 def heldout_tasks(count: int, seed: int) -> list[Task]:
     """`count` held-out tasks with distinct prompts, families interleaved."""
-    tasks, seen = [], set()
+    tasks: list[Task] = []
+    seen: set[str] = set()
     for task in iter_tasks(seed, "heldout"):
         if task.prompt in seen:
             continue
@@ -348,13 +353,7 @@ def read_jsonl(path: Path) -> list[dict]:
     """Tasks from a HumanEval-format JSONL; a clear error for a malformed line."""
     required = ("task_id", "prompt", "entry_point", "test")
     rows = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{number}: not JSON ({exc.msg})") from None
+    for number, row in jsonl_rows(path):
         missing = [key for key in required if key not in row]
         if missing:
             raise UserError(f"{path}:{number}: missing field(s) {', '.join(missing)}")

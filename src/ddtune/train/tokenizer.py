@@ -4,6 +4,8 @@ Special tokens: `<|endoftext|>` (EOS, also used as padding) and `<|mask|>` (the
 DFlash drafter's mask token). Saved as `tokenizer.json` plus a
 `tokenizer_config.json` naming the EOS, so our engine and `transformers` read
 the same tokenizer.
+
+See docs/architecture.md "Train".
 """
 
 from __future__ import annotations

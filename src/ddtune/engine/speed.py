@@ -1,9 +1,10 @@
-"""`ddtune bench-engine`: AR vs DFlash vs DDTree (over budgets) on the same prompts, in-process.
+"""In-process engine speed (`ddtune bench-engine`): AR vs DFlash vs DDTree budgets, same prompts.
 
-For every configuration the same prompts run at T=0 after a warmup; a row
-reports tokens/s, mean acceptance length (tau), the share of round time spent
-outside the model forwards (tree build + mask + commit) and whether the
-output equals AR token for token.
+Not the HTTP benchmark of `ddtune.bench`. For every `DecodeParams` the same
+prompts run with the same `SamplingParams` (T=0 from the CLI) after a warmup;
+a row reports tokens/s, mean acceptance length (tau), the share of round time
+spent outside the model forwards (tree build + mask + commit) and whether the
+output equals AR token for token. See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
@@ -11,8 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from ddtune.engine.engine import Engine, GenerationResult
+from ddtune.params import DecodeParams, SamplingParams
+
+WARMUP_TOKENS = 8
 
 FALLBACK_PROMPTS = [
     'def sum_even(xs: list[int]) -> int:\n    """Return the sum of the even numbers in xs."""\n',
@@ -35,11 +40,8 @@ def default_prompts(count: int = 4) -> tuple[list[str], str]:
 
 
 @dataclass
-class BenchRow:
-    label: str
-    mode: str
-    budget: int
-    topk: int
+class SpeedRow:
+    params: DecodeParams
     tokens: int
     seconds: float
     tokens_per_second: float
@@ -49,68 +51,57 @@ class BenchRow:
     verify_share: float
     lossless: bool  # output token ids equal AR's
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    @property
+    def label(self) -> str:
+        return self.params.label()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able: the label, the parameters in wire form, then the figures."""
+        figures = {k: v for k, v in asdict(self).items() if k != "params"}
+        return {"label": self.label, **self.params.to_wire(), **figures}
 
 
-@dataclass(frozen=True)
-class BenchConfig:
-    label: str
-    mode: str
-    budget: int = 0
-    topk: int = 1
-
-
-def plan(budgets: Sequence[int], topk: int, with_drafter: bool) -> list[BenchConfig]:
-    configs = [BenchConfig("ar", "ar")]
+def plan(
+    budgets: Sequence[int], topk: int, window: int | None, with_drafter: bool
+) -> list[DecodeParams]:
+    """AR, then (with a drafter) DFlash and DDTree at every budget; `UserError` on bad values."""
+    configs = [DecodeParams("ar").canonical()]
     if with_drafter:
-        configs.append(BenchConfig("dflash", "dflash"))
-        configs += [BenchConfig(f"ddtree b{b} k{topk}", "ddtree", b, topk) for b in budgets]
+        wire = [{"mode": "dflash", "budget": 0, "topk": 1, "window": window}]
+        wire += [{"mode": "ddtree", "budget": b, "topk": topk, "window": window} for b in budgets]
+        configs += [DecodeParams.from_wire(w, "bench-engine") for w in wire]
     return configs
 
 
 def run_engine_bench(
     engine: Engine,
     prompts: Sequence[str],
-    configs: Sequence[BenchConfig],
-    window: int | None = None,
-    max_new_tokens: int = 64,
+    configs: Sequence[DecodeParams],
+    sampling: SamplingParams,
     on_progress: Callable[[str], None] | None = None,
     repeats: int = 1,
-) -> list[BenchRow]:
-    """One row per config; each runs every prompt `repeats` times (totals over all runs)."""
+) -> list[SpeedRow]:
+    """One row per config; each runs every prompt `repeats` times (totals over all runs).
+
+    `lossless` compares every row's output with the first row's (AR), which
+    means something at temperature 0 only.
+    """
     prompt_ids = [engine.tokenizer.encode(p) for p in prompts] * repeats
-    rows: list[BenchRow] = []
+    warmup = sampling.replace(max_new_tokens=WARMUP_TOKENS)
+    rows: list[SpeedRow] = []
     reference: list[list[int]] | None = None
-    for config in configs:
-        _warmup(engine, prompt_ids[0], config, window)
-        results = [_generate(engine, ids, config, window, max_new_tokens) for ids in prompt_ids]
+    for params in configs:
+        engine.generate(prompt_ids[0], params, warmup)
+        results = [engine.generate(ids, params, sampling) for ids in prompt_ids]
         outputs = [r.token_ids for r in results]
         reference = outputs if reference is None else reference
-        rows.append(_row(config, results, outputs == reference))
+        rows.append(_row(params, results, outputs == reference))
         if on_progress is not None:
-            on_progress(config.label)
+            on_progress(params.label())
     return rows
 
 
-def _generate(engine, ids, config: BenchConfig, window, max_new_tokens) -> GenerationResult:
-    return engine.generate(
-        ids,
-        mode=config.mode,
-        budget=config.budget,
-        topk=config.topk,
-        window=window,
-        max_new_tokens=max_new_tokens,
-        temperature=0.0,
-        ignore_eos=True,
-    )
-
-
-def _warmup(engine, ids, config: BenchConfig, window) -> None:
-    _generate(engine, ids, config, window, 8)
-
-
-def _row(config: BenchConfig, results: list[GenerationResult], lossless: bool) -> BenchRow:
+def _row(params: DecodeParams, results: list[GenerationResult], lossless: bool) -> SpeedRow:
     tokens = sum(len(r.token_ids) for r in results)
     seconds = sum(r.stats.total_seconds for r in results)
     rounds = sum(r.stats.rounds for r in results)
@@ -119,11 +110,8 @@ def _row(config: BenchConfig, results: list[GenerationResult], lossless: bool) -
         k: sum(r.stats.stage_seconds[k] for r in results) for k in results[0].stats.stage_seconds
     }
     round_time = sum(stages.values()) or 1.0
-    return BenchRow(
-        label=config.label,
-        mode=config.mode,
-        budget=config.budget,
-        topk=config.topk,
+    return SpeedRow(
+        params=params,
         tokens=tokens,
         seconds=seconds,
         tokens_per_second=tokens / seconds if seconds else 0.0,

