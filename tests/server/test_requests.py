@@ -100,7 +100,11 @@ BAD = [
     ("completion", {"prompt": ["a", "b"]}, 400, "prompt"),
     ("completion", {"prompt": [1, True]}, 400, "prompt"),
     ("completion", {"prompt": "a", "n": 1.0}, 400, "n"),
-    ("completion", {"prompt": "a", "logprobs": 2}, 400, "logprobs"),
+    ("completion", {"prompt": "a", "logprobs": 21}, 400, "logprobs"),
+    ("completion", {"prompt": "a", "logprobs": 2, "stream": True}, 400, "logprobs"),
+    ("completion", {"prompt": "a", "echo": True, "stream": True}, 400, "echo"),
+    ("completion", {"prompt": "a", "max_tokens": 3, "min_tokens": 4}, 400, "min_tokens"),
+    ("completion", {"prompt": "a", "top_k": -2}, 400, "top_k"),
     ("completion", {"prompt": "a", "stop": ["x"] * 17}, 400, "stop"),
     ("completion", {"prompt": "a", "top_p": 1.5}, 400, "top_p"),
     ("completion", {"prompt": "a", "seed": -(2**63) - 1}, 400, "seed"),
@@ -254,7 +258,6 @@ def test_known_fields_at_neutral_values_are_accepted_and_ignored() -> None:
 
 
 UNSUPPORTED = [
-    ("completion", "top_k", 5),  # C: implemented once the engine samples top-k
     ("completion", "repetition_penalty", 1.2),
     ("completion", "min_p", 0.05),
     ("completion", "response_format", {"type": "json_object"}),
@@ -329,3 +332,25 @@ def test_max_completion_tokens_is_bounded_like_max_tokens() -> None:
     )
     body = {"prompt": "a", "max_tokens": 5, "max_completion_tokens": 9}
     assert parse_generation("completion", body, CTX).sampling.max_new_tokens == 5
+
+
+def test_logprobs_echo_top_k_min_tokens_reach_the_sampling() -> None:
+    body = {"prompt": "ab", "logprobs": 3, "echo": True, "max_tokens": 0, "top_k": 5}
+    req = parse_generation("completion", {**body, "min_tokens": 0}, CTX)
+    assert (req.echo, req.show_generated) == (True, False)
+    assert req.sampling == SamplingParams(
+        max_new_tokens=1, temperature=1.0, top_k=5, logprobs=3, prompt_logprobs=3
+    )
+    req = parse_generation("completion", {"prompt": "ab", "logprobs": 0, "min_tokens": 2}, CTX)
+    assert (req.sampling.logprobs, req.sampling.prompt_logprobs) == (0, None)
+    assert (req.sampling.min_tokens, req.echo, req.show_generated) == (2, False, True)
+    assert parse_generation("completion", {"prompt": "a", "top_k": -1}, CTX).sampling.top_k == 0
+    chat = {"messages": [{"role": "user", "content": "x"}], "logprobs": True, "top_logprobs": 4}
+    assert parse_generation("chat", chat, CTX).sampling.logprobs == 4
+    assert parse_generation("chat", {**chat, "top_logprobs": None}, CTX).sampling.logprobs == 0
+    assert (
+        parse_generation(
+            "chat", {**chat, "logprobs": False, "top_logprobs": 0}, CTX
+        ).sampling.logprobs
+        is None
+    )

@@ -6,7 +6,8 @@ config.py      ServeConfig (flags / TOML), a pydantic model holding a DecodePara
 state.py       ServerState: lifecycle, live decoding config, identity, reports
 worker.py      the single generation thread and its FIFO queue
 requests.py    request bodies as pydantic models (one per endpoint), resolved into work
-fields.py      field policies: neutral-only values (`Only`), one-message unions (`must_be`)
+fields.py      field policies (`Only`, `must_be`) and the declared vLLM / chat extension fields
+logprobs.py    logprobs in the completions and chat shapes
 prompts.py     PromptContext: the loaded model as validation sees it; prompt -> token ids
 schema.py      response models and the OpenAPI document (/openapi.json, /docs)
 chat.py        chat templates (tokenizer_config.json, jinja2 or plain fallback)

@@ -13,14 +13,25 @@ vLLM API is one of
   accepted and ignored because it cannot change the output.
 
 `must_be(...)` replaces a union's per-member errors with one message.
+`VllmFields` and `ChatExtras` declare the extension fields of vLLM and
+OpenAI's chat API under these policies (`requests.py` builds the bodies).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError, WrapValidator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    ValidationError,
+    WrapValidator,
+    model_validator,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
@@ -75,3 +86,77 @@ class Only:
 
 
 _NOT_NEUTRAL = object()
+
+
+NullOnly = Annotated[Any, Only()]  # a feature we lack whose only neutral value is null
+
+
+class Body(BaseModel):
+    """A request body or part of one: strict types, `null` = not given, unknown keys dropped
+    (`unknown_fields` finds them first)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_not_given(cls, data: Any) -> Any:
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
+
+
+class VllmFields(Body):
+    """vLLM's sampling extensions: the supported ones, the rest neutral-only."""
+
+    top_k: Annotated[int, Field(ge=-1)] = -1  # -1 or 0: off
+    min_p: Annotated[float, Only(0.0)] = 0.0
+    min_tokens: Annotated[int, Field(ge=0)] = 0
+    stop_token_ids: Annotated[list[int], Field(max_length=64)] = Field(default_factory=list)
+    ignore_eos: bool = False
+    repetition_penalty: Annotated[float, Only(1.0)] = 1.0
+    length_penalty: Annotated[float, Only(1.0)] = 1.0
+    include_stop_str_in_output: Annotated[bool, Only(False)] = False
+    use_beam_search: Annotated[bool, Only(False)] = False
+    bad_words: Annotated[list[str], Only([])] = Field(default_factory=list)
+    allowed_token_ids: NullOnly = None
+    truncate_prompt_tokens: NullOnly = None
+    prompt_logprobs: Annotated[int, Only(0)] = 0
+    priority: Annotated[int, Only(0)] = 0
+    return_tokens_as_token_ids: Annotated[bool, Only(False)] = False
+    guided_json: NullOnly = None
+    guided_regex: NullOnly = None
+    guided_choice: NullOnly = None
+    guided_grammar: NullOnly = None
+    structured_outputs: NullOnly = None
+    response_format: Annotated[dict[str, Any], Only({"type": "text"})] = Field(
+        default_factory=lambda: {"type": "text"}
+    )
+    request_id: str | None = None  # informational
+    cache_salt: str | None = None  # informational (no prefix cache here)
+
+
+class ChatExtras(Body):
+    """OpenAI chat (and vLLM chat) fields we lack: neutral-only, or informational."""
+
+    tools: Annotated[list[dict[str, Any]], Only([])] = Field(default_factory=list)
+    tool_choice: Annotated[str, Only("none", "auto")] = "none"
+    parallel_tool_calls: bool | None = None  # informational without tools
+    functions: Annotated[list[dict[str, Any]], Only([])] = Field(default_factory=list)
+    function_call: Annotated[str, Only("none", "auto")] = "none"
+    modalities: Annotated[list[str], Only(["text"])] = Field(default_factory=lambda: ["text"])
+    audio: NullOnly = None
+    prediction: NullOnly = None
+    reasoning_effort: NullOnly = None
+    verbosity: NullOnly = None
+    web_search_options: NullOnly = None
+    chat_template: NullOnly = None
+    documents: NullOnly = None
+    mm_processor_kwargs: NullOnly = None
+    add_generation_prompt: Annotated[bool, Only(True)] = True
+    continue_final_message: Annotated[bool, Only(False)] = False
+    add_special_tokens: Annotated[bool, Only(False)] = False
+    echo: Annotated[bool, Only(False)] = False
+    metadata: dict[str, str] | None = None  # informational from here on
+    store: bool | None = None
+    service_tier: str | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: str | None = None
+    safety_identifier: str | None = None

@@ -27,6 +27,7 @@ from ddtune.server.responses import (
     SSE_DONE,
     ResponseShape,
     StreamText,
+    answer,
     finish_reason,
     running_usage,
     sse,
@@ -69,8 +70,10 @@ async def handle(request: Request, state: ServerState, kind: str) -> Response:
     result = outcome.result
     shape.fingerprint = _fingerprint(outcome.params, outcome.config_generation)
     state.metrics.requests.labels(endpoint, "ok").inc()
-    body = shape.full(result.text, finish_reason(result), usage(len(req.prompt_ids), result))
-    return JSONResponse(body, headers=headers)
+    text, logprobs = answer(req, result, state.engine.tokenizer.decode)
+    reason = finish_reason(result) if req.show_generated else "length"
+    counts = usage(len(req.prompt_ids), result, req.show_generated)
+    return JSONResponse(shape.full(text, reason, counts, logprobs), headers=headers)
 
 
 IGNORED_HEADER = "ddtune-ignored-fields"

@@ -35,9 +35,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ddtune.params import Mode, SamplingParams
+from ddtune.params import MAX_LOGPROBS, Mode, SamplingParams
 from ddtune.server.errors import from_validation, invalid
-from ddtune.server.fields import Only, must_be
+from ddtune.server.fields import Body, ChatExtras, Only, VllmFields, must_be
 from ddtune.server.prompts import PromptContext
 
 MAX_STOP_STRINGS = 16
@@ -61,19 +61,6 @@ Prompt = Annotated[
     | Annotated[list[TokenIds], Field(min_length=1)],
     must_be("a string, a list of token ids, or a list holding one of these"),
 ]
-NullOnly = Annotated[Any, Only()]  # a feature we lack whose only neutral value is null
-
-
-class Body(BaseModel):
-    """A request body or part of one: strict types, `null` = not given, unknown keys dropped
-    (`unknown_fields` finds them first)."""
-
-    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_not_given(cls, data: Any) -> Any:
-        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
 
 
 class StreamOptions(Body):
@@ -120,36 +107,8 @@ class GenerationRequest:
     include_usage: bool
     continuous_usage: bool = False  # usage on every streamed chunk
     ignored_fields: tuple[str, ...] = ()  # unknown fields the request carried
-
-
-class VllmFields(Body):
-    """vLLM's sampling extensions: the supported ones, the rest neutral-only."""
-
-    top_k: Annotated[int, Only(-1, 0)] = -1
-    min_p: Annotated[float, Only(0.0)] = 0.0
-    min_tokens: Annotated[int, Only(0)] = 0
-    stop_token_ids: Annotated[list[int], Field(max_length=64)] = Field(default_factory=list)
-    ignore_eos: bool = False
-    repetition_penalty: Annotated[float, Only(1.0)] = 1.0
-    length_penalty: Annotated[float, Only(1.0)] = 1.0
-    include_stop_str_in_output: Annotated[bool, Only(False)] = False
-    use_beam_search: Annotated[bool, Only(False)] = False
-    bad_words: Annotated[list[str], Only([])] = Field(default_factory=list)
-    allowed_token_ids: NullOnly = None
-    truncate_prompt_tokens: NullOnly = None
-    prompt_logprobs: Annotated[int, Only(0)] = 0
-    priority: Annotated[int, Only(0)] = 0
-    return_tokens_as_token_ids: Annotated[bool, Only(False)] = False
-    guided_json: NullOnly = None
-    guided_regex: NullOnly = None
-    guided_choice: NullOnly = None
-    guided_grammar: NullOnly = None
-    structured_outputs: NullOnly = None
-    response_format: Annotated[dict[str, Any], Only({"type": "text"})] = Field(
-        default_factory=lambda: {"type": "text"}
-    )
-    request_id: str | None = None  # informational
-    cache_salt: str | None = None  # informational (no prefix cache here)
+    echo: bool = False  # the answer's text starts with the prompt's
+    show_generated: bool = True  # False: max_tokens 0 with echo (one token runs, none shown)
 
 
 class GenerationFields(VllmFields):
@@ -185,20 +144,38 @@ class GenerationFields(VllmFields):
     def prompt_ids(self, ctx: PromptContext) -> list[int]:
         """The prompt as token ids (an `ApiError` if the model cannot take it)."""
 
+    def reports(self) -> tuple[str | None, int | None, int | None]:
+        """(the field asking for logprobs, top N per generated token, top N per prompt token)."""
+        return None, None, None
+
+    def echo_prompt(self) -> bool:
+        return False
+
     def resolve(self, ctx: PromptContext) -> GenerationRequest:
         """The checks that need the loaded model, then the work to queue."""
         ctx.check_model(self.model)
         prompt_ids = self.prompt_ids(ctx)
         ctx.check_vocab("stop_token_ids", self.stop_token_ids)
+        max_tokens = self._max_tokens(len(prompt_ids), ctx.max_context)
+        field, logprobs, prompt_logprobs = self.reports()
+        if self.stream and (field or self.echo_prompt()):
+            name = field or "echo"
+            raise invalid(name, f"{name} is not supported with stream=true", "unsupported_value")
+        if self.min_tokens > max(max_tokens, 1):
+            raise invalid("min_tokens", f"min_tokens ({self.min_tokens}) exceeds max_tokens")
         stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
         sampling = SamplingParams(
-            max_new_tokens=self._max_tokens(len(prompt_ids), ctx.max_context),
+            max_new_tokens=max(max_tokens, 1),
             temperature=self.temperature,
             top_p=self.top_p,
             seed=self.seed,
             stop_token_ids=tuple(self.stop_token_ids),
             stop_strings=stop,
             ignore_eos=self.ignore_eos,
+            top_k=max(self.top_k, 0),
+            min_tokens=self.min_tokens,
+            logprobs=logprobs,
+            prompt_logprobs=prompt_logprobs,
         )
         options = self.stream_options or StreamOptions()
         return GenerationRequest(
@@ -208,9 +185,12 @@ class GenerationFields(VllmFields):
             self.stream,
             include_usage=options.include_usage,
             continuous_usage=options.include_usage and options.continuous_usage_stats,
+            echo=self.echo_prompt(),
+            show_generated=max_tokens > 0,
         )
 
     def _max_tokens(self, prompt_tokens: int, max_context: int) -> int:
+        """The requested (or default) max tokens; 0 only with echo (the prompt alone)."""
         room = max_context - prompt_tokens
         if room < 1:
             raise invalid(
@@ -219,10 +199,12 @@ class GenerationFields(VllmFields):
                 f"{max_context}; shorten it",
                 code="context_length_exceeded",
             )
+        field = "max_tokens" if self.max_tokens is not None else "max_completion_tokens"
         given = self.max_tokens if self.max_tokens is not None else self.max_completion_tokens
-        max_tokens = given or self.DEFAULT_MAX_TOKENS or room
+        max_tokens = given if given is not None else self.DEFAULT_MAX_TOKENS or room
+        if max_tokens == 0 and not self.echo_prompt():
+            raise invalid(field, f"{field} must be at least 1 (0 only with echo=true)")
         if max_tokens > room:
-            field = "max_tokens" if self.max_tokens is not None else "max_completion_tokens"
             raise invalid(
                 field,
                 f"prompt ({prompt_tokens} tokens) + {field} ({max_tokens}) exceeds the "
@@ -240,10 +222,11 @@ class CompletionBody(GenerationFields):
     DEFAULT_MAX_TOKENS = 16
 
     prompt: Prompt
-    echo: Annotated[bool, Only(False)] = False
+    max_tokens: Annotated[int, Field(ge=0)] | None = None  # 0: with echo, the prompt alone
+    echo: bool = False
+    logprobs: Annotated[int, Field(ge=0, le=MAX_LOGPROBS)] | None = None
     suffix: Annotated[str, Only("")] = ""
     best_of: Annotated[int, Only(0, 1)] = 1
-    logprobs: Annotated[int, Only(0)] = 0
     add_special_tokens: Annotated[bool, Only(False)] = False
 
     @field_validator("prompt")
@@ -258,6 +241,14 @@ class CompletionBody(GenerationFields):
             )
         return prompt
 
+    def reports(self) -> tuple[str | None, int | None, int | None]:
+        if self.logprobs is None:
+            return None, None, None
+        return "logprobs", self.logprobs, self.logprobs if self.echo else None
+
+    def echo_prompt(self) -> bool:
+        return self.echo
+
     def prompt_ids(self, ctx: PromptContext) -> list[int]:
         prompt = self.prompt
         if isinstance(prompt, list) and isinstance(prompt[0], str | list):
@@ -267,7 +258,7 @@ class CompletionBody(GenerationFields):
         return ctx.token_ids("prompt", prompt)
 
 
-class ChatBody(GenerationFields):
+class ChatBody(ChatExtras, GenerationFields):
     """POST /v1/chat/completions."""
 
     KIND = "chat"
@@ -275,33 +266,14 @@ class ChatBody(GenerationFields):
     DEFAULT_MAX_TOKENS = None
 
     messages: Annotated[list[ChatMessage], Field(min_length=1)]
-    logprobs: Annotated[bool, Only(False)] = False
-    top_logprobs: Annotated[int, Only(0)] = 0
+    logprobs: bool = False
+    top_logprobs: Annotated[int, Field(ge=0, le=MAX_LOGPROBS)] | None = None
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)  # template variables
-    tools: Annotated[list[dict[str, Any]], Only([])] = Field(default_factory=list)
-    tool_choice: Annotated[str, Only("none", "auto")] = "none"
-    parallel_tool_calls: bool | None = None  # informational without tools
-    functions: Annotated[list[dict[str, Any]], Only([])] = Field(default_factory=list)
-    function_call: Annotated[str, Only("none", "auto")] = "none"
-    modalities: Annotated[list[str], Only(["text"])] = Field(default_factory=lambda: ["text"])
-    audio: NullOnly = None
-    prediction: NullOnly = None
-    reasoning_effort: NullOnly = None
-    verbosity: NullOnly = None
-    web_search_options: NullOnly = None
-    chat_template: NullOnly = None
-    documents: NullOnly = None
-    mm_processor_kwargs: NullOnly = None
-    add_generation_prompt: Annotated[bool, Only(True)] = True
-    continue_final_message: Annotated[bool, Only(False)] = False
-    add_special_tokens: Annotated[bool, Only(False)] = False
-    echo: Annotated[bool, Only(False)] = False
-    metadata: dict[str, str] | None = None  # informational from here on
-    store: bool | None = None
-    service_tier: str | None = None
-    prompt_cache_key: str | None = None
-    prompt_cache_retention: str | None = None
-    safety_identifier: str | None = None
+
+    def reports(self) -> tuple[str | None, int | None, int | None]:
+        if self.top_logprobs and not self.logprobs:
+            raise invalid("top_logprobs", "top_logprobs needs logprobs=true")
+        return ("logprobs", self.top_logprobs or 0, None) if self.logprobs else (None, None, None)
 
     def prompt_ids(self, ctx: PromptContext) -> list[int]:
         messages = [{"role": m.role, "content": m.text()} for m in self.messages]
