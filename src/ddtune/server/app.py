@@ -24,6 +24,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
@@ -149,6 +150,17 @@ def _config_reply(state: ServerState) -> dict[str, Any]:
     }
 
 
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """The methods some route serves at `path` (Starlette names only the first route's)."""
+    methods = {
+        method
+        for route in app.routes
+        if isinstance(route, APIRoute) and route.path_regex.match(path)
+        for method in route.methods or ()
+    }
+    return sorted(methods)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
@@ -157,9 +169,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         error = ApiError(exc.status_code, str(exc.detail), code=f"http_{exc.status_code}")
-        return JSONResponse(error.body(), status_code=exc.status_code, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not just the first route's
+            headers["Allow"] = ", ".join(allowed_methods(app, request.url.path))
+        return JSONResponse(error.body(), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(ClientDisconnect)
     async def client_gone(request: Request, _: ClientDisconnect) -> Response:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -77,13 +78,19 @@ async def handle(request: Request, state: ServerState, kind: str) -> Response:
 
 
 IGNORED_HEADER = "ddtune-ignored-fields"
+MAX_NAMED = 20
 
 
 def _ignored_header(req: GenerationRequest, request: Request) -> dict[str, str]:
-    """Unknown fields the request carried: named in a header and one log line (as vLLM logs)."""
+    """Unknown fields the request carried: named in a header and one log line (as vLLM logs).
+
+    Names are shown as JSON strings (quoted, ASCII, no control characters), at most
+    `MAX_NAMED` of them, so any key a client sends (even "") makes a valid header."""
     if not req.ignored_fields:
         return {}
-    names = ", ".join(req.ignored_fields)
+    shown = [json.dumps(name) for name in req.ignored_fields[:MAX_NAMED]]
+    more = len(req.ignored_fields) - len(shown)
+    names = ", ".join(shown) + (f", ... ({more} more)" if more else "")
     log.warning("%s %s: ignored unknown fields: %s", request.method, request.url.path, names)
     return {IGNORED_HEADER: names}
 
