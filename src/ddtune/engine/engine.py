@@ -34,6 +34,7 @@ import torch
 from ddtune.engine.decoding import STAGES, Session
 from ddtune.engine.drafter import DFlashDrafter
 from ddtune.engine.loading import load_decoder, load_drafter
+from ddtune.engine.logprobs import TokenLogprob
 from ddtune.engine.model import Decoder
 from ddtune.engine.sampling import Sampler
 from ddtune.engine.stops import OutputBuilder
@@ -82,14 +83,22 @@ class GenerationResult:
     text: str
     finish_reason: str  # "stop" | "length" | "cancelled"
     stats: GenerationStats
+    stop_token: int | None = None  # the stop token (EOS or a stop_token_id) that ended it
+    logprobs: list[TokenLogprob] | None = None  # one per token_ids entry (`sampling.logprobs`)
+    prompt_logprobs: list[TokenLogprob] | None = None  # prompt[1:] (`sampling.prompt_logprobs`)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "token_ids": self.token_ids,
             "text": self.text,
             "finish_reason": self.finish_reason,
             "stats": self.stats.to_dict(),
         }
+        for key in ("logprobs", "prompt_logprobs"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = [asdict(entry) for entry in value]
+        return out
 
 
 class Engine:
@@ -138,7 +147,11 @@ class Engine:
         prompt = self._check(prompt_ids, params, sampling)
         stops = list(sampling.stop_token_ids) + ([] if sampling.ignore_eos else self.eos_token_ids)
         out = OutputBuilder(
-            self.tokenizer.decode, sampling.max_new_tokens, stops, sampling.stop_strings
+            self.tokenizer.decode,
+            sampling.max_new_tokens,
+            stops,
+            sampling.stop_strings,
+            sampling.min_tokens,
         )
         capacity = min(
             self.max_context,
@@ -146,11 +159,22 @@ class Engine:
         )
         seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
         gen = torch.Generator().manual_seed(seed)
-        sampler = Sampler(sampling.temperature, sampling.top_p)
+        sampler = Sampler(sampling.temperature, sampling.top_p, sampling.top_k)
         with self._lock, torch.inference_mode():
-            session = Session(self.target, self.drafter, params, sampler, gen, capacity)
+            session = Session(
+                self.target,
+                self.drafter,
+                params,
+                sampler,
+                gen,
+                capacity,
+                logprobs=sampling.logprobs,
+                prompt_logprobs=sampling.prompt_logprobs,
+                min_tokens=sampling.min_tokens,
+                stop_ids=tuple(stops),
+            )
             stats = _run(session, prompt, out, on_tokens)
-        return GenerationResult(out.ids, out.final_text(), out.finish_reason or "length", stats)
+        return _result(out, stats, session, sampling)
 
     def _check(
         self, prompt_ids: Sequence[int], params: DecodeParams, sampling: SamplingParams
@@ -171,7 +195,26 @@ class Engine:
         vocab = self.target.cfg.vocab_size
         if min(prompt) < 0 or max(prompt) >= vocab:
             raise UserError(f"prompt token ids must be in 0..{vocab - 1}")
+        if sampling.min_tokens > sampling.max_new_tokens:
+            raise UserError(
+                f"min_tokens ({sampling.min_tokens}) exceeds max_new_tokens "
+                f"({sampling.max_new_tokens})"
+            )
         return prompt
+
+
+def _result(
+    out: OutputBuilder, stats: GenerationStats, session: Session, sampling: SamplingParams
+) -> GenerationResult:
+    return GenerationResult(
+        out.ids,
+        out.final_text(),
+        out.finish_reason or "length",
+        stats,
+        stop_token=out.stop_token,
+        logprobs=None if sampling.logprobs is None else session.token_logprobs[: len(out.ids)],
+        prompt_logprobs=None if sampling.prompt_logprobs is None else session.prompt_token_logprobs,
+    )
 
 
 def _run(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddtune.params import DecodeParams, SamplingParams
-from ddtune.server.metrics import ServerMetrics
+from ddtune.server.metrics import ServerMetrics, completion_tokens
 
 log = logging.getLogger("ddtune.server")
 
@@ -165,7 +165,9 @@ class GenerationWorker:
             outcome.error = exc
             return outcome
         stats = outcome.result.stats
-        self.metrics.observe_generation(len(job.prompt_ids), len(outcome.result.token_ids), stats)
+        self.metrics.observe_generation(
+            len(job.prompt_ids), completion_tokens(outcome.result), stats
+        )
         if outcome.result.finish_reason == "cancelled":
             self.metrics.cancelled.inc()
         return outcome
