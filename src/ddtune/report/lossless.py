@@ -132,6 +132,11 @@ def correctness_note(
 ) -> str:
     """Why a config's pass rate differs from the reference's: divergence or noise, never a trade-off."""
     if verdict is not None and verdict.status == "diverged":
+        if verdict.divergence_class == "near-tie":
+            return (
+                f"near-tie divergence: outputs {verdict.text}; numerics (batching, kernels) can "
+                "flip a near-tie, so the pass-rate difference follows from it, not a trade-off"
+            )
         return (
             f"divergence: outputs {verdict.text}; a lossless method should match the baseline, "
             "so the pass-rate difference follows from that divergence, not a trade-off"
