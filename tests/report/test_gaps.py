@@ -91,3 +91,15 @@ def test_near_tie_gap_option_is_validated():
     with pytest.raises(UserError) as info:
         ReportOptions.from_dict({"near_tie_gap": -1})
     assert info.value.key == "report.near_tie_gap"
+
+
+def test_report_states_the_threshold_and_the_class(synth, tmp_path):
+    from ddtune.report import build_report
+
+    records = _diverged_records(synth, 0.5, 0.03)
+    build_report(records, tmp_path, ReportOptions(plots=False, near_tie_gap=0.05))
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "near-tie below 0.05 nats" in text
+    assert "near-tie (top-1/top-2 gap 0.0300 nats < 0.05)" in text
+    data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert data["report"]["lossless"][TREE]["gap"] == 0.03
