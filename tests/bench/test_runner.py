@@ -66,6 +66,15 @@ def test_ddtune_run_samples_aggregates_and_requests(fake_server_cls) -> None:
     assert result.hardware_fingerprint == result.hardware["fingerprint"]
 
 
+def test_logprob_gaps_can_be_switched_off(fake_server_cls) -> None:
+    with fake_server_cls(kind="ddtune") as server:
+        result = run_bench(
+            server.url, matrix(logprob_gaps=False), server_kind="ddtune", progress=False
+        )
+        asked = [b for b in server.bodies if not b.get("stream")]
+    assert asked == [] and result.logprob_gaps is None
+
+
 def test_result_json_round_trip(fake_server_cls, tmp_path: Path) -> None:
     with fake_server_cls() as server:
         result = run_bench(server.url, matrix(), progress=False, identity={"instance_id": "given"})

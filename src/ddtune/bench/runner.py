@@ -192,7 +192,7 @@ def _gaps(
     matrix: BenchMatrix,
 ) -> tuple[list[dict[str, Any] | None] | None, str | None]:
     """Logit gaps per request at T=0 when the kind serves logprobs; else (None, None)."""
-    if matrix.temperature != 0 or not kind.supports_logprobs:
+    if matrix.temperature != 0 or not kind.supports_logprobs or not matrix.logprob_gaps:
         return None, None
     texts = [s["text"] for s in samples]
     return record_gaps(
