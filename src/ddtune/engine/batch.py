@@ -149,7 +149,10 @@ class BatchDecoder:
         depths = [self._max_depth(s, m) for s, m in zip(seqs, max_tokens, strict=True)]
         drafts = self._draft(seqs, depths) if any(s.speculative for s in seqs) else {}
         t1 = time.perf_counter()
-        trees = [self._tree(s, d, drafts.get(r)) for r, (s, d) in enumerate(zip(seqs, depths))]
+        trees = [
+            self._tree(s, d, drafts.get(r))
+            for r, (s, d) in enumerate(zip(seqs, depths, strict=True))
+        ]
         batch = verify_batch([s.root for s in seqs], [s.pos for s in seqs], trees)
         t2 = time.perf_counter()
         final, hidden = self._verify(seqs, trees, batch)

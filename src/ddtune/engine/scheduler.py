@@ -317,7 +317,8 @@ def _start(
         engine.tokenizer.decode, sampling.max_new_tokens, stops, sampling.stop_strings
     )
     capacity = min(
-        engine.max_context, len(prompt) + sampling.max_new_tokens + params.budget + engine.block_size
+        engine.max_context,
+        len(prompt) + sampling.max_new_tokens + params.budget + engine.block_size,
     )
     seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
     generator = torch.Generator().manual_seed(seed)

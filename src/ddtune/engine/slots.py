@@ -59,7 +59,9 @@ class SlotCache:
             like.device,
         )
 
-    def view(self, first: int, starts: Sequence[int], counts: Sequence[int], width: int) -> SlotView:
+    def view(
+        self, first: int, starts: Sequence[int], counts: Sequence[int], width: int
+    ) -> SlotView:
         """The cache for one forward over slots first.. with `width` tokens per row."""
         return SlotView(self, first, list(starts), list(counts), width)
 
