@@ -193,3 +193,16 @@ def test_everything_answers_503_loading_before_the_weights_are_in(checkpoint) ->
         assert http.get("/health_generate").status_code == 503
         info = http.get("/server_info").json()
         assert (info["state"], info["ready_at"], info["config_generation"]) == ("loading", None, 0)
+
+
+def test_a_reconfigure_past_the_step_token_budget_is_refused(checkpoint) -> None:  # noqa: ANN001
+    """A tree (+ root) larger than --max-step-tokens could never run: 400, old config kept."""
+    target, drafter = checkpoint
+    state = ServerState(ServeConfig(target=target, drafter=drafter, max_step_tokens=20))
+    with TestClient(create_app(state)) as http:
+        r = http.post("/v1/ddtree/config", json={"budget": 32})
+        assert r.status_code == 400
+        error = r.json()["error"]
+        assert error["param"] == "budget" and "round of 33 tokens" in error["message"]
+        assert http.post("/v1/ddtree/config", json={"budget": 19}).status_code == 200
+        assert http.get("/v1/ddtree/config").json()["config"]["budget"] == 19

@@ -41,6 +41,12 @@ from typing import Any
 import torch
 
 from ddtune.engine.batch import BatchDecoder, RoundReport, SeqState
+from ddtune.engine.budget import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_STEP_TOKENS,
+    check_round_fits,
+    round_tokens,
+)
 from ddtune.engine.engine import Engine, GenerationResult, GenerationStats, OnTokens
 from ddtune.engine.sampling import Sampler
 from ddtune.engine.stops import OutputBuilder
@@ -48,9 +54,6 @@ from ddtune.errors import UserError
 from ddtune.params import DecodeParams, SamplingParams
 
 log = logging.getLogger("ddtune.engine")
-
-DEFAULT_MAX_BATCH = 8
-DEFAULT_MAX_STEP_TOKENS = 2048
 
 
 @dataclass
@@ -111,29 +114,20 @@ class Scheduler:
     # --- admission -------------------------------------------------------------
 
     def round_tokens(self, params: DecodeParams) -> int:
-        """Verify tokens one request's round may take: its tree plus the root."""
-        if params.mode == "ar":
-            return 1
-        if params.mode == "dflash":
-            return self.engine.block_size
-        return params.budget + 1
+        """Verify tokens one request's round may take (`budget.round_tokens`)."""
+        return round_tokens(params, self.engine.block_size)
 
     def check(self, params: DecodeParams) -> None:
         """`UserError` when requests with `params` could never run here."""
         if params.mode != "ar" and self.engine.drafter is None:
             raise UserError(f"mode {params.mode!r} needs a drafter; load one or use mode 'ar'")
-        need = self.round_tokens(params)
-        if need > self.max_step_tokens:
-            raise UserError(
-                f"max_step_tokens {self.max_step_tokens} is smaller than one request's round "
-                f"of {need} tokens ({params.label()}: tree + root); raise it or lower the budget",
-                key="max_step_tokens",
-            )
+        check_round_fits(params, self.engine.block_size, self.max_step_tokens)
 
-    def can_admit(self, params: DecodeParams) -> bool:
-        if len(self.rows) >= self.max_batch:
+    def can_admit(self, params: DecodeParams, planned: Sequence[DecodeParams] = ()) -> bool:
+        """Room for one more request with `params`, after those `planned` to be added too."""
+        if len(self.rows) + len(planned) >= self.max_batch:
             return False
-        used = sum(self.round_tokens(a.seq.params) for a in self.rows)
+        used = sum(self.round_tokens(p) for p in [*(a.seq.params for a in self.rows), *planned])
         return used + self.round_tokens(params) <= self.max_step_tokens
 
     def add(self, request: BatchRequest) -> None:
