@@ -210,3 +210,31 @@ def test_trees_are_shortened_at_the_end_of_the_context(tmp_path) -> None:  # noq
         # the cache holds 40 positions; the last emitted token never enters it
         assert len(request.prompt_ids) + len(got.result.token_ids) <= 40 + 1
         assert max(got.result.stats.tree_sizes[-2:]) < 30  # shortened near the end
+
+
+def test_a_target_without_drafter_batches_ar(tmp_path) -> None:  # noqa: ANN001
+    from ddtune.engine.engine import Engine
+    from ddtune.engine.testing import write_random_checkpoint
+
+    target, _ = write_random_checkpoint(tmp_path, seed=2, std=0.3, vocab_size=8, num_layers=2)
+    engine = Engine.load(target, dtype=torch.float64)
+    sampling = SamplingParams(max_new_tokens=12, ignore_eos=True)
+    requests = [BatchRequest([2 + i] * (1 + 3 * i), DecodeParams("ar"), sampling) for i in range(4)]
+    results = generate_batch(engine, [(i, r) for i, r in enumerate(requests)], max_batch=3)
+    for request, got in zip(requests, results, strict=True):
+        assert_same_as_unbatched(engine, request, got)
+
+
+def test_slots_grow_to_the_longest_request(engines) -> None:  # noqa: ANN001
+    engine = engines("qwen3", 4)
+    scheduler = Scheduler(engine, max_batch=2)
+    before = scheduler.decoder.cache.capacity
+    long = SamplingParams(max_new_tokens=before + 40, ignore_eos=True)
+    request = BatchRequest([3, 4], DecodeParams("ddtree", 5, 2), long)
+    done: list[BatchResult] = []
+    request.on_done = done.append
+    scheduler.add(request)
+    assert scheduler.decoder.cache.capacity >= before + 40
+    while scheduler.busy:
+        scheduler.step()
+    assert_same_as_unbatched(engine, request, done[0])

@@ -141,3 +141,24 @@ def test_stop_aborts_running_jobs_with_an_outcome(engine) -> None:  # noqa: ANN0
     rec.wait(2)
     assert {o.result.finish_reason for o in rec.outcomes.values()} == {"cancelled"}
     assert worker.pending == 0
+
+
+def test_a_broken_step_fails_its_jobs_and_the_worker_goes_on(engine) -> None:  # noqa: ANN001
+    worker = start_worker(engine, lambda: (DecodeParams("ar"), 0), max_queue=4, max_batch=2)
+    real_step, calls = worker.scheduler.step, []
+
+    def step_once_broken() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the step broke")
+        real_step()
+
+    worker.scheduler.step = step_once_broken  # type: ignore[method-assign]
+    rec = Recorder()
+    worker.submit(rec.job("first"))
+    rec.wait(1)
+    worker.submit(rec.job("second"))
+    rec.wait(2)
+    worker.stop()
+    assert isinstance(rec.outcomes["first"].error, RuntimeError)
+    assert rec.outcomes["second"].result.finish_reason == "length"

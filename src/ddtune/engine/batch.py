@@ -78,10 +78,10 @@ class RoundReport:
 
 
 class BatchDecoder:
-    """Runs prefills and batched rounds over `slots` request slots of `capacity` positions."""
+    """Runs prefills and batched rounds over `slots` request slots (`reserve` grows them)."""
 
     def __init__(
-        self, target: Decoder, drafter: DFlashDrafter | None, slots: int, capacity: int
+        self, target: Decoder, drafter: DFlashDrafter | None, slots: int, capacity: int = 256
     ) -> None:
         self.target, self.drafter = target, drafter
         like = target.lm_head.weight
@@ -93,6 +93,11 @@ class BatchDecoder:
             self.layer_ids = list(drafter.cfg.target_layer_ids)
 
     # --- slots ---------------------------------------------------------------
+
+    def reserve(self, capacity: int) -> None:
+        """Make every slot hold `capacity` positions (a request's `SeqState.capacity`)."""
+        for cache in self._caches():
+            cache.reserve(capacity)
 
     def swap(self, a: int, b: int) -> None:
         for cache in self._caches():

@@ -105,7 +105,7 @@ class Scheduler:
                 key="max_step_tokens",
             )
         self.engine, self.max_batch, self.max_step_tokens = engine, max_batch, max_step_tokens
-        self.decoder = BatchDecoder(engine.target, engine.drafter, max_batch, engine.max_context)
+        self.decoder = BatchDecoder(engine.target, engine.drafter, max_batch)
         self.rows: list[_Active] = []  # rows[i].seq.slot == i; decoding rows first
         self.decoding = 0
         self.on_round: Callable[[RoundReport], None] | None = None
@@ -137,6 +137,7 @@ class Scheduler:
         if not self.can_admit(request.params):
             raise RuntimeError("the batch is full; check can_admit() first")
         seq, out = _start(self.engine, prompt, request.params, request.sampling)
+        self.decoder.reserve(seq.capacity)
         seq.slot = len(self.rows)
         active = _Active(request, seq, out, next(self._order))
         active.stats.prompt_tokens = len(prompt)
@@ -169,6 +170,12 @@ class Scheduler:
         for active in list(self.rows):
             self._finish(active, cancelled=True)
         self._sweep()
+
+    def fail_all(self, exc: BaseException) -> None:
+        """Fail every admitted request with `exc` and start over empty (after a broken step)."""
+        for active in self.rows:
+            self._fail(active, exc)
+        self.rows, self.decoding = [], 0
 
     def _round(self) -> None:
         rows = self.rows[: self.decoding]

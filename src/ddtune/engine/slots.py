@@ -1,7 +1,8 @@
 """The slotted KV cache of batched decoding: one preallocated slot per running request.
 
 Layout per tensor: [num_layers, slots + 1, kv_heads, capacity, head_dim],
-written in place. Slot s holds one request's keys at [0, lengths[s]); the
+written in place; `reserve` grows the capacity (doubling) when a request
+needs more, so memory follows the longest request, not the model's context. Slot s holds one request's keys at [0, lengths[s]); the
 extra last slot is scratch, where the padding tokens of a batched forward
 write (nobody reads them). Batch row r is slot `first + r`, so the keys of
 a batch are a view of the cache, never a copy: the scheduler keeps the
@@ -58,6 +59,18 @@ class SlotCache:
             like.dtype,
             like.device,
         )
+
+    def reserve(self, capacity: int) -> None:
+        """Grow every slot to hold at least `capacity` positions (reallocates, keeps contents)."""
+        if capacity <= self.capacity:
+            return
+        size = max(capacity, 2 * self.capacity)
+        for name in ("k", "v"):
+            old = getattr(self, name)
+            new = old.new_zeros((*old.shape[:3], size, old.shape[4]))
+            new[:, :, :, : self.capacity] = old
+            setattr(self, name, new)
+        self.capacity = size
 
     def view(
         self, first: int, starts: Sequence[int], counts: Sequence[int], width: int

@@ -143,7 +143,11 @@ class GenerationWorker:
             for job, params, generation in admitted:
                 self._start(job, params, generation)
             if self.scheduler.busy:
-                self.scheduler.step()
+                try:
+                    self.scheduler.step()
+                except Exception as exc:  # a broken step: its requests fail, the worker lives on
+                    log.exception("a scheduler step failed")
+                    self.scheduler.fail_all(exc)
         self.scheduler.abort_all()
 
     def _admit(self) -> list[tuple[Job, DecodeParams, int]]:
