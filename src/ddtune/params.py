@@ -178,6 +178,7 @@ def config_hash(config: Mapping[str, Any]) -> str:
 __all__ = [
     "MODES",
     "PARAM_KEYS",
+    "WINDOW_NONE",
     "DecodeParams",
     "Mode",
     "SamplingParams",
@@ -186,16 +187,3 @@ __all__ = [
     "window_from_wire",
     "window_to_wire",
 ]
-
-
-# Transitional aliases for the foundation refactor (issue 12); removed once
-# every package speaks to_wire/from_wire. Do not use in new code.
-def _from_dict(cls: type[DecodeParams], data: Mapping[str, Any]) -> DecodeParams:
-    values = dict(data)
-    if isinstance(values.get("window"), str):
-        values["window"] = parse_window(values["window"])
-    return DecodeParams.from_wire(values)
-
-
-DecodeParams.from_dict = classmethod(_from_dict)  # type: ignore[attr-defined]
-DecodeParams.to_dict = lambda self: asdict(self)  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ allowed:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -66,16 +66,22 @@ def allowed_keys(model: type[BaseModel] | None, loc: list[str]) -> list[str]:
     for part in loc:
         if model is None:
             return []
+        if part.isdigit():  # an element of a list of tables: same model
+            continue
         field = model.model_fields.get(part) or _by_alias(model, part)
-        annotation = field.annotation if field is not None else None
-        model = (
-            annotation
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel)
-            else None
-        )
+        model = _model_of(field.annotation) if field is not None else None
     if model is None:
         return []
     return sorted(f.alias or name for name, f in model.model_fields.items())
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The model `annotation` names directly or as `Model | None` / `list[Model]`."""
+    for candidate in (annotation, *get_args(annotation)):
+        plain_class = get_origin(candidate) is None and isinstance(candidate, type)
+        if plain_class and issubclass(candidate, BaseModel):
+            return candidate
+    return None
 
 
 def _by_alias(model: type[BaseModel], alias: str) -> Any:

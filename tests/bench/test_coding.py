@@ -9,7 +9,9 @@ import pytest
 
 from ddtune.assets import TASKS_FILE
 from ddtune.bench.coding import (
+    CodingTask,
     build_program,
+    build_test,
     evaluate,
     extract_code,
     load_tasks,
@@ -117,6 +119,18 @@ def test_build_program_replaces_rewritten_function() -> None:
     task = _task("def check(candidate):\n    assert candidate(1) == 2\n")
     text = build_program(task, "def inc(x):\n    return x + 1")
     assert text.startswith(PROMPT) and "def inc(x):\n    return x + 1" in text
+
+
+def test_build_test_keeps_the_prompt_helpers_without_the_body() -> None:
+    prompt = 'import math\n\ndef helper(x):\n    return x * 2\n\ndef inc(x: int) -> int:\n    """Add one."""\n'
+    task = CodingTask(
+        "t/1", prompt, "inc", "def check(candidate):\n    assert helper(candidate(1)) == 4\n"
+    )
+    namespace: dict = {}
+    exec(compile(build_test(task), "test.py", "exec"), namespace)
+    assert namespace["inc"](1) is None and namespace["helper"](2) == 4  # the stub, the real helper
+    assert "check" in namespace and "math" in namespace
+    assert evaluate(task, "    return x + 1\n", LIMITS).outcome == "passed"
 
 
 def _task(test: str):

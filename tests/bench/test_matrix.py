@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from ddtune.bench import BenchMatrix
 from ddtune.errors import UserError
@@ -27,24 +28,30 @@ def test_round_trip_through_dict() -> None:
 
 
 @pytest.mark.parametrize(
-    ("table", "message"),
+    ("table", "key", "message"),
     [
-        ({"sead": 1}, r"unknown key\(s\) bench\.sead"),
-        ({"short": {"prompt_len": 5}}, r"bench\.short\.prompt_len"),
-        ({"concurrency": "2"}, r"bench\.concurrency must be int; got '2'"),
-        ({"concurrency": True}, r"bench\.concurrency must be int"),
-        ({"temperature": "hot"}, r"bench\.temperature must be float"),
-        ({"temperature": 3.0}, r"bench\.temperature must be between 0 and 2"),
-        ({"short": {"max_tokens": 0}}, r"bench\.short\.max_tokens must be positive"),
-        ({"coding": {"limit": -1}}, r"bench\.coding\.limit must be >= 0"),
-        ({"coding": {"tasks_file": 3}}, r"bench\.coding\.tasks_file must be str or none"),
-        ({"long": 5}, r"bench\.long must be a table"),
-        ({"concurrency": 0}, r"bench\.concurrency must be positive"),
+        ({"sead": 1}, "bench.sead", r"unknown key bench\.sead; expected one of .*seed"),
+        ({"short": {"prompt_len": 5}}, "bench.short.prompt_len", r"expected one of .*n_prompts"),
+        ({"concurrency": "2"}, "bench.concurrency", r"must be a valid integer; got '2'"),
+        ({"concurrency": True}, "bench.concurrency", r"must be a valid integer; got True"),
+        ({"temperature": "hot"}, "bench.temperature", r"must be a valid number; got 'hot'"),
+        ({"temperature": 3.0}, "bench.temperature", r"less than or equal to 2; got 3\.0"),
+        ({"short": {"max_tokens": 0}}, "bench.short.max_tokens", r"greater than 0; got 0"),
+        ({"coding": {"limit": -1}}, "bench.coding.limit", r"greater than or equal to 0; got -1"),
+        ({"coding": {"tasks_file": 3}}, "bench.coding.tasks_file", r"valid string; got 3"),
+        ({"long": 5}, "bench.long", r"valid dictionary .*; got 5"),
+        ({"concurrency": 0}, "bench.concurrency", r"greater than 0; got 0"),
     ],
 )
-def test_bad_tables_name_the_key(table: dict, message: str) -> None:
-    with pytest.raises(UserError, match=message):
+def test_bad_tables_name_the_key(table: dict, key: str, message: str) -> None:
+    with pytest.raises(UserError, match=message) as info:
         BenchMatrix.from_dict(table)
+    assert info.value.key == key and str(info.value).find(key) >= 0
+
+
+def test_direct_construction_validates_too() -> None:
+    with pytest.raises(ValidationError):
+        BenchMatrix(concurrency=0)
 
 
 def test_ints_are_accepted_for_floats() -> None:

@@ -27,7 +27,9 @@ def test_every_example_sweep_spec_loads(path):
     spec = load_spec(path)
     assert spec.configs or spec.baseline
     for config, _ in spec.all_configs():
-        assert spec.service.render_argv(config.to_dict())  # every placeholder is known
+        assert spec.service.render_argv(
+            config.params, config.user_vars()
+        )  # every placeholder is known
 
 
 def test_vllm_example_renders_the_builder_argv_for_every_k():
@@ -45,7 +47,7 @@ def test_vllm_example_renders_the_builder_argv_for_every_k():
     ]
     ks = []
     for config, _ in spec.all_configs():
-        values = config.to_dict()
+        values = config.user_vars()
         ks.append(values["K"])
         argv, env = vllm_argv(
             spec.service.vars["model"],
@@ -54,7 +56,7 @@ def test_vllm_example_renders_the_builder_argv_for_every_k():
             python=".venv-vllm/bin/python",
             cpu_kvcache_gib=1,
         )
-        rendered = spec.service.render_argv(values)
+        rendered = spec.service.render_argv(config.params, values)
         # same flags and values; the example orders a few of them differently
         assert _flags(rendered) == _flags(argv + extra)
         assert {k: spec.service.env[k] for k in env} == env
@@ -86,7 +88,7 @@ def test_sglang_example_is_the_seed_grid_on_systemd():
 def test_sglang_example_command_builds_the_sglang_argv(index):
     spec = load_spec(EXAMPLES / "sglang-ddtree-systemd.toml")
     config, _ = spec.all_configs()[index]
-    rendered = spec.service.render_argv(config.to_dict())
+    rendered = spec.service.render_argv(config.params, config.user_vars())
     assert rendered[1:4] == ["-m", "ddtune.launchers", "sglang"]
     argv, env = build(build_parser().parse_args(rendered[3:]))
     model, drafter = spec.service.vars["model"], spec.service.vars["drafter"]

@@ -69,7 +69,7 @@ def _record(effect: Effect, trial_id: int, repeat: int, rng: random.Random) -> T
     return TrialRecord(
         trial_id=trial_id,
         label=effect.params.label(),
-        config=effect.params.to_dict(),
+        params=effect.params,
         is_baseline=effect.baseline,
         repeat=repeat,
         status="done",

@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from pydantic import ValidationError
 
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
@@ -51,10 +52,19 @@ def test_markdown_csv_json_tell_the_same_story(synth, tmp_path):
         summary.config(best).mean("short_tps")
     )
     assert by_label[best]["pareto"] == "True"
+    assert [by_label[best][k] for k in ("mode", "budget", "topk", "window")] == [
+        "ddtree",
+        "16",
+        "4",
+        "none",
+    ]
     data = json.loads((tmp_path / "results.json").read_text(), parse_constant=_reject)
     assert len(data["trials"]) == 15
     assert data["report"]["recommendations"][0]["label"] == best
     assert TrialRecord.from_dict(data["trials"][0]) == records[0]
+    assert data["trials"][0]["params"] == {"mode": "ar", "budget": 16, "topk": 4, "window": "none"}
+    assert data["report"]["configs"][0]["params"]["window"] == "none"
+    assert data["report"]["options"]["tie_tolerance"] == 0.02
 
 
 def test_terminal_table_lists_configs_and_recommendations(synth, tmp_path):
@@ -83,7 +93,7 @@ def test_failures_and_missing_metrics_still_render(synth, tmp_path):
         TrialRecord(
             99,
             "ddtree b64 k8 wnone",
-            DecodeParams("ddtree", 64, 8).to_dict(),
+            DecodeParams("ddtree", 64, 8),
             False,
             0,
             "interrupted",
@@ -128,10 +138,18 @@ def test_bad_inputs_are_user_errors(synth, tmp_path):
     target.write_text("x")
     with pytest.raises(UserError, match="not a directory"):
         build_report(synth.make_records(synth.standard_effects(), repeats=1), target)
-    with pytest.raises(UserError, match="tie_tolerance"):
+
+
+def test_report_options_are_strict():
+    with pytest.raises(ValidationError, match="tie_tolerance"):
         ReportOptions(tie_tolerance=0.9)
-    with pytest.raises(UserError, match="unknown report option"):
+    with pytest.raises(UserError, match=r"report\.tie_tolerance: must be less than 0\.5") as info:
+        ReportOptions.from_dict({"tie_tolerance": 0.9})
+    assert info.value.key == "report.tie_tolerance"
+    with pytest.raises(UserError, match=r"unknown key report\.colour; expected one of") as info:
         ReportOptions.from_dict({"confidence": 0.9, "colour": "red"})
+    assert info.value.key == "report.colour"
+    assert ReportOptions.from_dict({"confidence": 0.9}).to_dict()["confidence"] == 0.9
 
 
 def _reject(token: str) -> None:

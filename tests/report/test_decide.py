@@ -122,7 +122,7 @@ def test_no_data_objective_says_so(synth):
 
 def _fixed(params: DecodeParams, short: list[float]) -> list[TrialRecord]:
     return [
-        TrialRecord(i, params.label(), params.to_dict(), False, i, "done", metrics={"short_tps": v})
+        TrialRecord(i, params.label(), params, False, i, "done", metrics={"short_tps": v})
         for i, v in enumerate(short)
     ]
 

@@ -23,7 +23,7 @@ def record(
     return TrialRecord(
         trial_id=100 * repeat + len(label),
         label=params.label(),
-        config=params.to_dict(),
+        params=params,
         is_baseline=baseline,
         repeat=repeat,
         status=status,
@@ -113,10 +113,20 @@ def test_order_is_baseline_then_cheapest():
 
 
 def test_cost_key_uses_canonical_params():
-    assert cost_key({"mode": "ar", "budget": 64, "topk": 8}) < cost_key(
-        {"mode": "ddtree", "budget": 4, "topk": 1}
-    )
-    assert cost_key({"mode": "ddtree", "budget": 16, "topk": 2}) < cost_key(
-        {"mode": "ddtree", "budget": 16, "topk": 4}
-    )
-    assert cost_key({"mode": "custom", "budget": "x"}) == (0, 0, 3)
+    assert cost_key(DecodeParams("ar", 64, 8)) < cost_key(DecodeParams("ddtree", 4, 1))
+    assert cost_key(DecodeParams("ddtree", 16, 2)) < cost_key(DecodeParams("ddtree", 16, 4))
+    # the window breaks ties (a smaller window is cheaper), but never puts dflash before ar
+    assert cost_key(DecodeParams("ddtree", 16, 4, 64)) < cost_key(DecodeParams("ddtree", 16, 4))
+    assert cost_key(DecodeParams("ar")) < cost_key(DecodeParams("dflash", window=64))
+    assert cost_key(DecodeParams("dflash", window=64)) < cost_key(DecodeParams("ddtree", 0, 1))
+
+
+def test_summary_carries_the_params_and_renders_them_on_the_wire():
+    s = summarize_configs([record("ddtree 8 2", 0, {"short_tps": 1.0})])[0]
+    assert s.params == DecodeParams("ddtree", 8, 2) and s.vars == {}
+    assert s.to_dict()["params"] == {"mode": "ddtree", "budget": 8, "topk": 2, "window": "none"}
+
+
+def test_records_of_one_label_with_other_vars_get_a_note():
+    records = [record("ddtree 8 2", 0, {}), record("ddtree 8 2", 1, {}, vars={"mem": 0.8})]
+    assert any("different configurations" in n for n in summarize_configs(records)[0].notes)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
-from ddtune.sweep.spec import load_spec, parse_spec
+from ddtune.sweep.plan import plan_spec
+from ddtune.sweep.spec import Config, load_spec, parse_spec
 
 SERVICE = """
 [service]
@@ -100,7 +102,14 @@ def test_explicit_configs_with_user_vars():
         """,
         service=False,
     )
-    assert [c.to_dict()["mem"] for c in spec.configs] == [0.8, 0.9]
+    assert [c.user_vars()["mem"] for c in spec.configs] == [0.8, 0.9]
+    assert spec.configs[0].to_wire() == {
+        "mode": "ddtree",
+        "budget": 8,
+        "topk": 4,
+        "window": "none",
+        "mem": 0.8,
+    }
     assert spec.configs[0].label() == "ddtree b8 k4 wnone mem=0.8"
     assert spec.configs[0].hash() != spec.configs[1].hash()
 
@@ -121,22 +130,23 @@ def test_space_vars_multiply_the_grid():
         service=False,
     )
     assert len(spec.configs) == 6
-    assert {c.to_dict()["chunk"] for c in spec.configs} == {1, 2, 3}
+    assert {c.user_vars()["chunk"] for c in spec.configs} == {1, 2, 3}
 
 
 def test_a_variable_no_placeholder_uses_is_refused():
-    message = _error('[sweep]\nname = "x"\n[space]\nbudget = [4]\n[space.vars]\nchunk = [1, 2]\n')
-    assert message.startswith("t.toml:5: [space]") and "'chunk' is not used" in message
+    error = _error('[sweep]\nname = "x"\n[space]\nbudget = [4]\n[space.vars]\nchunk = [1, 2]\n')
+    assert error.key == "space.vars"
+    assert str(error).startswith("t.toml:5: space.vars: variable 'chunk' is not used")
 
 
-def _error(body: str, service: bool = True) -> str:
+def _error(body: str, service: bool = True) -> UserError:
     with pytest.raises(UserError) as info:
         _spec(body, service)
-    return str(info.value)
+    return info.value
 
 
 def test_unknown_key_names_key_and_line():
-    message = _error("""
+    error = _error("""
         [sweep]
         name = "x"
 
@@ -144,69 +154,113 @@ def test_unknown_key_names_key_and_line():
         budget = [4]
         budgte = [8]
         """)
-    assert message.startswith("t.toml:7: [space] unknown key 'budgte'")
-    assert "budget" in message  # the expected keys are listed
+    assert error.key == "space.budgte"
+    assert str(error) == (
+        "t.toml:7: unknown key space.budgte; expected one of budget, mode, topk, vars, window"
+    )
 
 
 def test_unknown_top_level_table_and_sweep_key():
-    assert _error('[sweep]\nname = "x"\n[spaec]\nbudget = [4]\n').startswith("t.toml:3:")
-    assert "t.toml:3: [sweep] unknown key 'repeat'" in _error('[sweep]\nname = "x"\nrepeat = 2\n')
+    error = _error('[sweep]\nname = "x"\n[spaec]\nbudget = [4]\n')
+    assert (error.key, str(error).split(";")[0]) == ("spaec", "t.toml:3: unknown key spaec")
+    error = _error('[sweep]\nname = "x"\nrepeat = 2\n')
+    assert error.key == "sweep.repeat" and "expected one of baseline, description" in str(error)
+    assert str(error).startswith("t.toml:3: unknown key sweep.repeat")
+
+
+def test_unknown_keys_in_configs_and_baseline_list_the_allowed_ones():
+    error = _error('[sweep]\nname = "x"\n[[configs]]\nbudget = 4\n[[configs]]\nbugdet = 4\n')
+    assert error.key == "configs.1.bugdet"
+    assert str(error) == (
+        "t.toml:6: unknown key configs.1.bugdet; expected one of budget, mode, topk, vars, window"
+    )
+    error = _error('[sweep]\nname = "x"\nbaseline = { mode = "ar", x = 1 }\n')
+    assert error.key == "sweep.baseline.x" and str(error).startswith("t.toml:3: unknown key")
 
 
 def test_wrong_type_names_key_and_line():
-    message = _error('[sweep]\nname = "x"\nrepeats = "two"\n[space]\nbudget = [4]\n')
-    assert message.startswith("t.toml:3: [sweep] 'repeats' must be int")
+    error = _error('[sweep]\nname = "x"\nrepeats = "two"\n[space]\nbudget = [4]\n')
+    assert (error.key, str(error)) == (
+        "sweep.repeats",
+        "t.toml:3: sweep.repeats: must be a valid integer; got 'two'",
+    )
 
 
-def test_bad_grid_values_name_their_key():
-    assert _error('[sweep]\nname = "x"\n[space]\nwindow = [64, "wide"]\n').startswith(
-        "t.toml:4: [space] window must be"
-    )
-    assert _error('[sweep]\nname = "x"\n[space]\nwindow = [0]\n').startswith(
-        "t.toml:4: [space] window must be between"
-    )
-    assert "t.toml:4: [space] budget must be an integer" in _error(
-        '[sweep]\nname = "x"\n[space]\nbudget = [4.5]\n'
-    )
-    assert "t.toml:4: [space] mode must be one of" in _error(
-        '[sweep]\nname = "x"\n[space]\nmode = ["tree"]\n'
-    )
-    assert "empty list" in _error('[sweep]\nname = "x"\n[space]\nbudget = []\n')
+@pytest.mark.parametrize(
+    ("space", "key", "message"),
+    [
+        ('window = [64, "wide"]', "space.window", "positive integer or 'none'; got 'wide'"),
+        ("window = [0]", "space.window", "greater than or equal to 1; got 0"),
+        ("budget = [4.5]", "space.budget", "must be a valid integer; got 4.5"),
+        ('mode = ["tree"]', "space.mode", "must be 'ar', 'dflash' or 'ddtree'; got 'tree'"),
+        ("budget = []", "space.budget", "is an empty list; give at least one value"),
+    ],
+)
+def test_bad_grid_values_name_their_key(space: str, key: str, message: str):
+    error = _error(f'[sweep]\nname = "x"\n[space]\n{space}\n')
+    assert error.key == key
+    assert str(error).startswith(f"t.toml:4: {key}") and message in str(error)
+
+
+def test_bad_variables_name_their_key():
+    error = _error('[sweep]\nname = "x"\n[[configs]]\nbudget = 4\nvars = { mode = 1 }\n')
+    assert error.key == "configs.0.vars" and "'mode' must be an identifier other" in str(error)
+    body = '[sweep]\nname = "x"\n[space]\nbudget = [4]\n[space.vars]\nchunk = [1, [2]]\n'
+    error = _error(body)
+    assert error.key == "space.vars.chunk.1"
+    assert str(error).startswith("t.toml:6: space.vars.chunk.1: must be a string, number")
 
 
 def test_bad_explicit_config_points_at_its_table():
-    message = _error(
+    error = _error(
         '[sweep]\nname = "x"\n[[configs]]\nbudget = 4\n[[configs]]\nbudget = 4\ntopk = 0\n'
     )
-    assert message.startswith("t.toml:7: [[configs]] #2 topk must be between")
+    assert error.key == "configs.1.topk"
+    assert str(error).startswith("t.toml:7: configs.1.topk: must be greater than or equal to 1")
 
 
-def test_bad_baseline_and_order():
-    assert _error(
-        '[sweep]\nname = "x"\nbaseline = { mode = "fast" }\n[space]\nbudget=[4]\n'
-    ).startswith("t.toml:3:")
-    assert "t.toml:3: [sweep] 'order' must be one of" in _error(
-        '[sweep]\nname = "x"\norder = "zig"\n[space]\nbudget=[4]\n'
-    )
+def test_bad_baseline_order_and_retry():
+    error = _error('[sweep]\nname = "x"\nbaseline = { mode = "fast" }\n[space]\nbudget=[4]\n')
+    assert error.key == "sweep.baseline.mode" and str(error).startswith("t.toml:3:")
+    error = _error('[sweep]\nname = "x"\norder = "zig"\n[space]\nbudget=[4]\n')
+    assert str(error).startswith("t.toml:3: sweep.order: must be 'interleaved', 'random' or")
+    error = _error('[sweep]\nname = "x"\n[space]\nbudget = [4]\n[retry]\nattempts = 0\n')
+    assert error.key == "retry.attempts" and str(error).startswith("t.toml:6: retry.attempts")
 
 
 def test_service_and_bench_errors_are_located():
     body = '[sweep]\nname = "x"\n[space]\nbudget = [4]\n[service]\ncommand = ["a"]\nprot = 1\n'
-    message = _error(body, service=False)
-    assert message.startswith("t.toml:7: [service]") and "prot" in message
+    error = _error(body, service=False)
+    assert "prot" in str(error) and str(error).startswith("t.toml:")
     body = (
         '[sweep]\nname = "x"\n[space]\nbudget = [4]\n'
         + SERVICE
         + "[bench]\n[bench.short]\nmax_tokens = 0\n"
     )
-    message = _error(body, service=False)
-    assert "max_tokens" in message and message.startswith(f"t.toml:{body.count(chr(10))}:")
+    error = _error(body, service=False)
+    assert error.key == "bench.short.max_tokens"
+    assert str(error).startswith(f"t.toml:{body.count(chr(10))}: bench.short.max_tokens")
+
+
+def test_a_service_error_is_placed_at_its_key(monkeypatch):
+    """The [service] parser's `UserError.key` (a full path) decides the line."""
+    from ddtune.services.spec import ServiceSpec
+
+    def refuse(table):
+        raise UserError("unknown key service.prot", key="service.prot")
+
+    monkeypatch.setattr(ServiceSpec, "from_dict", refuse)
+    body = '[sweep]\nname = "x"\n[space]\nbudget = [4]\n[service]\ncommand = ["a"]\nprot = 1\n'
+    error = _error(body, service=False)
+    assert (error.key, str(error)) == ("service.prot", "t.toml:7: unknown key service.prot")
 
 
 def test_nothing_to_run_and_bad_toml():
-    assert "no configurations" in _error('[sweep]\nname = "x"\n')
-    assert "not valid TOML" in _error('[sweep\nname = "x"\n')
-    assert "'name' must be" in _error('[sweep]\nname = "a b/c"\n[space]\nbudget=[4]\n')
+    assert "t.toml: no configurations" in str(_error('[sweep]\nname = "x"\n'))
+    assert "not valid TOML" in str(_error('[sweep\nname = "x"\n'))
+    error = _error('[sweep]\nname = "a b/c"\n[space]\nbudget=[4]\n')
+    assert error.key == "sweep.name" and "must be 1-64 letters" in str(error)
+    assert _error("[space]\nbudget = [4]\n").key == "sweep"
 
 
 def test_hash_ignores_comments_and_load_spec_resolves(tmp_path):
@@ -218,3 +272,28 @@ def test_hash_ignores_comments_and_load_spec_resolves(tmp_path):
     assert spec.base_dir == str(tmp_path.resolve())
     with pytest.raises(UserError, match="cannot read sweep spec"):
         load_spec(tmp_path / "missing.toml")
+
+
+def test_config_wire_round_trip_reads_old_stores():
+    config = Config(DecodeParams("ddtree", 8, 2, 64), (("mem", 0.8),))
+    assert Config.from_wire(config.to_wire()) == config
+    old = {"mode": "dflash", "budget": 0, "topk": 1, "window": None}  # stores before "none"
+    assert Config.from_wire(old) == Config(DecodeParams("dflash", 0, 1, None))
+
+
+def test_shipped_demo_specs_plan_the_same_trials():
+    """demo.toml: AR + a 4 budgets x 2 topk x 2 windows grid; demo-hot.toml: AR + 3 budgets."""
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    grid = [(b, k, w) for b in (4, 8, 16, 32) for k in (2, 4) for w in (None, 64)]
+    expected = {
+        "demo.toml": [DecodeParams("ddtree", *p) for p in grid],
+        "demo-hot.toml": [DecodeParams("ddtree", b, 4) for b in (4, 16, 32)],
+    }
+    for name, configs in expected.items():
+        spec = load_spec(examples / name)
+        trials = plan_spec(spec)
+        every = [DecodeParams("ar").canonical(), *configs]
+        assert [t.config.params for t in trials] == every * 3  # interleaved, 3 repeats
+        assert [t.repeat for t in trials] == [r for r in (1, 2, 3) for _ in every]
+        assert [t.is_baseline for t in trials[: len(every)]] == [True] + [False] * len(configs)
+        assert all(t.config.vars == () for t in trials)

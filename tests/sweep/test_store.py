@@ -71,8 +71,9 @@ def test_open_sweep_creates_trials_once_and_rejects_another_spec(store):
         "mode": "ddtree",
         "budget": 8,
         "topk": 2,
-        "window": None,
+        "window": "none",
     }
+    assert store.trial_config(rows[1]) == CONFIGS[1][0]
     with pytest.raises(UserError, match="different spec"):
         store.open_sweep("s", "text2", "hash2", PLAN)
 
@@ -125,6 +126,20 @@ def test_attempt_lifecycle_and_trial_records(store):
         "SELECT COUNT(*) FROM samples WHERE attempt_id=?", (attempt2,)
     ).fetchone()[0]
     assert samples == 3
+
+
+def test_records_carry_params_and_vars_and_read_old_stores(store):
+    plan = plan_trials(
+        [(Config(DecodeParams("ddtree", 8, 2, 64), (("mem", 0.8),)), False)], 1, "sequential"
+    )
+    sweep_id = store.open_sweep("v", "text", "h", plan)
+    record = store.trial_records(sweep_id)[0]
+    assert (record.params, record.vars) == (DecodeParams("ddtree", 8, 2, 64), {"mem": 0.8})
+    assert record.config == {"mode": "ddtree", "budget": 8, "topk": 2, "window": 64, "mem": 0.8}
+    old = json.dumps({"mode": "dflash", "budget": 0, "topk": 1, "window": None})  # before "none"
+    with store.tx() as db:
+        db.execute("UPDATE trials SET config_json=? WHERE sweep_id=?", (old, sweep_id))
+    assert store.trial_records(sweep_id)[0].params == DecodeParams("dflash", 0, 1, None)
 
 
 def test_a_failed_write_leaves_nothing_behind(store):

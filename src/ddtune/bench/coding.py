@@ -3,7 +3,9 @@
 A task file is JSONL with `task_id, prompt, entry_point, test` per line
 (`canonical_solution` optional). A completion continues the prompt (the
 function body); `extract_code` keeps the part that belongs to the function and
-`evaluate` runs prompt + code + test + `check(entry_point)` in the sandbox.
+`evaluate` runs it in the sandbox: prompt + code (`build_program`, untrusted)
+in the tested process, prompt + test (`build_test`, trusted) in the checker,
+which calls `check(entry_point)` (docs/architecture.md, bench).
 """
 
 from __future__ import annotations
@@ -140,16 +142,26 @@ def _reindent(body: str, indent: str) -> str:
 
 
 def build_program(task: CodingTask, code: str) -> str:
-    """prompt + code + test; the harness calls `check(entry_point)` itself."""
+    """prompt + code: the untrusted part, run in the sandbox's tested process."""
     if code.lstrip().startswith(("def ", "async def ")):
-        return f"{task.prompt}\n{code}\n\n{task.test}\n"
-    return f"{task.prompt}{code}\n\n{task.test}\n"
+        return f"{task.prompt}\n{code}\n"
+    return f"{task.prompt}{code}\n"
+
+
+def build_test(task: CodingTask) -> str:
+    """prompt (its last function's body left as `pass`) + test: run by the sandbox's checker.
+
+    The prompt brings the imports and helper functions a test may use; the
+    entry point itself is replaced by a stand-in that calls the tested process.
+    """
+    stub = f"{task.prompt.rstrip()}\n{_body_indent(task.prompt)}pass\n"
+    return f"{stub}\n\n{task.test}\n"
 
 
 def evaluate(task: CodingTask, completion: str, limits: SandboxLimits) -> ExecResult:
     """Extract the code from `completion`, run the task's tests in the sandbox."""
     program = build_program(task, extract_code(task.prompt, completion))
-    return run_program(program, task.entry_point, limits)
+    return run_program(program, build_test(task), task.entry_point, limits)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

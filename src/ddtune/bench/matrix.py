@@ -21,84 +21,63 @@ Prompt lengths are counted in characters: `prompt_tokens * chars_per_token`
 characters of code (the server's tokenizer is not queried; `/tokenize` is not a
 standard endpoint). The real prompt token counts the server reports are kept
 in each sample as `prompt_tokens`.
+
+The tables are `ddtune.tables.StrictModel`s: an unknown key or a bad value is a
+`UserError` whose `key` is the full path (`bench.short.max_tokens`); see
+docs/architecture.md "Bench".
 """
 
 from __future__ import annotations
 
 import tomllib
-import types
-import typing
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from ddtune.errors import UserError
+from ddtune.tables import StrictModel, parse_table
+
+Positive = Annotated[int, Field(gt=0)]
+PositiveSeconds = Annotated[float, Field(gt=0)]
 
 
-@dataclass(frozen=True)
-class ThroughputWorkload:
+class ThroughputWorkload(StrictModel):
     enabled: bool = True
-    n_prompts: int = 4
-    prompt_tokens: int = 100
-    max_tokens: int = 32
-    repeats: int = 2  # passes over the prompt set
-
-    def validate(self, where: str) -> None:
-        for name in ("n_prompts", "prompt_tokens", "max_tokens", "repeats"):
-            _positive(f"{where}.{name}", getattr(self, name))
+    n_prompts: Positive = 4
+    prompt_tokens: Positive = 100
+    max_tokens: Positive = 32
+    repeats: Positive = 2  # passes over the prompt set
 
 
-@dataclass(frozen=True)
-class CodingWorkload:
+class CodingWorkload(StrictModel):
     enabled: bool = True
     tasks_file: str | None = None  # None: the bundled held-out tasks
-    n_samples: int = 1  # per task; pass@k for k = n_samples when > 1
-    max_tokens: int = 96
-    timeout_s: float = 5.0  # per test run
-    limit: int | None = 10  # first N tasks; None = all
-    memory_mb: int = 1024
-
-    def validate(self, where: str) -> None:
-        for name in ("n_samples", "max_tokens", "memory_mb"):
-            _positive(f"{where}.{name}", getattr(self, name))
-        _positive(f"{where}.timeout_s", self.timeout_s)
-        if self.limit is not None and self.limit < 0:
-            raise UserError(f"{where}.limit must be >= 0 (0 skips coding); got {self.limit}")
+    n_samples: Positive = 1  # per task; pass@k for k = n_samples when > 1
+    max_tokens: Positive = 96
+    timeout_s: PositiveSeconds = 5.0  # per test run
+    limit: Annotated[int, Field(ge=0)] | None = 10  # first N tasks (0 skips coding); None = all
+    memory_mb: Positive = 1024
 
 
-@dataclass(frozen=True)
-class BenchMatrix:
+class BenchMatrix(StrictModel):
     model: str | None = None  # None: the first model of /v1/models
-    temperature: float = 0.0
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.0
     seed: int = 0
-    warmup: int = 2  # requests before measuring, excluded from every figure
-    concurrency: int = 1
+    warmup: Annotated[int, Field(ge=0)] = 2  # requests before measuring, excluded everywhere
+    concurrency: Positive = 1
     ignore_eos: bool = True  # sent where the server kind supports it
-    chars_per_token: float = 3.0
+    chars_per_token: Annotated[float, Field(gt=0)] = 3.0
     prompts_file: str | None = None  # JSONL {"prompt", "workload": "short"|"long"}
-    request_timeout_s: float = 300.0
-    short: ThroughputWorkload = field(default_factory=ThroughputWorkload)
-    long: ThroughputWorkload = field(
-        default_factory=lambda: ThroughputWorkload(n_prompts=2, prompt_tokens=320, max_tokens=32)
-    )
-    coding: CodingWorkload = field(default_factory=CodingWorkload)
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.temperature <= 2.0:
-            raise UserError(f"bench.temperature must be between 0 and 2; got {self.temperature}")
-        if self.warmup < 0:
-            raise UserError(f"bench.warmup must be >= 0; got {self.warmup}")
-        _positive("bench.concurrency", self.concurrency)
-        _positive("bench.chars_per_token", self.chars_per_token)
-        _positive("bench.request_timeout_s", self.request_timeout_s)
-        self.short.validate("bench.short")
-        self.long.validate("bench.long")
-        self.coding.validate("bench.coding")
+    request_timeout_s: PositiveSeconds = 300.0
+    short: ThroughputWorkload = ThroughputWorkload()
+    long: ThroughputWorkload = ThroughputWorkload(n_prompts=2, prompt_tokens=320, max_tokens=32)
+    coding: CodingWorkload = CodingWorkload()
 
     @classmethod
     def from_dict(cls, table: dict[str, Any]) -> BenchMatrix:
-        """Strict: an unknown key or a wrong type is a UserError naming `bench.<key>`."""
-        return _build(cls, table, "bench")
+        """Strict: an unknown key or a bad value is a UserError keyed `bench.<path>`."""
+        return parse_table(cls, table, where="bench")
 
     @classmethod
     def from_toml(cls, path: str | Path) -> BenchMatrix:
@@ -113,67 +92,19 @@ class BenchMatrix:
             raise UserError(f"bench matrix file {path} does not exist") from None
         except tomllib.TOMLDecodeError as exc:
             raise UserError(f"{path} is not valid TOML: {exc}") from None
-        table = data.get("bench", data)
-        matrix = cls.from_dict(table)
-        return matrix.resolve_paths(path.parent)
+        return cls.from_dict(data.get("bench", data)).resolve_paths(path.parent)
 
     def resolve_paths(self, base: Path) -> BenchMatrix:
+        """Relative `prompts_file` and `coding.tasks_file` made absolute against `base`."""
+
         def resolve(value: str | None) -> str | None:
             return None if value is None else str((base / value).resolve())
 
-        coding = CodingWorkload(
-            **{**asdict(self.coding), "tasks_file": resolve(self.coding.tasks_file)}
+        coding = self.coding.model_copy(update={"tasks_file": resolve(self.coding.tasks_file)})
+        return self.model_copy(
+            update={"prompts_file": resolve(self.prompts_file), "coding": coding}
         )
-        data = {
-            **asdict(self),
-            "prompts_file": resolve(self.prompts_file),
-            "coding": asdict(coding),
-        }
-        return BenchMatrix.from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _positive(name: str, value: float) -> None:
-    if value <= 0:
-        raise UserError(f"{name} must be positive; got {value}")
-
-
-def _build(cls: type, table: Any, where: str) -> Any:
-    """Construct dataclass `cls` from `table`, checking keys and types recursively."""
-    if not isinstance(table, dict):
-        raise UserError(f"{where} must be a table; got {type(table).__name__}")
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise UserError(
-            f"unknown key(s) {', '.join(f'{where}.{k}' for k in unknown)}; "
-            f"expected some of {', '.join(sorted(known))}"
-        )
-    values = {}
-    for name, value in table.items():
-        hint = hints[name]
-        if is_dataclass(hint):
-            values[name] = _build(hint, value, f"{where}.{name}")
-        else:
-            values[name] = _check_type(value, hint, f"{where}.{name}")
-    return cls(**values)
-
-
-def _check_type(value: Any, hint: Any, where: str) -> Any:
-    allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    if value is None and type(None) in allowed:
-        return None
-    for kind in allowed:
-        if kind is bool and isinstance(value, bool):
-            return value
-        if kind is int and isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        if kind is str and isinstance(value, str):
-            return value
-    names = " or ".join("none" if k is type(None) else k.__name__ for k in allowed)
-    raise UserError(f"{where} must be {names}; got {value!r}")
+        """JSON-able; `from_dict` reads it back."""
+        return self.model_dump()

@@ -11,6 +11,7 @@ bundled model never trained on them; slices that are mostly number literals
 
 A user JSONL (`prompts_file`) replaces them: one `{"prompt": ..., "workload":
 "short" | "long"}` per line (workload defaults to "short").
+See docs/architecture.md "Bench".
 """
 
 from __future__ import annotations
@@ -25,21 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddtune.errors import UserError
+from ddtune.jsonl import jsonl_rows
+from ddtune.train.corpus import HELDOUT_EVERY, SKIP_DIRS  # the same held-out rule
 
-SKIP_DIRS = {
-    "test",
-    "tests",
-    "idlelib",
-    "lib2to3",
-    "site-packages",
-    "dist-packages",
-    "ensurepip",
-    "turtledemo",
-    "__pycache__",
-    "tkinter",
-    "pydoc_data",
-}
-HELDOUT_EVERY = 20
 MAX_DRAWS = 50
 WORD = re.compile(r"\w+")
 MIN_FILE_CHARS = 4000
@@ -69,9 +58,10 @@ def build_prompt_set(
         return load_prompts_file(prompts_file)
     files = stdlib_prompt_files()
     rng = random.Random(seed)
-    make = lambda n, tokens: [  # noqa: E731
-        slice_prompt(rng, files, int(tokens * chars_per_token)) for _ in range(n)
-    ]
+
+    def make(n: int, tokens: int) -> list[str]:
+        return [slice_prompt(rng, files, int(tokens * chars_per_token)) for _ in range(n)]
+
     version = sysconfig.get_python_version()
     return PromptSet(make(*short), make(*long), f"stdlib:{version}")
 
@@ -129,13 +119,7 @@ def load_prompts_file(path: str | Path) -> PromptSet:
         raise UserError(f"prompts file {path} does not exist")
     short: list[str] = []
     long: list[str] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+    for number, row in jsonl_rows(path):
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not row["prompt"]:
             raise UserError(
                 f'{path}:{number}: expected {{"prompt": "...", "workload": "short"|"long"}}'

@@ -176,12 +176,16 @@ def _sender(
     return send
 
 
-def _progress(enabled: bool):
+def _progress(enabled: bool) -> Progress | nullcontext[None]:
     return Progress(transient=True) if enabled else nullcontext(None)
 
 
 def _run_all(
-    send, specs: list[RequestSpec], concurrency: int, bar: Progress | None, label: str
+    send: Callable[[RequestSpec], StreamRecord],
+    specs: list[RequestSpec],
+    concurrency: int,
+    bar: Progress | None,
+    label: str,
 ) -> list[StreamRecord]:
     if not specs:
         return []
@@ -189,7 +193,7 @@ def _run_all(
 
     def one(spec: RequestSpec) -> StreamRecord:
         record = send(spec)
-        if bar is not None:
+        if bar is not None and task is not None:
             bar.advance(task)
         return record
 
@@ -208,7 +212,13 @@ def _samples(
     ]
 
 
-def _run_coding(samples, specs, tasks, matrix: BenchMatrix, bar) -> list[list[bool]]:
+def _run_coding(
+    samples: list[dict[str, Any]],
+    specs: list[RequestSpec],
+    tasks: list[CodingTask],
+    matrix: BenchMatrix,
+    bar: Progress | None,
+) -> list[list[bool]]:
     """Fill passed/fail_reason of the coding samples; passes per task for pass@k."""
     cfg = matrix.coding
     limits = SandboxLimits(timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb)
@@ -227,7 +237,7 @@ def _run_coding(samples, specs, tasks, matrix: BenchMatrix, bar) -> list[list[bo
             test_s=round(outcome.duration_s, 4),
         )
         per_task[spec.index // cfg.n_samples].append(outcome.passed)
-        if task_bar is not None:
+        if bar is not None and task_bar is not None:
             bar.advance(task_bar)
     return per_task
 

@@ -1,58 +1,65 @@
-"""Run untrusted generated code (prompt + completion + test) in a contained subprocess.
+"""Run untrusted generated code against a trusted test, contained (docs/architecture.md, bench).
 
-Layers, strongest first, each used where the machine allows it:
+`run_program(program, test, entry_point)` runs `_harness.py` in a new process:
+`program` (prompt + completion, untrusted) runs in one process, `test` (prompt
++ the task's test, trusted) in another, the checker, which calls
+`check(entry_point)` and sends each call of the entry point across as plain
+data. The verdict comes back on a pipe that only the checker holds, so the
+tested code cannot write `passed` anywhere that counts.
 
-1. `unshare --user --map-root-user --net --pid --fork --kill-child`: no network
-   (a fresh network namespace has only a downed loopback) and a private PID
-   namespace: when the task's main process ends, the kernel kills every
-   process it started, fork bombs included.
-2. When ddtune runs as root, the task runs as `nobody` (so it cannot write
-   files it does not own, and the process limit applies at all; the kernel
-   exempts root from RLIMIT_NPROC).
-3. Resource limits set by the harness before any task code runs: CPU seconds,
-   address space, processes, file size, open files, no core dumps.
-4. A scrubbed environment (PATH, LANG, HOME/TMPDIR = the task's own temp dir),
-   the temp dir as cwd, `python -I -B` (no user site, no PYTHON* variables).
-5. An audit hook in the harness (`_harness.py`) denying writes outside the
-   temp dir, sockets, and starting other programs: a second line of defence
-   where namespaces are unavailable, not a security boundary on its own.
+Containment (see `isolation.py` for how it is chosen, `_jail.py` for the
+filesystem): Linux namespaces where the machine allows (mount with a read-only
+root and private size-limited tmpfs scratch space, PID, network, IPC, UTS),
+else a fallback that says so in the notes. Always: a fresh unprivileged uid
+per run when ddtune is root, rlimits, a scrubbed environment, `python -I -S
+-B`, and an audit hook as a second line of defence.
 
 Outcomes: passed, assertion, exception:<Type>, timeout, syntax_error, killed,
-exit_without_check. A pass needs a line with a random nonce that the harness
-prints only after `check()` returned.
+exit_without_check. A setup failure of the sandbox raises `SandboxError`.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import json
 import os
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
-import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import IO, Any
+
+import psutil
+
+from ddtune.bench.isolation import Plan, fallback_plan, find_unshare, namespace_plan
 
 HARNESS = Path(__file__).with_name("_harness.py")
-NOBODY_UID = 65534
-SYSTEM_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
 OUTPUT_TAIL_BYTES = 4096
+UID_BASE, UID_PAIRS = 0x7E000000, 1 << 23  # fresh uids: above systemd's container ranges
+MIB = 1024 * 1024
+PROBE_PROGRAM = "def probe():\n    return 1\n"
+PROBE_TEST = "def check(candidate):\n    assert candidate() == 1\n"
+OUTCOME_PREFIXES = ("passed", "assertion", "exception:", "timeout", "syntax_error", "killed")
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself could not be set up (not a verdict on the tested code)."""
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
     timeout_s: float = 5.0  # wall clock
     memory_mb: int = 1024  # address space
-    max_processes: int = 32  # beyond those the user already runs
+    max_processes: int = 32  # processes and threads of the tested code
     max_file_mb: int = 16
     max_open_files: int = 64
+    disk_mb: int = 64  # /task, /tmp, /var/tmp and /dev/shm together (namespaces only)
 
 
 @dataclass
@@ -69,147 +76,167 @@ class ExecResult:
         return self.outcome == "passed"
 
 
-def run_program(program: str, entry_point: str, limits: SandboxLimits | None = None) -> ExecResult:
-    """Execute `program` (which defines `check`) and call `check(entry_point)` in the sandbox."""
+def run_program(
+    program: str,
+    test: str,
+    entry_point: str,
+    limits: SandboxLimits | None = None,
+    plan: Plan | None = None,
+) -> ExecResult:
+    """Run `program` (defines `entry_point`) against `test` (defines `check`) in the sandbox."""
     limits = limits or SandboxLimits()
-    plan = _isolation_plan()
-    workdir = Path(tempfile.mkdtemp(prefix="ddtune-task-"))
-    try:
-        _prepare_workdir(workdir, program, plan.uid)
-        config = _harness_config(entry_point, limits, plan.uid)
-        return _execute(workdir, config, limits, plan)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    plan = plan or isolation_plan()
+    uids = _fresh_uids() if plan.root else (None, None)
+    with _workdir(plan, uids[0]) as workdir:
+        config = _config(program, entry_point, limits, plan, uids, workdir)
+        try:
+            return _execute(config, test, limits, plan)
+        finally:
+            if plan.root and plan.jail is None:
+                _kill_uids(uids)
 
 
 def isolation_notes() -> list[str]:
-    """The containment layers this machine gives a test run, e.g. ["rlimits", ..., "netns", "pidns"]."""
-    return list(_isolation_plan().notes)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    argv_prefix: tuple[str, ...]  # the unshare wrapper, or empty
-    python: str
-    uid: int | None  # run as this user (root only), else None
-    notes: tuple[str, ...]
+    """The containment this machine gives a test run, in words (for the bench JSON and report)."""
+    return list(isolation_plan().notes)
 
 
 @lru_cache(maxsize=1)
-def _isolation_plan() -> _Plan:
-    """Decide once per process which layers this machine supports."""
-    notes = ["rlimits", "scrubbed-env", "audit-guard"]
-    uid, python = None, sys.executable
-    if os.geteuid() == 0:
-        python = _python_for_others() or ""
-        if python:
-            uid = NOBODY_UID
-            notes.append("uid:nobody")
-        else:
-            python = sys.executable
-            notes.append("runs-as-root(no interpreter readable by nobody)")
-    prefix: tuple[str, ...] = ()
-    unshare = shutil.which("unshare")
-    wrapper = (unshare or "", "-r", "-n", "-p", "-f", "--kill-child")
-    if unshare and _probe(wrapper, uid):
-        prefix = wrapper
-        notes += ["netns", "pidns"]
-    else:
-        notes.append("no-namespaces(network blocked by audit guard only)")
-    return _Plan(prefix, python, uid, tuple(notes))
+def isolation_plan() -> Plan:
+    """Namespaces when a probe task passes inside them, else the fallback; once per process."""
+    unshare = find_unshare()
+    if unshare is None:
+        return fallback_plan("unshare(1) from util-linux not found")
+    plan = namespace_plan(unshare, os.geteuid() == 0)
+    problem = probe(plan)
+    return plan if problem is None else fallback_plan(f"namespaces unavailable: {problem}")
 
 
-def _python_for_others() -> str | None:
-    """An interpreter that `nobody` can execute: ours if every folder on its path is world-traversable."""
-    for candidate in (sys.executable, *SYSTEM_PYTHONS):
-        real = Path(os.path.realpath(candidate))
-        if real.is_file() and all(os.stat(p).st_mode & stat.S_IXOTH for p in [real, *real.parents]):
-            return str(real)
-    return None
-
-
-def _probe(wrapper: tuple[str, ...], uid: int | None) -> bool:
+def probe(plan: Plan) -> str | None:
+    """None when a trivial task passes under `plan`, else what went wrong."""
     try:
-        done = subprocess.run([*wrapper, "true"], user=uid, capture_output=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
+        result = run_program(PROBE_PROGRAM, PROBE_TEST, "probe", SandboxLimits(timeout_s=20), plan)
+    except (SandboxError, OSError) as exc:
+        return str(exc)[:200]
+    return None if result.passed else f"{result.outcome}: {result.detail}"[:200]
 
 
-def _prepare_workdir(workdir: Path, program: str, uid: int | None) -> None:
-    (workdir / "program.py").write_text(program, encoding="utf-8")
-    shutil.copyfile(HARNESS, workdir / "harness.py")
-    if uid is not None:
-        for path in (workdir, *workdir.iterdir()):
+def _fresh_uids() -> tuple[int, int]:
+    """A uid for the tested code and one for the checker, owned by nobody else."""
+    runner = UID_BASE + 2 * secrets.randbelow(UID_PAIRS)
+    return runner, runner + 1
+
+
+@contextlib.contextmanager
+def _workdir(plan: Plan, uid: int | None) -> Iterator[str]:
+    """The tested code's working directory: /task in the jail, else a host temp dir."""
+    if plan.jail is not None:
+        yield "/task"
+        return
+    path = tempfile.mkdtemp(prefix="ddtune-task-")
+    try:
+        if uid is not None:
             os.chown(path, uid, uid)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
-def _harness_config(entry_point: str, limits: SandboxLimits, uid: int | None) -> dict:
-    running = _tasks_of_user(os.getuid() if uid is None else uid)
-    mib = 1024 * 1024
+def _config(
+    program: str,
+    entry_point: str,
+    limits: SandboxLimits,
+    plan: Plan,
+    uids: tuple[int | None, int | None],
+    workdir: str,
+) -> dict[str, Any]:
+    own_uid = plan.root or plan.jail is not None  # the tested code's processes are counted alone
+    nproc = limits.max_processes + (0 if own_uid else _tasks_of_user(os.getuid()))
+    common = {
+        "cpu_s": int(limits.timeout_s) + 2,
+        "memory_bytes": limits.memory_mb * MIB,
+        "fsize_bytes": limits.max_file_mb * MIB,
+        "nofile": limits.max_open_files,
+        "core": 0,
+    }
+    jail = plan.jail and {**plan.jail, "disk_bytes": limits.disk_mb * MIB, "task_uid": uids[0]}
     return {
-        "nonce": secrets.token_hex(16),
+        "program": program,
         "entry_point": entry_point,
-        "limits": {
-            "cpu_s": int(limits.timeout_s) + 2,
-            "memory_bytes": limits.memory_mb * mib,
-            "nproc": running + limits.max_processes,
-            "fsize_bytes": limits.max_file_mb * mib,
-            "nofile": limits.max_open_files,
-        },
+        "deadline_s": int(limits.timeout_s) + 10,  # the harness's own end, past the wall clock
+        "jail": jail,
+        "workdir": workdir,
+        "runner_uid": uids[0],
+        "checker_uid": uids[1],
+        "nested_userns": plan.jail is not None and not plan.root,
+        "runner_limits": {**common, "nproc": nproc},
+        "checker_limits": {**common, "nproc": 1 if plan.root else None},
     }
 
 
 def _tasks_of_user(uid: int) -> int:
-    """Threads that count against RLIMIT_NPROC for `uid` right now (Linux; 0 elsewhere)."""
+    """Threads that count against RLIMIT_NPROC for `uid` right now."""
     total = 0
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            lines = status.read_text().splitlines()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in lines if ":" in line)
-        if fields.get("Uid", "").split()[:1] == [str(uid)]:
-            total += int(fields.get("Threads", "1").strip() or 1)
+    for proc in psutil.process_iter(["uids", "num_threads"]):
+        uids = proc.info["uids"]
+        if uids is not None and uids.real == uid:
+            total += proc.info["num_threads"] or 1
     return total
 
 
-def _execute(workdir: Path, config: dict, limits: SandboxLimits, plan: _Plan) -> ExecResult:
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(workdir), "TMPDIR": str(workdir)}
-    argv = [*plan.argv_prefix, plan.python, "-I", "-B", "harness.py"]
-    stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
-    start = time.monotonic()
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        proc = subprocess.Popen(
-            argv,
-            cwd=workdir,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=out,
-            stderr=err,
-            user=plan.uid,
-            group=plan.uid,
-            extra_groups=[] if plan.uid is not None else None,
-            start_new_session=True,
-        )
-        timed_out = _feed_and_wait(proc, json.dumps(config) + "\n", limits.timeout_s)
-    duration = time.monotonic() - start
-    _kill_group(proc.pid)
-    _wait_group_gone(proc.pid)
-    outcome, detail = _classify(
-        timed_out, proc.returncode, _tail(stdout_path), _tail(stderr_path), config["nonce"]
-    )
+def _execute(config: dict[str, Any], test: str, limits: SandboxLimits, plan: Plan) -> ExecResult:
+    config_fd, test_fd = _memfd(json.dumps(config)), _memfd(test)
+    verdict_in, verdict_out = os.pipe()
+    fds = (config_fd, test_fd, verdict_out)
+    argv = [*plan.argv_prefix, plan.python, "-I", "-S", "-B", str(HARNESS), *map(str, fds)]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        try:
+            proc = _spawn(argv, _environment(config["workdir"], plan), fds, out, err)
+        except OSError:
+            os.close(verdict_in)
+            raise
+        finally:
+            for fd in fds:
+                os.close(fd)
+        timed_out = _wait(proc, limits.timeout_s)
+        duration = time.monotonic() - start
+        _kill_group(proc.pid)
+        _wait_group_gone(proc.pid)
+        verdict = _read_verdict(verdict_in)
+        outcome, detail = _classify(timed_out, proc.returncode, verdict, _tail(err))
     return ExecResult(outcome, detail, duration, proc.returncode, proc.pid, list(plan.notes))
 
 
-def _feed_and_wait(proc: subprocess.Popen, line: str, timeout_s: float) -> bool:
-    """Send the config line, wait; True when the wall-clock limit hit (the group is killed)."""
-    try:
-        assert proc.stdin is not None
-        proc.stdin.write(line.encode())
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass
+def _environment(workdir: str, plan: Plan) -> dict[str, str]:
+    tmp = "/tmp" if plan.jail is not None else workdir
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir, "TMPDIR": tmp}
+
+
+def _spawn(
+    argv: list[str], env: dict[str, str], fds: tuple[int, ...], out: IO[bytes], err: IO[bytes]
+) -> subprocess.Popen:
+    """The harness in its own session (its process group is killed afterwards)."""
+    return subprocess.Popen(
+        argv,
+        cwd="/",
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=err,
+        pass_fds=fds,
+        start_new_session=True,
+    )
+
+
+def _memfd(text: str) -> int:
+    fd = os.memfd_create("ddtune-sandbox")
+    os.write(fd, text.encode("utf-8"))
+    return fd
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float) -> bool:
+    """Wait for the run; True when the wall-clock limit hit (the group is killed)."""
     try:
         proc.wait(timeout=timeout_s)
         return False
@@ -220,7 +247,7 @@ def _feed_and_wait(proc: subprocess.Popen, line: str, timeout_s: float) -> bool:
 
 
 def _kill_group(pgid: int) -> None:
-    """SIGKILL whatever is left in the run's process group (children the task left behind)."""
+    """SIGKILL whatever is left in the run's process group."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
 
@@ -235,26 +262,63 @@ def _wait_group_gone(pgid: int, timeout_s: float = 5.0) -> None:
             return
         except PermissionError:
             pass
-        time.sleep(0.02)
+        time.sleep(0.005)
 
 
-def _tail(path: Path) -> str:
-    with open(path, "rb") as f:
-        f.seek(max(0, path.stat().st_size - OUTPUT_TAIL_BYTES))
-        return f.read().decode("utf-8", errors="replace")
+def _kill_uids(uids: tuple[int | None, int | None], timeout_s: float = 5.0) -> None:
+    """SIGKILL every process of the run's uids until none is left (fallback as root)."""
+    wanted = {u for u in uids if u is not None}
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = [
+            p
+            for p in psutil.process_iter(["uids"])
+            if p.info["uids"] and p.info["uids"].real in wanted
+        ]
+        if not found:
+            return
+        for process in found:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        time.sleep(0.01)
+
+
+def _read_verdict(fd: int) -> dict[str, Any] | None:
+    """The harness's one-line verdict; None when it wrote none (every writer has exited)."""
+    os.set_blocking(fd, False)
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(65536) or b""
+        except BlockingIOError:
+            return None
+    try:
+        verdict = json.loads(data)
+    except ValueError:
+        return None
+    return verdict if isinstance(verdict, dict) else None
+
+
+def _tail(stream: IO[bytes]) -> str:
+    stream.seek(0, os.SEEK_END)
+    stream.seek(max(0, stream.tell() - OUTPUT_TAIL_BYTES))
+    return stream.read().decode("utf-8", errors="replace")
 
 
 def _classify(
-    timed_out: bool, rc: int | None, stdout: str, stderr: str, nonce: str
+    timed_out: bool, rc: int | None, verdict: dict[str, Any] | None, stderr: str
 ) -> tuple[str, str]:
     """Map how the run ended to an outcome class and a short detail."""
     if timed_out:
         return "timeout", "wall-clock limit reached"
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(nonce + " "):
-            outcome, _, detail = line[len(nonce) + 1 :].partition(" ")
-            return outcome, _unquote(detail)
-    last_err = stderr.strip().splitlines()[-1:] or [""]
+    last_err = (stderr.strip().splitlines()[-1:] or [""])[0][:200]
+    if verdict is not None:
+        if "setup_error" in verdict:
+            raise SandboxError(f"the sandbox could not be set up: {verdict['setup_error']}")
+        outcome, detail = str(verdict.get("outcome", "")), str(verdict.get("detail", ""))
+        if outcome == "exit_without_check":
+            return outcome, f"{detail}: {last_err}" if last_err else detail
+        if outcome.startswith(OUTCOME_PREFIXES):
+            return outcome, detail
     if rc is not None and rc < 0:
         sig = signal.Signals(-rc)
         if sig == signal.SIGXCPU:
@@ -262,16 +326,4 @@ def _classify(
         return "killed", f"killed by {sig.name}"
     if rc is not None and rc >= 128 and rc - 128 in signal.valid_signals():
         return "killed", f"killed by {signal.Signals(rc - 128).name}"
-    return (
-        "exit_without_check",
-        f"exited with code {rc} before check() returned: {last_err[0][:200]}",
-    )
-
-
-def _unquote(text: str) -> str:
-    """The harness prints the detail as a Python string literal."""
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-    return value if isinstance(value, str) else text
+    return "exit_without_check", f"exited with code {rc} before check() returned: {last_err}"

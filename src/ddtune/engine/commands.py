@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ddtune.errors import UserError
-from ddtune.params import MODES, DecodeParams, SamplingParams, parse_window
+from ddtune.params import MODES, WINDOW_NONE, DecodeParams, SamplingParams, parse_window
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     gen.add_argument("--mode", choices=MODES, default="ddtree")
     gen.add_argument("--budget", type=int, default=16, help="tree node budget (ddtree)")
     gen.add_argument("--topk", type=int, default=4, help="per-depth branching cap (ddtree)")
-    gen.add_argument("--window", default="none", help="drafter context window W or 'none'")
+    gen.add_argument("--window", default=WINDOW_NONE, help="drafter context window W or 'none'")
     gen.add_argument("--max-tokens", type=int, default=64)
     gen.add_argument("--temperature", type=float, default=0.0)
     gen.add_argument("--top-p", type=float, default=1.0)
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--random", action="store_true", help="use a random tiny checkpoint")
     bench.add_argument("--budgets", default="4,8,16,32,64", help="comma-separated budgets")
     bench.add_argument("--topk", type=int, default=4)
-    bench.add_argument("--window", default="none")
+    bench.add_argument("--window", default=WINDOW_NONE)
     bench.add_argument("--max-tokens", type=int, default=64)
     bench.add_argument("--prompts-file", type=Path, help="JSON list of prompt strings")
     bench.add_argument("--repeats", type=int, default=1, help="runs of every prompt per config")

@@ -37,7 +37,7 @@ from ddtune.kinds.base import (
     process_environ,
 )
 from ddtune.kinds.openai import OpenAIKind
-from ddtune.params import MODES, DecodeParams, SamplingParams, parse_window
+from ddtune.params import MODES, WINDOW_NONE, DecodeParams, SamplingParams, parse_window
 
 SGLANG_MODULE = "sglang.launch_server"
 ALGORITHMS = {"ddtree": "DDTREE", "dflash": "DFLASH"}
@@ -169,7 +169,9 @@ class SglangKind(OpenAIKind):
         parser.add_argument("--mode", default="ddtree", choices=MODES)
         parser.add_argument("--budget", type=int, default=16)
         parser.add_argument("--topk", type=int, default=4)
-        parser.add_argument("--window", default="none", help="draft window in tokens, or 'none'")
+        parser.add_argument(
+            "--window", default=WINDOW_NONE, help="draft window in tokens, or 'none'"
+        )
         parser.add_argument("--tp", type=int, default=1)
 
     def launch_command(self, args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:

@@ -4,6 +4,7 @@ from ddtune.report import build_report, ReportOptions
 summary = build_report(records, out_dir, ReportOptions())   # records: list[TrialRecord]
 print(summary.terminal_table())
 summary.recommendations
+See docs/architecture.md "Report".
 """
 
 from ddtune.report.build import analyze, build_report

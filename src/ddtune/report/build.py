@@ -5,6 +5,7 @@
 
 Writes into `out_dir`: report.html (self-contained), report.md, results.csv,
 results.json and the PNG plots.
+See docs/architecture.md "Report".
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ def analyze(records: Sequence[TrialRecord], options: ReportOptions) -> ReportSum
 
 def _correctness_notes(summary: ReportSummary, best: ConfigSummary, alpha: float) -> dict[str, str]:
     notes = {}
+    best_rate = None if best.coding is None else best.coding.rate
     for s in summary.configs:
-        if s.coding is None or s is best or s.coding.rate == best.coding.rate:
+        if s.coding is None or s is best or s.coding.rate == best_rate:
             continue
         comparison = summary.pass_rates.get(s.label)
         p = None if comparison is None else comparison.p_value

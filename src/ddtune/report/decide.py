@@ -1,13 +1,13 @@
 """Decisions across configurations: pass rates vs the best, Pareto front, recommendations.
 
-Rules (DESIGN.md "Measurement rules", issue 8):
+Rules (docs/architecture.md "Report", decision rules):
 - a pass rate is "significantly below the best" when Fisher's exact test
   (two-sided) gives p < alpha; otherwise the words say n is too small to separate;
 - two throughputs are "separated" when the Welch t-interval of their difference
   excludes 0; when it does not, the recommendation is "inconclusive" and names
   the repeats per config a two-sample t-test would need (observed spread, power);
 - means within `tie_tolerance` of the best count as tied and the cheaper config
-  (smaller budget, then smaller topk) wins.
+  (`summarize.cost_key`: ar < dflash < ddtree, then smaller budget, topk, window) wins.
 """
 
 from __future__ import annotations
@@ -60,10 +60,10 @@ class Recommendation:
 
 def best_pass_rate(summaries: Sequence[ConfigSummary]) -> ConfigSummary | None:
     """Highest pooled pass rate; ties go to more tasks, then the cheaper config."""
-    coded = [s for s in summaries if s.coding is not None]
+    coded = [(s, s.coding) for s in summaries if s.coding is not None]
     if not coded:
         return None
-    return min(coded, key=lambda s: (-s.coding.rate, -s.coding.total, s.cost, s.label))
+    return min(coded, key=lambda sc: (-sc[1].rate, -sc[1].total, sc[0].cost, sc[0].label))[0]
 
 
 def compare_pass_rates(
@@ -71,13 +71,14 @@ def compare_pass_rates(
 ) -> dict[str, PassRateComparison]:
     """Each config with coding results against the best one (Fisher exact, two-sided)."""
     best = best_pass_rate(summaries)
-    if best is None:
+    b = None if best is None else best.coding
+    if best is None or b is None:
         return {}
     results = {}
     for s in summaries:
-        if s.coding is None or s is best:
+        c = s.coding
+        if c is None or s is best:
             continue
-        c, b = s.coding, best.coding
         p = fisher_exact_two_sided(c.passed, c.total, b.passed, b.total)
         below = p < alpha and c.rate < b.rate
         counts = f"{c.passed}/{c.total} vs {b.passed}/{b.total} ({best.label})"
@@ -100,10 +101,7 @@ def pareto_front(summaries: Sequence[ConfigSummary]) -> list[str]:
     axes = [i for i in range(len(PARETO_METRICS)) if any(p[i] is not None for p in points.values())]
     if not axes:
         return []  # nothing measured: no front
-    scored = {
-        label: tuple(float("-inf") if p[i] is None else p[i] for i in axes)
-        for label, p in points.items()
-    }
+    scored = {label: tuple(_worst_if_missing(p[i]) for i in axes) for label, p in points.items()}
     return [
         label for label, p in scored.items() if not any(_dominates(q, p) for q in scored.values())
     ]
@@ -140,13 +138,12 @@ def _recommend_one(
             objective, metric, description, "no data", None, f"No data for {description}."
         )
     tol = options.tie_tolerance
-    top = max(s.mean(metric) for s in candidates)
-    tied = [s for s in candidates if s.mean(metric) >= top * (1 - tol)]
-    winner = min(tied, key=lambda s: (s.cost, -s.mean(metric), s.label))
+    top = max(s.ci(metric).mean for s in candidates)
+    tied = [s for s in candidates if s.ci(metric).mean >= top * (1 - tol)]
+    winner = min(tied, key=lambda s: (s.cost, -s.ci(metric).mean, s.label))
     # practically equal to the winner (within the tolerance of its mean) is no contender either
-    equal = [
-        s for s in candidates if s not in tied and s.mean(metric) >= winner.mean(metric) * (1 - tol)
-    ]
+    floor = winner.ci(metric).mean * (1 - tol)
+    equal = [s for s in candidates if s not in tied and s.ci(metric).mean >= floor]
     contenders = [
         s
         for s in candidates
@@ -161,7 +158,7 @@ def _recommend_one(
     if not contenders:
         text = f"{winner.label}: {value}.{notes}{_overlap_note(winner, candidates, tied + equal, metric)}"
         return Recommendation(objective, metric, description, "recommended", winner.label, text)
-    nearest = max(contenders, key=lambda s: s.mean(metric))
+    nearest = max(contenders, key=lambda s: s.ci(metric).mean)
     repeats, repeats_text = _repeats_needed(winner, nearest, metric, options)
     text = (
         f"inconclusive: {winner.label} ({value}) cannot be separated from {_names(contenders)} "
@@ -180,9 +177,9 @@ def _overlap_note(
     rest = [s for s in candidates if s not in skip]
     if not rest:
         return ""
-    runner_up = max(rest, key=lambda s: s.mean(metric))
-    a, b = winner.metrics[metric], runner_up.metrics[metric]
-    if a.has_interval and b.has_interval and a.low <= b.high:
+    runner_up = max(rest, key=lambda s: s.ci(metric).mean)
+    a, b = winner.ci(metric), runner_up.ci(metric)
+    if a.low is not None and b.high is not None and a.low <= b.high:  # both have intervals
         return (
             f" Its interval overlaps that of {runner_up.label}, but the interval of the "
             "difference excludes 0 (Welch): the two are separated."
@@ -208,7 +205,7 @@ def _names(configs: list[ConfigSummary], shown: int = 4) -> str:
 def _repeats_needed(
     a: ConfigSummary, b: ConfigSummary, metric: str, options: ReportOptions
 ) -> tuple[int | None, str]:
-    ci_a, ci_b = a.metrics[metric], b.metrics[metric]
+    ci_a, ci_b = a.ci(metric), b.ci(metric)
     sds = [ci.sd for ci in (ci_a, ci_b) if ci.sd is not None]
     if not sds:
         return None, "Run at least 2 repeats per config to estimate the spread."
@@ -246,7 +243,7 @@ def _pass_rate_eligible(
 
 
 def _value_text(s: ConfigSummary, metric: str) -> str:
-    ci = s.metrics[metric]
+    ci = s.ci(metric)
     interval = f" [{ci.low:.1f}, {ci.high:.1f}]" if ci.has_interval else " (n = 1, no CI)"
     value = f"{METRIC_WORDS.get(metric, metric)} {ci.mean:.1f} tok/s{interval}"
     ratio = s.ratios.get(metric)
@@ -258,6 +255,10 @@ def _value_text(s: ConfigSummary, metric: str) -> str:
 
 def _pareto_point(s: ConfigSummary) -> tuple[float | None, ...]:
     return (s.mean("short_tps"), s.mean("long_tps"), None if s.coding is None else s.coding.rate)
+
+
+def _worst_if_missing(value: float | None) -> float:
+    return float("-inf") if value is None else value
 
 
 def _dominates(q: tuple[float, ...], p: tuple[float, ...]) -> bool:

@@ -2,6 +2,7 @@
 
 `build_document(summary)` decides *what* the report says; `markdown.py` and
 `html.py` only decide how it looks, so both outputs carry the same content.
+See docs/architecture.md "Report".
 """
 
 from __future__ import annotations
@@ -69,11 +70,7 @@ def build_document(summary: ReportSummary, out_dir: Path) -> Document:
     sections = [
         _recommendations(summary),
         _configurations(summary),
-        Section(
-            "Plots",
-            [Image(p.name, p.title, p.caption) for p in summary.plots]
-            + [Paragraph(f"Plot skipped: {note}") for note in summary.skipped_plots],
-        ),
+        Section("Plots", _plots(summary)),
         _correctness(summary),
         _acceptance(summary),
         _failures(summary, out_dir),
@@ -185,15 +182,20 @@ def _correctness(summary: ReportSummary) -> Section:
     return Section("Correctness and losslessness", [Paragraph(text), Table(headers, rows)])
 
 
+def _plots(summary: ReportSummary) -> list[Block]:
+    images: list[Block] = [Image(p.name, p.title, p.caption) for p in summary.plots]
+    return images + [Paragraph(f"Plot skipped: {note}") for note in summary.skipped_plots]
+
+
 def _acceptance(summary: ReportSummary) -> Section:
     rows: list[list[Cell]] = []
     for s in summary.configs:
         a = s.acceptance
         if a is not None:
-            rows.append(
-                [s.label, str(a.n)]
-                + [f"{v:.2f}" for v in (a.minimum, a.p25, a.median, a.p75, a.maximum)]
-            )
+            quartiles: list[Cell] = [
+                f"{v:.2f}" for v in (a.minimum, a.p25, a.median, a.p75, a.maximum)
+            ]
+            rows.append([s.label, str(a.n), *quartiles])
     if not rows:
         return Section(
             "Acceptance length distribution",
@@ -258,8 +260,8 @@ def _methods(summary: ReportSummary) -> Section:
                     "otherwise the recommendation is inconclusive.",
                     f"Repeats needed: exact power of a two-sample t-test ({o.power:.0%} power, alpha {o.alpha:g}) at "
                     "the observed difference and pooled spread.",
-                    f"Means within {o.tie_tolerance:.0%} of the best are ties: the cheaper config (smaller budget, then "
-                    "smaller topk) is preferred.",
+                    f"Means within {o.tie_tolerance:.0%} of the best are ties: the cheaper config (ar, then dflash, then "
+                    "ddtree; then smaller budget, topk and window) is preferred.",
                 ]
             )
         ],

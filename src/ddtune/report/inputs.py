@@ -2,13 +2,17 @@
 
 The sweep store builds these (`ddtune.sweep.store.Store.trial_records`); the
 report never touches SQLite or HTTP. Metric names are shared with the bench
-aggregates (`ddtune.bench`): see docs/architecture.md "Metric names".
+aggregates (`ddtune.bench`): see docs/architecture.md "Metric names". A record
+carries its configuration as objects (`params: DecodeParams` + user `vars`);
+`to_dict`/`from_dict` render `params` with `to_wire`/`from_wire`.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from ddtune.params import DecodeParams
 
 METRIC_NAMES = (
     "short_tps",  # mean decode tokens/s over the short-context requests
@@ -24,11 +28,12 @@ METRIC_NAMES = (
 @dataclass
 class TrialRecord:
     trial_id: int
-    label: str  # DecodeParams.label(), e.g. "ddtree b16 k4 wnone"
-    config: dict[str, Any]  # mode, budget, topk, window (+ user variables)
+    label: str  # the config's label, e.g. "ddtree b16 k4 wnone" (+ " name=value" per user var)
+    params: DecodeParams
     is_baseline: bool
     repeat: int
     status: str  # "done" | "failed" | "interrupted" | "pending"
+    vars: dict[str, Any] = field(default_factory=dict)  # user variables of the config
     attempts: int = 0
     failure: str | None = None  # class of the last failed attempt, e.g. "crashed(1)"
     failure_detail: str | None = None
@@ -41,9 +46,15 @@ class TrialRecord:
     # conditions keys: "hardware" (dict), "hardware_fingerprint" (str),
     # "prompt_set_hash" (str), "server_identity" (dict)
 
+    @property
+    def config(self) -> dict[str, Any]:
+        """The configuration in wire form: `params.to_wire()` plus the user variables."""
+        return {**self.params.to_wire(), **self.vars}
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-able; `params` in wire form. `from_dict` reads it back."""
+        return {**asdict(self), "params": self.params.to_wire()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
-        return cls(**data)
+        return cls(**{**data, "params": DecodeParams.from_wire(data["params"], "params")})

@@ -8,19 +8,21 @@ verdicts, or sampling at T > 0 with no significant difference).
 
 The text comparison itself is `ddtune.bench.compare_outputs` (imported lazily,
 so the report still renders, saying "not checked", where bench is unavailable).
+See docs/architecture.md "Report".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ddtune.report.inputs import TrialRecord
 
-Compare = Callable[
-    [Sequence[str], Sequence[str]], Any
-]  # -> verdict(identical, request, char, detail)
+if TYPE_CHECKING:
+    from ddtune.bench.lossless import LosslessVerdict
+
+Compare = Callable[[list[str], list[str]], "LosslessVerdict"]  # (baseline, outputs) -> verdict
 
 
 @dataclass

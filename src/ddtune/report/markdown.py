@@ -1,4 +1,7 @@
-"""Render a report `Document` as Markdown (GitHub-flavoured tables, images by file name)."""
+"""Render a report `Document` as Markdown (GitHub-flavoured tables, images by file name).
+
+See docs/architecture.md "Report".
+"""
 
 from __future__ import annotations
 

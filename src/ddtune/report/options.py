@@ -1,41 +1,33 @@
-"""`ReportOptions`: the knobs of the report, with defaults that suit a sweep."""
+"""`ReportOptions`: the knobs of the report, with defaults that suit a sweep.
+
+A `ddtune.tables.StrictModel` (docs/architecture.md "Report"): direct
+construction with a bad value raises pydantic's `ValidationError`; user input
+goes through `from_dict`, whose `UserError` names `report.<option>`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Annotated, Any
 
-from ddtune.errors import UserError
+from pydantic import Field
+
+from ddtune.tables import StrictModel, parse_table
+
+Level = Annotated[float, Field(ge=0.5, lt=1.0)]
 
 
-@dataclass(frozen=True)
-class ReportOptions:
+class ReportOptions(StrictModel):
     title: str = "ddtune sweep report"
-    confidence: float = 0.95  # level of every interval in the report
-    alpha: float = 0.05  # significance level of the tests (Welch t, Fisher exact)
-    power: float = 0.80  # target power of the "repeats needed" estimate
-    tie_tolerance: float = 0.02  # relative: means within 2% of the best count as tied
+    confidence: Level = 0.95  # level of every interval in the report
+    alpha: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.05  # significance of Welch t, Fisher exact
+    power: Level = 0.80  # target power of the "repeats needed" estimate
+    tie_tolerance: Annotated[float, Field(ge=0.0, lt=0.5)] = 0.02  # relative: within 2% = tied
     plots: bool = True  # write PNG plots and embed them in report.html
 
-    def __post_init__(self) -> None:
-        for name in ("confidence", "power"):
-            if not 0.5 <= getattr(self, name) < 1.0:
-                raise UserError(f"report {name} must lie in [0.5, 1); got {getattr(self, name)}")
-        if not 0.0 < self.alpha < 0.5:
-            raise UserError(f"report alpha must lie in (0, 0.5); got {self.alpha}")
-        if not 0.0 <= self.tie_tolerance < 0.5:
-            raise UserError(f"report tie_tolerance must lie in [0, 0.5); got {self.tie_tolerance}")
-
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self.model_dump()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ReportOptions:
-        """Strict: unknown keys are an error."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise UserError(
-                f"unknown report option(s) {', '.join(unknown)}; expected some of {', '.join(sorted(known))}"
-            )
-        return cls(**data)
+        """Strict: an unknown option or a bad value is a `UserError` keyed `report.<option>`."""
+        return parse_table(cls, data, where="report")

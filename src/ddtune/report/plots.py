@@ -7,6 +7,7 @@
 
 ddtree configs form lines over budget; ar and dflash configs (no budget) are
 drawn as horizontal reference lines. A plot without data is skipped, with a note.
+See docs/architecture.md "Report".
 """
 
 from __future__ import annotations
@@ -91,9 +92,9 @@ def _tps_vs_acceptance(summaries: Sequence[ConfigSummary]) -> tuple[Figure, Plot
     ax = figure.subplots()
     for metric, marker in zip(metrics, ("o", "s"), strict=False):
         points = [s for s in rows if s.mean(metric) is not None]
-        xs = [s.mean("acceptance_length") for s in points]
-        ys = [s.mean(metric) for s in points]
-        yerr = _errors([s.metrics[metric] for s in points])
+        xs = [s.ci("acceptance_length").mean for s in points]
+        ys = [s.ci(metric).mean for s in points]
+        yerr = _errors([s.ci(metric) for s in points])
         label = metric.replace("_tps", " context")
         ax.errorbar(xs, ys, yerr=yerr, fmt=marker, capsize=3, alpha=0.8, label=label)
         if len(points) > MAX_ANNOTATED:
@@ -111,19 +112,19 @@ def _tps_vs_acceptance(summaries: Sequence[ConfigSummary]) -> tuple[Figure, Plot
 
 
 def _pass_rate(summaries: Sequence[ConfigSummary]) -> tuple[Figure, Plot] | str:
-    rows = [s for s in summaries if s.coding is not None]
+    rows = [(s.label, s.coding) for s in summaries if s.coding is not None]
     if not rows:
         return "pass rate: no coding results"
     figure = Figure(figsize=(7, 0.45 * len(rows) + 1.4), layout="constrained")
     ax = figure.subplots()
     ys = list(range(len(rows)))
-    rates = [s.coding.rate for s in rows]
+    rates = [c.rate for _, c in rows]
     err = [
-        [max(0.0, s.coding.rate - s.coding.low) for s in rows],
-        [max(0.0, s.coding.high - s.coding.rate) for s in rows],
+        [max(0.0, c.rate - c.low) for _, c in rows],
+        [max(0.0, c.high - c.rate) for _, c in rows],
     ]
     ax.errorbar(rates, ys, xerr=err, fmt="o", capsize=4, color="tab:green")
-    ax.set_yticks(ys, [f"{s.label}  {s.coding.passed}/{s.coding.total}" for s in rows], fontsize=8)
+    ax.set_yticks(ys, [f"{label}  {c.passed}/{c.total}" for label, c in rows], fontsize=8)
     ax.set_xlim(-0.02, 1.02)
     ax.invert_yaxis()
     ax.set_xlabel("coding pass rate (95% Wilson interval)")
@@ -136,20 +137,21 @@ def _pass_rate(summaries: Sequence[ConfigSummary]) -> tuple[Figure, Plot] | str:
 def _lines_over_budget(ax: Axes, summaries: Sequence[ConfigSummary], metric: str) -> None:
     series: dict[str, list[ConfigSummary]] = {}
     for s in summaries:
-        if s.mean(metric) is None:
+        mean = s.mean(metric)
+        if mean is None:
             continue
-        if s.config.get("mode") == "ddtree":
+        if s.params.mode == "ddtree":
             series.setdefault(_series_name(s), []).append(s)
         else:
             ax.axhline(
-                s.mean(metric),
+                mean,
                 linestyle="--",
                 linewidth=1,
                 color="grey" if s.is_baseline else "tab:purple",
             )
             ax.annotate(
                 s.label,
-                (0, s.mean(metric)),
+                (0, mean),
                 xycoords=("axes fraction", "data"),
                 fontsize=7,
                 xytext=(3, 2),
@@ -157,15 +159,15 @@ def _lines_over_budget(ax: Axes, summaries: Sequence[ConfigSummary], metric: str
             )
     for i, (name, points) in enumerate(sorted(series.items())):
         points.sort(key=lambda s: s.cost)
-        cis = [s.metrics[metric] for s in points]
+        cis = [s.ci(metric) for s in points]
         dodge = 2 ** (
             (i - (len(series) - 1) / 2) * 0.05
         )  # shift series apart so bars don't overlap
-        xs = [max(s.cost[0], 1) * dodge for s in points]
+        xs = [max(s.params.budget, 1) * dodge for s in points]
         ax.errorbar(
             xs, [ci.mean for ci in cis], yerr=_errors(cis), marker="o", capsize=3, label=name
         )
-    budgets = sorted({max(s.cost[0], 1) for p in series.values() for s in p})
+    budgets = sorted({max(s.params.budget, 1) for p in series.values() for s in p})
     if budgets:
         ax.set_xscale("log", base=2)
         ax.set_xticks(budgets, [str(b) for b in budgets])
@@ -196,16 +198,15 @@ def _acceptance_boxes(ax: Axes, rows: list[ConfigSummary]) -> None:
 
 def _errors(cis: Sequence[MeanCI]) -> list[list[float]]:
     """Asymmetric error bars; zero-length where n = 1 (no interval)."""
-    low = [ci.mean - ci.low if ci.has_interval else 0.0 for ci in cis]
-    high = [ci.high - ci.mean if ci.has_interval else 0.0 for ci in cis]
+    low = [0.0 if ci.low is None else ci.mean - ci.low for ci in cis]
+    high = [0.0 if ci.high is None else ci.high - ci.mean for ci in cis]
     return [low, high]
 
 
 def _series_name(s: ConfigSummary) -> str:
-    window = s.config.get("window")
-    return f"topk {s.config.get('topk')}" + (
-        "" if window in (None, "none") else f", window {window}"
-    )
+    """One line per (topk, window); the whole-context window is the unnamed default."""
+    window = s.params.window
+    return f"topk {s.params.topk}" + ("" if window is None else f", window {window}")
 
 
 def _short(label: str) -> str:

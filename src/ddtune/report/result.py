@@ -2,6 +2,7 @@
 
 `build_report` returns one; the Markdown/HTML renderers, the CSV/JSON writers
 and the CLI all read from it, so every output tells the same story.
+See docs/architecture.md "Report".
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class ReportSummary:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["options"] = self.options.to_dict()
+        data["configs"] = [s.to_dict() for s in self.configs]
         data["files"] = {k: str(v) for k, v in self.files.items()}
         return data
 

@@ -9,6 +9,7 @@ small frozen dataclasses, so each one can be checked against a textbook value.
     fisher_exact_two_sided  Fisher's exact test for two pass rates
     ratio_ci                ratio of two independent means with a Fieller interval
     required_repeats        repeats per config for a two-sample t-test to separate a difference
+See docs/architecture.md "Report".
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ One `ConfigSummary` per label holds what a single configuration's repeats can
 say on their own: mean and t-interval of every metric, the ratio to the
 baseline (Fieller interval), the acceptance-length distribution, the pooled
 coding pass rate (Wilson interval) and the failed attempts. Comparisons
-between configurations live in `decide.py`.
+between configurations live in `decide.py`. See docs/architecture.md "Report".
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics as pystats
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ddtune.params import MODES, DecodeParams
@@ -64,12 +64,15 @@ class FailureInfo:
     log_tail_path: str | None
 
 
+Cost = tuple[int, int, int, float]
+
+
 @dataclass
 class ConfigSummary:
     label: str
-    config: dict[str, Any]
+    params: DecodeParams
+    vars: dict[str, Any]  # user variables of the config
     is_baseline: bool
-    cost: tuple[int, int, int]  # (budget, topk, mode rank): smaller is cheaper
     temperatures: list[float]
     trials: int
     done: int
@@ -81,9 +84,25 @@ class ConfigSummary:
     coding: Coding | None = None
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def cost(self) -> Cost:
+        """Sort key for "cheaper": see `cost_key`."""
+        return cost_key(self.params)
+
     def mean(self, metric: str) -> float | None:
         ci = self.metrics.get(metric)
         return None if ci is None else ci.mean
+
+    def ci(self, metric: str) -> MeanCI:
+        """The interval of a metric this config measured (a `KeyError` if it did not)."""
+        ci = self.metrics.get(metric)
+        if ci is None:
+            raise KeyError(f"{self.label}: {metric} was not measured")
+        return ci
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able; `params` in wire form."""
+        return {**asdict(self), "params": self.params.to_wire()}
 
 
 def summarize_configs(
@@ -103,16 +122,14 @@ def summarize_configs(
     return summaries
 
 
-def cost_key(config: dict[str, Any]) -> tuple[int, int, int]:
-    """(budget, topk, mode rank) of the canonical parameters; unknown parts count as 0."""
-    known = {k: config[k] for k in ("mode", "budget", "topk", "window") if k in config}
-    try:
-        params = DecodeParams.from_dict(known).canonical()
-    except Exception:  # a config the vocabulary rejects still gets a place in the order
-        mode = str(config.get("mode", ""))
-        rank = MODES.index(mode) if mode in MODES else len(MODES)
-        return (_as_int(config.get("budget")), _as_int(config.get("topk")), rank)
-    return (params.budget, params.topk, MODES.index(params.mode))
+def cost_key(params: DecodeParams) -> Cost:
+    """Mode rank (ar < dflash < ddtree), then `DecodeParams.cost()` of the canonical params.
+
+    `cost()` alone ranks by budget, topk and window only, which would let a windowed
+    dflash config count as cheaper than ar (both have budget 0, topk 1 when canonical).
+    """
+    canonical = params.canonical()
+    return (MODES.index(canonical.mode), *canonical.cost())
 
 
 def _summarize_group(label: str, group: list[TrialRecord], confidence: float) -> ConfigSummary:
@@ -120,9 +137,9 @@ def _summarize_group(label: str, group: list[TrialRecord], confidence: float) ->
     samples = _metric_samples(done)
     summary = ConfigSummary(
         label=label,
-        config=dict(group[0].config),
+        params=group[0].params,
+        vars=dict(group[0].vars),
         is_baseline=any(r.is_baseline for r in group),
-        cost=cost_key(group[0].config),
         temperatures=sorted({float(r.temperature) for r in group}),
         trials=len(group),
         done=len(done),
@@ -132,8 +149,8 @@ def _summarize_group(label: str, group: list[TrialRecord], confidence: float) ->
         acceptance=_acceptance_distribution(done),
         coding=_coding(done, confidence),
     )
-    if any(r.config != group[0].config for r in group):
-        summary.notes.append(f"records labelled {label!r} carry different config dicts")
+    if any((r.params, r.vars) != (group[0].params, group[0].vars) for r in group):
+        summary.notes.append(f"records labelled {label!r} carry different configurations")
     if len(done) == 1:
         summary.notes.append("one completed repeat: no confidence interval (n = 1)")
     return summary
@@ -160,7 +177,7 @@ def _ratios(
 ) -> dict[str, MeanCI | None]:
     ratios: dict[str, MeanCI | None] = {}
     for metric in RATIO_METRICS:
-        num, den = summary.samples.get(metric), baseline.samples.get(metric)
+        num, den = summary.samples.get(metric) or [], baseline.samples.get(metric) or []
         ok = num and den and math.fsum(den) != 0
         ratios[metric] = ratio_ci(num, den, confidence) if ok else None
     return ratios
@@ -214,13 +231,6 @@ def _number(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
-
-
-def _as_int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
 
 
 def unknown_metric_names(records: Sequence[TrialRecord]) -> list[str]:

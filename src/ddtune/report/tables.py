@@ -1,4 +1,7 @@
-"""Machine-readable outputs: `results.csv` (one row per config) and `results.json` (everything)."""
+"""Machine-readable outputs: `results.csv` (one row per config) and `results.json` (everything).
+
+Parameters are written in wire form (`DecodeParams.to_wire()`); see docs/architecture.md "Report".
+"""
 
 from __future__ import annotations
 
@@ -16,8 +19,7 @@ from ddtune.report.summarize import MEAN_METRICS, RATIO_METRICS, ConfigSummary
 
 def csv_row(summary: ReportSummary, s: ConfigSummary) -> dict[str, Any]:
     row: dict[str, Any] = {"label": s.label, "is_baseline": s.is_baseline}
-    for key in ("mode", "budget", "topk", "window"):
-        row[key] = s.config.get(key)
+    row.update(s.params.to_wire())
     row.update(trials=s.trials, done=s.done, failed=len(s.failures))
     for metric in MEAN_METRICS:
         ci = s.metrics.get(metric)

@@ -2,6 +2,7 @@
 
 Each handler parses its arguments, calls one function of the sweep package
 and prints the result; errors in the user's input are `UserError`s.
+See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
@@ -9,11 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 
 from ddtune.errors import UserError
+
+if TYPE_CHECKING:
+    from ddtune.sweep.runner import RunSummary
+    from ddtune.sweep.store import Store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -146,11 +151,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ddtune.sweep.demo import run_demo
 
-    specs = [Path(p) if p else None for p in (args.spec, args.hot_spec)]
-    return run_demo(Path(args.out), *specs, fresh=args.fresh)
+    restart, hot = (Path(p) if p else None for p in (args.spec, args.hot_spec))
+    return run_demo(Path(args.out), restart, hot, fresh=args.fresh)
 
 
-def _open_store(path: str | None):
+def _open_store(path: str | None) -> Store:
     from ddtune.sweep.store import Store
 
     return Store(Path(path) if path else _newest_store(), create=False)
@@ -170,14 +175,8 @@ def _newest_store() -> Path:
     return found[-1]
 
 
-def _print_summary(console: Console, summary) -> None:
-    console.print(
-        f"sweep: {summary.done} trial(s) done now, {summary.already_done} earlier, "
-        f"{summary.failed} failed, of {summary.planned}; {summary.seconds:.0f} s; store {summary.store_path}"
-    )
-    for line in summary.failures:
-        console.print(f"  [red]failed[/] {escape(line)}")
+def _print_summary(console: Console, summary: RunSummary) -> None:
+    summary.print(console)
     if not summary.interrupted:
-        console.print(
-            f"next: ddtune sweep report --store {summary.store_path} --out {summary.store_path.parent / 'report'}"
-        )
+        report = summary.store_path.parent / "report"
+        console.print(f"next: ddtune sweep report --store {summary.store_path} --out {report}")

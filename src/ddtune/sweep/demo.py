@@ -9,6 +9,7 @@
 
 Both passes resume like any sweep: running the demo again finishes what an
 interrupted demo left and never redoes finished trials (`--fresh` starts over).
+See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.errors import UserError
@@ -79,12 +79,7 @@ def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> Run
             f"{store_path} holds an earlier demo run from different demo specs; "
             "run `ddtune demo --fresh` to start over"
         ) from exc
-    console.print(
-        f"{kind} pass: {summary.done} done now, {summary.already_done} earlier, "
-        f"{summary.failed} failed, {summary.seconds:.0f} s"
-    )
-    for line in summary.failures:
-        console.print(f"  [red]failed[/] {escape(line)}")
+    summary.print(console, f"{kind} pass")
     if not summary.interrupted:
         store = Store(store_path, create=False)
         try:

@@ -4,8 +4,9 @@
        `interrupted`; create the sweep and its trials on the first run.
     2. For each trial that is pending or interrupted (done and failed ones are
        kept as they are; `sweep retry` reopens failed ones):
-       a. attempt n: `controller.reconfigure(config, attempt_dir)` runs the
-          readiness protocol (stop, quiesce, start, wait for the new identity);
+       a. attempt n: `controller.reconfigure(params, attempt_dir, user_vars=...,
+          on_phase=...)` runs the readiness protocol (stop, quiesce, start, wait
+          for the new identity); each phase it announces shows in the progress line;
        b. READY → `run_bench(...)` → samples + results + `done`, one transaction;
        c. not READY (or the bench failed) → the attempt is stored with its
           failure class, detail, timings and log tail, and retried after a backoff;
@@ -14,19 +15,21 @@
        stopped (`controller.close()`), and the exit code is 130 with a resume hint.
 
 Every failure line says class + detail + log path; nothing is a bare "skip".
+See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
 
-import json
 import re
 import signal
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -39,12 +42,23 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ddtune.params import PARAM_KEYS, DecodeParams
 from ddtune.sweep.plan import plan_spec
-from ddtune.sweep.spec import SweepSpec
+from ddtune.sweep.spec import Config, SweepSpec
 from ddtune.sweep.store import Store
 
+if TYPE_CHECKING:
+    from ddtune.services import Controller, Outcome
+
 RESUMABLE = ("pending", "interrupted")
+PHASE_TEXT = {  # the controller's phase (ddtune.services.protocol.PHASES) → the progress line
+    "preflight": "preflight",
+    "snapshot": "snapshot of the running instance",
+    "stop": "stopping",
+    "quiesce": "quiescing",
+    "start": "starting",
+    "poll": "loading (waiting for READY)",
+}
+Phase = Callable[[str], None]  # shows a text in the progress line
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -66,6 +80,15 @@ class RunSummary:
     @property
     def exit_code(self) -> int:
         return 130 if self.interrupted else 0
+
+    def print(self, console: Console, title: str = "sweep") -> None:
+        """The counts, then one line per failed trial (class, detail, log path)."""
+        console.print(
+            f"{title}: {self.done} trial(s) done now, {self.already_done} earlier, "
+            f"{self.failed} failed, of {self.planned}; {self.seconds:.0f} s; store {self.store_path}"
+        )
+        for line in self.failures:
+            console.print(f"  [red]failed[/] {escape(line)}")
 
 
 def default_store_path(spec: SweepSpec) -> Path:
@@ -121,10 +144,9 @@ class TrialLoop:
     ) -> None:
         self.spec, self.store, self.workdir = spec, store, workdir
         self.console, self.summary = console, summary
-        self.profile = str(getattr(spec.service, "profile", None) or "ddtune")
         self.hardware = _hardware_now()
 
-    def run(self, todo: list[Any]) -> None:
+    def run(self, todo: list[sqlite3.Row]) -> None:
         from ddtune.services import build_controller
 
         controller = build_controller(self.spec.service, self.workdir)
@@ -136,7 +158,6 @@ class TrialLoop:
                 def phase(text: str) -> None:
                     progress.update(task, phase=text)
 
-                report_phases(controller, phase)
                 for index, trial in enumerate(todo, start=1):
                     current = trial["id"]
                     name = f"{index}/{len(todo)} {trial['label']} r{trial['repeat']}"
@@ -166,7 +187,7 @@ class TrialLoop:
             transient=False,
         )
 
-    def _count(self, trial: Any, status: str) -> None:
+    def _count(self, trial: sqlite3.Row, status: str) -> None:
         if status == "done":
             self.summary.done += 1
         else:
@@ -177,9 +198,9 @@ class TrialLoop:
                 f"(log: {last['log_tail_path'] or 'none'})"
             )
 
-    def _trial(self, controller: Any, trial: Any, phase: Any) -> str:
+    def _trial(self, controller: Controller, trial: sqlite3.Row, phase: Phase) -> str:
         """All attempts of one trial; returns its final status (done | failed)."""
-        config = json.loads(trial["config_json"])
+        config = self.store.trial_config(trial)
         retry = self.spec.retry
         for attempt in range(1, retry.attempts + 1):
             if attempt > 1:
@@ -205,47 +226,52 @@ class TrialLoop:
 
     def _attempt(
         self,
-        controller: Any,
-        trial: Any,
-        config: dict,
+        controller: Controller,
+        trial: sqlite3.Row,
+        config: Config,
         attempt_id: int,
         attempt_dir: Path,
-        phase: Any,
+        phase: Phase,
     ) -> str | None:
         """One reconfigure + bench; stores the outcome; returns a failure line or None."""
-        from ddtune.bench import run_bench
-
         phase("reconfiguring")
         outcome = controller.reconfigure(
-            DecodeParams.from_wire({k: config[k] for k in PARAM_KEYS}),
+            config.params,
             attempt_dir,
-            user_vars={k: v for k, v in config.items() if k not in PARAM_KEYS},
+            user_vars=config.user_vars(),
+            on_phase=lambda name: phase(PHASE_TEXT.get(name, name)),
         )
-        timings = dict(getattr(outcome, "timings", None) or {})
-        identity = dict(getattr(outcome, "identity", None) or {})
         tail_path = _write_tail(attempt_dir, outcome)
+        timings, identity = dict(outcome.timings), dict(outcome.identity)
         if not outcome.ready:
             failure = outcome.failure or "not_ready"
             detail = outcome.detail or "the controller gave no detail"
-            self.store.fail_attempt(
-                attempt_id,
-                failure,
-                detail,
-                timings=timings,
-                identity=identity,
-                log_tail_path=tail_path,
-            )
+            seen = {"timings": timings, "identity": identity, "log_tail_path": tail_path}
+            self.store.fail_attempt(attempt_id, failure, detail, **seen)
             return f"{failure} — {detail} (log: {tail_path})"
         self.store.note_attempt(
             attempt_id, timings=timings, identity=identity, log_tail_path=tail_path
         )
         phase("benchmarking")
-        bench_started = time.monotonic()
+        return self._bench(trial["id"], attempt_id, outcome.base_url, timings, tail_path)
+
+    def _bench(
+        self,
+        trial_id: int,
+        attempt_id: int,
+        base_url: str,
+        timings: dict[str, float],
+        tail_path: str | None,
+    ) -> str | None:
+        """The bench against the READY server; stores its result, or the error as a failure."""
+        from ddtune.bench import run_bench
+
+        started = time.monotonic()
         try:
             result = run_bench(
-                outcome.base_url,
+                base_url,
                 self.spec.bench,
-                server_kind=self.profile,
+                server_kind=self.spec.service.profile,
                 identity=None,  # bench snapshots what serves now; the store merges both views
                 progress=False,  # the sweep's own progress line is live
             )
@@ -254,21 +280,19 @@ class TrialLoop:
             self.store.fail_attempt(attempt_id, "bench_error", detail, log_tail_path=tail_path)
             return f"bench_error — {detail} (log: {tail_path})"
         bench = result.to_dict()
-        timings["bench_s"] = round(time.monotonic() - bench_started, 3)
+        timings["bench_s"] = round(time.monotonic() - started, 3)
         hardware = bench.get("hardware") or self.hardware
-        self.store.record_result(trial["id"], attempt_id, bench, timings=timings, hardware=hardware)
+        self.store.record_result(trial_id, attempt_id, bench, timings=timings, hardware=hardware)
         return None
 
 
-def _write_tail(attempt_dir: Path, outcome: Any) -> str | None:
+def _write_tail(attempt_dir: Path, outcome: Outcome) -> str | None:
     """Keep the controller's log tail next to the attempt; return its path."""
-    tail = getattr(outcome, "log_tail", None)
-    if tail:
+    if outcome.log_tail:
         path = attempt_dir / "log_tail.txt"
-        path.write_text(tail if isinstance(tail, str) else "\n".join(tail))
+        path.write_text(outcome.log_tail)
         return str(path)
-    log_path = getattr(outcome, "log_path", None)
-    return str(log_path) if log_path else None
+    return outcome.log_path or None
 
 
 def _hardware_now() -> dict[str, Any]:
@@ -276,35 +300,6 @@ def _hardware_now() -> dict[str, Any]:
     from ddtune.bench.hardware import hardware_fingerprint
 
     return hardware_fingerprint()
-
-
-PHASES = {  # controller step → what the progress line says while it runs
-    "preflight": "preflight",
-    "stop_command": "stopping",
-    "_wait_port_free": "quiescing",
-    "start": "starting",
-    "wait_ready": "loading (waiting for READY)",
-}
-
-
-def report_phases(controller: Any, phase: Callable[[str], None]) -> None:
-    """Show the readiness protocol's steps in the progress line.
-
-    `reconfigure()` has no progress callback, so each step method of this one
-    controller object is wrapped to announce itself first (missing ones are skipped).
-    """
-    for method, text in PHASES.items():
-        original = getattr(controller, method, None)
-        if callable(original):
-            setattr(controller, method, _announce(original, text, phase))
-
-
-def _announce(method: Callable, text: str, phase: Callable[[str], None]) -> Callable:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        phase(text)
-        return method(*args, **kwargs)
-
-    return wrapper
 
 
 def _slug(label: str) -> str:
@@ -315,7 +310,7 @@ def _slug(label: str) -> str:
 def _signals_raise() -> Iterator[None]:
     """SIGTERM behaves like Ctrl-C for the duration (main thread only)."""
 
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         raise SweepInterrupted(f"signal {signum}")
 
     previous = signal.signal(signal.SIGTERM, handler)

@@ -10,6 +10,12 @@ consistent: a trial is `done` exactly when its results row exists. A runner
 holds an exclusive lock file (`<store>.lock`) while it works; when a store is
 opened and no runner holds the lock, trials and attempts left `running` by a
 dead runner become `interrupted`.
+
+A trial's configuration is stored as `Config.to_wire()` JSON (parameters by
+`DecodeParams.to_wire()`, window `"none"`) and read back only through
+`Config.from_wire()`, which also reads stores written before that (`window: null`).
+`trial_records()` (in `records.py`) reads a sweep back for the report.
+See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.errors import UserError
-from ddtune.params import config_hash
-from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.report.inputs import TrialRecord
+from ddtune.sweep import records
 from ddtune.sweep.plan import PlannedTrial
+from ddtune.sweep.spec import Config
 
 SCHEMA_VERSION = 1
 TRIAL_STATUSES = ("pending", "running", "done", "failed", "interrupted")
@@ -192,20 +199,22 @@ class Store:
                         "restore that spec to resume, or pass --store NEW_PATH to start afresh"
                     )
                 return int(row["id"])
-            sweep_id = db.execute(
-                "INSERT INTO sweeps (name, spec_text, spec_hash, spec_dir, created_at) VALUES (?,?,?,?,?)",
-                (name, spec_text, spec_hash, spec_dir, time.time()),
-            ).lastrowid
+            sweep_id = _row_id(
+                db.execute(
+                    "INSERT INTO sweeps (name, spec_text, spec_hash, spec_dir, created_at)"
+                    " VALUES (?,?,?,?,?)",
+                    (name, spec_text, spec_hash, spec_dir, time.time()),
+                )
+            )
             for trial in plan:
-                config = trial.config.to_dict()
                 db.execute(
                     "INSERT INTO trials (sweep_id, order_index, config_json, config_hash, label,"
                     " repeat, is_baseline, status, updated_at) VALUES (?,?,?,?,?,?,?,'pending',?)",
                     (
                         sweep_id,
                         trial.order_index,
-                        json.dumps(config),
-                        config_hash(config),
+                        json.dumps(trial.config.to_wire()),
+                        trial.config.hash(),
                         trial.config.label(),
                         trial.repeat,
                         int(trial.is_baseline),
@@ -232,6 +241,10 @@ class Store:
             f"SELECT * FROM trials WHERE sweep_id=? AND status IN ({marks}) ORDER BY order_index",
             (sweep_id, *statuses),
         ).fetchall()
+
+    def trial_config(self, trial: sqlite3.Row) -> Config:
+        """The configuration of a trial row (`config_json` read back by `Config.from_wire`)."""
+        return Config.from_wire(json.loads(trial["config_json"]), f"trial {trial['id']}")
 
     def attempts(self, trial_id: int) -> list[sqlite3.Row]:
         return self.db.execute(
@@ -263,11 +276,13 @@ class Store:
             number = db.execute(
                 "SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE trial_id=?", (trial_id,)
             ).fetchone()[0]
-            attempt_id = db.execute(
-                "INSERT INTO attempts (trial_id, number, runner_pid, state, started_at)"
-                " VALUES (?,?,?,'running',?)",
-                (trial_id, number, os.getpid(), time.time()),
-            ).lastrowid
+            attempt_id = _row_id(
+                db.execute(
+                    "INSERT INTO attempts (trial_id, number, runner_pid, state, started_at)"
+                    " VALUES (?,?,?,'running',?)",
+                    (trial_id, number, os.getpid(), time.time()),
+                )
+            )
             _set_status(db, trial_id, "running")
             return int(attempt_id), int(number)
 
@@ -333,83 +348,14 @@ class Store:
 
     def trial_records(self, sweep_id: int) -> list[TrialRecord]:
         """One `TrialRecord` per trial, in run order (what `build_report` reads)."""
-        return [self._record(row) for row in self.trials(sweep_id)]
-
-    def _record(self, trial: sqlite3.Row) -> TrialRecord:
-        attempts = self.attempts(trial["id"])
-        result = self.db.execute(
-            "SELECT * FROM results WHERE trial_id=?", (trial["id"],)
-        ).fetchone()
-        failed = [a for a in attempts if a["state"] in ("failed", "interrupted")]
-        last_failed = failed[-1] if failed and trial["status"] != "done" else None
-        record = TrialRecord(
-            trial_id=trial["id"],
-            label=trial["label"],
-            config=json.loads(trial["config_json"]),
-            is_baseline=bool(trial["is_baseline"]),
-            repeat=trial["repeat"],
-            status=trial["status"],
-            attempts=len(attempts),
-            failure=last_failed["failure"] if last_failed else None,
-            failure_detail=last_failed["detail"] if last_failed else None,
-            log_tail_path=last_failed["log_tail_path"] if last_failed else None,
-        )
-        if result is not None:
-            self._fill_result(record, result)
-        return record
-
-    def _fill_result(self, record: TrialRecord, result: sqlite3.Row) -> None:
-        aggregates = json.loads(result["aggregates_json"])
-        bench = json.loads(result["bench_json"])
-        attempt = self.db.execute(
-            "SELECT * FROM attempts WHERE id=?", (result["attempt_id"],)
-        ).fetchone()
-        rows = [
-            json.loads(r[0])
-            for r in self.db.execute(
-                "SELECT row_json FROM samples WHERE attempt_id=? ORDER BY idx",
-                (result["attempt_id"],),
-            )
-        ]
-        record.metrics = {name: aggregates.get(name) for name in METRIC_NAMES}
-        record.acceptance_lengths = [
-            float(r["acceptance_length"]) for r in rows if r.get("acceptance_length") is not None
-        ]
-        record.outputs = json.loads(result["outputs_json"])
-        record.temperature = float(_find(bench, "temperature", 0.0) or 0.0)
-        hardware = json.loads(attempt["hardware_json"]) or bench.get("hardware") or {}
-        record.conditions = {
-            "hardware": hardware,
-            "hardware_fingerprint": bench.get("hardware_fingerprint") or config_hash(hardware),
-            "prompt_set_hash": _find(bench, "prompt_set_hash", None),
-            "server_identity": _server_identity(
-                bench.get("identity"), json.loads(attempt["identity_json"])
-            ),
-        }
+        return records.trial_records(self, sweep_id)
 
 
-def _server_identity(served: Any, controller: dict[str, Any]) -> dict[str, Any]:
-    """What served the bench (its identity endpoint) overlaid with the controller's view
-    (process, tag, the identity it waited for): a hot reconfigure reports only a few
-    keys to the controller, the model hashes come from the server itself."""
-    served = (
-        {k: v for k, v in (served or {}).items() if k != "_source"}
-        if isinstance(served, dict)
-        else {}
-    )
-    return {**served, **controller}
-
-
-def _find(data: Any, key: str, default: Any) -> Any:
-    """First value of `key` anywhere in nested dicts (bench JSON layout may vary)."""
-    if isinstance(data, dict):
-        if key in data:
-            return data[key]
-        for value in data.values():
-            found = _find(value, key, None)
-            if found is not None:
-                return found
-    return default
+def _row_id(cursor: sqlite3.Cursor) -> int:
+    """The id of the row an INSERT just wrote."""
+    if cursor.lastrowid is None:
+        raise sqlite3.DatabaseError("INSERT returned no row id")
+    return cursor.lastrowid
 
 
 def _set_status(db: sqlite3.Connection, trial_id: int, status: str) -> None:

@@ -1,4 +1,8 @@
-"""Read-only views of a store: the status table, CSV/JSON export, and the report hand-off."""
+"""Read-only views of a store: the status table, CSV/JSON export, and the report hand-off.
+
+Everything here reads `TrialRecord`s (`Store.trial_records`); parameters appear
+in their wire form (`TrialRecord.config`). See docs/architecture.md "Sweep".
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import io
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -15,6 +19,9 @@ from rich.text import Text
 
 from ddtune.report.inputs import METRIC_NAMES, TrialRecord
 from ddtune.sweep.store import TRIAL_STATUSES, Store
+
+if TYPE_CHECKING:
+    from ddtune.report.result import ReportSummary
 
 STATUS_STYLE = {
     "done": "green",
@@ -92,7 +99,7 @@ def export_rows(store: Store, sweep: sqlite3.Row) -> list[dict[str, Any]]:
     rows = []
     for r in store.trial_records(sweep["id"]):
         row = {"sweep": sweep["name"], "trial_id": r.trial_id, "label": r.label}
-        row.update({k: ("none" if k == "window" and v is None else v) for k, v in r.config.items()})
+        row.update(r.config)  # params in wire form (window "none") + user variables
         row.update(
             repeat=r.repeat,
             is_baseline=r.is_baseline,
@@ -141,7 +148,9 @@ def _attempt_dict(row: sqlite3.Row) -> dict[str, Any]:
     return data
 
 
-def write_report(store: Store, sweep: sqlite3.Row, out_dir: Path, console: Console) -> Any:
+def write_report(
+    store: Store, sweep: sqlite3.Row, out_dir: Path, console: Console
+) -> ReportSummary:
     """Hand the store's TrialRecords to `ddtune.report.build_report`; say where it wrote."""
     from ddtune.report import build_report
 

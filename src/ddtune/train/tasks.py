@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ddtune.errors import UserError
+from ddtune.jsonl import jsonl_rows
 
 HOLDOUT_PERCENT = 12  # share of eligible combinations reserved for the held-out split
 INDENT = "    "
@@ -352,13 +353,7 @@ def read_jsonl(path: Path) -> list[dict]:
     """Tasks from a HumanEval-format JSONL; a clear error for a malformed line."""
     required = ("task_id", "prompt", "entry_point", "test")
     rows = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{number}: not JSON ({exc.msg})") from None
+    for number, row in jsonl_rows(path):
         missing = [key for key in required if key not in row]
         if missing:
             raise UserError(f"{path}:{number}: missing field(s) {', '.join(missing)}")

@@ -1,0 +1,31 @@
+"""Reading JSON Lines files: one JSON value per line, blank lines skipped.
+
+The one JSONL reader of the project (bench prompts, training and held-out
+tasks); see docs/architecture.md. A line that is not JSON is a `UserError`
+naming `path:line`, so callers only check the fields they need.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ddtune.errors import UserError
+
+
+def jsonl_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(1-based line number, parsed value) for every non-blank line of `path`."""
+    path = Path(path)
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        yield number, row
+
+
+__all__ = ["jsonl_rows"]
