@@ -162,3 +162,23 @@ def test_a_broken_step_fails_its_jobs_and_the_worker_goes_on(engine) -> None:  #
     worker.stop()
     assert isinstance(rec.outcomes["first"].error, RuntimeError)
     assert rec.outcomes["second"].result.finish_reason == "length"
+
+
+def test_a_job_that_can_never_fit_gets_an_error_instead_of_waiting(engine) -> None:  # noqa: ANN001
+    """A config whose round exceeds the step budget (the server refuses it at startup and on
+    reconfigure) still cannot wedge the queue: its job fails with the reason."""
+    from ddtune.errors import UserError
+
+    config = [(DecodeParams("ddtree", 40, 2), 0)]
+    worker = GenerationWorker(engine, lambda: config[0], ServerMetrics(), 4, 2, 32)
+    worker.start()
+    rec = Recorder()
+    worker.submit(rec.job("too-big"))
+    rec.wait(1)
+    config[0] = (DecodeParams("ddtree", 8, 2), 1)
+    worker.submit(rec.job("fits"))
+    rec.wait(2)
+    worker.stop()
+    assert isinstance(rec.outcomes["too-big"].error, UserError)
+    assert "round of 41 tokens" in str(rec.outcomes["too-big"].error)
+    assert rec.outcomes["fits"].result.finish_reason == "length"

@@ -157,8 +157,9 @@ class GenerationWorker:
         while self._queue and len(admitted) < room:
             params, generation = self.current_config()
             planned = [p for _, p, _ in admitted]
-            if not self.scheduler.can_admit(params, planned):
-                break
+            empty = not planned and not self.scheduler.busy
+            if not empty and not self.scheduler.can_admit(params, planned):
+                break  # (into an empty batch it goes anyway: `add` says why it cannot run)
             job = self._queue.popleft()
             self._running[id(job)] = job
             admitted.append((job, params, generation))
