@@ -1,6 +1,8 @@
 """`ddtune bench-engine --concurrency 1,2,4,8`: run `loadspeed` and print its tables.
 
-Prints one table with every (concurrency, config) row, then the summary:
+Prints one table with every (concurrency, config) row (wall tok/s and
+tokens per CPU-second), then the summary, by CPU time (robust on a shared
+machine; see `loadspeed`):
 per concurrency AR's aggregate tok/s (and its ratio to concurrency 1), the
 best speculative config and its advantage over AR, the crossover
 concurrency, and the tree + mask + commit share of round time for the
@@ -84,13 +86,14 @@ def print_rows(console: Console, rows: list[LoadRow]) -> None:
     table = Table(title="bench-engine --concurrency (T=0, same prompts, aggregate)")
     table.add_column("c", justify="right")
     table.add_column("config", no_wrap=True, min_width=max(len(r.label) for r in rows))
-    for col in ("tok/s", "tau", "batch", "tree+mask+commit", "= AR"):
+    for col in ("tok/s wall", "tok/cpu-s", "tau", "batch", "tree+mask+commit", "= AR"):
         table.add_column(col, justify="right")
     for r in rows:
         table.add_row(
             str(r.concurrency),
             r.label,
             f"{r.tokens_per_second:.1f}",
+            f"{r.tokens_per_cpu_second:.1f}",
             f"{r.tau:.2f}",
             f"{r.mean_batch:.2f}",
             f"{r.overhead_share:.1%}",
@@ -102,21 +105,23 @@ def print_rows(console: Console, rows: list[LoadRow]) -> None:
 def print_summary(console: Console, rows: list[LoadRow]) -> None:
     from rich.table import Table
 
-    from ddtune.engine.loadspeed import crossover, summarize
+    from ddtune.engine.loadspeed import crossover, speed, summarize
 
-    summaries = summarize(rows)
-    base = summaries[0].ar.tokens_per_second or 1.0
-    table = Table(title="per concurrency: AR vs the best speculative config")
-    for col in ("c", "AR tok/s", "AR x c1", "best config", "tok/s", "x AR"):
+    clock = "cpu" if all(r.cpu_seconds for r in rows) else "wall"
+    summaries = summarize(rows, clock)
+    base = speed(summaries[0].ar, clock) or 1.0
+    unit = "tok/cpu-s" if clock == "cpu" else "tok/s"
+    table = Table(title=f"per concurrency ({unit}): AR vs the best speculative config")
+    for col in ("c", f"AR {unit}", "AR x c1", "best config", unit, "x AR"):
         table.add_column(col, justify="right")
     for s in summaries:
         best = s.best
         table.add_row(
             str(s.concurrency),
-            f"{s.ar.tokens_per_second:.1f}",
-            f"{s.ar.tokens_per_second / base:.2f}",
+            f"{speed(s.ar, clock):.1f}",
+            f"{speed(s.ar, clock) / base:.2f}",
             best.label if best else "-",
-            f"{best.tokens_per_second:.1f}" if best else "-",
+            f"{speed(best, clock):.1f}" if best else "-",
             f"{s.advantage:.2f}" if best else "-",
         )
     console.print(table)

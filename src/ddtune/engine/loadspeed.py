@@ -3,7 +3,9 @@
 For every concurrency c and every `DecodeParams`, the same prompts run
 through the batch `Scheduler` with `max_batch = c`, all queued at once, so
 c requests decode together until the queue runs dry (closed loop). A row
-reports the aggregate output tok/s (all tokens / wall time), tau, the mean
+reports the aggregate output tok/s (all tokens / wall time) and tokens per
+CPU-second of this process (with one torch thread that is what the wall
+speed would be on an idle core: the figure to use on a shared machine), tau, the mean
 batch size per round, the share of round time outside the model forwards
 (tree build + mask + commit) and whether every output equals AR's at
 concurrency 1. Repeats interleave concurrencies and configs, so machine
@@ -32,7 +34,8 @@ class LoadRow:
     params: DecodeParams
     concurrency: int
     tokens: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall
+    cpu_seconds: float = 0.0  # this process's CPU time over the same runs
     rounds: int = 0
     accepted: int = 0  # tokens committed by rounds (bonus included), over all requests
     request_rounds: int = 0  # rounds summed over requests (for tau)
@@ -46,6 +49,11 @@ class LoadRow:
     @property
     def tokens_per_second(self) -> float:
         return self.tokens / self.seconds if self.seconds else 0.0
+
+    @property
+    def tokens_per_cpu_second(self) -> float:
+        """Tokens per CPU-second: with one torch thread, the wall speed of an idle core."""
+        return self.tokens / self.cpu_seconds if self.cpu_seconds else 0.0
 
     @property
     def tau(self) -> float:
@@ -63,7 +71,13 @@ class LoadRow:
 
     def to_dict(self) -> dict[str, Any]:
         figures = {k: v for k, v in asdict(self).items() if k != "params"}
-        derived = ("tokens_per_second", "tau", "mean_batch", "overhead_share")
+        derived = (
+            "tokens_per_second",
+            "tokens_per_cpu_second",
+            "tau",
+            "mean_batch",
+            "overhead_share",
+        )
         return {
             "label": self.label,
             **self.params.to_wire(),
@@ -116,13 +130,14 @@ def _run(
     scheduler.on_round = reports.append
     done: dict[int, BatchResult] = {}
     queue = list(enumerate(ids))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     while queue or scheduler.busy:
         while queue and scheduler.can_admit(params):
             index, prompt = queue.pop(0)
             scheduler.add(BatchRequest(prompt, params, sampling, on_done=_store(done, index)))
         scheduler.step()
     row.seconds += time.perf_counter() - start
+    row.cpu_seconds += time.process_time() - cpu
     results = [done[i].result for i in range(len(ids))]
     assert all(r is not None for r in results), "a benchmark request failed"
     row.rounds += len(reports)
@@ -146,29 +161,35 @@ def _store(done: dict[int, BatchResult], index: int) -> Callable[[BatchResult], 
     return on_done
 
 
+def speed(row: LoadRow, clock: str) -> float:
+    """tok/s by the "wall" clock or per CPU-second ("cpu")."""
+    return row.tokens_per_cpu_second if clock == "cpu" else row.tokens_per_second
+
+
 @dataclass
 class ConcurrencySummary:
     concurrency: int
     ar: LoadRow
     best: LoadRow | None  # the fastest speculative config, None without one
+    clock: str = "cpu"
 
     @property
     def advantage(self) -> float:
         """Best speculative tok/s over AR tok/s (0 without a speculative row)."""
-        if self.best is None or not self.ar.tokens_per_second:
+        if self.best is None or not speed(self.ar, self.clock):
             return 0.0
-        return self.best.tokens_per_second / self.ar.tokens_per_second
+        return speed(self.best, self.clock) / speed(self.ar, self.clock)
 
 
-def summarize(rows: Sequence[LoadRow]) -> list[ConcurrencySummary]:
-    """Per concurrency: the AR row and the fastest speculative row."""
+def summarize(rows: Sequence[LoadRow], clock: str = "cpu") -> list[ConcurrencySummary]:
+    """Per concurrency: the AR row and the fastest speculative row by `clock`."""
     out = []
     for c in sorted({r.concurrency for r in rows}):
         at = [r for r in rows if r.concurrency == c]
         ar = next(r for r in at if r.params.mode == "ar")
         spec = [r for r in at if r.params.mode != "ar"]
-        best = max(spec, key=lambda r: r.tokens_per_second) if spec else None
-        out.append(ConcurrencySummary(c, ar, best))
+        best = max(spec, key=lambda r: speed(r, clock)) if spec else None
+        out.append(ConcurrencySummary(c, ar, best, clock))
     return out
 
 
