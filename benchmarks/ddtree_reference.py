@@ -17,7 +17,9 @@ a time over stdin, so the two engines run interleaved on the same prompts
 (ddtune's bundled models and held-out prompts, no stop tokens, T=0): for
 every repeat and config, the reference then ddtune (order swapped on odd
 repeats). Each side's tok/s = generated tokens / wall seconds of its generate
-calls (prefill included). The table shows both, the ratio, both taus and
+calls (prefill included), and per CPU-second of its process over the same
+calls (with one thread the idle-core speed; the ratio to trust on a busy
+machine). The table shows both, the ratio, both taus and
 whether the outputs are identical. See docs/performance.md.
 """
 
@@ -31,7 +33,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-REFERENCE_PACKAGES = ["transformers==4.57.1", "loguru", "numpy", "tqdm", "typing_extensions"]
+REFERENCE_PACKAGES = [
+    "transformers==4.57.1",
+    "datasets",
+    "loguru",
+    "numpy",
+    "tqdm",
+    "typing_extensions",
+]
 
 # Runs inside the reference venv: reads one JSON config per line, answers one JSON line.
 RUNNER = r"""
@@ -53,13 +62,13 @@ draft = DFlashDraftModel.from_pretrained(
 print(json.dumps({"ready": True, "block_size": draft.block_size}), flush=True)
 for line in sys.stdin:
     job = json.loads(line)
-    outputs, taus, seconds = [], [], 0.0
+    outputs, taus, seconds, cpu = [], [], 0.0, 0.0
     with torch.inference_mode():
         for ids in job["prompts"]:
             args = dict(model=draft, target=target, input_ids=torch.tensor([ids]),
                         mask_token_id=draft.mask_token_id, max_new_tokens=job["max_tokens"],
                         stop_token_ids=None, temperature=0.0)
-            start = time.perf_counter()
+            start, cpu0 = time.perf_counter(), time.process_time()
             if job["mode"] == "ar":
                 out = dflash_generate(block_size=1, **args)
             elif job["mode"] == "dflash":
@@ -68,9 +77,11 @@ for line in sys.stdin:
                 out = ddtree.ddtree_generate(block_size=draft.block_size,
                                              tree_budget=job["budget"], **args)
             seconds += time.perf_counter() - start
+            cpu += time.process_time() - cpu0
             outputs.append(out.output_ids[0, len(ids):].tolist())
             taus += list(out.acceptance_lengths)
-    print(json.dumps({"outputs": outputs, "seconds": seconds, "acceptance": taus}), flush=True)
+    print(json.dumps({"outputs": outputs, "seconds": seconds, "cpu": cpu, "acceptance": taus}),
+          flush=True)
 """
 
 
@@ -127,14 +138,15 @@ def run_ddtune(engine: Any, mode: str, budget: int, prompts: list[list[int]], ma
 
     params = DecodeParams(mode, budget, 4, None).canonical()  # type: ignore[arg-type]
     sampling = SamplingParams(max_new_tokens=max_tokens, ignore_eos=True)
-    outputs, taus, seconds = [], [], 0.0
+    outputs, taus, seconds, cpu = [], [], 0.0, 0.0
     for ids in prompts:
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), time.process_time()
         result = engine.generate(ids, params, sampling)
         seconds += time.perf_counter() - start
+        cpu += time.process_time() - cpu0
         outputs.append(result.token_ids)
         taus += result.stats.acceptance_lengths
-    return {"outputs": outputs, "seconds": seconds, "acceptance": taus}
+    return {"outputs": outputs, "seconds": seconds, "cpu": cpu, "acceptance": taus}
 
 
 def main() -> int:
@@ -185,22 +197,29 @@ def _side_run(side, reference, engine, mode, budget, prompts, max_tokens):  # no
 
 def _add(total: dict[str, Any], got: dict[str, Any]) -> None:
     total["seconds"] = total.get("seconds", 0.0) + got["seconds"]
+    total["cpu"] = total.get("cpu", 0.0) + got["cpu"]
     total["tokens"] = total.get("tokens", 0) + sum(len(o) for o in got["outputs"])
     total["acceptance"] = total.get("acceptance", []) + got["acceptance"]
     total.setdefault("outputs", got["outputs"])
 
 
 def _print_table(configs: list[tuple[str, int]], totals: dict) -> None:  # noqa: ANN001
-    head = f"{'config':<12} {'ref tok/s':>10} {'ddtune tok/s':>13} {'ratio':>6} "
-    print(head + f"{'ref tau':>8} {'ddtune tau':>11} {'same output':>12}")
+    """Both engines' tok/s by wall clock and per CPU-second, their ratios, taus, equality."""
+    print(
+        f"{'config':<12} {'ref tok/s':>9} {'ddtune':>7} {'ratio':>6}  "
+        f"{'ref tok/cpu-s':>13} {'ddtune':>7} {'ratio':>6}  {'ref tau':>7} {'ddtune':>7} "
+        f"{'same output':>11}"
+    )
     for mode, budget in configs:
         ref, own = totals[(mode, budget, "reference")], totals[(mode, budget, "ddtune")]
-        ref_tps, own_tps = ref["tokens"] / ref["seconds"], own["tokens"] / own["seconds"]
+        wall = [side["tokens"] / side["seconds"] for side in (ref, own)]
+        cpu = [side["tokens"] / side["cpu"] for side in (ref, own)]
         label = mode if mode != "ddtree" else f"ddtree b{budget}"
         same = "yes" if ref["outputs"] == own["outputs"] else "NO"
         print(
-            f"{label:<12} {ref_tps:>10.1f} {own_tps:>13.1f} {own_tps / ref_tps:>6.2f} "
-            f"{_tau(ref):>8.2f} {_tau(own):>11.2f} {same:>12}"
+            f"{label:<12} {wall[0]:>9.1f} {wall[1]:>7.1f} {wall[1] / wall[0]:>6.2f}  "
+            f"{cpu[0]:>13.1f} {cpu[1]:>7.1f} {cpu[1] / cpu[0]:>6.2f}  "
+            f"{_tau(ref):>7.2f} {_tau(own):>7.2f} {same:>11}"
         )
 
 
