@@ -238,3 +238,27 @@ def test_slots_grow_to_the_longest_request(engines) -> None:  # noqa: ANN001
     while scheduler.busy:
         scheduler.step()
     assert_same_as_unbatched(engine, request, done[0])
+
+
+def test_both_walks_give_the_unbatched_output(engines, monkeypatch) -> None:  # noqa: ANN001
+    """One LM-head matmul over all nodes, or one per depth: the same choices (T=0 and T>0)."""
+    from ddtune.engine import walk
+
+    engine = engines("llama", 6)
+    specs = [
+        {"prompt": [2 + i, 5, 3 + i % 4] * (1 + i), "mode": mode, "budget": 6 + 5 * i, "topk": 3}
+        for i, mode in enumerate(["ddtree", "dflash", "ar", "ddtree", "ddtree"])
+    ]
+    for limit in (0, 10**6):
+        monkeypatch.setattr(walk, "NODES_PER_ROW", limit)
+        requests = [
+            make_request(
+                {**s, "window": None, "max_new": 20, "ignore_eos": True},
+                temperature=0.8 if i % 2 else 0.0,
+                seed=i,
+            )
+            for i, s in enumerate(specs)
+        ]
+        results = generate_batch(engine, [(0, r) for r in requests], max_batch=5)
+        for request, got in zip(requests, results, strict=True):
+            assert_same_as_unbatched(engine, request, got)

@@ -16,8 +16,8 @@ A batched round (docs/architecture.md "Engine"):
   3. verify  one target forward over `[root] + nodes` of every row, padded to
              the largest tree; row r sees its own past and its ancestors
              (`packing.verify_batch`); padding writes to the scratch slot
-  4. walk    level by level over the rows still walking: one LM-head matmul
-             per depth for all of them, then each row's own choice
+  4. walk    each row follows its target's own choices (`walk.py`: one
+             LM-head matmul over all nodes, or one per depth for big trees)
   5. commit  per row: compact its accepted path in place, keep its features
 
 Prefill runs one request at a time (`prefill`, in chunks if the scheduler
@@ -38,7 +38,8 @@ from ddtune.engine.model import Decoder, causal_mask
 from ddtune.engine.packing import VerifyBatch, draft_mask, verify_batch
 from ddtune.engine.sampling import Sampler
 from ddtune.engine.slots import SlotCache
-from ddtune.engine.tree import DraftTree, build_tree, chain_tree, children_index
+from ddtune.engine.tree import DraftTree, build_tree, chain_tree
+from ddtune.engine.walk import walk
 from ddtune.params import DecodeParams
 
 
@@ -161,7 +162,7 @@ class BatchDecoder:
         batch = verify_batch([s.root for s in seqs], [s.pos for s in seqs], trees)
         t2 = time.perf_counter()
         final, hidden = self._verify(seqs, trees, batch)
-        walks = self._walk(seqs, trees, final)
+        walks = walk(self.target.lm_logits, seqs, trees, final)
         t3 = time.perf_counter()
         outcomes = [
             self._commit(s, t, path, tokens, hidden, r)
@@ -265,39 +266,6 @@ class BatchDecoder:
         assert out.final is not None
         hidden = torch.cat(out.hidden, dim=-1) if layer_ids else None
         return out.final, hidden
-
-    def _walk(
-        self, seqs: list[SeqState], trees: list[DraftTree], final: torch.Tensor
-    ) -> list[tuple[list[int], list[int]]]:
-        """Per row: accepted verify indices (root first) and emitted tokens (accepted + bonus)."""
-        children = [children_index(t) for t in trees]
-        nodes = [0] * len(seqs)
-        walks: list[tuple[list[int], list[int]]] = [([0], []) for _ in seqs]
-        active = list(range(len(seqs)))
-        while active:
-            logits = self.target.lm_logits(final[active, [nodes[r] for r in active]])  # [A, V]
-            still = []
-            for r, choice in zip(active, self._choose(seqs, active, logits), strict=True):
-                path, tokens = walks[r]
-                tokens.append(choice)
-                child = children[r].get((nodes[r], choice))
-                if child is not None:
-                    path.append(child)
-                    nodes[r] = child
-                    still.append(r)
-            active = still
-        return walks
-
-    @staticmethod
-    def _choose(seqs: list[SeqState], rows: list[int], logits: torch.Tensor) -> list[int]:
-        """Each row's own choice: argmax for greedy rows (one sync), else its sampler."""
-        greedy = logits.argmax(dim=-1).tolist()
-        return [
-            greedy[i]
-            if seqs[r].sampler.greedy
-            else seqs[r].sampler.choose(logits[i], seqs[r].generator)
-            for i, r in enumerate(rows)
-        ]
 
     def _commit(
         self,
