@@ -51,7 +51,11 @@ def cmd_concurrency(
     from ddtune.engine.loadspeed import run_concurrency_bench
 
     levels = parse_concurrency(args.concurrency)
-    prompts, source = _prompts(args.prompts_file, count=2 * levels[-1])
+    wanted = 2 * levels[-1]
+    prompts, source = _prompts(args.prompts_file, count=wanted)
+    if len(prompts) < wanted:  # cycle them: 2 x the largest concurrency keeps batches full
+        source += f", cycled to {wanted}"
+        prompts = (prompts * (wanted // len(prompts) + 1))[:wanted]
     with tempfile.TemporaryDirectory(prefix="ddtune-bench-") as tmp:
         target, drafter, note = _bench_models(args, Path(tmp))
         engine = Engine.load(target, drafter)
