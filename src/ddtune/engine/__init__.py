@@ -5,7 +5,8 @@ decoder), `drafter` (DFlash), `cache` (the KV cache of both), `loading` (HF fold
 `tokenizer`, `testing` (random tiny checkpoints), then decoding: `tree`,
 `sampling`, `stops`, `decoding` (one request's rounds), `engine` (`Engine`);
 batching: `budget` (step token budget), `slots` (slotted KV cache), `packing`
-(padded verify/draft inputs and masks), `batch` (batched rounds), `scheduler`
+(padded verify/draft inputs and masks), `batch` (batched rounds), `walk`
+(the batched walk), `scheduler`
 (continuous batching); `speed` and `loadspeed` (in-process speed for
 `ddtune bench-engine`, single-stream and `--concurrency`), `commands` and
 `loadbench` (CLI).
