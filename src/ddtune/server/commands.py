@@ -24,6 +24,8 @@ SETTING_FLAGS = (
     "host",
     "port",
     "max_queue",
+    "max_batch",
+    "max_step_tokens",
     "grace_seconds",
     "model_name",
     "max_request_bytes",
@@ -53,6 +55,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, help="listen port, 0 = any free one (default: 8000)")
     p.add_argument("--config", type=Path, help="TOML file with any of these settings")
     p.add_argument("--max-queue", type=int, help="waiting requests before 503 (default: 64)")
+    p.add_argument(
+        "--max-batch",
+        type=int,
+        help="requests decoded together in one round, 1 = one at a time (default: 8)",
+    )
+    p.add_argument(
+        "--max-step-tokens",
+        type=int,
+        help="token budget of one step: every running request's tree + root plus prefill "
+        "(default: 2048)",
+    )
     p.add_argument(
         "--grace-seconds",
         type=float,

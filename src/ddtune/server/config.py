@@ -11,6 +11,8 @@ See docs/architecture.md "Server". The TOML file uses the flag names as keys
     window = "none"
     port = 8000
     max_queue = 64
+    max_batch = 8
+    max_step_tokens = 2048
     grace_seconds = 10
     max_request_bytes = 4194304
     body_timeout_seconds = 30
@@ -31,6 +33,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
+from ddtune.engine.budget import DEFAULT_MAX_BATCH, DEFAULT_MAX_STEP_TOKENS
 from ddtune.errors import UserError
 from ddtune.params import PARAM_KEYS, DecodeParams
 from ddtune.tables import StrictModel, parse_table
@@ -53,7 +56,9 @@ class ServeConfig(StrictModel):
     params: DecodeParams = DecodeParams()
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8000  # 0 = any free port (see the ready line)
-    max_queue: Annotated[int, Field(ge=1)] = 64  # requests waiting behind the running one
+    max_queue: Annotated[int, Field(ge=1)] = 64  # requests waiting behind the running ones
+    max_batch: Annotated[int, Field(ge=1)] = DEFAULT_MAX_BATCH  # 1 = one request at a time
+    max_step_tokens: Annotated[int, Field(ge=1)] = DEFAULT_MAX_STEP_TOKENS  # verify + prefill
     grace_seconds: Annotated[float, Field(ge=0.0)] = 10.0  # SIGTERM: time to finish requests
     model_name: str | None = None  # None = the target folder's name
     health_timeout_s: Annotated[float, Field(gt=0.0)] = 30.0  # /health_generate deadline

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ddtune.engine.budget import check_round_fits
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams, SamplingParams
 from ddtune.server.chat import ChatTemplate
@@ -49,7 +50,9 @@ class ServerState:
         self._params = config.params
         self._generation = 0
         self._lock = threading.Lock()
+        self.block_size = drafter_block_size(self.drafter_dir)
         self._check_drafter(self._params)
+        self._check_step_budget(self._params)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -73,7 +76,12 @@ class ServerState:
         )
         self._check_fits(self._params)
         self.worker = GenerationWorker(
-            self.engine, self.current, self.metrics, self.config.max_queue
+            self.engine,
+            self.current,
+            self.metrics,
+            self.config.max_queue,
+            self.config.max_batch,
+            self.config.max_step_tokens,
         )
         self.worker.start()
         outcome = self.generate_blocking(self.warmup_ids(), max_new_tokens=1, timeout=600)
@@ -131,6 +139,7 @@ class ServerState:
                 params = self._params.with_updates(updates)
                 self._check_drafter(params)
                 self._check_fits(params)
+                self._check_step_budget(params, key="budget")
             except UserError as exc:
                 raise invalid(exc.key, str(exc)) from None
             self._params = params
@@ -164,6 +173,13 @@ class ServerState:
                 key="budget",
             )
 
+    def _check_step_budget(self, params: DecodeParams, key: str | None = None) -> None:
+        """One request's round (tree + root) must fit `max_step_tokens` (`UserError`)."""
+        try:
+            check_round_fits(params, self.block_size, self.config.max_step_tokens)
+        except UserError as exc:
+            raise UserError(str(exc), key=key or exc.key) from None
+
     # -- reports -------------------------------------------------------------
 
     def config_dict(self) -> dict[str, Any]:
@@ -173,6 +189,8 @@ class ServerState:
             "block_size": getattr(self.engine, "block_size", None),
             "label": params.label(),
             "max_queue": self.config.max_queue,
+            "max_batch": self.config.max_batch,
+            "max_step_tokens": self.config.max_step_tokens,
             "grace_seconds": self.config.grace_seconds,
         }
 
@@ -233,6 +251,15 @@ def resolve_model_dirs(config: ServeConfig) -> tuple[Path, Path | None]:
     if drafter is not None and not (drafter / "config.json").is_file():
         raise UserError(f"{drafter} is not a drafter folder (config.json is missing)")
     return target, drafter
+
+
+def drafter_block_size(drafter_dir: Path | None) -> int:
+    """The drafter's block size from its config.json (1 without a drafter): no weights needed."""
+    if drafter_dir is None:
+        return 1
+    from ddtune.engine.config import DrafterConfig
+
+    return DrafterConfig.from_file(drafter_dir / "config.json").block_size
 
 
 def _vocab_size(engine: Any) -> int | None:
