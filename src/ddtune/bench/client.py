@@ -47,6 +47,7 @@ class StreamRecord:
     ttft_s: float | None = None
     e2e_s: float = 0.0
     chunk_times_s: list[float] = field(default_factory=list)  # since send, per non-empty chunk
+    chunk_tokens: list[int] = field(default_factory=list)  # cumulative tokens per chunk, if sent
     output_tokens: int = 0
     tokens_counted_by: str = "usage"  # "usage" | "meta_info" | "chunks"
     prompt_tokens: int | None = None
@@ -93,36 +94,53 @@ def stream_request(
                 )
             for payload in _sse_payloads(response):
                 chunk = kind.parse_chunk(payload, record.text)
-                _apply_chunk(record, chunk, time.perf_counter() - start)
+                apply_chunk(record, chunk, time.perf_counter() - start)
     except httpx.HTTPError as exc:
         raise BenchError(
             f"{spec.workload} request {spec.index}: {type(exc).__name__}: {exc}"
         ) from exc
     record.e2e_s = time.perf_counter() - start
-    _finish_counts(record)
+    finish_counts(record)
     return record
 
 
 def _sse_payloads(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    """Yield each `data:` JSON object of an SSE stream until `[DONE]`."""
-    for line in response.iter_lines():
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
-            return
-        try:
-            payload = json.loads(data)
-        except json.JSONDecodeError:
-            raise BenchError(f"malformed stream chunk: {data[:200]!r}") from None
-        if not isinstance(payload, dict):
-            raise BenchError(f"stream chunk is not a JSON object: {data[:200]!r}")
-        if "error" in payload:
-            raise BenchError(f"server error in stream: {json.dumps(payload['error'])[:300]}")
-        yield payload
+    """Yield each `data:` JSON object of an SSE stream until `[DONE]`.
+
+    Lines are split from the bytes here (UTF-8 never has a newline byte inside a
+    character): httpx's text and line decoders cost more CPU per chunk than the
+    rest of the client together (benchmarks/load_client_overhead.py).
+    """
+    buffer = b""
+    for data in response.iter_bytes():
+        buffer += data
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if not line.startswith(b"data:"):
+                continue
+            payload = sse_data(line[5:].strip())
+            if payload is None:
+                return
+            yield payload
 
 
-def _apply_chunk(record: StreamRecord, chunk: StreamChunk, now: float) -> None:
+def sse_data(data: bytes) -> dict[str, Any] | None:
+    """One `data:` value as a JSON object; None for `[DONE]`."""
+    if data == b"[DONE]":
+        return None
+    text = data.decode("utf-8", errors="replace")
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError:
+        raise BenchError(f"malformed stream chunk: {text[:200]!r}") from None
+    if not isinstance(payload, dict):
+        raise BenchError(f"stream chunk is not a JSON object: {text[:200]!r}")
+    if "error" in payload:
+        raise BenchError(f"server error in stream: {json.dumps(payload['error'])[:300]}")
+    return payload
+
+
+def apply_chunk(record: StreamRecord, chunk: StreamChunk, now: float) -> None:
     if chunk.usage:
         record.usage = chunk.usage
     if chunk.meta_info:
@@ -132,11 +150,14 @@ def _apply_chunk(record: StreamRecord, chunk: StreamChunk, now: float) -> None:
     if chunk.text:
         record.text += chunk.text
         record.chunk_times_s.append(now)
+        count = (chunk.meta_info or {}).get("completion_tokens")
+        if isinstance(count, int):  # SGLang: cumulative tokens in every chunk
+            record.chunk_tokens.append(count)
         if record.ttft_s is None:
             record.ttft_s = now
 
 
-def _finish_counts(record: StreamRecord) -> None:
+def finish_counts(record: StreamRecord) -> None:
     source = record.usage if record.usage is not None else record.meta_info
     if source and isinstance(source.get("completion_tokens"), int):
         record.output_tokens = source["completion_tokens"]

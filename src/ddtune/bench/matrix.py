@@ -22,6 +22,9 @@ characters of code (the server's tokenizer is not queried; `/tokenize` is not a
 standard endpoint). The real prompt token counts the server reports are kept
 in each sample as `prompt_tokens`.
 
+`[bench.load]` and `[bench.slo]` (load levels, latency targets) are described in
+`load_config.py`; without them the bench runs exactly as before.
+
 The tables are `ddtune.tables.StrictModel`s: an unknown key or a bad value is a
 `UserError` whose `key` is the full path (`bench.short.max_tokens`); see
 docs/architecture.md "Bench".
@@ -33,8 +36,9 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from ddtune.bench.load_config import LoadTable, SloTable, check_load_tables
 from ddtune.errors import UserError
 from ddtune.tables import StrictModel, parse_table
 
@@ -76,6 +80,13 @@ class BenchMatrix(StrictModel):
     short: ThroughputWorkload = ThroughputWorkload()
     long: ThroughputWorkload = ThroughputWorkload(n_prompts=2, prompt_tokens=320, max_tokens=32)
     coding: CodingWorkload = CodingWorkload()
+    load: LoadTable | None = None  # [bench.load]: concurrency / rate levels (bench/load.py)
+    slo: SloTable | None = None  # [bench.slo]: latency targets for goodput
+
+    @model_validator(mode="after")
+    def _load_and_slo(self) -> BenchMatrix:
+        check_load_tables(self.load, self.slo)
+        return self
 
     @classmethod
     def from_dict(cls, table: dict[str, Any]) -> BenchMatrix:

@@ -10,6 +10,7 @@ Steps:
    At T=0 on a kind that supports logprobs: the logit gaps (`ddtune.bench.gaps`).
 7. Run the coding samples' tests in the sandbox.
 8. Samples, aggregates and T=0 outputs into one `BenchResult`.
+9. With `[bench.load]`: every load level (`bench/load.py`) into `result.load`.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from ddtune.bench.client import RequestSpec, StreamRecord, discover_model, strea
 from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, load_tasks, pass_at_k_summary
 from ddtune.bench.gaps import record_gaps
 from ddtune.bench.hardware import hardware_fingerprint
+from ddtune.bench.load import LoadTarget, level_prompts, run_load
 from ddtune.bench.matrix import BenchMatrix
-from ddtune.bench.prompts import build_prompt_set
+from ddtune.bench.prompts import PromptSet, build_prompt_set
 from ddtune.bench.result import BenchResult, make_sample, throughput_aggregates
 from ddtune.bench.sandbox import SandboxLimits, isolation_notes
 from ddtune.errors import UserError
@@ -58,6 +60,8 @@ def run_bench(
         matrix.chars_per_token,
         matrix.prompts_file,
     )
+    if matrix.load is not None:
+        level_prompts(matrix, prompts)  # a load workload without prompts fails before any request
     hardware = hardware_fingerprint()
     with httpx.Client(timeout=httpx.Timeout(matrix.request_timeout_s, connect=10.0)) as client:
         # 1. model name and identity
@@ -76,6 +80,7 @@ def run_bench(
             samples = _samples(kind, measured, records)
             gaps, gap_note = _gaps(client, base_url, kind, model, measured, samples, matrix)
             coding = _run_coding(samples, measured, tasks, matrix, bar)  # 7.
+        load = _run_load(base_url, kind, model, matrix, prompts)  # 9.
     # 8.
     result = BenchResult(
         base_url=base_url,
@@ -95,6 +100,7 @@ def run_bench(
         versions=_versions(),
         prompts={"short": prompts.short, "long": prompts.long},
         logprob_gaps=gaps,
+        load_result=load,
     )
     if gap_note:
         result.notes.append(gap_note)
@@ -129,6 +135,8 @@ def plan_requests(
                     tuple(STOP_SEQUENCES),
                 )
             )
+    if not measured and matrix.load is not None:
+        return [], []  # a load-only run: the levels have their own warm-up
     if not measured:
         raise UserError(
             "every bench workload is disabled; enable bench.short, bench.long or bench.coding"
@@ -198,6 +206,17 @@ def _gaps(
     return record_gaps(
         client, base_url, kind, model, specs, texts, matrix.concurrency, matrix.ignore_eos
     )
+
+
+def _run_load(
+    base_url: str, kind: ServerKind, model: str | None, matrix: BenchMatrix, prompts: PromptSet
+) -> dict[str, Any] | None:
+    if matrix.load is None:
+        return None
+    target = LoadTarget(
+        base_url, kind, model, matrix.temperature, matrix.ignore_eos, matrix.request_timeout_s
+    )
+    return run_load(target, matrix, prompts).to_dict()
 
 
 def _progress(enabled: bool) -> Progress | nullcontext[None]:

@@ -4,7 +4,8 @@
     print(summary.terminal_table())
 
 Writes into `out_dir`: report.html (self-contained), report.md, results.csv,
-results.json and the PNG plots.
+results.json and the PNG plots; with `[bench.load]` levels also load_levels.csv,
+load_throughput.png and load_latency.png (report/load*.py).
 See docs/architecture.md "Report".
 """
 
@@ -19,6 +20,9 @@ from ddtune.report.decide import best_pass_rate, compare_pass_rates, pareto_fron
 from ddtune.report.document import build_document
 from ddtune.report.html import render_html
 from ddtune.report.inputs import SweepContext, TrialRecord
+from ddtune.report.load_decide import analyze_load
+from ddtune.report.load_document import add_load_section, write_load_csv
+from ddtune.report.load_plots import write_load_plots
 from ddtune.report.lossless import check_losslessness, correctness_note, load_compare
 from ddtune.report.markdown import render_markdown
 from ddtune.report.options import ReportOptions
@@ -46,6 +50,8 @@ def build_report(
     summary = analyze(records, options, context)
     if options.plots:
         summary.plots, summary.skipped_plots = write_plots(summary.configs, out_dir)
+    if options.plots and summary.load is not None:
+        summary.load.plots, summary.load.skipped_plots = write_load_plots(summary.load, out_dir)
     _write_files(summary, records, out_dir)
     return summary
 
@@ -94,6 +100,7 @@ def analyze(
     summary.recommendations.sort(
         key=lambda r: r.objective != headline
     )  # the sweep's objective first
+    summary.load = analyze_load(records, configs, pass_rates, options)  # [bench.load] levels
     return summary
 
 
@@ -132,6 +139,7 @@ def _warnings(records: Sequence[TrialRecord], baselines: list[str]) -> list[str]
 
 def _write_files(summary: ReportSummary, records: Sequence[TrialRecord], out_dir: Path) -> None:
     document = build_document(summary, out_dir)
+    add_load_section(document, summary.load)
     files = {
         "markdown": out_dir / "report.md",
         "html": out_dir / "report.html",
@@ -142,6 +150,10 @@ def _write_files(summary: ReportSummary, records: Sequence[TrialRecord], out_dir
     files["html"].write_text(render_html(document, out_dir), encoding="utf-8")
     write_csv(summary, files["csv"])
     summary.files = files | {plot.name: out_dir / plot.name for plot in summary.plots}
+    if summary.load is not None:
+        write_load_csv(summary.load, out_dir / "load_levels.csv")
+        summary.files["load_csv"] = out_dir / "load_levels.csv"
+        summary.files |= {plot.name: out_dir / plot.name for plot in summary.load.plots}
     write_json(summary, records, files["json"])
 
 

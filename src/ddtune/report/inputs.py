@@ -45,6 +45,7 @@ class TrialRecord:
     logprob_gaps: list[dict[str, Any] | None] | None = None
     temperature: float = 0.0
     conditions: dict[str, Any] = field(default_factory=dict)
+    load: dict[str, Any] = field(default_factory=dict)  # [bench.load]: levels, requests, max_rate
     # conditions keys: "hardware" (dict), "hardware_fingerprint" (str),
     # "prompt_set_hash" (str), "server_identity" (dict)
 

@@ -7,13 +7,29 @@ goes through `from_dict`, whose `UserError` names `report.<option>`.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from ddtune.tables import StrictModel, parse_table
 
 Level = Annotated[float, Field(ge=0.5, lt=1.0)]
+LEVEL_KEY = re.compile(r"^(c[1-9][0-9]*|r[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?)$")
+
+
+def _level_weights(weights: dict[str, float]) -> dict[str, float]:
+    """`{"c1": 0.2, "c16": 0.8}`: level keys as the report names them, weights >= 0, some > 0."""
+    for key, weight in weights.items():
+        if not LEVEL_KEY.match(key):
+            raise ValueError(
+                f"{key!r} is not a load level: use c<N> (concurrency N) or r<rate> (requests/s)"
+            )
+        if weight < 0:
+            raise ValueError(f"the weight of {key} must be >= 0")
+    if weights and not any(weights.values()):
+        raise ValueError("give at least one level a weight above 0")
+    return weights
 
 
 class ReportOptions(StrictModel):
@@ -26,6 +42,8 @@ class ReportOptions(StrictModel):
     passes_per_start: Annotated[int, Field(ge=1)] = 1  # passes benched on one server start
     plots: bool = True  # write PNG plots and embed them in report.html
     near_tie_gap: Annotated[float, Field(ge=0.0)] = 0.1  # nats: T=0 divergence below = near-tie
+    # [bench.load] levels: the load mix to recommend for, e.g. {c1 = 0.2, c16 = 0.8}
+    load_weights: Annotated[dict[str, float], AfterValidator(_level_weights)] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump()

@@ -13,6 +13,7 @@ from typing import Any
 
 from ddtune.report.decide import PassRateComparison, Recommendation
 from ddtune.report.inputs import SweepContext
+from ddtune.report.load import LoadReport
 from ddtune.report.lossless import LosslessCheck
 from ddtune.report.options import ReportOptions
 from ddtune.report.plots import Plot
@@ -43,6 +44,7 @@ class ReportSummary:
     files: dict[str, Path] = field(
         default_factory=dict
     )  # "html", "markdown", "csv", "json", plot names
+    load: LoadReport | None = None  # [bench.load] levels (report/load*.py)
 
     def config(self, label: str) -> ConfigSummary:
         for summary in self.configs:
@@ -94,6 +96,8 @@ class ReportSummary:
         lines.append("")
         for rec in self.recommendations:
             lines.append(f"{rec.description}: {rec.text}")
+        if self.load is not None:
+            lines += load_lines(self.load)
         lines += [f"WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -112,6 +116,14 @@ class ReportSummary:
             "-" if verdict is None else verdict.status,
             "yes" if s.label in self.pareto else "",
         ]
+
+
+def load_lines(load: LoadReport) -> list[str]:
+    """The load recommendations, mix, crossovers and serialisation for the terminal."""
+    lines = [f"under load {rec.text}" for rec in load.recommendations]
+    if load.mix is not None:
+        lines.append(load.mix.text)
+    return lines + load.crossovers + [f"NOTE: {s}" for s in load.serialisation]
 
 
 def format_ci(ci: MeanCI | None, digits: int = 1) -> str:

@@ -71,6 +71,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     report = actions.add_parser("report", help="HTML/Markdown/CSV report with uncertainty")
     report.add_argument("--out", required=True, help="directory for report.html, report.md, plots")
+    report.add_argument(
+        "--load-weights",
+        help="load mix to recommend for, e.g. c1=0.2,c16=0.8 (overrides the spec's [report])",
+    )
     _store_arg(report)
     report.set_defaults(func=cmd_report)
 
@@ -229,7 +233,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     store = _open_store(args.store)
     try:
-        write_report(store, store.sweep_row(args.sweep), Path(args.out), Console())
+        overrides = {"load_weights": _weights(args.load_weights)} if args.load_weights else {}
+        write_report(store, store.sweep_row(args.sweep), Path(args.out), Console(), overrides)
     finally:
         store.close()
     return 0
@@ -247,6 +252,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     restart, hot = (Path(p) if p else None for p in (args.spec, args.hot_spec))
     return run_demo(Path(args.out), restart, hot, fresh=args.fresh)
+
+
+def _weights(text: str) -> dict[str, float]:
+    """`c1=0.2,c16=0.8` -> {"c1": 0.2, "c16": 0.8}; a malformed item is a UserError."""
+    weights = {}
+    for item in text.split(","):
+        key, eq, value = item.strip().partition("=")
+        try:
+            weights[key.strip()] = float(value)
+        except ValueError:
+            eq = ""
+        if not eq:
+            raise UserError(
+                f"--load-weights: expected LEVEL=WEIGHT items like c1=0.2,c16=0.8; got {item!r}",
+                key="report.load_weights",
+            )
+    return weights
 
 
 def _open_store(path: str | None) -> Store:

@@ -12,6 +12,7 @@
     [bench]      `ddtune.bench.BenchMatrix`
     [retry]      RetryPolicy: attempts, backoff
     [cluster]    `cluster.ClusterTable`: backend (local | ray), slots, placement
+    [report]     `ddtune.report.ReportOptions` (read by `sweep report` from the stored spec)
 
 These models check the shape (unknown keys, types, ranges, variable names);
 the decoding parameters themselves are checked by `DecodeParams.from_wire`
@@ -29,6 +30,7 @@ from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.params import PARAM_KEYS
+from ddtune.report.options import ReportOptions
 from ddtune.sweep.cluster import ClusterTable
 from ddtune.tables import StrictModel
 
@@ -171,6 +173,7 @@ class SpecDocument(StrictModel):
     bench: BenchMatrix = BenchMatrix()
     retry: RetryPolicy = RetryPolicy()
     cluster: ClusterTable = ClusterTable()  # where trials run: cluster.py
+    report: ReportOptions = ReportOptions()  # `ddtune sweep report` options, e.g. load_weights
 
 
 __all__ = [

@@ -3,7 +3,8 @@
 Tables (see SCHEMA): sweeps (spec text + hash), trials (one per config ×
 repeat, with a status), attempts (one per reconfigure+bench try: timings,
 failure class, log tail path, server identity, hardware), samples (raw
-per-request rows), results (aggregates + T=0 outputs of the successful attempt).
+per-request rows), results (aggregates + T=0 outputs of the successful attempt),
+load_requests (`[bench.load]` per-request rows, `load_rows.py`).
 
 Every state change is one transaction, so a kill at any moment leaves the file
 consistent: a trial is `done` exactly when its results row exists. A runner
@@ -33,6 +34,7 @@ from typing import Any
 from ddtune.errors import UserError
 from ddtune.report.inputs import TrialRecord
 from ddtune.sweep import records, slots
+from ddtune.sweep.load_rows import ensure_load_table, insert_load_rows, split_load_rows
 from ddtune.sweep.plan import PlannedTrial
 from ddtune.sweep.spec import Config
 
@@ -93,6 +95,7 @@ class Store:
         self._migrate()
         with self.tx() as db:
             slots.ensure_tables(db)  # the ray backend's slot tables (slots.py)
+            ensure_load_table(db)  # [bench.load] per-request rows (load_rows.py)
         self._lock_fd: int | None = None
         self.recover_if_unlocked()
 
@@ -332,6 +335,7 @@ class Store:
         self, trial_id: int, attempt_id: int, bench: dict[str, Any], **fields: Any
     ) -> None:
         """Samples + results + attempt done + trial done, in one transaction."""
+        bench, load_rows = split_load_rows(bench)
         samples = bench.get("samples") or []
         kept = {k: v for k, v in bench.items() if k != "samples"}
         with self.tx() as db:
@@ -339,6 +343,7 @@ class Store:
                 "INSERT INTO samples (attempt_id, idx, row_json) VALUES (?,?,?)",
                 [(attempt_id, i, json.dumps(row, default=str)) for i, row in enumerate(samples)],
             )
+            insert_load_rows(db, attempt_id, load_rows)
             db.execute(
                 "INSERT OR REPLACE INTO results (trial_id, attempt_id, aggregates_json, outputs_json,"
                 " bench_json) VALUES (?,?,?,?,?)",

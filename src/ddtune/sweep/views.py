@@ -14,6 +14,7 @@ import io
 import json
 import re
 import sqlite3
+import tomllib
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -181,8 +182,11 @@ def _attempt_dict(row: sqlite3.Row) -> dict[str, Any]:
     return data
 
 
-def report_setup(store: Store, sweep: sqlite3.Row) -> tuple[ReportOptions, SweepContext]:
-    """Report options and race history from the spec kept with the sweep."""
+def report_setup(
+    store: Store, sweep: sqlite3.Row, overrides: dict[str, Any] | None = None
+) -> tuple[ReportOptions, SweepContext]:
+    """Report options and race history from the spec kept with the sweep; the spec's
+    `[report]` table (e.g. `load_weights`) and then `overrides` win over the derived ones."""
     from ddtune.sweep.spec import parse_spec
 
     base_dir = Path(sweep["spec_dir"]) if sweep["spec_dir"] else None
@@ -190,11 +194,13 @@ def report_setup(store: Store, sweep: sqlite3.Row) -> tuple[ReportOptions, Sweep
         sweep["spec_text"], source=f"{store.path} ({sweep['name']})", base_dir=base_dir
     )
     searched = spec.strategy == "optuna" and not sweep["name"].endswith(".confirm")
-    options = ReportOptions(
-        tolerance=spec.tolerance,
-        blocked=spec.order == "interleaved" and not searched,
-        passes_per_start=spec.passes_per_start,
-    )
+    derived = {
+        "tolerance": spec.tolerance,
+        "blocked": spec.order == "interleaved" and not searched,
+        "passes_per_start": spec.passes_per_start,
+    }
+    spec_report = tomllib.loads(sweep["spec_text"]).get("report", {})
+    options = ReportOptions.from_dict({**derived, **spec_report, **(overrides or {})})
     return options, sweep_context(store, sweep, spec)
 
 
@@ -230,14 +236,18 @@ def sweep_configs(store: Store, sweep_id: int) -> list[tuple[Config, bool]]:
 
 
 def write_report(
-    store: Store, sweep: sqlite3.Row, out_dir: Path, console: Console
+    store: Store,
+    sweep: sqlite3.Row,
+    out_dir: Path,
+    console: Console,
+    overrides: dict[str, Any] | None = None,
 ) -> ReportSummary:
     """Hand the store's TrialRecords to `ddtune.report.build_report`; say where it wrote."""
     from ddtune.report import build_report
 
     records = store.trial_records(sweep["id"])
     out_dir.mkdir(parents=True, exist_ok=True)
-    options, context = report_setup(store, sweep)
+    options, context = report_setup(store, sweep, overrides)
     result = build_report(records, out_dir, options, context)
     console.print(result.terminal_table(), markup=False, highlight=False)
     files = sorted(p.name for p in out_dir.iterdir())

@@ -1,0 +1,148 @@
+"""The load generator's streaming client: stdlib `http.client`, one keep-alive
+connection per client thread.
+
+The same request and the same stream parsing as `client.stream_request` (the
+kind's `generate_request` / `parse_chunk`, `client.sse_data`, the same
+`StreamRecord` and timing; a request on a kept-alive connection the server
+closed while idle is sent once more on a fresh one, as httpx does), on a
+leaner transport: httpx/httpcore/h11 cost
+about twice the client CPU per streamed chunk, which at high concurrency made
+the generator a measurable load of its own (docs/load.md). Failures raise
+`BenchError` like `stream_request`. See docs/architecture.md "Bench".
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from urllib.parse import urlsplit
+
+from ddtune.bench.client import (
+    BenchError,
+    RequestSpec,
+    StreamRecord,
+    apply_chunk,
+    finish_counts,
+    sse_data,
+)
+from ddtune.kinds import ServerKind
+from ddtune.params import SamplingParams
+
+HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+# what a request on a connection the server closed while idle fails with
+STALE = (
+    BrokenPipeError,
+    ConnectionResetError,
+    ConnectionAbortedError,
+    http.client.RemoteDisconnected,
+)
+
+
+class LeanStreamer:
+    """Streams requests to one server; each thread keeps its own connection."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.connections: list[http.client.HTTPConnection] = []
+
+    def close(self) -> None:
+        with self.lock:
+            for connection in self.connections:
+                connection.close()
+            self.connections.clear()
+
+    def stream(
+        self,
+        kind: ServerKind,
+        base_url: str,
+        spec: RequestSpec,
+        *,
+        model: str | None,
+        temperature: float,
+        ignore_eos: bool,
+    ) -> StreamRecord:
+        """Send one streaming request and time it; raises BenchError on any failure."""
+        sampling = SamplingParams(
+            max_new_tokens=spec.max_tokens,
+            temperature=float(temperature),
+            seed=spec.seed,
+            stop_strings=tuple(spec.stop),
+            ignore_eos=ignore_eos,
+        )
+        url, body = kind.generate_request(base_url, spec.prompt, sampling, model)
+        record, start = StreamRecord(), time.perf_counter()
+        try:
+            response = self._send(url, json.dumps(body))
+            self._read(response, kind, record, start, url, spec)
+        except (OSError, http.client.HTTPException) as exc:
+            self._drop()  # reconnects on the next request
+            raise BenchError(
+                f"{spec.workload} request {spec.index}: {type(exc).__name__}: {exc}"
+            ) from exc
+        record.e2e_s = time.perf_counter() - start
+        finish_counts(record)
+        return record
+
+    def _send(self, url: str, body: str) -> http.client.HTTPResponse:
+        """POST on this thread's connection; once more on a fresh one when the server had
+        closed the kept-alive connection while it was idle (its keep-alive timeout)."""
+        parts = urlsplit(url)
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        for attempt in (1, 2):
+            connection = self._connection(parts.scheme, parts.netloc)
+            reused = connection.sock is not None
+            try:
+                connection.request("POST", path, body=body, headers=HEADERS)
+                return connection.getresponse()
+            except STALE as exc:
+                self._drop()
+                if not reused or attempt == 2:
+                    raise exc
+        raise AssertionError("not reached")
+
+    def _drop(self) -> None:
+        connection = getattr(self.local, "connection", None)
+        if connection is not None:
+            connection.close()
+
+    def _read(
+        self,
+        response: http.client.HTTPResponse,
+        kind: ServerKind,
+        record: StreamRecord,
+        start: float,
+        url: str,
+        spec: RequestSpec,
+    ) -> None:
+        if response.status != 200:
+            detail = response.read().decode("utf-8", errors="replace")[:300]
+            raise BenchError(
+                f"{spec.workload} request {spec.index}: HTTP {response.status} from {url}: {detail}"
+            )
+        for line in iter(response.readline, b""):
+            if not line.startswith(b"data:"):
+                continue
+            payload = sse_data(line[5:].strip())
+            if payload is None:
+                break
+            apply_chunk(record, kind.parse_chunk(payload, record.text), time.perf_counter() - start)
+        response.read()  # the rest of the body, so the connection can be reused
+
+    def _connection(self, scheme: str, netloc: str) -> http.client.HTTPConnection:
+        key = (scheme, netloc)
+        cached = getattr(self.local, "connection", None)
+        if cached is not None and getattr(self.local, "key", None) == key:
+            return cached
+        cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+        connection = cls(netloc, timeout=self.timeout_s)
+        self.local.connection, self.local.key = connection, key
+        with self.lock:
+            self.connections.append(connection)
+        return connection
+
+
+__all__ = ["LeanStreamer"]
