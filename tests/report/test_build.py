@@ -43,7 +43,7 @@ def test_markdown_csv_json_tell_the_same_story(synth, tmp_path):
     summary = build_report(records, tmp_path)
     best = summary.recommendation("throughput").label
     markdown = (tmp_path / "report.md").read_text()
-    assert f"RECOMMENDED: {best}" in markdown
+    assert f"SEPARATED: {best}" in markdown
     assert "![Throughput vs tree budget](tps_vs_budget.png)" in markdown
     rows = list(csv.DictReader((tmp_path / "results.csv").open()))
     assert [r["label"] for r in rows] == [c.label for c in summary.configs]
@@ -64,7 +64,11 @@ def test_markdown_csv_json_tell_the_same_story(synth, tmp_path):
     assert TrialRecord.from_dict(data["trials"][0]) == records[0]
     assert data["trials"][0]["params"] == {"mode": "ar", "budget": 16, "topk": 4, "window": "none"}
     assert data["report"]["configs"][0]["params"]["window"] == "none"
-    assert data["report"]["options"]["tie_tolerance"] == 0.02
+    assert data["report"]["options"]["tolerance"] == 0.03
+    rec = data["report"]["recommendations"][0]
+    assert (rec["status"], rec["equivalent"], rec["leader"]) == ("separated", [], best)
+    assert "paired by pass" in rec["analysis"]
+    assert data["report"]["configs"][0]["eliminated_at_pass"] is None
 
 
 def test_terminal_table_lists_configs_and_recommendations(synth, tmp_path):
@@ -141,11 +145,11 @@ def test_bad_inputs_are_user_errors(synth, tmp_path):
 
 
 def test_report_options_are_strict():
-    with pytest.raises(ValidationError, match="tie_tolerance"):
-        ReportOptions(tie_tolerance=0.9)
-    with pytest.raises(UserError, match=r"report\.tie_tolerance: must be less than 0\.5") as info:
-        ReportOptions.from_dict({"tie_tolerance": 0.9})
-    assert info.value.key == "report.tie_tolerance"
+    with pytest.raises(ValidationError, match="tolerance"):
+        ReportOptions(tolerance=0.9)
+    with pytest.raises(UserError, match=r"report\.tolerance: must be greater than 0") as info:
+        ReportOptions.from_dict({"tolerance": 0.0})
+    assert info.value.key == "report.tolerance"
     with pytest.raises(UserError, match=r"unknown key report\.colour; expected one of") as info:
         ReportOptions.from_dict({"confidence": 0.9, "colour": "red"})
     assert info.value.key == "report.colour"

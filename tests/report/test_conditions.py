@@ -55,3 +55,22 @@ def test_server_fingerprint_ignores_per_start_fields():
     assert server_fingerprint(a) == server_fingerprint(b)
     assert server_fingerprint({**a, "versions": {"ddtune": "0.2"}}) != server_fingerprint(a)
     assert server_fingerprint({"pid": 3}) is None and server_fingerprint(None) is None
+
+
+def test_a_sandbox_without_namespaces_is_a_condition_and_a_report_warning(synth, tmp_path):
+    from ddtune.report import ReportOptions, build_report
+
+    records = synth.make_records(synth.standard_effects(), repeats=2)
+    for r in records:
+        r.conditions["sandbox"] = "mechanism: Linux namespaces made by unshare(1)"
+    assert condition_values(records)["sandbox"] == [
+        "mechanism: Linux namespaces made by unshare(1)"
+    ]
+    clean = build_report(records, tmp_path / "ns", ReportOptions())
+    assert not any("not isolated" in w for w in clean.warnings)
+    records[0].conditions["sandbox"] = "NO NAMESPACES (unshare(1) from util-linux not found)"
+    summary = build_report(records, tmp_path / "none", ReportOptions())
+    assert any(
+        "coding tests were not isolated: NO NAMESPACES (unshare(1)" in w for w in summary.warnings
+    )
+    assert "NO NAMESPACES" in (tmp_path / "none" / "report.md").read_text()

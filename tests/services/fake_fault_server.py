@@ -21,6 +21,9 @@ readiness protocol, and misbehaves on demand:
     --hang-after S            SIGSTOP itself S seconds after start
     --hot / --hot-ignore      accept POST /v1/ddtree/config (or accept it and change nothing)
 
+`stream: true` completions answer an OpenAI SSE stream of `max_tokens` chunks
+" x" with `usage.spec`, enough for the bench (so sweeps can run against it).
+
 It prints `ready instance_id=... port=...` when ready.
 """
 
@@ -155,7 +158,9 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
-            if self.path == "/v1/completions" and state.ready:
+            if self.path == "/v1/completions" and state.ready and body.get("stream"):
+                self.stream(int(body.get("max_tokens") or 1))
+            elif self.path == "/v1/completions" and state.ready:
                 self.send_json(
                     200, {"choices": [{"index": 0, "text": " x", "finish_reason": "length"}]}
                 )
@@ -174,6 +179,23 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                 )
             else:
                 self.send_json(404, {"error": "not found"})
+
+        def stream(self, tokens: int) -> None:
+            """An OpenAI completions SSE stream, then usage (with ddtune's spec block)."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for i in range(tokens):
+                done = "length" if i == tokens - 1 else None
+                self.event({"choices": [{"index": 0, "text": " x", "finish_reason": done}]})
+            spec = {"rounds": tokens, "accepted_tokens": 0, "mean_acceptance_length": 1.0}
+            usage = {"prompt_tokens": 1, "completion_tokens": tokens, "spec": spec}
+            self.event({"choices": [], "usage": {**usage, "total_tokens": tokens + 1}})
+            self.wfile.write(b"data: [DONE]\n\n")
+
+        def event(self, payload: dict) -> None:
+            self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+            self.wfile.flush()
 
     return Handler
 

@@ -4,8 +4,13 @@ task, a free port, and a spec writer whose service is a real `ddtune serve`."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +35,11 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@pytest.fixture
+def port() -> int:
+    return free_port()
 
 
 @pytest.fixture(scope="session")
@@ -87,3 +97,115 @@ def write_spec(
     path = folder / "spec.toml"
     path.write_text(text)
     return path
+
+
+FAKE_SERVER = Path(__file__).parents[1] / "services" / "fake_fault_server.py"
+
+
+@pytest.fixture(scope="session")
+def fake_spec_writer():
+    return write_fake_spec
+
+
+def write_fake_spec(
+    folder: Path, name: str, configs: str, port: int, service: str = "", attempts: int = 1
+) -> Path:
+    """A sweep spec whose service is the FAKE fault server (stdlib, starts in ~0.1 s).
+
+    `{delay}` is the server's --ready-delay: `vars = { delay = "bogus" }` makes it
+    exit 2 on its arguments (crashed(2)); `delay = "60"` keeps it loading.
+    `service` adds lines to the [service] table (e.g. `reclaim_leftovers = true`).
+    """
+    text = f'[sweep]\nname = "{name}"\nrepeats = 1\n\n' + textwrap.dedent(configs).strip()
+    text += textwrap.dedent(f"""
+
+        [service]
+        command = ["{{python}}", "-S", "{FAKE_SERVER}", "--port", "{{port}}",
+                   "--mode", "{{mode}}", "--budget", "{{budget}}", "--topk", "{{topk}}",
+                   "--window", "{{window}}", "--ready-delay", "{{delay}}"]
+        port = {port}
+        generations = 1
+        gpu = "off"
+        vars = {{ delay = "0" }}
+        """)
+    text += textwrap.dedent(service).strip() + "\n"
+    text += textwrap.dedent(f"""
+        [service.timeouts]
+        stop = 5
+        quiesce = 60
+        start = 60
+        health = 120
+
+        [bench]
+        warmup = 0
+        chars_per_token = 1.0
+        [bench.short]
+        n_prompts = 1
+        prompt_tokens = 20
+        max_tokens = 4
+        repeats = 1
+        [bench.long]
+        n_prompts = 1
+        prompt_tokens = 40
+        max_tokens = 4
+        repeats = 1
+        [bench.coding]
+        enabled = false
+
+        [retry]
+        attempts = {attempts}
+        backoff = 0
+        """)
+    path = folder / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+class Runners:
+    """`ddtune sweep run` subprocesses; at teardown every runner and every server started
+    for one of their stores is killed, so a failed assertion leaves nothing behind."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+        self.workdirs: list[Path] = []
+
+    def start(self, spec: Path, store: Path) -> subprocess.Popen:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        self.workdirs.append(store.parent)
+        cmd = [sys.executable, "-m", "ddtune.cli", "sweep", "run", str(spec), "--store", str(store)]
+        with open(store.parent / "runner.log", "a") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    @staticmethod
+    def wait_listening(port: int, timeout: float = 120.0) -> int:
+        """The pid that listens on `port` once one does."""
+        from ddtune.services import procs
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pids = [pid for pid in procs.port_listeners(port).values() if pid]
+            if pids:
+                return pids[0]
+            time.sleep(0.1)
+        raise AssertionError(f"nothing listened on port {port} within {timeout} s")
+
+    def close(self) -> None:
+        from ddtune.services import procs
+        from ddtune.services.process import scope_prefix
+
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for workdir in self.workdirs:
+            for info in procs.find_instance(tag=scope_prefix(workdir), tag_prefix=True):
+                os.kill(info.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def runners():
+    made = Runners()
+    yield made
+    made.close()

@@ -32,10 +32,25 @@ def test_sequential_is_config_major():
     assert [t.is_baseline for t in trials] == [True, True, False, False, False, False]
 
 
-def test_interleaved_runs_every_config_once_per_pass():
-    trials = plan_trials([BASE, A, B], repeats=3, order="interleaved")
-    assert [t.repeat for t in trials] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
-    assert _pairs(trials)[:3] == [("ar", 1), ("ddtree b4 k2 wnone", 1), ("ddtree b8 k2 wnone", 1)]
+def test_interleaved_runs_every_config_once_per_pass_in_a_seeded_shuffle():
+    configs = [BASE, A, B] + [(Config(DecodeParams("ddtree", 16, k)), False) for k in (2, 4, 8)]
+    trials = plan_trials(configs, repeats=3, order="interleaved", seed=1)
+    assert [t.repeat for t in trials] == [1] * 6 + [2] * 6 + [3] * 6
+    labels = sorted(c.label() for c, _ in configs)
+    orders = [[t.config.label() for t in trials if t.repeat == r] for r in (1, 2, 3)]
+    assert all(sorted(o) == labels for o in orders)  # each pass: every config, the baseline too
+    assert len({tuple(o) for o in orders}) == 3  # each pass shuffled on its own
+    assert _pairs(trials) == _pairs(plan_trials(configs, 3, "interleaved", seed=1))
+    assert _pairs(trials) != _pairs(plan_trials(configs, 3, "interleaved", seed=2))
+    assert [t.order_index for t in trials] == list(range(18))
+
+
+def test_passes_per_start_keep_a_config_on_one_start():
+    trials = plan_trials([BASE, A, B], repeats=4, order="interleaved", passes_per_start=2)
+    block_1 = [(t.config.label(), t.repeat) for t in trials[:6]]
+    assert [r for _, r in block_1] == [1, 2, 1, 2, 1, 2]
+    assert block_1[0][0] == block_1[1][0] and block_1[2][0] == block_1[3][0]
+    assert {t.repeat for t in trials[6:]} == {3, 4}
 
 
 def test_random_is_a_seeded_permutation():

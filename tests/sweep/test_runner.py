@@ -75,6 +75,7 @@ def finished(tmp_path_factory, tiny_models, spec_writer):
 def test_sweep_runs_good_configs_and_records_the_crashing_one(finished):
     spec, store_path, summary, folder = finished
     assert (summary.planned, summary.done, summary.failed, summary.interrupted) == (2, 1, 1, False)
+    assert summary.exit_code == 1 and summary.failure_classes == {"crashed(2)": 1}
     store = Store(store_path, create=False)
     try:
         records = store.trial_records(store.sweep_row()["id"])
@@ -136,7 +137,7 @@ def test_retry_failed_reruns_only_the_failed_trials(finished, capsys):
     store = Store(store_path, create=False)
     before = {r["id"]: (r["status"], len(store.attempts(r["id"]))) for r in store.trials(1)}
     store.close()
-    assert main(["sweep", "retry", "--failed", "--store", str(store_path)]) == 0
+    assert main(["sweep", "retry", "--failed", "--store", str(store_path)]) == 1  # fails again
     assert "reopened 1 failed trial(s)" in capsys.readouterr().err
     store = Store(store_path, create=False)
     try:
@@ -211,11 +212,11 @@ def test_sigterm_then_sigkill_mid_trial_then_resume(tmp_path, tiny_models, spec_
     store_path = tmp_path / "runs" / "store.sqlite"
     log = tmp_path / "runner.log"
     try:
-        # 1. SIGTERM during trial 2: trial interrupted, service stopped, exit 130 with a hint
+        # 1. SIGTERM during trial 2: trial interrupted, service stopped, exit 3 with a hint
         proc = _runner(spec_path, store_path, log)
         second = _wait_until_running(store_path, after_done=1, ready=False)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 130
+        assert proc.wait(timeout=60) == 3
         assert "resume with: ddtune sweep run" in log.read_text()
         assert _leftovers(store_path.parent, spec.service.port) == []
         first_rows = _attempt_rows(store_path)

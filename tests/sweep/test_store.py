@@ -37,6 +37,7 @@ BENCH = {
         {"workload": "coding", "index": 0, "acceptance_length": None, "text": "c"},
     ],
     "outputs": ["a", "b", "c"],
+    "logprob_gaps": [{"offsets": [0], "gaps": [0.02], "agree": 1}, None, None],
     "hardware": {"cpu": "test cpu", "cores": 2},
     "matrix": {"temperature": 0.0},
     "prompt_set_hash": "abc123",
@@ -62,18 +63,22 @@ def test_open_sweep_creates_trials_once_and_rejects_another_spec(store):
     assert store.open_sweep("s", "text", "hash1", PLAN) == sweep_id
     rows = store.trials(sweep_id)
     assert [(r["label"], r["repeat"], r["status"]) for r in rows] == [
-        ("ar", 1, "pending"),
-        ("ddtree b8 k2 wnone", 1, "pending"),
-        ("ar", 2, "pending"),
-        ("ddtree b8 k2 wnone", 2, "pending"),
+        (t.config.label(), t.repeat, "pending") for t in PLAN
     ]
+    assert sorted((r["repeat"], r["label"]) for r in rows) == [
+        (1, "ar"),
+        (1, "ddtree b8 k2 wnone"),
+        (2, "ar"),
+        (2, "ddtree b8 k2 wnone"),
+    ]
+    rows = [r for r in rows if r["label"] != "ar"]
     assert json.loads(rows[1]["config_json"]) == {
         "mode": "ddtree",
         "budget": 8,
         "topk": 2,
         "window": "none",
     }
-    assert store.trial_config(rows[1]) == CONFIGS[1][0]
+    assert store.trial_config(rows[0]) == CONFIGS[1][0]
     with pytest.raises(UserError, match="different spec"):
         store.open_sweep("s", "text2", "hash2", PLAN)
 
@@ -111,6 +116,7 @@ def test_attempt_lifecycle_and_trial_records(store):
     assert "extra_metric" not in done.metrics and done.metrics["long_ttft_s"] is None
     assert done.acceptance_lengths == [2.0, 3.0]
     assert done.outputs == ["a", "b", "c"]
+    assert done.logprob_gaps == BENCH["logprob_gaps"]  # read back from the bench JSON
     # the server's own identity overlaid with the controller's view
     assert done.conditions["server_identity"] == {"pid": 42, "target_sha256": "t0"}
     assert done.conditions["prompt_set_hash"] == "abc123"

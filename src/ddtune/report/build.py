@@ -18,38 +18,49 @@ from ddtune.report.conditions import condition_values, condition_warnings
 from ddtune.report.decide import best_pass_rate, compare_pass_rates, pareto_front, recommend
 from ddtune.report.document import build_document
 from ddtune.report.html import render_html
-from ddtune.report.inputs import TrialRecord
+from ddtune.report.inputs import SweepContext, TrialRecord
 from ddtune.report.lossless import check_losslessness, correctness_note, load_compare
 from ddtune.report.markdown import render_markdown
 from ddtune.report.options import ReportOptions
 from ddtune.report.plots import write_plots
 from ddtune.report.result import ReportSummary
-from ddtune.report.summarize import ConfigSummary, summarize_configs, unknown_metric_names
+from ddtune.report.slots import slot_report
+from ddtune.report.summarize import (
+    ConfigSummary,
+    start_variance,
+    summarize_configs,
+    unknown_metric_names,
+)
 from ddtune.report.tables import write_csv, write_json
 
 
 def build_report(
-    records: Sequence[TrialRecord], out_dir: Path, options: ReportOptions | None = None
+    records: Sequence[TrialRecord],
+    out_dir: Path,
+    options: ReportOptions | None = None,
+    context: SweepContext | None = None,
 ) -> ReportSummary:
     options = options or ReportOptions()
     _check_records(records)
     out_dir = _prepare_out_dir(Path(out_dir))
-    summary = analyze(records, options)
+    summary = analyze(records, options, context)
     if options.plots:
         summary.plots, summary.skipped_plots = write_plots(summary.configs, out_dir)
     _write_files(summary, records, out_dir)
     return summary
 
 
-def analyze(records: Sequence[TrialRecord], options: ReportOptions) -> ReportSummary:
+def analyze(
+    records: Sequence[TrialRecord], options: ReportOptions, context: SweepContext | None = None
+) -> ReportSummary:
     """Every statistic and decision of the report, without writing anything."""
-    configs = summarize_configs(records, options.confidence)
+    configs = summarize_configs(records, options.confidence, options.passes_per_start)
     baselines = [s.label for s in configs if s.is_baseline]
     baseline = baselines[0] if baselines else None
     by_label: dict[str, list[TrialRecord]] = {}
     for record in records:
         by_label.setdefault(record.label, []).append(record)
-    lossless = check_losslessness(by_label, baseline, load_compare())
+    lossless = check_losslessness(by_label, baseline, load_compare(), options.near_tie_gap)
     pass_rates = compare_pass_rates(configs, options.alpha)
     best = best_pass_rate(configs)
     notes = [f"{n} of {len(records)} trials did not complete" for n in [_unfinished(records)] if n]
@@ -70,9 +81,19 @@ def analyze(records: Sequence[TrialRecord], options: ReportOptions) -> ReportSum
         conditions=condition_values(records),
         warnings=_warnings(records, baselines),
         notes=notes,
+        context=context or SweepContext(),
+        variance=start_variance(records, options.passes_per_start),
     )
     if best is not None:
         summary.correctness_notes = _correctness_notes(summary, best, options.alpha)
+    summary.slots = slot_report(records, options.confidence, options.tolerance)
+    if summary.slots is not None:  # trials ran on several service slots
+        summary.warnings += summary.slots.warnings
+        summary.notes += summary.slots.notes
+    headline = "throughput" if summary.context.objective == "speedup" else summary.context.objective
+    summary.recommendations.sort(
+        key=lambda r: r.objective != headline
+    )  # the sweep's objective first
     return summary
 
 
@@ -99,6 +120,13 @@ def _warnings(records: Sequence[TrialRecord], baselines: list[str]) -> list[str]
     unknown = unknown_metric_names(records)
     if unknown:
         warnings.append(f"unknown metric(s) {', '.join(unknown)} are not part of the report")
+    unsafe = sorted({r.conditions.get("sandbox") or "" for r in records} - {""})
+    warnings += [
+        f"coding tests were not isolated: {note} (pass rates come from model-written code "
+        "that could reach the machine)"
+        for note in unsafe
+        if note.startswith("NO NAMESPACES")
+    ]
     return warnings
 
 

@@ -38,6 +38,7 @@ CONDITION_NAMES = {
     "prompts": "prompt-set hash",
     "server": "server identity (models and versions)",
     "temperature": "temperature",
+    "sandbox": "coding-test sandbox mechanism",
 }
 
 
@@ -47,6 +48,7 @@ class TrialConditions:
     prompts: str | None
     server: str | None
     temperature: str
+    sandbox: str | None = None  # how coding tests were contained, in words (bench notes)
 
     def get(self, key: str) -> str | None:
         return getattr(self, key)
@@ -63,6 +65,7 @@ def trial_conditions(record: TrialRecord) -> TrialConditions:
         prompts=None if prompts is None else str(prompts),
         server=server_fingerprint(conditions.get("server_identity")),
         temperature=f"{float(record.temperature):g}",
+        sandbox=conditions.get("sandbox"),
     )
 
 
@@ -109,7 +112,7 @@ def condition_warnings(records: Sequence[TrialRecord]) -> list[str]:
                 f"compared trials ran under different {name}s: {'; '.join(parts)}. "
                 "Differences between these configurations may come from the conditions."
             )
-        elif done and set(by_value) == {"not recorded"} and key != "temperature":
+        elif done and set(by_value) == {"not recorded"} and key not in ("temperature", "sandbox"):
             hint = (
                 f" (no identity field among {', '.join(STABLE_IDENTITY_KEYS[:3])}, ...)"
                 if key == "server"

@@ -3,11 +3,12 @@
 Rules (docs/architecture.md "Report", decision rules):
 - a pass rate is "significantly below the best" when Fisher's exact test
   (two-sided) gives p < alpha; otherwise the words say n is too small to separate;
-- two throughputs are "separated" when the Welch t-interval of their difference
-  excludes 0; when it does not, the recommendation is "inconclusive" and names
-  the repeats per config a two-sample t-test would need (observed spread, power);
-- means within `tie_tolerance` of the best count as tied and the cheaper config
-  (`summarize.cost_key`: ar < dflash < ddtree, then smaller budget, topk, window) wins.
+- each objective's verdict is `blocked.decide` over the per-pass values:
+  `separated` (the leader beats every other config), `equivalent` (the rest is
+  separated or within `tolerance` by TOST: the cheapest of the equivalent
+  configs, `summarize.cost_key`, is recommended) or `inconclusive` (with the
+  passes a paired t-test would need); paired by pass for interleaved sweeps,
+  Welch on the logs otherwise.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ddtune.report.blocked import BlockedOptions, Verdict, decide
 from ddtune.report.options import ReportOptions
-from ddtune.report.statistics import fisher_exact_two_sided, required_repeats, welch_difference
+from ddtune.report.statistics import fisher_exact_two_sided
 from ddtune.report.summarize import THROUGHPUT, ConfigSummary
 
 OBJECTIVES = (
@@ -50,12 +52,15 @@ class Recommendation:
     objective: str
     metric: str
     description: str
-    status: str  # "recommended" | "inconclusive" | "no data"
-    label: str | None
+    status: str  # "separated" | "equivalent" | "inconclusive" | "no data"
+    label: str | None  # the recommended config
     text: str
-    contenders: list[str] = field(default_factory=list)  # not separated from `label`
-    required_repeats: int | None = None  # per config, to separate from the nearest contender
+    leader: str | None = None  # the fastest (best config effect); `label` when separated
+    equivalent: list[str] = field(default_factory=list)  # within tolerance of the leader
+    contenders: list[str] = field(default_factory=list)  # neither separated nor equivalent
+    required_repeats: int | None = None  # passes per config to separate the nearest contender
     excluded: list[str] = field(default_factory=list)  # failed the pass-rate condition
+    analysis: str = ""  # which comparison was used, and why
 
 
 def best_pass_rate(summaries: Sequence[ConfigSummary]) -> ConfigSummary | None:
@@ -137,92 +142,108 @@ def _recommend_one(
         return Recommendation(
             objective, metric, description, "no data", None, f"No data for {description}."
         )
-    tol = options.tie_tolerance
-    top = max(s.ci(metric).mean for s in candidates)
-    tied = [s for s in candidates if s.ci(metric).mean >= top * (1 - tol)]
-    winner = min(tied, key=lambda s: (s.cost, -s.ci(metric).mean, s.label))
-    # practically equal to the winner (within the tolerance of its mean) is no contender either
-    floor = winner.ci(metric).mean * (1 - tol)
-    equal = [s for s in candidates if s not in tied and s.ci(metric).mean >= floor]
-    contenders = [
-        s
-        for s in candidates
-        if s not in tied
-        and s not in equal
-        and not welch_difference(
-            winner.samples[metric], s.samples[metric], options.confidence
-        ).separated
-    ]
-    notes = _tie_notes(len(tied) - 1, len(equal), tol)
-    value = _value_text(winner, metric)
-    if not contenders:
-        text = f"{winner.label}: {value}.{notes}{_overlap_note(winner, candidates, tied + equal, metric)}"
-        return Recommendation(objective, metric, description, "recommended", winner.label, text)
-    nearest = max(contenders, key=lambda s: s.ci(metric).mean)
-    repeats, repeats_text = _repeats_needed(winner, nearest, metric, options)
-    text = (
-        f"inconclusive: {winner.label} ({value}) cannot be separated from {_names(contenders)} "
-        f"(the {options.confidence:.0%} interval of the difference includes 0). "
-        f"{repeats_text} Leaning: {winner.label}.{notes}"
+    by_label = {s.label: s for s in candidates}
+    samples = {s.label: s.by_pass.get(metric, {}) for s in candidates}
+    verdict = decide(samples, lambda label: by_label[label].cost, blocked_options(options))
+    label = verdict.label or candidates[0].label
+    rec = Recommendation(objective, metric, description, verdict.status, label, "")
+    rec.leader, rec.equivalent, rec.contenders = (
+        verdict.leader,
+        verdict.equivalent,
+        verdict.contenders,
     )
-    rec = Recommendation(objective, metric, description, "inconclusive", winner.label, text)
-    rec.contenders, rec.required_repeats = [s.label for s in contenders], repeats
+    rec.required_repeats, rec.analysis = verdict.required_passes, _analysis(verdict, options)
+    rec.text = _verdict_text(verdict, by_label, metric, options) + f" Analysis: {rec.analysis}."
     return rec
 
 
-def _overlap_note(
-    winner: ConfigSummary, candidates: list[ConfigSummary], skip: list[ConfigSummary], metric: str
-) -> str:
-    """Say so when the runner-up's interval overlaps the winner's although the difference is clear."""
-    rest = [s for s in candidates if s not in skip]
-    if not rest:
-        return ""
-    runner_up = max(rest, key=lambda s: s.ci(metric).mean)
-    a, b = winner.ci(metric), runner_up.ci(metric)
-    if a.low is not None and b.high is not None and a.low <= b.high:  # both have intervals
-        return (
-            f" Its interval overlaps that of {runner_up.label}, but the interval of the "
-            "difference excludes 0 (Welch): the two are separated."
-        )
-    return ""
-
-
-def _tie_notes(tied: int, equal: int, tolerance: float) -> str:
-    notes = ""
-    if tied:
-        notes += f" {tied} other config(s) within {tolerance:.0%} of the best mean: the cheaper one is preferred."
-    if equal:
-        notes += f" {equal} other config(s) within {tolerance:.0%} of the recommended one: practically equal."
-    return notes
-
-
-def _names(configs: list[ConfigSummary], shown: int = 4) -> str:
-    names = ", ".join(s.label for s in configs[:shown])
-    more = len(configs) - shown
-    return names + (f" and {more} more" if more > 0 else "")
-
-
-def _repeats_needed(
-    a: ConfigSummary, b: ConfigSummary, metric: str, options: ReportOptions
-) -> tuple[int | None, str]:
-    ci_a, ci_b = a.ci(metric), b.ci(metric)
-    sds = [ci.sd for ci in (ci_a, ci_b) if ci.sd is not None]
-    if not sds:
-        return None, "Run at least 2 repeats per config to estimate the spread."
-    sd_a = ci_a.sd if ci_a.sd is not None else sds[0]
-    sd_b = ci_b.sd if ci_b.sd is not None else sds[0]
-    difference = ci_a.mean - ci_b.mean
-    n = required_repeats(difference, sd_a, sd_b, options.alpha, options.power)
-    against = f"from {b.label} (the nearest, {difference:+.3g} tok/s)"
-    if n is None:
-        return None, (
-            f"Separating it {against} would take more repeats than is practical at the observed spread."
-        )
-    have = min(ci_a.n, ci_b.n)
-    return n, (
-        f"About {n} repeats per config (now {have}) would separate it {against} at the observed "
-        f"spread (two-sample t, {options.power:.0%} power, alpha {options.alpha:g})."
+def blocked_options(options: ReportOptions) -> BlockedOptions:
+    return BlockedOptions(
+        tolerance=options.tolerance,
+        alpha=options.alpha,
+        confidence=options.confidence,
+        power=options.power,
+        blocked=options.blocked,
     )
+
+
+def _analysis(verdict: Verdict, options: ReportOptions) -> str:
+    passes = max((c.n for c in verdict.comparisons.values()), default=0)
+    if verdict.method == "paired":
+        return f"paired by pass over up to {passes} passes (interleaved blocks: drift between passes cancels)"
+    why = (
+        "the order is not interleaved"
+        if not options.blocked
+        else "fewer than 2 passes shared by the compared configs"
+    )
+    if verdict.method == "welch":
+        return f"Welch on the logs, as independent samples ({why})"
+    return f"paired by pass where 2+ passes are shared, else Welch ({why})"
+
+
+def _verdict_text(
+    verdict: Verdict, by_label: dict[str, ConfigSummary], metric: str, options: ReportOptions
+) -> str:
+    leader, label = verdict.leader or "", verdict.label or ""
+    value = _value_text(by_label[label], metric)
+    tol = f"±{options.tolerance:.0%}"
+    if verdict.status == "separated":
+        return f"{label}: {value}. Separated from every other config{_nearest(verdict)}."
+    if verdict.status == "equivalent":
+        others = [x for x in [leader, *verdict.equivalent] if x != label]
+        why = "the fastest" if label == leader else f"the cheapest; {leader} is the fastest"
+        return (
+            f"{label}: {value}. Equivalent within {tol} to {_names(others)} (the "
+            f"{1 - 2 * options.alpha:.0%} interval of each ratio lies inside the tolerance, two "
+            f"one-sided tests): {why} of the equivalent configs, so recommended."
+            f"{_separated_note(verdict)}"
+        )
+    return (
+        f"inconclusive: {leader} ({value}) is neither separated from nor within {tol} of "
+        f"{_names(verdict.contenders)}. {_passes_text(verdict, by_label, options)} "
+        f"Leaning: {leader}."
+    )
+
+
+def _nearest(verdict: Verdict) -> str:
+    if not verdict.comparisons:
+        return ""
+    runner_up = min(verdict.comparisons, key=lambda s: verdict.comparisons[s].log_estimate)
+    r = verdict.comparisons[runner_up]
+    interval = f" [{r.low:.3f}, {r.high:.3f}]" if r.low is not None and r.high is not None else ""
+    return f"; the nearest, {runner_up}, is behind by {r.ratio:.3f}x{interval}"
+
+
+def _separated_note(verdict: Verdict) -> str:
+    return (
+        f" {len(verdict.separated)} other config(s) are separated (slower)."
+        if verdict.separated
+        else ""
+    )
+
+
+def _passes_text(
+    verdict: Verdict, by_label: dict[str, ConfigSummary], options: ReportOptions
+) -> str:
+    nearest = verdict.nearest or verdict.contenders[0]
+    ratio = verdict.comparisons[nearest]
+    if ratio.se is None:
+        return "Run at least 2 passes per config to estimate the spread."
+    against = f"from {nearest} (the nearest, {ratio.ratio:.3f}x)"
+    if verdict.required_passes is None:
+        return f"Separating it {against} would take more passes than is practical at the observed spread."
+    have = min(by_label[verdict.leader or nearest].done, by_label[nearest].done)
+    return (
+        f"About {verdict.required_passes} passes per config (now {have}) would separate it "
+        f"{against} at the observed spread ({ratio.method} t, {options.power:.0%} power, "
+        f"alpha {options.alpha:g})."
+    )
+
+
+def _names(labels: list[str], shown: int = 4) -> str:
+    names = ", ".join(labels[:shown])
+    more = len(labels) - shown
+    return names + (f" and {more} more" if more > 0 else "")
 
 
 def _pass_rate_eligible(

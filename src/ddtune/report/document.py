@@ -7,6 +7,7 @@ See docs/architecture.md "Report".
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,12 +70,15 @@ class Document:
 def build_document(summary: ReportSummary, out_dir: Path) -> Document:
     sections = [
         _recommendations(summary),
+        _race(summary),
         _configurations(summary),
+        _variance(summary),
         Section("Plots", _plots(summary)),
         _correctness(summary),
         _acceptance(summary),
         _failures(summary, out_dir),
         _conditions(summary),
+        _slots(summary),
         _methods(summary),
     ]
     return Document(summary.options.title, [s for s in sections if s.blocks])
@@ -177,7 +181,10 @@ def _correctness(summary: ReportSummary) -> Section:
     ]
     text = (
         "Every mode is lossless: at T=0 each config must produce the baseline's text. A pass-rate "
-        "difference between configs is therefore divergence or noise, never a trade-off."
+        "difference between configs is therefore divergence or noise, never a trade-off. "
+        "Where outputs part, the top-1 minus top-2 logprob there classifies it: near-tie below "
+        f"{summary.options.near_tie_gap:g} nats (GPU numerics can flip a near-tie without a "
+        "bug), else divergence (a bug or a lossy mode); unclassified without gap data."
     )
     return Section("Correctness and losslessness", [Paragraph(text), Table(headers, rows)])
 
@@ -243,6 +250,88 @@ def _conditions(summary: ReportSummary) -> Section:
     return Section("Conditions", blocks)
 
 
+def _slots(summary: ReportSummary) -> Section:
+    """Per service slot (ray backend); no section when the trials name no slot."""
+    report = summary.slots
+    if report is None:
+        return Section("Slots", [])
+    headers = ["slot", "node", "trials", "tok/s vs config mean", "hardware", "flag"]
+    rows: list[list[Cell]] = [
+        [
+            s.slot,
+            ", ".join(s.nodes) or "-",
+            str(s.trials),
+            s.percent(),
+            "; ".join(s.fingerprints),
+            "systematically slower" if s.slower else "",
+        ]
+        for s in report.slots
+    ]
+    blocks: list[Block] = [Table(headers, rows)]
+    blocks.append(Bullets(report.notes or ["Every pass ran on one slot."]))
+    return Section("Slots", blocks)
+
+
+def _race(summary: ReportSummary) -> Section:
+    ctx = summary.context
+    if ctx.strategy == "grid" and not ctx.notes:
+        return Section("Race", [])
+    blocks: list[Block] = [Bullets(list(ctx.notes))] if ctx.notes else []
+    if ctx.strategy == "race":
+        stop = STOP_WORDS.get(ctx.stop or "", "still running")
+        blocks.append(
+            Paragraph(f"Strategy {ctx.strategy}: {ctx.passes} pass(es), stopped: {stop}.")
+        )
+        rows: list[list[Cell]] = [
+            [e.label, str(e.at_pass), e.reason, e.detail]
+            for e in sorted(ctx.exits, key=lambda e: e.at_pass)
+        ]
+        rows += [
+            [s.label, "-", "stayed", ""] for s in summary.configs if ctx.exit_of(s.label) is None
+        ]
+        blocks.append(Table(["config", "left at pass", "why", "detail"], rows))
+    return Section("Race", blocks)
+
+
+STOP_WORDS = {
+    "one_left": "one contender left",
+    "equivalent": "the remaining contenders are equivalent within the tolerance",
+    "max_passes": "the maximum passes (`repeats`) ran",
+    "max_trials": "`max_trials` reached",
+    "max_hours": "`max_hours` reached",
+}
+
+
+def _variance(summary: ReportSummary) -> Section:
+    if not summary.variance:
+        return Section("Variance components", [])
+    rows: list[list[Cell]] = [
+        [
+            label,
+            str(vc.groups),
+            f"{math.sqrt(vc.between):.1%}",
+            f"{math.sqrt(vc.within):.1%}",
+            f"{vc.between_share:.0%}",
+        ]
+        for label, vc in summary.variance.items()
+    ]
+    text = (
+        f"{summary.options.passes_per_start} passes per server start: spread of log throughput "
+        "between starts vs within one start (one-way random effects). A large between-start share "
+        "is what reusing a start hides: the analysis averages each start's benches into one value."
+    )
+    return Section(
+        "Variance components",
+        [
+            Paragraph(text),
+            Table(
+                ["config", "starts", "between starts (sd)", "within a start (sd)", "between share"],
+                rows,
+            ),
+        ],
+    )
+
+
 def _methods(summary: ReportSummary) -> Section:
     o = summary.options
     return Section(
@@ -256,15 +345,29 @@ def _methods(summary: ReportSummary) -> Section:
                     "Throughput: per repeat, the geometric mean of short and long tok/s (both must be measured).",
                     f"Pass rates pooled over repeats with {o.confidence:.0%} Wilson intervals; each config against the "
                     f"best by Fisher's exact test (two-sided, significant at p < {o.alpha:g}).",
-                    f"Two configs are separated when the {o.confidence:.0%} Welch interval of their difference excludes 0; "
-                    "otherwise the recommendation is inconclusive.",
-                    f"Repeats needed: exact power of a two-sample t-test ({o.power:.0%} power, alpha {o.alpha:g}) at "
-                    "the observed difference and pooled spread.",
-                    f"Means within {o.tie_tolerance:.0%} of the best are ties: the cheaper config (ar, then dflash, then "
-                    "ddtree; then smaller budget, topk and window) is preferred.",
+                    _comparison_method(o.blocked),
+                    f"Separated: the {o.confidence:.0%} interval of leader/config excludes 1. Equivalent: the "
+                    f"{1 - 2 * o.alpha:.0%} interval lies inside [1/(1+{o.tolerance:g}), 1+{o.tolerance:g}] (two "
+                    "one-sided tests); the cheapest of the leader and its equivalents (ar, then dflash, then "
+                    "ddtree; then smaller budget, topk and window) is recommended. Otherwise inconclusive.",
+                    f"Passes needed: exact power of a paired t-test ({o.power:.0%} power, alpha {o.alpha:g}) at "
+                    "the observed ratio and spread of the per-pass log ratios.",
                 ]
             )
         ],
+    )
+
+
+def _comparison_method(blocked: bool) -> str:
+    if blocked:
+        return (
+            "Comparisons are paired by pass (interleaved order, shuffled inside each pass: a "
+            "randomised complete block design): the t-interval of the mean per-pass log ratio, so "
+            "drift between passes cancels; Welch on the logs where two configs share fewer than 2 passes."
+        )
+    return (
+        "Comparisons use Welch's t on the logs (independent samples): the order is not interleaved, "
+        "so passes are not blocks."
     )
 
 

@@ -41,6 +41,8 @@ class TrialRecord:
     metrics: dict[str, float | None] = field(default_factory=dict)  # keys from METRIC_NAMES
     acceptance_lengths: list[float] = field(default_factory=list)  # per request
     outputs: list[str] = field(default_factory=list)  # T=0 output texts in request order
+    # per request {"offsets", "gaps", "agree"} (ddtune.bench.gaps), None when not recorded
+    logprob_gaps: list[dict[str, Any] | None] | None = None
     temperature: float = 0.0
     conditions: dict[str, Any] = field(default_factory=dict)
     # conditions keys: "hardware" (dict), "hardware_fingerprint" (str),
@@ -58,3 +60,28 @@ class TrialRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
         return cls(**{**data, "params": DecodeParams.from_wire(data["params"], "params")})
+
+
+@dataclass(frozen=True)
+class RaceExit:
+    """When and why a config left a race (`ddtune.sweep.race.Elimination`)."""
+
+    label: str
+    at_pass: int
+    reason: str  # "worse" | "pass_rate" | "failed"
+    detail: str
+
+
+@dataclass
+class SweepContext:
+    """How the sweep was run, for the report's words (strategy, race history)."""
+
+    strategy: str = "grid"  # "grid" | "race" | "optuna"
+    objective: str = "throughput"
+    passes: int = 0  # finished passes (blocks)
+    stop: str | None = None  # why a race stopped
+    exits: list[RaceExit] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. what an Optuna search explored
+
+    def exit_of(self, label: str) -> RaceExit | None:
+        return next((e for e in self.exits if e.label == label), None)

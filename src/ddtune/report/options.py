@@ -19,10 +19,13 @@ Level = Annotated[float, Field(ge=0.5, lt=1.0)]
 class ReportOptions(StrictModel):
     title: str = "ddtune sweep report"
     confidence: Level = 0.95  # level of every interval in the report
-    alpha: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.05  # significance of Welch t, Fisher exact
-    power: Level = 0.80  # target power of the "repeats needed" estimate
-    tie_tolerance: Annotated[float, Field(ge=0.0, lt=0.5)] = 0.02  # relative: within 2% = tied
+    alpha: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.05  # significance of the t-tests, Fisher
+    power: Level = 0.80  # target power of the "passes needed" estimate
+    tolerance: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.03  # equivalence margin (relative)
+    blocked: bool = True  # passes are blocks (interleaved order): paired analysis
+    passes_per_start: Annotated[int, Field(ge=1)] = 1  # passes benched on one server start
     plots: bool = True  # write PNG plots and embed them in report.html
+    near_tie_gap: Annotated[float, Field(ge=0.0)] = 0.1  # nats: T=0 divergence below = near-tie
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump()

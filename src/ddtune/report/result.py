@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.report.decide import PassRateComparison, Recommendation
+from ddtune.report.inputs import SweepContext
 from ddtune.report.lossless import LosslessCheck
 from ddtune.report.options import ReportOptions
 from ddtune.report.plots import Plot
-from ddtune.report.statistics import MeanCI
+from ddtune.report.slots import SlotReport
+from ddtune.report.statistics import MeanCI, VarianceComponents
 from ddtune.report.summarize import ConfigSummary
 
 
@@ -33,8 +35,11 @@ class ReportSummary:
     conditions: dict[str, list[str]]  # condition -> distinct values over completed trials
     warnings: list[str]
     notes: list[str]
+    context: SweepContext = field(default_factory=SweepContext)
+    variance: dict[str, VarianceComponents] = field(default_factory=dict)  # label -> by start
     plots: list[Plot] = field(default_factory=list)
     skipped_plots: list[str] = field(default_factory=list)  # why a plot has no data
+    slots: SlotReport | None = None  # per service slot (sweeps on the ray backend)
     files: dict[str, Path] = field(
         default_factory=dict
     )  # "html", "markdown", "csv", "json", plot names
@@ -54,9 +59,19 @@ class ReportSummary:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["options"] = self.options.to_dict()
-        data["configs"] = [s.to_dict() for s in self.configs]
+        data["configs"] = [self._config_dict(s) for s in self.configs]
         data["files"] = {k: str(v) for k, v in self.files.items()}
         return data
+
+    def _config_dict(self, s: ConfigSummary) -> dict[str, Any]:
+        """A config's summary plus its race history (None: it stayed in the race)."""
+        exit_ = self.context.exit_of(s.label)
+        return {
+            **s.to_dict(),
+            "eliminated_at_pass": None if exit_ is None else exit_.at_pass,
+            "elimination_reason": None if exit_ is None else exit_.reason,
+            "elimination_detail": None if exit_ is None else exit_.detail,
+        }
 
     def terminal_table(self) -> str:
         """A terse fixed-width table plus one line per recommendation and warning."""

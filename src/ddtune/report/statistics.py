@@ -9,6 +9,13 @@ small frozen dataclasses, so each one can be checked against a textbook value.
     fisher_exact_two_sided  Fisher's exact test for two pass rates
     ratio_ci                ratio of two independent means with a Fieller interval
     required_repeats        repeats per config for a two-sample t-test to separate a difference
+    paired_log_ratio        ratio a/b from per-pass pairs (blocked design): paired t on log(a/b)
+    welch_log_ratio         ratio a/b from independent samples: Welch t on the logs
+    tost_equivalence        two one-sided tests: is a ratio within [1/(1+tol), 1+tol]?
+    holm_adjust             Holm step-down adjusted p-values for a family of tests
+    required_pairs          passes for a paired t-test to separate a log ratio
+    variance_components     one-way random effects: between-group vs within-group variance
+
 See docs/architecture.md "Report".
 """
 
@@ -17,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from scipy import stats
 
@@ -174,6 +182,213 @@ def required_repeats(
         if _t_test_power(effect, n, alpha) >= power:
             return n
     return None
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """Ratio a/b estimated on the log scale (geometric means).
+
+    `log_estimate` is the mean of log(a) - log(b) (paired) or the difference of the
+    mean logs (Welch); `se` and `df` describe it, so intervals at any level follow.
+    `low`/`high`/`p_value` are None when the spread can't be estimated (n < 2).
+    """
+
+    method: Literal["paired", "welch"]
+    log_estimate: float
+    se: float | None
+    df: float | None
+    n: int  # pairs (paired) or the smaller sample (welch)
+    confidence: float
+    low: float | None
+    high: float | None
+    p_value: float | None  # two-sided test of ratio = 1
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.log_estimate)
+
+    @property
+    def separated(self) -> bool:
+        """True when the interval excludes 1 (the test rejects equal geometric means)."""
+        return self.low is not None and self.high is not None and (self.low > 1 or self.high < 1)
+
+    def interval(self, confidence: float) -> tuple[float, float] | None:
+        """The ratio's interval at another level (None without a spread)."""
+        if self.se is None or self.df is None:
+            return None
+        half = _t_quantile(0.5 + confidence / 2, self.df) * self.se
+        return math.exp(self.log_estimate - half), math.exp(self.log_estimate + half)
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """TOST of a ratio against the margin [1/(1+tolerance), 1+tolerance]."""
+
+    equivalent: bool
+    p_value: float | None  # max of the two one-sided p-values; None without a spread
+    tolerance: float
+    low: float | None  # the (1 - 2·alpha) interval the decision is equivalent to
+    high: float | None
+
+
+@dataclass(frozen=True)
+class VarianceComponents:
+    """One-way random-effects split of the variance (method of moments, unbalanced n0)."""
+
+    between: float  # variance of the group effects (e.g. between server starts), >= 0
+    within: float  # variance inside a group (e.g. between benches of one start)
+    groups: int
+    observations: int
+
+    @property
+    def between_share(self) -> float:
+        total = self.between + self.within
+        return self.between / total if total > 0 else 0.0
+
+
+def paired_log_ratio(
+    a: Sequence[float], b: Sequence[float], confidence: float = 0.95
+) -> RatioInterval:
+    """Ratio of geometric means from pairs (a_i, b_i) measured in the same block (pass)."""
+    if len(a) != len(b) or not a:
+        raise ValueError("paired_log_ratio needs two equally long, non-empty samples")
+    diffs = [_log(x) - _log(y) for x, y in zip(a, b, strict=True)]
+    mean = math.fsum(diffs) / len(diffs)
+    if len(diffs) < 2:
+        return RatioInterval("paired", mean, None, None, 1, confidence, None, None, None)
+    se = _sample_sd(diffs, mean) / math.sqrt(len(diffs))
+    return _ratio_interval("paired", mean, se, len(diffs) - 1, len(diffs), confidence)
+
+
+def welch_log_ratio(
+    a: Sequence[float], b: Sequence[float], confidence: float = 0.95
+) -> RatioInterval:
+    """Ratio of geometric means from independent samples (Welch t on the logs)."""
+    if not a or not b:
+        raise ValueError("welch_log_ratio needs values in both samples")
+    la, lb = [_log(x) for x in a], [_log(y) for y in b]
+    mean = math.fsum(la) / len(la) - math.fsum(lb) / len(lb)
+    n = min(len(la), len(lb))
+    if n < 2:
+        return RatioInterval("welch", mean, None, None, n, confidence, None, None, None)
+    va = _sample_sd(la, math.fsum(la) / len(la)) ** 2 / len(la)
+    vb = _sample_sd(lb, math.fsum(lb) / len(lb)) ** 2 / len(lb)
+    se = math.sqrt(va + vb)
+    df = math.inf if se == 0 else (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
+    return _ratio_interval("welch", mean, se, df, n, confidence)
+
+
+def tost_equivalence(ratio: RatioInterval, tolerance: float, alpha: float = 0.05) -> Equivalence:
+    """Two one-sided t-tests of |log ratio| < log(1 + tolerance), each at level alpha.
+
+    Equivalent exactly when the (1 - 2·alpha) interval (90% at alpha 0.05) lies
+    inside [1/(1+tolerance), 1+tolerance].
+    """
+    if tolerance <= 0:
+        raise ValueError(f"tolerance must be > 0; got {tolerance}")
+    if ratio.se is None or ratio.df is None:
+        return Equivalence(False, None, tolerance, None, None)
+    margin = math.log1p(tolerance)
+    if ratio.se == 0:
+        inside = abs(ratio.log_estimate) < margin
+        return Equivalence(inside, 0.0 if inside else 1.0, tolerance, ratio.ratio, ratio.ratio)
+    p_lower = float(stats.t.sf((ratio.log_estimate + margin) / ratio.se, ratio.df))
+    p_upper = float(stats.t.cdf((ratio.log_estimate - margin) / ratio.se, ratio.df))
+    p = max(p_lower, p_upper)
+    interval = ratio.interval(1 - 2 * alpha)
+    low, high = interval if interval is not None else (None, None)
+    return Equivalence(p < alpha, p, tolerance, low, high)
+
+
+def holm_adjust(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the input order (reject where adjusted < alpha)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def required_pairs(
+    log_difference: float,
+    sd_log: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    max_pairs: int = 10_000,
+) -> int | None:
+    """Passes for a two-sided paired t-test to detect a mean log ratio `log_difference`.
+
+    `sd_log` is the spread of the per-pass log ratios. Exact power (noncentral t,
+    df n - 1). None when the difference is zero or more than `max_pairs` are needed.
+    """
+    if log_difference == 0:
+        return None
+    if sd_log == 0:
+        return 2
+    effect = abs(log_difference) / sd_log
+    z_sum = float(stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power))
+    normal_n = (z_sum / effect) ** 2
+    if normal_n > max_pairs:
+        return None
+    for n in range(max(2, int(normal_n)), max_pairs + 1):
+        if _one_sample_power(effect, n, alpha) >= power:
+            return n
+    return None
+
+
+def variance_components(groups: Sequence[Sequence[float]]) -> VarianceComponents:
+    """Between- and within-group variance of a one-way random-effects model (ANOVA moments)."""
+    sizes = [len(g) for g in groups if g]
+    values = [v for g in groups for v in g]
+    k, total = len(sizes), len(values)
+    if k < 2 or total <= k:
+        raise ValueError("variance_components needs >= 2 groups and a group with >= 2 values")
+    grand = math.fsum(values) / total
+    means = [math.fsum(g) / len(g) for g in groups if g]
+    ss_between = math.fsum(n * (m - grand) ** 2 for n, m in zip(sizes, means, strict=True))
+    ss_within = math.fsum(
+        (v - m) ** 2 for g, m in zip([g for g in groups if g], means, strict=True) for v in g
+    )
+    ms_between, ms_within = ss_between / (k - 1), ss_within / (total - k)
+    n0 = (total - math.fsum(n * n for n in sizes) / total) / (k - 1)
+    between = max(0.0, (ms_between - ms_within) / n0)
+    return VarianceComponents(between, ms_within, k, total)
+
+
+def _ratio_interval(
+    method: Literal["paired", "welch"], mean: float, se: float, df: float, n: int, confidence: float
+) -> RatioInterval:
+    if se == 0:
+        p = 1.0 if mean == 0 else 0.0
+        ratio = math.exp(mean)
+        return RatioInterval(method, mean, 0.0, df, n, confidence, ratio, ratio, p)
+    half = _t_quantile(0.5 + confidence / 2, df) * se
+    p = 2 * float(stats.t.sf(abs(mean) / se, df))
+    low, high = math.exp(mean - half), math.exp(mean + half)
+    return RatioInterval(method, mean, se, df, n, confidence, low, high, p)
+
+
+def _one_sample_power(effect: float, n: int, alpha: float) -> float:
+    """Power of the two-sided one-sample (paired) t-test at standardized effect `effect`."""
+    df = n - 1
+    noncentrality = effect * math.sqrt(n)
+    t_crit = stats.t.ppf(1 - alpha / 2, df)
+    return float(
+        stats.nct.sf(t_crit, df, noncentrality) + stats.nct.cdf(-t_crit, df, noncentrality)
+    )
+
+
+def _t_quantile(q: float, df: float) -> float:
+    return float(stats.norm.ppf(q)) if math.isinf(df) else float(stats.t.ppf(q, df))
+
+
+def _log(value: float) -> float:
+    if value <= 0:
+        raise ValueError(f"log-ratio analysis needs positive values; got {value}")
+    return math.log(value)
 
 
 def _t_test_power(effect: float, n: int, alpha: float) -> float:

@@ -17,7 +17,14 @@ from typing import Any
 
 from ddtune.params import MODES, DecodeParams
 from ddtune.report.inputs import METRIC_NAMES, TrialRecord
-from ddtune.report.statistics import MeanCI, mean_ci, ratio_ci, wilson_interval
+from ddtune.report.statistics import (
+    MeanCI,
+    VarianceComponents,
+    mean_ci,
+    ratio_ci,
+    variance_components,
+    wilson_interval,
+)
 
 THROUGHPUT = "throughput_tps"  # derived per repeat: geometric mean of short_tps and long_tps
 MEAN_METRICS = (
@@ -79,6 +86,7 @@ class ConfigSummary:
     failures: list[FailureInfo]
     samples: dict[str, list[float]]  # metric -> one value per done repeat that reported it
     metrics: dict[str, MeanCI | None]
+    by_pass: dict[str, dict[int, float]] = field(default_factory=dict)  # RATIO_METRICS -> block
     ratios: dict[str, MeanCI | None] = field(default_factory=dict)  # vs the baseline
     acceptance: AcceptanceDistribution | None = None
     coding: Coding | None = None
@@ -106,13 +114,19 @@ class ConfigSummary:
 
 
 def summarize_configs(
-    records: Sequence[TrialRecord], confidence: float = 0.95
+    records: Sequence[TrialRecord], confidence: float = 0.95, passes_per_start: int = 1
 ) -> list[ConfigSummary]:
-    """One summary per label, baseline first, then cheapest first."""
+    """One summary per label, baseline first, then cheapest first.
+
+    `by_pass` holds, per ratio metric, the geometric mean of the done repeats of
+    each block (`passes_per_start` consecutive passes benched on one server start).
+    """
     groups: dict[str, list[TrialRecord]] = {}
     for record in records:
         groups.setdefault(record.label, []).append(record)
     summaries = [_summarize_group(label, group, confidence) for label, group in groups.items()]
+    for summary in summaries:
+        summary.by_pass = _by_pass(groups[summary.label], passes_per_start)
     summaries.sort(key=lambda s: (not s.is_baseline, s.cost, s.label))
     baseline = next((s for s in summaries if s.is_baseline), None)
     if baseline is not None:
@@ -159,17 +173,69 @@ def _summarize_group(label: str, group: list[TrialRecord], confidence: float) ->
 def _metric_samples(done: list[TrialRecord]) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {m: [] for m in MEAN_METRICS}
     for record in done:
-        for metric in REPORTED_METRICS:
-            value = _number(record.metrics.get(metric))
-            if value is not None:
-                samples[metric].append(value)
-        short, long = (
-            _number(record.metrics.get("short_tps")),
-            _number(record.metrics.get("long_tps")),
-        )
-        if short is not None and long is not None and short > 0 and long > 0:
-            samples[THROUGHPUT].append(math.sqrt(short * long))
+        for metric, value in record_values(record).items():
+            samples[metric].append(value)
     return samples
+
+
+def record_values(record: TrialRecord) -> dict[str, float]:
+    """The metrics one trial reported, plus the derived throughput (geometric mean)."""
+    values = {m: v for m in REPORTED_METRICS if (v := _number(record.metrics.get(m))) is not None}
+    short, long = values.get("short_tps"), values.get("long_tps")
+    if short is not None and long is not None and short > 0 and long > 0:
+        values[THROUGHPUT] = math.sqrt(short * long)
+    return values
+
+
+def block_of(repeat: int, passes_per_start: int = 1) -> int:
+    """The block (1-based) of a pass: `passes_per_start` consecutive passes share one start."""
+    return (repeat - 1) // passes_per_start + 1
+
+
+def _by_pass(group: list[TrialRecord], passes_per_start: int) -> dict[str, dict[int, float]]:
+    """metric -> block -> geometric mean of the done trials' positive values in the block."""
+    logs: dict[str, dict[int, list[float]]] = {}
+    for record in group:
+        if record.status != "done":
+            continue
+        block = block_of(record.repeat, passes_per_start)
+        for metric, value in record_values(record).items():
+            if metric in RATIO_METRICS and value > 0:
+                logs.setdefault(metric, {}).setdefault(block, []).append(math.log(value))
+    return {
+        metric: {b: math.exp(math.fsum(v) / len(v)) for b, v in blocks.items()}
+        for metric, blocks in logs.items()
+    }
+
+
+def start_variance(
+    records: Sequence[TrialRecord], passes_per_start: int
+) -> dict[str, VarianceComponents]:
+    """label -> variance of log throughput between server starts vs within one start.
+
+    Only with `passes_per_start` > 1 (otherwise every start has one bench). A
+    start is the server's `instance_id` (else its pid, else the block).
+    """
+    if passes_per_start < 2:
+        return {}
+    groups: dict[str, dict[str, list[float]]] = {}
+    for record in records:
+        value = record_values(record).get(THROUGHPUT) if record.status == "done" else None
+        if value is None:
+            continue
+        identity = record.conditions.get("server_identity") or {}
+        start = (
+            identity.get("instance_id")
+            or identity.get("pid")
+            or block_of(record.repeat, passes_per_start)
+        )
+        groups.setdefault(record.label, {}).setdefault(str(start), []).append(math.log(value))
+    out = {}
+    for label, starts in groups.items():
+        values = list(starts.values())
+        if len(values) >= 2 and any(len(v) >= 2 for v in values):
+            out[label] = variance_components(values)
+    return out
 
 
 def _ratios(

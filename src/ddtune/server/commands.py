@@ -28,6 +28,9 @@ SETTING_FLAGS = (
     "max_step_tokens",
     "grace_seconds",
     "model_name",
+    "max_request_bytes",
+    "body_timeout_seconds",
+    "strict_requests",
 )
 
 
@@ -69,6 +72,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="SIGTERM: time to finish in-flight requests (default: 10)",
     )
     p.add_argument("--model-name", help="served model id (default: the target folder's name)")
+    p.add_argument(
+        "--max-request-bytes",
+        type=int,
+        help="largest request body; bigger ones get 413 unread (default: 4194304 = 4 MiB)",
+    )
+    p.add_argument(
+        "--body-timeout-seconds",
+        type=float,
+        help="a request body must arrive within this, else 408 (default: 30)",
+    )
+    p.add_argument(
+        "--strict-requests",
+        action="store_true",
+        default=None,
+        help="unknown request fields are a 400 (default: accepted, named in the "
+        "ddtune-ignored-fields header and the log)",
+    )
     p.set_defaults(func=run)
 
 

@@ -14,6 +14,9 @@ See docs/architecture.md "Server". The TOML file uses the flag names as keys
     max_batch = 8
     max_step_tokens = 2048
     grace_seconds = 10
+    max_request_bytes = 4194304
+    body_timeout_seconds = 30
+    strict_requests = false
 
 `mode/budget/topk/window` form the `params` field (a `DecodeParams`, read
 with `DecodeParams.with_updates`); every other key is a field of the model.
@@ -40,6 +43,9 @@ def _expand(path: Path | None) -> Path | None:
     return None if path is None else path.expanduser()
 
 
+DEFAULT_MAX_REQUEST_BYTES = 4 << 20  # 4 MiB: a 128k-token prompt as text or as token ids
+
+
 # TOML and flags give folders as text: the one lax field type.
 Folder = Annotated[Path | None, Field(strict=False), AfterValidator(_expand)]
 
@@ -56,6 +62,9 @@ class ServeConfig(StrictModel):
     grace_seconds: Annotated[float, Field(ge=0.0)] = 10.0  # SIGTERM: time to finish requests
     model_name: str | None = None  # None = the target folder's name
     health_timeout_s: Annotated[float, Field(gt=0.0)] = 30.0  # /health_generate deadline
+    max_request_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REQUEST_BYTES  # else 413
+    body_timeout_seconds: Annotated[float, Field(gt=0.0)] = 30.0  # whole body by then, else 408
+    strict_requests: bool = False  # unknown request fields: 400 instead of reported and ignored
 
     @classmethod
     def from_toml(cls, path: Path) -> ServeConfig:

@@ -116,3 +116,10 @@ class ServerMetrics:
 def accepted_draft_tokens(stats: Any) -> int:
     """Draft tokens accepted by verification: each round's length minus its bonus token."""
     return int(sum(max(0, int(length) - 1) for length in stats.acceptance_lengths))
+
+
+def completion_tokens(result: Any) -> int:
+    """Tokens generated, counted as vLLM counts them: a stop token (EOS or one of
+    `stop_token_ids`) counts although it is not in the text; a stop string's own
+    tokens do not (the engine keeps the tokens that end before it)."""
+    return len(result.token_ids) + (getattr(result, "stop_token", None) is not None)

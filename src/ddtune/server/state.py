@@ -24,7 +24,7 @@ from ddtune.server.config import ServeConfig
 from ddtune.server.errors import ApiError, invalid, unavailable
 from ddtune.server.identity import Identity, versions, weights_sha256
 from ddtune.server.metrics import ServerMetrics
-from ddtune.server.requests import PromptContext
+from ddtune.server.prompts import PromptContext
 from ddtune.server.worker import GenerationWorker, Job, JobOutcome
 
 log = logging.getLogger("ddtune.server")
@@ -71,7 +71,10 @@ class ServerState:
             encode=tokenizer.encode,
             render_chat=self.chat.render,
             vocab_size=_vocab_size(self.engine),
+            max_token_chars=longest_token_bytes(tokenizer),
+            strict=self.config.strict_requests,
         )
+        self._check_fits(self._params)
         self.worker = GenerationWorker(
             self.engine,
             self.current,
@@ -136,6 +139,7 @@ class ServerState:
                 params = self._params.with_updates(updates)
                 self._check_drafter(params)
                 self._check_step_budget(params, key="budget")
+                self._check_fits(params)
             except UserError as exc:
                 raise invalid(exc.key, str(exc)) from None
             self._params = params
@@ -157,6 +161,24 @@ class ServerState:
             check_round_fits(params, self.block_size, self.config.max_step_tokens)
         except UserError as exc:
             raise UserError(str(exc), key=key or exc.key) from None
+
+    def _check_fits(self, params: DecodeParams) -> None:
+        """Window and budget bounded by the loaded model's context (as `ddtune serve` flags)."""
+        context = getattr(self.engine, "max_context", None)
+        if context is None:
+            return
+        if params.window is not None and params.window > context:
+            raise UserError(
+                f"window must be at most the model's context of {context} tokens (or 'none'); "
+                f"got {params.window}",
+                key="window",
+            )
+        if params.budget >= context:
+            raise UserError(
+                f"budget must be below the model's context of {context} tokens; "
+                f"got {params.budget}",
+                key="budget",
+            )
 
     # -- reports -------------------------------------------------------------
 
@@ -247,6 +269,19 @@ def _vocab_size(engine: Any) -> int | None:
     sizes.append(getattr(getattr(target, "cfg", None), "vocab_size", None))
     known = [int(s) for s in sizes if isinstance(s, int)]
     return min(known) if known else None
+
+
+def longest_token_bytes(tokenizer: Any) -> int:
+    """The most UTF-8 bytes one token decodes to: no token stands for more characters.
+
+    (Byte-level BPE and character tokenizers; a lossy decode's U+FFFD is 3 bytes, at
+    least the 1-3 raw bytes it replaces.) So a text longer than context x this cannot
+    fit the context, whatever it tokenizes to.
+    """
+    decode = tokenizer.decode
+    return max(
+        (len(decode([i]).encode("utf-8")) for i in range(int(tokenizer.vocab_size))), default=1
+    )
 
 
 def _loading() -> ApiError:

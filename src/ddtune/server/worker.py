@@ -25,7 +25,7 @@ from typing import Any
 
 from ddtune.engine.budget import DEFAULT_MAX_BATCH, DEFAULT_MAX_STEP_TOKENS
 from ddtune.params import DecodeParams, SamplingParams
-from ddtune.server.metrics import ServerMetrics
+from ddtune.server.metrics import ServerMetrics, completion_tokens
 
 log = logging.getLogger("ddtune.server")
 
@@ -204,7 +204,7 @@ class GenerationWorker:
         elif done.result is not None:
             result = done.result
             self.metrics.observe_generation(
-                len(job.prompt_ids), len(result.token_ids), result.stats
+                len(job.prompt_ids), completion_tokens(result), result.stats
             )
             if result.finish_reason == "cancelled":
                 self.metrics.cancelled.inc()

@@ -15,30 +15,45 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddtune.services.gpu import GpuDevice, GpuProbe
+from ddtune.services.leftovers import Owner
 from ddtune.services.outcome import Outcome
 from ddtune.services.protocol import PHASES, Controller
 from ddtune.services.spec import Hooks, ServiceSpec, Timeouts
 
 
 def build_controller(
-    spec: ServiceSpec, workdir: Path, gpu_probe: GpuProbe | None = None
+    spec: ServiceSpec,
+    workdir: Path,
+    gpu_probe: GpuProbe | None = None,
+    owner: Owner | None = None,
 ) -> Controller:
-    """The controller for `spec.kind`; `gpu_probe` overrides NVML/nvidia-smi (tests)."""
+    """The controller for `spec.kind`; `gpu_probe` overrides NVML/nvidia-smi (tests).
+
+    `owner` names who starts the instances (a sweep runner passes its sweep
+    and store); by default this process.
+    """
+    controller = _controller_class(spec)(spec, Path(workdir), gpu_probe)
+    if owner is not None:
+        controller.owner = owner
+    return controller
+
+
+def _controller_class(spec: ServiceSpec) -> type[Controller]:
     if spec.kind == "process":
         from ddtune.services.process import ProcessController
 
-        return ProcessController(spec, Path(workdir), gpu_probe)
+        return ProcessController
     if spec.kind == "systemd":
         from ddtune.services.systemd import SystemdController
 
-        return SystemdController(spec, Path(workdir), gpu_probe)
+        return SystemdController
     if spec.kind == "hooks":
         from ddtune.services.hooks import HooksController
 
-        return HooksController(spec, Path(workdir), gpu_probe)
+        return HooksController
     from ddtune.services.hot import HotController
 
-    return HotController(spec, Path(workdir), gpu_probe)
+    return HotController
 
 
 __all__ = [
@@ -47,6 +62,7 @@ __all__ = [
     "GpuDevice",
     "GpuProbe",
     "Hooks",
+    "Owner",
     "Outcome",
     "ServiceSpec",
     "Timeouts",

@@ -32,6 +32,8 @@ LOGS_HOOK_TIMEOUT_S = 60.0
 class HooksController(Controller):
     """Run the user's hooks; see the module docstring."""
 
+    foreign_port_final = False  # a hook's server (docker-proxy, a remote node) is not tagged
+
     def __init__(self, spec: ServiceSpec, workdir: Path, gpu_probe: GpuProbe | None = None) -> None:
         if spec.hooks.start is None or spec.hooks.stop is None:
             raise UserError("kind = 'hooks' needs service.hooks.start and service.hooks.stop")
@@ -50,7 +52,7 @@ class HooksController(Controller):
         self._env = {
             **self.spec.hook_env(attempt.params, attempt.user_vars),
             "DDTUNE_ATTEMPT_DIR": str(attempt.attempt_dir),
-            procs.TAG_VAR: self._tag,
+            **self.instance_env(self._tag),
         }
         self._hooks_log = attempt.attempt_dir / "hooks.log"
 

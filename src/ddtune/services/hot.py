@@ -5,7 +5,10 @@ reports a *new* config_generation whose config equals the request, answers
 health, and generates. When no server answers on the port, the controller
 starts one with `command` (rendered with the first trial's parameters) through
 the full process protocol. A server that was already running is used but never
-stopped by close(); one this controller started is. In place, `on_phase` hears
+stopped by close(); one this controller started is. Another sweep's server
+(ddtune-tagged: live, left over or of an unknown owner; see leftovers.py) is
+never used: `port_in_use` naming it, or, for a leftover with
+`reclaim_leftovers`, it is stopped and ours started. In place, `on_phase` hears
 snapshot, start (the POST) and poll. See docs/architecture.md "Services".
 """
 
@@ -16,7 +19,7 @@ from typing import Any
 import httpx
 
 from ddtune.params import DecodeParams
-from ddtune.services import readiness
+from ddtune.services import leftovers, readiness
 from ddtune.services.outcome import PhaseFailure
 from ddtune.services.process import ProcessController
 from ddtune.services.protocol import Attempt
@@ -29,6 +32,8 @@ class HotController(ProcessController):
 
     def apply(self, attempt: Attempt) -> None:
         """POST the config to the running server; without one, the restart protocol starts it."""
+        if self._popen is None:
+            self._refuse_other_sweeps(attempt)
         if not self._server_answers():
             attempt.out.notes.append("hot: no server was running; started one with service.command")
             super().apply(attempt)
@@ -37,6 +42,21 @@ class HotController(ProcessController):
         attempt.out.timings["stop_to_quiet_s"] = 0.0
         with attempt.out.timed("start_to_ready_s"):
             self._apply_in_place(attempt)
+
+    def _refuse_other_sweeps(self, attempt: Attempt) -> None:
+        """A ddtune-tagged server that is not ours is another sweep's: reclaim or refuse it."""
+        watch = self.port_watch(reclaim=self.spec.reclaim_leftovers)
+        ours = {p.pid for p in self.our_processes()}  # this workdir's: used as before
+        holders = [h for h in leftovers.port_holders(self.spec.port, ours) if h.kind != "ours"]
+        holders = [h for h in holders if h.tag is not None]  # untagged: a server by hand, used
+        for h in holders:
+            if h.kind == "leftover" and watch.reclaim:
+                watch.reclaim_one(h)
+        attempt.out.reclaimed.extend(watch.reclaimed)
+        attempt.out.notes.extend(watch.notes)
+        refused = [h for h in holders if not (h.kind == "leftover" and watch.reclaim)]
+        if refused:
+            raise watch.failure(refused)
 
     def _server_answers(self) -> bool:
         try:

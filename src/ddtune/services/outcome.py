@@ -5,6 +5,7 @@ Failure classes (docs/architecture.md "Services"):
     crashed(<exit code or signal>)  the new process died while starting
     oom                             it died with an out-of-memory message
     port_in_use                     the port is held by a process that is not ours
+                                    (`port_holders` names those ddtune will not stop)
     stale_instance                  the server answering is not the new instance
     config_mismatch                 the new instance reports another configuration
     instance_changed                (hot) the server restarted instead of reconfiguring
@@ -39,10 +40,13 @@ PORT_IN_USE_PATTERNS = re.compile(r"address already in use|EADDRINUSE|errno 98",
 class PhaseFailure(Exception):
     """Raised inside the protocol to end an attempt with a failure class."""
 
-    def __init__(self, failure: str, detail: str) -> None:
+    def __init__(
+        self, failure: str, detail: str, holders: list[dict[str, Any]] | None = None
+    ) -> None:
         super().__init__(f"{failure}: {detail}")
         self.failure = failure
         self.detail = detail
+        self.holders = holders or []  # port_in_use by processes ddtune will not stop
 
 
 @dataclass
@@ -60,6 +64,8 @@ class Outcome:
     base_url: str = ""
     notes: list[str] = field(default_factory=list)
     leftover_pids: list[int] = field(default_factory=list)
+    port_holders: list[dict[str, Any]] = field(default_factory=list)  # Holder.to_dict()s
+    reclaimed: list[str] = field(default_factory=list)  # leftovers stopped to free the port
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,9 +74,14 @@ class Outcome:
     def from_dict(cls, data: dict[str, Any]) -> Outcome:
         return cls(**data)
 
-    def fail(self, failure: str, detail: str) -> None:
-        """Record the failure class and its one-line detail (`ready` stays False)."""
+    def fail(self, failure: str, detail: str, holders: list[dict[str, Any]] | None = None) -> None:
+        """Record the failure class and its one-line detail (`ready` stays False).
+
+        `holders`: the processes ddtune will not stop that hold the port; a
+        failure with holders cannot be cured by retrying (the runner stops).
+        """
         self.ready, self.failure, self.detail = False, failure, detail
+        self.port_holders = list(holders or [])
 
     @contextmanager
     def timed(self, key: str) -> Iterator[None]:

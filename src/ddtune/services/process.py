@@ -60,7 +60,7 @@ class ProcessController(Controller):
     def start(self, attempt: Attempt) -> dict[str, Any]:
         self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
         self._log_path = attempt.attempt_dir / "service.log"
-        env = {**os.environ, **self._env, procs.TAG_VAR: self._tag}
+        env = {**os.environ, **self._env, **self.instance_env(self._tag)}
         with open(self._log_path, "ab") as log:
             try:
                 self._popen = subprocess.Popen(

@@ -35,6 +35,7 @@ from ddtune.kinds import Launch, get_kind
 from ddtune.params import DecodeParams
 from ddtune.services import procs, readiness
 from ddtune.services.gpu import GpuBaseline, GpuProbe, baseline, default_probe, not_released
+from ddtune.services.leftovers import WORKDIR_VAR, Owner, PortWatch
 from ddtune.services.outcome import Outcome, PhaseFailure, classify_exit, tail_lines
 from ddtune.services.spec import ServiceSpec
 
@@ -68,7 +69,15 @@ class Attempt:
 
 
 class Controller(ABC):
-    """One service under our control; subclasses implement the backend steps."""
+    """One service under our control; subclasses implement the backend steps.
+
+    `owner` (who starts the instances, `leftovers.Owner`) goes into every
+    instance's environment with its tag; `build_controller(owner=...)` sets it.
+    `foreign_port_final`: an untagged process on the port cannot be one of our
+    own instances (False for hooks, whose servers may run anywhere as anyone).
+    """
+
+    foreign_port_final = True
 
     def __init__(self, spec: ServiceSpec, workdir: Path, gpu_probe: GpuProbe | None = None) -> None:
         self.spec = spec
@@ -83,6 +92,7 @@ class Controller(ABC):
         self._quiet_gpu: dict[int, float] = {}
         self._closes = 0  # close() calls; a close during reconfigure cancels the start
         self._attempt_dir: Path | None = None
+        self.owner = Owner.current()
 
     # ---- backend steps --------------------------------------------------------
 
@@ -112,6 +122,10 @@ class Controller(ABC):
 
     def launch(self) -> Launch:
         return Launch()
+
+    def instance_env(self, tag: str) -> dict[str, str]:
+        """The tag and owner variables every process of a new instance carries."""
+        return {procs.TAG_VAR: tag, WORKDIR_VAR: str(self.workdir), **self.owner.env()}
 
     @abstractmethod
     def write_logs(self, attempt_dir: Path) -> Path | None:
@@ -146,7 +160,7 @@ class Controller(ABC):
             self.apply(attempt)
             out.ready = True
         except PhaseFailure as exc:
-            out.fail(exc.failure, exc.detail)
+            out.fail(exc.failure, exc.detail, exc.holders)
             self._after_failure(attempt)
         except (httpx.HTTPError, OSError, ValueError, subprocess.SubprocessError) as exc:
             out.fail("error", f"{type(exc).__name__}: {exc}")
@@ -258,23 +272,41 @@ class Controller(ABC):
                 out.leftover_pids = [p.pid for p in left]
                 raise PhaseFailure("timeout:quiesce", f"could not kill {procs.describe(left)}")
             if check_port:
-                self._wait_port_free()
+                self._wait_port_free(out)
         if gpu_base is not None:
             with out.timed("gpu_release_s"):
                 self._wait_gpu(gpu_base)
 
-    def _wait_port_free(self) -> None:
-        def step() -> str | None:
-            owners = procs.port_listeners(self.spec.port)
-            if not owners:
-                return None
-            return f"port {self.spec.port} still has listener(s) owned by " + ", ".join(
-                procs.describe_pid(pid) for pid in owners.values()
-            )
-
-        readiness.poll(
-            "quiesce", self.spec.timeouts.quiesce, step, lambda: None, lambda reason: "port_in_use"
+    def port_watch(self, reclaim: bool) -> PortWatch:
+        """Who else holds the port (leftovers.py); `reclaim` lets it stop leftovers."""
+        t = self.spec.timeouts
+        return PortWatch(
+            self.spec.port,
+            lambda: {p.pid for p in self.our_processes()},
+            reclaim=reclaim,
+            foreign_final=self.foreign_port_final,
+            grace=t.stop,
+            kill_wait=t.quiesce,
         )
+
+    def _wait_port_free(self, out: Outcome) -> None:
+        """No listener left; leftovers reclaimed if allowed; fail fast on ones we never stop."""
+        watch = self.port_watch(reclaim=self.spec.reclaim_leftovers)
+
+        def step() -> str | None:
+            holders = watch.check()
+            if not holders:
+                return None
+            named = "; ".join(h.describe() for h in holders)
+            return f"port {self.spec.port} still has listener(s): {named}"
+
+        try:
+            readiness.poll(
+                "quiesce", self.spec.timeouts.quiesce, step, lambda: None, lambda _: "port_in_use"
+            )
+        finally:
+            out.reclaimed.extend(watch.reclaimed)
+            out.notes.extend(watch.notes)
 
     def _wait_gpu(self, base: GpuBaseline) -> None:
         def step() -> str | None:

@@ -59,8 +59,13 @@ def poll(
 
 
 def wait_port(ctl: Controller) -> None:
-    """The port is listened on by a process of the new instance."""
+    """The port is listened on by a process of the new instance.
+
+    A holder that will never go away (leftovers.py: not ddtune's, another live
+    sweep's, an unreclaimed leftover) ends the wait early with `port_in_use`.
+    """
     seen_foreign: list[str] = []
+    watch = ctl.port_watch(reclaim=False)
 
     def step() -> str | None:
         listeners = procs.port_listeners(ctl.spec.port)
@@ -69,9 +74,9 @@ def wait_port(ctl: Controller) -> None:
         ours = ctl.instance_pids()
         if ours is None or any(pid in ours for pid in listeners.values()):
             return None
-        owners = sorted({pid for pid in listeners.values()}, key=str)
-        seen_foreign.append(str(owners))
-        return f"port {ctl.spec.port} is held by pid(s) {owners}, not by the new instance"
+        named = "; ".join(h.describe() for h in watch.check())
+        seen_foreign.append(named)
+        return f"port {ctl.spec.port} is held by {named}, not by the new instance"
 
     def failure(reason: str) -> str:
         return "port_in_use" if seen_foreign else "timeout:start"

@@ -93,7 +93,11 @@ class ServiceSpec(StrictModel):
     generations: Annotated[int, Field(ge=1)] = 3
     gpu: Literal["auto", "off"] = "auto"
     gpu_tolerance_mib: Annotated[int, Field(ge=0)] = 256
+    reclaim_leftovers: bool = False  # stop a dead runner's ddtune server found on the port
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    # what `ddtune sweep plan` assumes before a store has measured them (seconds)
+    expected_start_s: Annotated[float, Field(ge=0)] | None = None  # stop + start to READY
+    expected_bench_s: Annotated[float, Field(ge=0)] | None = None  # one bench
 
     @classmethod
     def from_dict(cls, table: Mapping[str, Any]) -> ServiceSpec:

@@ -89,7 +89,7 @@ class SystemdController(Controller):
         self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
         params, user_vars = attempt.params, attempt.user_vars
         self._argv = self.spec.render_argv(params, user_vars) if self.spec.command else None
-        env = {**self.spec.render_env(params, user_vars), procs.TAG_VAR: self._tag}
+        env = {**self.spec.render_env(params, user_vars), **self.instance_env(self._tag)}
         try:
             self.dropin.parent.mkdir(parents=True, exist_ok=True)
             self.dropin.write_text(render_dropin(env, self._argv))

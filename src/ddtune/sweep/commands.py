@@ -1,14 +1,17 @@
-"""`ddtune sweep run|status|retry|export|report` and `ddtune demo`.
+"""`ddtune sweep run|status|retry|export|report|cleanup` and `ddtune demo`.
 
 Each handler parses its arguments, calls one function of the sweep package
-and prints the result; errors in the user's input are `UserError`s.
+and prints the result; errors in the user's input are `UserError`s. `run`,
+`retry` and `demo` exit with `EXIT_CODES` (runner.py), Ctrl-C anywhere included.
 See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +23,11 @@ if TYPE_CHECKING:
     from ddtune.sweep.runner import RunSummary
     from ddtune.sweep.store import Store
 
+EXIT_CODES = """exit codes: 0 every trial done; 1 some trials failed (now or earlier, not
+retried); 2 bad input (spec, arguments, store); 3 interrupted (Ctrl-C, SIGTERM;
+rerun to resume); 4 blocked: the service's port is held by a process ddtune
+never stops (named in the summary; free the port, then rerun to resume)"""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     sweep = subparsers.add_parser(
@@ -27,17 +35,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     actions = sweep.add_subparsers(dest="sweep_command", metavar="ACTION", required=True)
 
-    run = actions.add_parser("run", help="run or resume the sweep described by a TOML spec")
+    run = actions.add_parser(
+        "run", help="run or resume the sweep described by a TOML spec", epilog=EXIT_CODES
+    )
     run.add_argument("spec", help="sweep spec (TOML), e.g. examples/demo.toml")
     _store_arg(run, run=True)
     run.set_defaults(func=cmd_run)
+
+    plan = actions.add_parser(
+        "plan", help="the trials in order, the restarts and the expected duration of a spec"
+    )
+    plan.add_argument("spec", help="sweep spec (TOML)")
+    plan.add_argument(
+        "--store",
+        help="a store of the same service to take measured costs from (default: the spec's)",
+    )
+    plan.set_defaults(func=cmd_plan)
 
     status = actions.add_parser("status", help="table of trials, their status and failures")
     _store_arg(status)
     status.set_defaults(func=cmd_status)
 
     retry = actions.add_parser(
-        "retry", help="rerun unfinished trials with the spec kept in the store"
+        "retry", help="rerun unfinished trials with the spec kept in the store", epilog=EXIT_CODES
     )
     retry.add_argument("--failed", action="store_true", help="only the failed trials")
     _store_arg(retry)
@@ -54,7 +74,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_arg(report)
     report.set_defaults(func=cmd_report)
 
-    demo = subparsers.add_parser("demo", help="a real sweep on the bundled models, then its report")
+    cleanup = actions.add_parser(
+        "cleanup",
+        help="stop ddtune servers left by killed sweep runs (never another process)",
+        description="Stop the servers a killed `sweep run` left running: ddtune-tagged "
+        "processes whose runner is gone. Servers of a running sweep and processes "
+        "ddtune did not start are listed and left alone.",
+    )
+    cleanup.add_argument(
+        "--store", help="only this store's leftovers (default: every store's, this user's)"
+    )
+    cleanup.add_argument("--dry-run", action="store_true", help="list them, stop nothing")
+    cleanup.set_defaults(func=cmd_cleanup)
+
+    demo = subparsers.add_parser(
+        "demo", help="a real sweep on the bundled models, then its report", epilog=EXIT_CODES
+    )
     demo.add_argument("--out", default="runs/demo", help="where the stores and reports go")
     demo.add_argument("--spec", help="restart-pass spec (default: examples/demo.toml)")
     demo.add_argument("--hot-spec", help="hot-pass spec (default: examples/demo-hot.toml)")
@@ -71,6 +106,23 @@ def _store_arg(parser: argparse.ArgumentParser, run: bool = False) -> None:
         parser.add_argument("--sweep", help="sweep name inside the store (default: the newest)")
 
 
+def _exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[..., int]:
+    """Ctrl-C outside the trial loop (loading the spec, the report) exits 3 too."""
+
+    @functools.wraps(handler)
+    def wrapped(args: argparse.Namespace) -> int:
+        from ddtune.sweep.runner import EXIT_INTERRUPTED
+
+        try:
+            return handler(args)
+        except KeyboardInterrupt:
+            print("ddtune: interrupted; rerun the same command to resume", file=sys.stderr)
+            return EXIT_INTERRUPTED
+
+    return wrapped
+
+
+@_exit_3_on_ctrl_c
 def cmd_run(args: argparse.Namespace) -> int:
     from ddtune.sweep.runner import default_store_path, run_sweep
     from ddtune.sweep.spec import load_spec
@@ -82,6 +134,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     summary = run_sweep(spec, store_path, console, resume_hint=hint)
     _print_summary(console, summary)
     return summary.exit_code
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from ddtune.sweep.plan import plan_spec
+    from ddtune.sweep.planners import estimate_text
+    from ddtune.sweep.runner import default_store_path
+    from ddtune.sweep.spec import load_spec
+    from ddtune.sweep.store import Store
+
+    spec = load_spec(args.spec)
+    path = Path(args.store) if args.store else default_store_path(spec)
+    store = Store(path, create=False) if path.is_file() else None
+    try:
+        print(estimate_text(spec, store))
+    finally:
+        if store is not None:
+            store.close()
+    trials = plan_spec(spec)
+    restarts = sum(1 for t in trials if (t.repeat - 1) % spec.passes_per_start == 0)
+    print(f"planned now: {len(trials)} trial(s), {restarts} restart(s)" + _later(spec.strategy))
+    for t in trials:
+        print(
+            f"  {t.order_index + 1:4d}  pass {t.repeat:<3d} {t.config.label()}"
+            + (" (baseline)" if t.is_baseline else "")
+        )
+    return 0
+
+
+def _later(strategy: str) -> str:
+    if strategy == "race":
+        return "; later passes are planned one by one from the results (survivors + baseline)"
+    if strategy == "optuna":
+        return "; the search proposes one trial at a time, then a race confirms the best"
+    return ""
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -98,6 +184,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+@_exit_3_on_ctrl_c
 def cmd_retry(args: argparse.Namespace) -> int:
     from ddtune.sweep.runner import run_sweep
     from ddtune.sweep.spec import parse_spec
@@ -148,6 +235,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    from ddtune.sweep.cleanup import cleanup
+
+    return cleanup(Path(args.store) if args.store else None, args.dry_run, Console(stderr=True))
+
+
+@_exit_3_on_ctrl_c
 def cmd_demo(args: argparse.Namespace) -> int:
     from ddtune.sweep.demo import run_demo
 
@@ -177,6 +271,6 @@ def _newest_store() -> Path:
 
 def _print_summary(console: Console, summary: RunSummary) -> None:
     summary.print(console)
-    if not summary.interrupted:
+    if not (summary.interrupted or summary.blocked):
         report = summary.store_path.parent / "report"
         console.print(f"next: ddtune sweep report --store {summary.store_path} --out {report}")

@@ -35,7 +35,8 @@ HOT_SPEC = EXAMPLES / "demo-hot.toml"
 def run_demo(
     out: Path, restart_spec: Path | None = None, hot_spec: Path | None = None, fresh: bool = False
 ) -> int:
-    """Both passes and both reports; returns the exit code."""
+    """Both passes and both reports; the exit code is the sweep's (runner.py): 0 all done,
+    1 a pass had failed trials, 3 interrupted, 4 blocked (2, bad input, from the CLI)."""
     console = Console(stderr=True)
     started = time.monotonic()
     if restart_spec is None or hot_spec is None:
@@ -49,18 +50,20 @@ def run_demo(
         ("restart", restart_spec or RESTART_SPEC, out),
         ("hot", hot_spec or HOT_SPEC, out / "hot"),
     ]
+    codes = []
     for kind, path, folder in passes:
         summary = _one_pass(console, kind, path, folder)
-        if summary.interrupted:
-            console.print("[yellow]demo interrupted[/]; run `ddtune demo` again to resume")
+        if summary.interrupted or summary.blocked:
+            console.print("[yellow]demo stopped[/]; run `ddtune demo` again to resume")
             return summary.exit_code
+        codes.append(summary.exit_code)
     minutes = (time.monotonic() - started) / 60
     console.print(f"[bold]demo finished in {minutes:.1f} min[/]; reports:")
     for kind, _, folder in passes:
         console.print(
             f"  {kind:8s} {folder / 'report' / 'report.html'}  (store {folder / 'store.sqlite'})"
         )
-    return 0
+    return max(codes)  # 1 when a pass had failed trials (the sweep's exit codes)
 
 
 def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> RunSummary:
@@ -69,8 +72,13 @@ def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> Run
         "restart": "each configuration restarts `ddtune serve` (process controller)",
         "hot": "one `ddtune serve` reconfigured in place (hot controller, no restart)",
     }[kind]
-    trials = (len(spec.configs) + bool(spec.baseline)) * spec.repeats
-    console.rule(f"{kind} pass: {spec.name}, {trials} trials — {how}")
+    configs = len(spec.configs) + bool(spec.baseline)
+    trials = (
+        f"{configs} configs raced over {spec.min_repeats}-{spec.repeats} passes"
+        if spec.strategy == "race"
+        else f"{configs * spec.repeats} trials"
+    )
+    console.rule(f"{kind} pass: {spec.name}, {trials} — {how}")
     store_path = folder / "store.sqlite"
     try:
         summary = run_sweep(spec, store_path, console, resume_hint="ddtune demo")
@@ -80,7 +88,7 @@ def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> Run
             "run `ddtune demo --fresh` to start over"
         ) from exc
     summary.print(console, f"{kind} pass")
-    if not summary.interrupted:
+    if not (summary.interrupted or summary.blocked):
         store = Store(store_path, create=False)
         try:
             write_report(store, store.sweep_row(spec.name), folder / "report", console)

@@ -3,7 +3,8 @@
 A record carries the trial's configuration as objects (`Config.from_wire` of its
 `config_json`), its status and last failure, and for a done trial the
 aggregates, per-request acceptance lengths, T=0 outputs and the conditions it
-ran under (hardware, prompt set, the server identity). See docs/architecture.md "Sweep".
+ran under (hardware, prompt set, the server identity, and the slot and node
+when the ray backend ran it). See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddtune.params import config_hash
 from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.sweep.slots import attempt_slot
 
 if TYPE_CHECKING:
     from ddtune.sweep.store import Store
@@ -66,6 +68,7 @@ def _fill_result(store: Store, record: TrialRecord, result: sqlite3.Row) -> None
         float(r["acceptance_length"]) for r in rows if r.get("acceptance_length") is not None
     ]
     record.outputs = json.loads(result["outputs_json"])
+    record.logprob_gaps = bench.get("logprob_gaps")
     record.temperature = float(_find(bench, "temperature", 0.0) or 0.0)
     hardware = json.loads(attempt["hardware_json"]) or bench.get("hardware") or {}
     record.conditions = {
@@ -75,7 +78,18 @@ def _fill_result(store: Store, record: TrialRecord, result: sqlite3.Row) -> None
         "server_identity": _server_identity(
             bench.get("identity"), json.loads(attempt["identity_json"])
         ),
+        "sandbox": _sandbox_note(bench.get("notes") or []),
     }
+    slot = attempt_slot(store, result["attempt_id"])
+    if slot is not None:  # the ray backend ran it: which slot, on which node
+        record.conditions["slot"], record.conditions["node"] = slot
+
+
+def _sandbox_note(notes: list[str]) -> str | None:
+    """The bench's words on how coding tests were contained (None when no tests ran)."""
+    prefix = "coding tests sandboxed with: "
+    found = [n.removeprefix(prefix) for n in notes if isinstance(n, str) and n.startswith(prefix)]
+    return found[0].split(";")[0] if found else None
 
 
 def _server_identity(served: Any, controller: dict[str, Any]) -> dict[str, Any]:

@@ -3,16 +3,27 @@
     1. Take the store's runner lock; trials a dead runner left `running` become
        `interrupted`; create the sweep and its trials on the first run.
     2. For each trial that is pending or interrupted (done and failed ones are
-       kept as they are; `sweep retry` reopens failed ones):
+       kept as they are; `sweep retry` reopens failed ones), then for each trial a
+       race or search adds (`planner.next_batch()`: the next pass, the next
+       proposal) until it stops:
        a. attempt n: `controller.reconfigure(params, attempt_dir, user_vars=...,
           on_phase=...)` runs the readiness protocol (stop, quiesce, start, wait
           for the new identity); each phase it announces shows in the progress line;
        b. READY → `run_bench(...)` → samples + results + `done`, one transaction;
        c. not READY (or the bench failed) → the attempt is stored with its
           failure class, detail, timings and log tail, and retried after a backoff;
-       d. all attempts failed → the trial is `failed`; the sweep goes on.
+       d. all attempts failed → the trial is `failed`; the sweep goes on;
+       e. `passes_per_start` > 1: the next trial of the same config and block
+          benches the same server start (no reconfigure).
     3. Ctrl-C / SIGTERM: the current trial becomes `interrupted`, the service is
-       stopped (`controller.close()`), and the exit code is 130 with a resume hint.
+       stopped (`controller.close()`), and the exit code is 3 with a resume hint.
+       An attempt that fails because a process ddtune never stops holds the port
+       (`Outcome.port_holders`) stops the sweep the same way, exit code 4.
+
+Exit codes (`RunSummary.exit_code`; `ddtune sweep run|retry` and `ddtune demo`):
+0 every trial asked for is done and none of the sweep is failed; 1 some trials
+failed (now, or earlier and not retried); 2 bad input (spec, arguments, store;
+printed by the CLI); 3 interrupted; 4 blocked by a process on the port.
 
 Every failure line says class + detail + log path; nothing is a bare "skip".
 See docs/architecture.md "Sweep".
@@ -20,10 +31,10 @@ See docs/architecture.md "Sweep".
 
 from __future__ import annotations
 
-import re
 import signal
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -39,30 +50,37 @@ from rich.progress import (
     Progress,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
+from ddtune.report.summarize import block_of
+from ddtune.sweep.attempt import (
+    PHASE_TEXT,
+    AttemptReport,
+    Phase,
+    execute_attempt,
+    note_ready,
+    store_report,
+)
 from ddtune.sweep.plan import plan_spec
+from ddtune.sweep.planners import estimate_text, live_eta, make_planner
 from ddtune.sweep.spec import Config, SweepSpec
 from ddtune.sweep.store import Store
+from ddtune.sweep.views import attempt_dir, failure_counts
 
 if TYPE_CHECKING:
     from ddtune.services import Controller, Outcome
+    from ddtune.sweep.dispatch import SlotLoop
 
 RESUMABLE = ("pending", "interrupted")
-PHASE_TEXT = {  # the controller's phase (ddtune.services.protocol.PHASES) → the progress line
-    "preflight": "preflight",
-    "snapshot": "snapshot of the running instance",
-    "stop": "stopping",
-    "quiesce": "quiescing",
-    "start": "starting",
-    "poll": "loading (waiting for READY)",
-}
-Phase = Callable[[str], None]  # shows a text in the progress line
+EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_BLOCKED = 0, 1, 2, 3, 4
 
 
 class SweepInterrupted(KeyboardInterrupt):
     """Raised in the main thread on SIGTERM (SIGINT already raises KeyboardInterrupt)."""
+
+
+class SweepBlocked(Exception):
+    """An attempt found the port held by a process ddtune never stops: retrying cannot help."""
 
 
 @dataclass
@@ -76,10 +94,18 @@ class RunSummary:
     interrupted: bool = False
     seconds: float = 0.0
     failures: list[str] = field(default_factory=list)  # one line per failed trial
+    failure_classes: Counter[str] = field(default_factory=Counter)  # this run's failed trials
+    failed_before: int = 0  # failed in an earlier run and not reopened
+    blocked: str | None = None  # why the sweep stopped early (the port's holder)
 
     @property
     def exit_code(self) -> int:
-        return 130 if self.interrupted else 0
+        """See the module docstring: 0 done, 1 failed, 3 interrupted, 4 blocked."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.blocked:
+            return EXIT_BLOCKED
+        return EXIT_FAILED if self.failed or self.failed_before else EXIT_DONE
 
     def print(self, console: Console, title: str = "sweep") -> None:
         """The counts, then one line per failed trial (class, detail, log path)."""
@@ -87,8 +113,15 @@ class RunSummary:
             f"{title}: {self.done} trial(s) done now, {self.already_done} earlier, "
             f"{self.failed} failed, of {self.planned}; {self.seconds:.0f} s; store {self.store_path}"
         )
+        if self.failure_classes:
+            console.print(f"  failure classes: {escape(failure_counts(self.failure_classes))}")
         for line in self.failures:
             console.print(f"  [red]failed[/] {escape(line)}")
+        if self.failed_before:
+            console.print(
+                f"  {self.failed_before} trial(s) failed in an earlier run and were not rerun "
+                f"(ddtune sweep retry --failed --store {self.store_path})"
+            )
 
 
 def default_store_path(spec: SweepSpec) -> Path:
@@ -122,18 +155,41 @@ def run_sweep(
             store_path,
             len(store.trials(sweep_id)),
             len(store.trials(sweep_id, ("done",))),
+            failed_before=len(store.trials(sweep_id, ("failed",))),
         )
-        if todo:
-            TrialLoop(spec, store, store_path.parent.resolve(), console, summary).run(todo)  # 2, 3
+        planner = None if only_reopened else make_planner(spec, store, store_path, sweep_id)
+        console.print(escape(estimate_text(spec, store)))
+        more = None if planner is None else planner.next_batch
+        if todo or planner is not None:
+            loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
+            loop.run(todo, more)  # 2, 3
+        summary.planned = len(store.trials(sweep_id))  # a race or search added trials
+        if planner is not None and not summary.interrupted and not summary.blocked:
+            console.print(escape(planner.outcome()))
+        hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
         if summary.interrupted:
-            hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
             console.print(
                 f"[yellow]interrupted[/]; the service is stopped. resume with: {escape(hint)}"
+            )
+        if summary.blocked:
+            console.print(
+                f"[red]stopped[/]: {escape(summary.blocked)}\nthen resume with: {escape(hint)}"
             )
         summary.seconds = time.monotonic() - started
         return summary
     finally:
         store.close()
+
+
+def trial_loop(
+    spec: SweepSpec, store: Store, workdir: Path, console: Console, summary: RunSummary
+) -> TrialLoop | SlotLoop:
+    """The loop of `spec.cluster.backend`: this process (local) or a pool of Ray slots."""
+    if spec.cluster.backend == "ray":
+        from ddtune.sweep.dispatch import SlotLoop
+
+        return SlotLoop(spec, store, workdir, console, summary)
+    return TrialLoop(spec, store, workdir, console, summary)
 
 
 class TrialLoop:
@@ -145,29 +201,42 @@ class TrialLoop:
         self.spec, self.store, self.workdir = spec, store, workdir
         self.console, self.summary = console, summary
         self.hardware = _hardware_now()
+        self._serving: tuple[tuple[str, int], Outcome] | None = None  # passes_per_start reuse
 
-    def run(self, todo: list[sqlite3.Row]) -> None:
-        from ddtune.services import build_controller
+    def run(
+        self, todo: list[sqlite3.Row], more: Callable[[], list[sqlite3.Row]] | None = None
+    ) -> None:
+        """The trials of `todo`, then each batch `more()` returns, until it returns []."""
+        from ddtune.services import Owner, build_controller
 
-        controller = build_controller(self.spec.service, self.workdir)
+        owner = Owner.current(sweep=self.spec.name, store=str(self.store.path.resolve()))
+        controller = build_controller(self.spec.service, self.workdir, owner=owner)
         current: int | None = None
         try:
             with _signals_raise(), self._progress() as progress:
-                task = progress.add_task("sweep", total=len(todo), phase="starting", trial="")
+                task = progress.add_task(
+                    "sweep", total=len(todo), phase="starting", trial="", eta=""
+                )
 
                 def phase(text: str) -> None:
                     progress.update(task, phase=text)
 
-                for index, trial in enumerate(todo, start=1):
-                    current = trial["id"]
-                    name = f"{index}/{len(todo)} {trial['label']} r{trial['repeat']}"
-                    progress.update(task, trial=name)
-                    status = self._trial(controller, trial, phase)
-                    current = None
-                    self._count(trial, status)
-                    progress.advance(task)
-        except KeyboardInterrupt:
-            self.summary.interrupted = True
+                batch, started, ran = todo or (more() if more else []), time.monotonic(), 0
+                while batch:
+                    eta = live_eta(started, ran, len(batch), more)
+                    progress.update(task, total=ran + len(batch), eta=eta)
+                    for trial in batch:
+                        current = trial["id"]
+                        progress.update(task, trial=f"{trial['label']} r{trial['repeat']}")
+                        status = self._trial(controller, trial, phase)
+                        current, ran = None, ran + 1
+                        self._count(trial, status)
+                        left = int(progress.tasks[0].total or 0) - ran
+                        progress.update(task, advance=1, eta=live_eta(started, ran, left, more))
+                    batch = more() if more else []
+        except (KeyboardInterrupt, SweepBlocked) as exc:
+            self.summary.interrupted = isinstance(exc, KeyboardInterrupt)
+            self.summary.blocked = str(exc) if isinstance(exc, SweepBlocked) else None
             if current is not None:
                 self.store.finish_trial(current, "interrupted")
         finally:
@@ -181,8 +250,7 @@ class TrialLoop:
             MofNCompleteColumn(),
             TextColumn("{task.fields[phase]}", style="cyan", markup=False),
             TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+            TextColumn("{task.fields[eta]}", markup=False),
             console=self.console,
             transient=False,
         )
@@ -193,6 +261,7 @@ class TrialLoop:
         else:
             self.summary.failed += 1
             last = self.store.attempts(trial["id"])[-1]
+            self.summary.failure_classes[last["failure"]] += 1
             self.summary.failures.append(
                 f"{trial['label']} r{trial['repeat']}: {last['failure']} — {last['detail']} "
                 f"(log: {last['log_tail_path'] or 'none'})"
@@ -207,14 +276,9 @@ class TrialLoop:
                 phase(f"backoff {retry.backoff * 2 ** (attempt - 2):.0f}s")
                 time.sleep(retry.backoff * 2 ** (attempt - 2))
             attempt_id, number = self.store.begin_attempt(trial["id"])
-            attempt_dir = (
-                self.workdir
-                / "trials"
-                / f"{trial['id']:04d}-{_slug(trial['label'])}-r{trial['repeat']}"
-                / f"attempt-{number}"
-            )
-            attempt_dir.mkdir(parents=True, exist_ok=True)
-            error = self._attempt(controller, trial, config, attempt_id, attempt_dir, phase)
+            folder = attempt_dir(self.workdir, trial["id"], trial["label"], trial["repeat"], number)
+            folder.mkdir(parents=True, exist_ok=True)
+            error = self._attempt(controller, trial, config, attempt_id, folder, phase)
             if error is None:
                 return "done"
             self.console.print(
@@ -233,66 +297,48 @@ class TrialLoop:
         attempt_dir: Path,
         phase: Phase,
     ) -> str | None:
-        """One reconfigure + bench; stores the outcome; returns a failure line or None."""
-        phase("reconfiguring")
-        outcome = controller.reconfigure(
-            config.params,
+        """One reconfigure + bench (`attempt.py`); stores the outcome; a failure line or None.
+
+        With `passes_per_start` > 1 the next pass of the same config in the same block
+        reuses the running server instead of reconfiguring (`reuse`).
+        """
+        key = (trial["label"], block_of(trial["repeat"], self.spec.passes_per_start))
+        reuse = self._serving[1] if self._serving and self._serving[0] == key else None
+        ready: list[Outcome] = []
+
+        def on_ready(outcome: Outcome) -> None:
+            ready.append(outcome)
+            note_ready(self.store, attempt_id, attempt_dir, outcome.to_dict())
+
+        report = execute_attempt(
+            controller,
+            self.spec.bench,
+            self.spec.service.profile,
+            config,
             attempt_dir,
-            user_vars=config.user_vars(),
-            on_phase=lambda name: phase(PHASE_TEXT.get(name, name)),
+            phase,
+            on_ready=on_ready,
+            reuse=reuse,
         )
-        tail_path = _write_tail(attempt_dir, outcome)
-        timings, identity = dict(outcome.timings), dict(outcome.identity)
-        if not outcome.ready:
-            failure = outcome.failure or "not_ready"
-            detail = outcome.detail or "the controller gave no detail"
-            seen = {"timings": timings, "identity": identity, "log_tail_path": tail_path}
-            self.store.fail_attempt(attempt_id, failure, detail, **seen)
-            return f"{failure} — {detail} (log: {tail_path})"
-        self.store.note_attempt(
-            attempt_id, timings=timings, identity=identity, log_tail_path=tail_path
+        for leftover in report.outcome.get("reclaimed") or ():  # [service] reclaim_leftovers
+            self.console.print(f"[yellow]reclaimed[/] {escape(leftover)}")
+        error = store_report(
+            self.store, trial["id"], attempt_id, attempt_dir, report, self.hardware
         )
-        phase("benchmarking")
-        return self._bench(trial["id"], attempt_id, outcome.base_url, timings, tail_path)
+        blocked = blocked_by(report)
+        if blocked:  # a process ddtune never stops holds the port: retries cannot help
+            raise SweepBlocked(blocked)
+        if self.spec.passes_per_start > 1:
+            self._serving = (key, ready[0]) if error is None and ready else None
+        return error
 
-    def _bench(
-        self,
-        trial_id: int,
-        attempt_id: int,
-        base_url: str,
-        timings: dict[str, float],
-        tail_path: str | None,
-    ) -> str | None:
-        """The bench against the READY server; stores its result, or the error as a failure."""
-        from ddtune.bench import run_bench
 
-        started = time.monotonic()
-        try:
-            result = run_bench(
-                base_url,
-                self.spec.bench,
-                server_kind=self.spec.service.profile,
-                identity=None,  # bench snapshots what serves now; the store merges both views
-                progress=False,  # the sweep's own progress line is live
-            )
-        except Exception as exc:  # a server dying mid-bench must not stop the sweep
-            detail = f"{type(exc).__name__}: {exc}"
-            self.store.fail_attempt(attempt_id, "bench_error", detail, log_tail_path=tail_path)
-            return f"bench_error — {detail} (log: {tail_path})"
-        bench = result.to_dict()
-        timings["bench_s"] = round(time.monotonic() - started, 3)
-        hardware = bench.get("hardware") or self.hardware
-        self.store.record_result(trial_id, attempt_id, bench, timings=timings, hardware=hardware)
+def blocked_by(report: AttemptReport) -> str | None:
+    """`failure — detail` when the attempt found the port held by a process ddtune never stops."""
+    outcome = report.outcome
+    if outcome.get("ready") or not outcome.get("port_holders"):
         return None
-
-
-def _write_tail(attempt_dir: Path, outcome: Outcome) -> str | None:
-    """Keep the controller's log tail next to the attempt; return its path."""
-    if outcome.log_tail:
-        path = attempt_dir / "log_tail.txt"
-        path.write_text(outcome.log_tail)
-        return str(path)
-    return outcome.log_path or None
+    return f"{outcome.get('failure') or 'not_ready'} — {outcome.get('detail') or ''}"
 
 
 def _hardware_now() -> dict[str, Any]:
@@ -300,10 +346,6 @@ def _hardware_now() -> dict[str, Any]:
     from ddtune.bench.hardware import hardware_fingerprint
 
     return hardware_fingerprint()
-
-
-def _slug(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")[:40]
 
 
 @contextmanager
@@ -329,3 +371,16 @@ def _signals_ignored() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+__all__ = [
+    "PHASE_TEXT",  # re-exported: the progress texts live in attempt.py
+    "RESUMABLE",
+    "RunSummary",
+    "SweepBlocked",
+    "SweepInterrupted",
+    "TrialLoop",
+    "default_store_path",
+    "run_sweep",
+    "trial_loop",
+]

@@ -1,12 +1,17 @@
 """The tables of a sweep spec as strict pydantic models (`ddtune.tables.StrictModel`).
 
-    [sweep]      SweepTable: name, description, repeats, order, seed, baseline
+    [sweep]      SweepTable: name, description, repeats, order, seed, baseline,
+                 strategy (grid|race|optuna), min_repeats, tolerance, max_trials,
+                 max_hours, passes_per_start, objective
     [space]      SpaceTable: lists (or single values) of mode/budget/topk/window,
+                 `{low, high, log, step}` integer ranges (strategy "optuna" only),
                  [space.vars] lists of user variables
+    [optuna]     OptunaTable: n_trials, confirm_top, seed
     [[configs]]  ConfigTable: mode/budget/topk/window + vars (also `sweep.baseline`)
     [service]    a plain table here: `ddtune.services.ServiceSpec` parses it
     [bench]      `ddtune.bench.BenchMatrix`
     [retry]      RetryPolicy: attempts, backoff
+    [cluster]    `cluster.ClusterTable`: backend (local | ray), slots, placement
 
 These models check the shape (unknown keys, types, ranges, variable names);
 the decoding parameters themselves are checked by `DecodeParams.from_wire`
@@ -17,16 +22,22 @@ full key path in `UserError.key`. See docs/architecture.md "Sweep".
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.params import PARAM_KEYS
+from ddtune.sweep.cluster import ClusterTable
 from ddtune.tables import StrictModel
 
 ORDERS = ("interleaved", "random", "sequential")
 Order = Literal["interleaved", "random", "sequential"]
+STRATEGIES = ("grid", "race", "optuna")
+Strategy = Literal["grid", "race", "optuna"]
+OBJECTIVES = ("throughput", "long_context", "short_context", "speedup")
+Objective = Literal["throughput", "long_context", "short_context", "speedup"]
 RESERVED_VARS = (*PARAM_KEYS, "port")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -64,6 +75,28 @@ VarValue = Annotated[Any, AfterValidator(_scalar)]
 Axis = Annotated[tuple[Any, ...], BeforeValidator(_axis)]
 
 
+class IntRange(StrictModel):
+    """`{low = 2, high = 256, log = true}`: the integers low..high (for strategy "optuna")."""
+
+    low: int
+    high: int
+    log: bool = False
+    step: Annotated[int, Field(ge=1)] = 1
+
+    def count(self) -> int:
+        return max(0, (self.high - self.low) // self.step + 1)
+
+
+def _shape(value: Any) -> str:
+    """Union tag: a table is a range, anything else an axis (so errors name the key)."""
+    return "dict" if isinstance(value, Mapping | IntRange) else "list"
+
+
+Dimension = Annotated[
+    Annotated[Axis, Tag("list")] | Annotated[IntRange, Tag("dict")], Discriminator(_shape)
+]
+
+
 class ConfigTable(StrictModel):
     """One `[[configs]]` table or `sweep.baseline`: parameters in wire form, plus vars."""
 
@@ -82,17 +115,22 @@ class SpaceTable(StrictModel):
     """`[space]`: the grid is the cartesian product of every axis written."""
 
     mode: Axis = ()
-    budget: Axis = ()
-    topk: Axis = ()
-    window: Axis = ()
+    budget: Dimension = ()
+    topk: Dimension = ()
+    window: Dimension = ()
     vars: Annotated[
         dict[str, Annotated[tuple[VarValue, ...], BeforeValidator(_axis)]],
         AfterValidator(_var_names),
     ] = {}
 
     def axes(self) -> dict[str, tuple[Any, ...]]:
-        """Decoding-parameter axes the user wrote, in `PARAM_KEYS` order."""
-        return {key: getattr(self, key) for key in PARAM_KEYS if key in self.model_fields_set}
+        """Decoding-parameter axes the user wrote as lists, in `PARAM_KEYS` order."""
+        written = {key: getattr(self, key) for key in PARAM_KEYS if key in self.model_fields_set}
+        return {key: v for key, v in written.items() if not isinstance(v, IntRange)}
+
+    def ranges(self) -> dict[str, IntRange]:
+        """The axes written as `{low, high}` ranges."""
+        return {key: v for key in PARAM_KEYS if isinstance(v := getattr(self, key), IntRange)}
 
 
 class SweepTable(StrictModel):
@@ -102,6 +140,19 @@ class SweepTable(StrictModel):
     order: Order = "interleaved"
     seed: int = 0
     baseline: ConfigTable | None = None
+    strategy: Strategy = "grid"
+    min_repeats: Annotated[int, Field(ge=2, le=1000)] = 3  # race: passes before eliminating
+    tolerance: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.03  # relative equivalence margin
+    max_trials: Annotated[int, Field(ge=1)] | None = None
+    max_hours: Annotated[float, Field(gt=0.0)] | None = None
+    passes_per_start: Annotated[int, Field(ge=1, le=100)] = 1
+    objective: Objective = "throughput"
+
+
+class OptunaTable(StrictModel):
+    n_trials: Annotated[int, Field(ge=1, le=100_000)] = 40
+    confirm_top: Annotated[int, Field(ge=1, le=100)] = 4  # the best few confirmed by a race
+    seed: int | None = None  # default: [sweep] seed
 
 
 class RetryPolicy(StrictModel):
@@ -115,14 +166,22 @@ class SpecDocument(StrictModel):
     sweep: SweepTable
     space: SpaceTable | None = None
     configs: list[ConfigTable] = []
+    optuna: OptunaTable | None = None
     service: dict[str, Any] = {}
     bench: BenchMatrix = BenchMatrix()
     retry: RetryPolicy = RetryPolicy()
+    cluster: ClusterTable = ClusterTable()  # where trials run: cluster.py
 
 
 __all__ = [
+    "OBJECTIVES",
     "ORDERS",
+    "STRATEGIES",
     "ConfigTable",
+    "IntRange",
+    "Objective",
+    "OptunaTable",
+    "Strategy",
     "Order",
     "RetryPolicy",
     "SpaceTable",

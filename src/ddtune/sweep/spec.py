@@ -1,13 +1,19 @@
 """The sweep spec: a TOML file parsed strictly into a `SweepSpec` of objects.
 
-    [sweep]    name, repeats, order (interleaved|random|sequential), seed, baseline
+    [sweep]    name, repeats, order (interleaved|random|sequential), seed, baseline,
+               strategy (grid|race|optuna), min_repeats, tolerance, max_trials,
+               max_hours, passes_per_start, objective
     [space]    a grid: lists of mode/budget/topk/window (+ [space.vars] user variables),
-               expanded to their cartesian product
+               expanded to their cartesian product; strategy "optuna" also takes
+               `{low, high, log}` ranges and searches the space instead
+    [optuna]   n_trials, confirm_top, seed (strategy "optuna" only)
     [[configs]] an explicit list of configurations (mode/budget/topk/window + vars)
     [service]  handed to `ddtune.services.ServiceSpec.from_dict`; a command argument
                "{python}" is replaced by the interpreter running ddtune
     [bench]    `ddtune.bench.BenchMatrix`
     [retry]    attempts, backoff (seconds between attempts)
+    [cluster]  backend (local | ray) and the service slots of a Ray pool (`cluster.py`);
+               not part of the spec hash: a sweep may resume on another pool
 
 The tables are the pydantic models of `schema.py`; decoding parameters go
 through `DecodeParams.from_wire`. Every `UserError` carries the full key path
@@ -32,8 +38,21 @@ from typing import TYPE_CHECKING, Any
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.errors import UserError
 from ddtune.params import PARAM_KEYS, DecodeParams, config_hash
+from ddtune.sweep.checks import check_strategy, effective_repeats
+from ddtune.sweep.cluster import Cluster, build_cluster
 from ddtune.sweep.lines import KeyLines
-from ddtune.sweep.schema import ORDERS, ConfigTable, Order, RetryPolicy, SpaceTable, SpecDocument
+from ddtune.sweep.schema import (
+    ORDERS,
+    ConfigTable,
+    Objective,
+    OptunaTable,
+    Order,
+    RetryPolicy,
+    SpaceTable,
+    SpecDocument,
+    Strategy,
+)
+from ddtune.sweep.space import SearchSpace
 from ddtune.tables import parse_table
 
 if TYPE_CHECKING:
@@ -81,14 +100,26 @@ class SweepSpec:
     order: Order = "interleaved"
     seed: int = 0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    strategy: Strategy = "grid"
+    min_repeats: int = 3
+    tolerance: float = 0.03
+    max_trials: int | None = None
+    max_hours: float | None = None
+    passes_per_start: int = 1
+    objective: Objective = "throughput"
+    optuna: OptunaTable | None = None  # strategy "optuna": the search settings
+    search: SearchSpace | None = None  # strategy "optuna": the space searched
     text: str = ""  # the TOML as written, stored with the sweep
     source: str = "<spec>"
     base_dir: str | None = None  # relative paths in the spec resolve here
+    cluster: Cluster = field(default_factory=Cluster)
 
     @property
     def hash(self) -> str:
-        """Hash of the parsed content: comments and layout do not change it."""
-        return config_hash(tomllib.loads(self.text)) if self.text else ""
+        """Hash of the parsed content: comments, layout and [cluster] do not change it."""
+        if not self.text:
+            return ""
+        return config_hash({k: v for k, v in tomllib.loads(self.text).items() if k != "cluster"})
 
     def all_configs(self) -> list[tuple[Config, bool]]:
         """(config, is_baseline), baseline first."""
@@ -124,31 +155,56 @@ def parse_spec(text: str, source: str = "<spec>", base_dir: Path | None = None) 
 
 
 def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> SweepSpec:
+    check_strategy(doc)
     baseline = doc.sweep.baseline
+    searched = doc.sweep.strategy == "optuna"
     found = [(_config(baseline, "sweep.baseline"), "sweep.baseline")] if baseline else []
-    found += [(c, "space") for c in _grid(doc.space)] if doc.space else []
+    found += [(c, "space") for c in _grid(doc.space)] if doc.space and not searched else []
     found += [(_config(t, f"configs.{i}"), f"configs.{i}") for i, t in enumerate(doc.configs)]
-    if not found:
+    search = SearchSpace.from_space(doc.space) if searched and doc.space else None
+    if not found and search is None:
         raise UserError("no configurations: add a [space] grid or [[configs]] tables")
     service = _service(doc.service)
-    _check_vars_used(found, service)
+    _check_vars_used(found + _search_vars(search), service)
     base = found[0][0] if baseline else None
     configs = [c for c in dict.fromkeys(c for c, _ in found) if c != base]
     bench = doc.bench.resolve_paths(base_dir) if base_dir else doc.bench
+    sweep = doc.sweep
     return SweepSpec(
         name=doc.sweep.name,
         configs=configs,
         baseline=base,
         service=service,
         bench=bench,
-        repeats=doc.sweep.repeats,
+        repeats=effective_repeats(doc),
         order=doc.sweep.order,
         seed=doc.sweep.seed,
         retry=doc.retry,
+        strategy=sweep.strategy,
+        min_repeats=sweep.min_repeats,
+        tolerance=sweep.tolerance,
+        max_trials=sweep.max_trials,
+        max_hours=sweep.max_hours,
+        passes_per_start=sweep.passes_per_start,
+        objective=sweep.objective,
+        optuna=(doc.optuna or OptunaTable()) if searched else None,
+        search=search,
         text=text,
         source=source,
         base_dir=str(base_dir) if base_dir else None,
+        cluster=build_cluster(doc.cluster, doc.service, _service),
     )
+
+
+def _search_vars(search: SearchSpace | None) -> list[tuple[Config, str]]:
+    """One config per searched variable value, so unused variables are refused as for a grid."""
+    if search is None:
+        return []
+    return [
+        (Config(DecodeParams(), ((name, value),)), "space.vars")
+        for name, values in search.vars.items()
+        for value in values
+    ]
 
 
 def _config(table: ConfigTable, where: str) -> Config:

@@ -32,7 +32,7 @@ from typing import Any
 
 from ddtune.errors import UserError
 from ddtune.report.inputs import TrialRecord
-from ddtune.sweep import records
+from ddtune.sweep import records, slots
 from ddtune.sweep.plan import PlannedTrial
 from ddtune.sweep.spec import Config
 
@@ -91,6 +91,8 @@ class Store:
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.execute("PRAGMA synchronous=FULL")
         self._migrate()
+        with self.tx() as db:
+            slots.ensure_tables(db)  # the ray backend's slot tables (slots.py)
         self._lock_fd: int | None = None
         self.recover_if_unlocked()
 
@@ -177,6 +179,7 @@ class Store:
                 "UPDATE trials SET status='interrupted', updated_at=? WHERE status='running'",
                 (now,),
             )
+            slots.stop_all(db)
             return cursor.rowcount
 
     # --- sweeps and trials ---------------------------------------------------------
@@ -206,22 +209,31 @@ class Store:
                     (name, spec_text, spec_hash, spec_dir, time.time()),
                 )
             )
-            for trial in plan:
-                db.execute(
-                    "INSERT INTO trials (sweep_id, order_index, config_json, config_hash, label,"
-                    " repeat, is_baseline, status, updated_at) VALUES (?,?,?,?,?,?,?,'pending',?)",
-                    (
-                        sweep_id,
-                        trial.order_index,
-                        json.dumps(trial.config.to_wire()),
-                        trial.config.hash(),
-                        trial.config.label(),
-                        trial.repeat,
-                        int(trial.is_baseline),
-                        time.time(),
-                    ),
-                )
+            _insert_trials(db, int(sweep_id), plan)
             return int(sweep_id)
+
+    def add_trials(self, sweep_id: int, plan: list[PlannedTrial]) -> list[sqlite3.Row]:
+        """Append planned trials (a race's next pass, a search's next trial); returns their rows."""
+        with self.tx() as db:
+            _insert_trials(db, sweep_id, plan)
+        indexes = {t.order_index for t in plan}
+        return [r for r in self.trials(sweep_id) if r["order_index"] in indexes]
+
+    def next_order_index(self, sweep_id: int) -> int:
+        row = self.db.execute(
+            "SELECT COALESCE(MAX(order_index), -1) + 1 FROM trials WHERE sweep_id=?", (sweep_id,)
+        ).fetchone()
+        return int(row[0])
+
+    def trial_seconds(self, sweep_id: int) -> dict[int, float]:
+        """trial id -> seconds its finished attempts took (stored, so a replay sees the same)."""
+        rows = self.db.execute(
+            "SELECT a.trial_id, SUM(a.ended_at - a.started_at) FROM attempts a"
+            " JOIN trials t ON t.id = a.trial_id WHERE t.sweep_id=? AND a.ended_at IS NOT NULL"
+            " GROUP BY a.trial_id",
+            (sweep_id,),
+        )
+        return {int(r[0]): float(r[1]) for r in rows}
 
     def sweep_row(self, name: str | None = None) -> sqlite3.Row:
         """The named sweep, or the most recent one."""
@@ -349,6 +361,24 @@ class Store:
     def trial_records(self, sweep_id: int) -> list[TrialRecord]:
         """One `TrialRecord` per trial, in run order (what `build_report` reads)."""
         return records.trial_records(self, sweep_id)
+
+
+def _insert_trials(db: sqlite3.Connection, sweep_id: int, plan: list[PlannedTrial]) -> None:
+    for trial in plan:
+        db.execute(
+            "INSERT INTO trials (sweep_id, order_index, config_json, config_hash, label,"
+            " repeat, is_baseline, status, updated_at) VALUES (?,?,?,?,?,?,?,'pending',?)",
+            (
+                sweep_id,
+                trial.order_index,
+                json.dumps(trial.config.to_wire()),
+                trial.config.hash(),
+                trial.config.label(),
+                trial.repeat,
+                int(trial.is_baseline),
+                time.time(),
+            ),
+        )
 
 
 def _row_id(cursor: sqlite3.Cursor) -> int:

@@ -1,7 +1,10 @@
 """Read-only views of a store: the status table, CSV/JSON export, and the report hand-off.
 
 Everything here reads `TrialRecord`s (`Store.trial_records`); parameters appear
-in their wire form (`TrialRecord.config`). See docs/architecture.md "Sweep".
+in their wire form (`TrialRecord.config`). `attempt_dir` is where the runner
+keeps an attempt's files (`<store dir>/trials/<id>-<label>-r<repeat>/attempt-<n>`);
+an attempt that stored no log path (interrupted, or its runner killed) shows
+the log found there. See docs/architecture.md "Sweep".
 """
 
 from __future__ import annotations
@@ -9,7 +12,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sqlite3
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,12 +22,16 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.report.inputs import METRIC_NAMES, SweepContext, TrialRecord
+from ddtune.report.options import ReportOptions
+from ddtune.sweep.slots import slot_table
+from ddtune.sweep.spec import Config, SweepSpec
 from ddtune.sweep.store import TRIAL_STATUSES, Store
 
 if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
 
+ATTEMPT_LOGS = ("log_tail.txt", "service.log", "hooks.log")  # first found is shown
 STATUS_STYLE = {
     "done": "green",
     "failed": "red",
@@ -33,7 +42,7 @@ STATUS_STYLE = {
 
 
 def status_table(store: Store, sweep: sqlite3.Row) -> Group:
-    """Counts per status, one row per trial, and every failure with its log path."""
+    """Counts per status, the slots (ray backend), one row per trial, and every failure."""
     records = store.trial_records(sweep["id"])
     counts = {s: sum(r.status == s for r in records) for s in TRIAL_STATUSES}
     head = Text(
@@ -67,7 +76,8 @@ def status_table(store: Store, sweep: sqlite3.Row) -> Group:
             _coding(r),
             Text(r.failure or ""),
         )
-    return Group(head, table, *_failure_lines(store, records))
+    slots = slot_table(store, sweep["id"])  # per-slot state (ray backend)
+    return Group(head, *slots, table, *_failure_lines(store, records))
 
 
 def _failure_lines(store: Store, records: list[TrialRecord]) -> list[Text]:
@@ -75,14 +85,37 @@ def _failure_lines(store: Store, records: list[TrialRecord]) -> list[Text]:
     for record in records:
         for attempt in store.attempts(record.trial_id):
             if attempt["state"] in ("failed", "interrupted"):
+                log = attempt_log(store, record, attempt) or "none"
                 lines.append(
                     Text(
                         f"trial {record.trial_id} {record.label} r{record.repeat} attempt {attempt['number']}: "
-                        f"{attempt['failure']} — {attempt['detail']} (log: {attempt['log_tail_path'] or 'none'})",
+                        f"{attempt['failure']} — {attempt['detail']} (log: {log})",
                         style="red" if attempt["state"] == "failed" else "yellow",
                     )
                 )
     return lines
+
+
+def attempt_dir(workdir: Path, trial_id: int, label: str, repeat: int, number: int) -> Path:
+    """The folder of one attempt's files (service.log, log_tail.txt, hooks.log)."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")[:40]
+    return workdir / "trials" / f"{trial_id:04d}-{slug}-r{repeat}" / f"attempt-{number}"
+
+
+def attempt_log(store: Store, record: TrialRecord, attempt: sqlite3.Row) -> str | None:
+    """The attempt's stored log path, else the log its folder holds (an interrupted attempt)."""
+    if attempt["log_tail_path"]:
+        return str(attempt["log_tail_path"])
+    folder = attempt_dir(
+        store.path.parent.resolve(), record.trial_id, record.label, record.repeat, attempt["number"]
+    )
+    found = [folder / name for name in ATTEMPT_LOGS if (folder / name).is_file()]
+    return str(found[0]) if found else None
+
+
+def failure_counts(classes: Counter[str]) -> str:
+    """`crashed(2): 2, port_in_use: 1`, most frequent first."""
+    return ", ".join(f"{name}: {count}" for name, count in classes.most_common())
 
 
 def _num(value: Any) -> str:
@@ -148,6 +181,54 @@ def _attempt_dict(row: sqlite3.Row) -> dict[str, Any]:
     return data
 
 
+def report_setup(store: Store, sweep: sqlite3.Row) -> tuple[ReportOptions, SweepContext]:
+    """Report options and race history from the spec kept with the sweep."""
+    from ddtune.sweep.spec import parse_spec
+
+    base_dir = Path(sweep["spec_dir"]) if sweep["spec_dir"] else None
+    spec = parse_spec(
+        sweep["spec_text"], source=f"{store.path} ({sweep['name']})", base_dir=base_dir
+    )
+    searched = spec.strategy == "optuna" and not sweep["name"].endswith(".confirm")
+    options = ReportOptions(
+        tolerance=spec.tolerance,
+        blocked=spec.order == "interleaved" and not searched,
+        passes_per_start=spec.passes_per_start,
+    )
+    return options, sweep_context(store, sweep, spec)
+
+
+def sweep_context(store: Store, sweep: sqlite3.Row, spec: SweepSpec) -> SweepContext:
+    from ddtune.sweep.racing import RacePlanner, race_context
+    from ddtune.sweep.searching import CONFIRM_SUFFIX
+
+    confirm = sweep["name"].endswith(CONFIRM_SUFFIX)
+    if spec.strategy == "grid":
+        return SweepContext("grid", spec.objective)
+    if spec.strategy == "optuna" and not confirm:
+        note = (
+            "Optuna search trials, one per proposal (not blocked: the analysis is Welch); the "
+            f"race over the best configs is sweep {sweep['name']}{CONFIRM_SUFFIX} in this store."
+        )
+        return SweepContext("optuna", spec.objective, notes=[note])
+    configs = sweep_configs(store, sweep["id"])
+    state = RacePlanner(spec, store, sweep["id"], configs).state()
+    context = race_context(state, spec.objective)
+    if confirm:
+        context.notes.append(
+            f"Confirmation race over the best configs of the Optuna search ({spec.name})."
+        )
+    return context
+
+
+def sweep_configs(store: Store, sweep_id: int) -> list[tuple[Config, bool]]:
+    """The distinct configs of a sweep's trials, in run order of their first trial."""
+    seen: dict[str, tuple[Config, bool]] = {}
+    for row in store.trials(sweep_id):
+        seen.setdefault(row["label"], (store.trial_config(row), bool(row["is_baseline"])))
+    return list(seen.values())
+
+
 def write_report(
     store: Store, sweep: sqlite3.Row, out_dir: Path, console: Console
 ) -> ReportSummary:
@@ -156,7 +237,8 @@ def write_report(
 
     records = store.trial_records(sweep["id"])
     out_dir.mkdir(parents=True, exist_ok=True)
-    result = build_report(records, out_dir)
+    options, context = report_setup(store, sweep)
+    result = build_report(records, out_dir, options, context)
     console.print(result.terminal_table(), markup=False, highlight=False)
     files = sorted(p.name for p in out_dir.iterdir())
     console.print(

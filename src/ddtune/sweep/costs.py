@@ -1,0 +1,86 @@
+"""What a sweep will cost before it runs: trials, restarts and expected duration.
+
+Pure arithmetic over `TrialCosts` (seconds per start and per bench, measured
+from a previous store of the same service or taken from the spec), used by
+`ddtune sweep plan` and the live ETA of `sweep run` (the remaining trials at
+the costs measured so far in the run). A race has a best case
+(every contender but one leaves after `min_passes`) and a worst case (nobody
+leaves before `max_passes`). See docs/architecture.md "Sweep".
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TrialCosts:
+    start_s: float  # stop + start-to-ready of one restart
+    bench_s: float  # one bench run against a ready server
+    source: str  # where the numbers come from, shown to the user
+
+
+@dataclass(frozen=True)
+class Estimate:
+    trials: int  # one trial = one server start + `passes_per_start` benches
+    restarts: int
+    benches: int
+    seconds: float
+
+    @property
+    def hours(self) -> float:
+        return self.seconds / 3600
+
+
+def estimate(trials: int, costs: TrialCosts, passes_per_start: int = 1) -> Estimate:
+    benches = trials * passes_per_start
+    return Estimate(trials, trials, benches, trials * costs.start_s + benches * costs.bench_s)
+
+
+def grid_estimate(
+    configs: int, passes: int, costs: TrialCosts, passes_per_start: int = 1
+) -> Estimate:
+    """Every config in every pass (the baseline counted among `configs`)."""
+    return estimate(configs * passes, costs, passes_per_start)
+
+
+def race_estimates(
+    configs: int,
+    min_passes: int,
+    max_passes: int,
+    costs: TrialCosts,
+    passes_per_start: int = 1,
+    max_trials: int | None = None,
+) -> tuple[Estimate, Estimate]:
+    """(best, worst) case of a race over `configs` configs (baseline included).
+
+    Best: all but the winner (and the baseline, which runs every pass) leave
+    at `min_passes` and the race stops. Worst: every config runs `max_passes`
+    passes, unless `max_trials` stops it first.
+    """
+    best = configs * min_passes
+    worst = configs * max_passes
+    if max_trials is not None:
+        best, worst = min(best, max_trials), min(worst, max_trials)
+    return estimate(best, costs, passes_per_start), estimate(worst, costs, passes_per_start)
+
+
+def measured_costs(
+    start_seconds: Sequence[float], bench_seconds: Sequence[float], source: str
+) -> TrialCosts | None:
+    """Median start and bench time of finished trials; None when nothing was measured."""
+    if not start_seconds or not bench_seconds:
+        return None
+    return TrialCosts(statistics.median(start_seconds), statistics.median(bench_seconds), source)
+
+
+__all__ = [
+    "Estimate",
+    "TrialCosts",
+    "estimate",
+    "grid_estimate",
+    "measured_costs",
+    "race_estimates",
+]
