@@ -195,19 +195,6 @@ def test_everything_answers_503_loading_before_the_weights_are_in(checkpoint) ->
         assert (info["state"], info["ready_at"], info["config_generation"]) == ("loading", None, 0)
 
 
-def test_a_reconfigure_past_the_step_token_budget_is_refused(checkpoint) -> None:  # noqa: ANN001
-    """A tree (+ root) larger than --max-step-tokens could never run: 400, old config kept."""
-    target, drafter = checkpoint
-    state = ServerState(ServeConfig(target=target, drafter=drafter, max_step_tokens=20))
-    with TestClient(create_app(state)) as http:
-        r = http.post("/v1/ddtree/config", json={"budget": 32})
-        assert r.status_code == 400
-        error = r.json()["error"]
-        assert error["param"] == "budget" and "round of 33 tokens" in error["message"]
-        assert http.post("/v1/ddtree/config", json={"budget": 19}).status_code == 200
-        assert http.get("/v1/ddtree/config").json()["config"]["budget"] == 19
-
-
 def test_reconfigure_bounds_window_and_budget_by_the_context(checkpoint) -> None:  # noqa: ANN001
     """Like the flags: a window past the context or a budget that cannot fit is a 400."""
     target, drafter = checkpoint
@@ -220,3 +207,16 @@ def test_reconfigure_bounds_window_and_budget_by_the_context(checkpoint) -> None
         assert "context of 100" in info.value.message
     assert state.reconfigure({"window": 100, "budget": 99})[0] == DecodeParams("ddtree", 99, 4, 100)
     assert state.current()[1] == 1  # only the valid update counted
+
+
+def test_a_reconfigure_past_the_step_token_budget_is_refused(checkpoint) -> None:  # noqa: ANN001
+    """A tree (+ root) larger than --max-step-tokens could never run: 400, old config kept."""
+    target, drafter = checkpoint
+    state = ServerState(ServeConfig(target=target, drafter=drafter, max_step_tokens=20))
+    with TestClient(create_app(state)) as http:
+        r = http.post("/v1/ddtree/config", json={"budget": 32})
+        assert r.status_code == 400
+        error = r.json()["error"]
+        assert error["param"] == "budget" and "round of 33 tokens" in error["message"]
+        assert http.post("/v1/ddtree/config", json={"budget": 19}).status_code == 200
+        assert http.get("/v1/ddtree/config").json()["config"]["budget"] == 19

@@ -138,8 +138,8 @@ class ServerState:
             try:
                 params = self._params.with_updates(updates)
                 self._check_drafter(params)
-                self._check_step_budget(params, key="budget")
                 self._check_fits(params)
+                self._check_step_budget(params, key="budget")
             except UserError as exc:
                 raise invalid(exc.key, str(exc)) from None
             self._params = params
@@ -154,13 +154,6 @@ class ServerState:
                 "or use mode 'ar'",
                 key="mode",
             )
-
-    def _check_step_budget(self, params: DecodeParams, key: str | None = None) -> None:
-        """One request's round (tree + root) must fit `max_step_tokens` (`UserError`)."""
-        try:
-            check_round_fits(params, self.block_size, self.config.max_step_tokens)
-        except UserError as exc:
-            raise UserError(str(exc), key=key or exc.key) from None
 
     def _check_fits(self, params: DecodeParams) -> None:
         """Window and budget bounded by the loaded model's context (as `ddtune serve` flags)."""
@@ -179,6 +172,13 @@ class ServerState:
                 f"got {params.budget}",
                 key="budget",
             )
+
+    def _check_step_budget(self, params: DecodeParams, key: str | None = None) -> None:
+        """One request's round (tree + root) must fit `max_step_tokens` (`UserError`)."""
+        try:
+            check_round_fits(params, self.block_size, self.config.max_step_tokens)
+        except UserError as exc:
+            raise UserError(str(exc), key=key or exc.key) from None
 
     # -- reports -------------------------------------------------------------
 
