@@ -131,6 +131,8 @@ def test_a_failing_request_does_not_take_down_its_batch(engines) -> None:  # noq
     assert isinstance(results[1].error, RuntimeError) and results[1].result is None
     for i in (0, 2, 3):
         assert_same_as_unbatched(engine, requests[i], results[i])
+        stats = results[i].result.stats  # type: ignore[union-attr]
+        assert 1 < stats.mean_batch_size <= 3  # shared its rounds (b failed after its first)
 
 
 def test_stop_string_failure_is_per_request(engines, monkeypatch) -> None:  # noqa: ANN001

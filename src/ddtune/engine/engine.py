@@ -56,11 +56,17 @@ class GenerationStats:
     total_seconds: float = 0.0
     prompt_tokens: int = 0
     generated_tokens: int = 0
+    batch_rows: int = 0  # requests in each of its rounds, summed (= rounds when unbatched)
 
     @property
     def mean_acceptance_length(self) -> float:
         """Mean tokens committed per round (bonus included), in [1, block_size]."""
         return sum(self.acceptance_lengths) / self.rounds if self.rounds else 0.0
+
+    @property
+    def mean_batch_size(self) -> float:
+        """Mean number of requests that shared this request's rounds (1 when unbatched)."""
+        return self.batch_rows / self.rounds if self.rounds else 0.0
 
     @property
     def tokens_per_second(self) -> float:
@@ -69,12 +75,13 @@ class GenerationStats:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["mean_acceptance_length"] = self.mean_acceptance_length
+        d["mean_batch_size"] = self.mean_batch_size
         d["tokens_per_second"] = self.tokens_per_second
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GenerationStats:
-        derived = {"mean_acceptance_length", "tokens_per_second"}
+        derived = {"mean_acceptance_length", "mean_batch_size", "tokens_per_second"}
         return cls(**{k: v for k, v in d.items() if k not in derived})
 
 
@@ -258,6 +265,7 @@ def _run(
         stats.rounds += 1
         stats.acceptance_lengths.append(len(outcome.tokens))
         stats.tree_sizes.append(outcome.tree_size)
+        stats.batch_rows += 1
         cancelled = _emit(out, outcome.tokens, on_tokens)
     if cancelled:
         out.finish_reason = "cancelled"

@@ -206,6 +206,7 @@ class Scheduler:
             stats.rounds += 1
             stats.acceptance_lengths.append(len(outcome.tokens))
             stats.tree_sizes.append(outcome.tree_size)
+            stats.batch_rows += len(rows)
             for stage, seconds in report.seconds.items():
                 stats.stage_seconds[stage] += seconds / len(rows)
             self._emit(active, outcome.tokens)
