@@ -26,6 +26,7 @@ whether the outputs are identical. See docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import subprocess
 import sys
@@ -133,7 +134,17 @@ class Reference:
         self.proc.wait(timeout=60)
 
 
-def run_ddtune(engine: Any, mode: str, budget: int, prompts: list[list[int]], max_tokens: int):  # noqa: ANN201
+def run_ddtune(  # noqa: ANN201
+    engine: Any,
+    scheduler: bool,
+    mode: str,
+    budget: int,
+    prompts: list[list[int]],
+    max_tokens: int,
+):
+    """`Engine.generate` (the single-request `Session`), or with `scheduler` the batch
+    scheduler at max_batch 1 (what `ddtune serve` runs for one client)."""
+    from ddtune.engine.scheduler import BatchRequest, generate_batch
     from ddtune.params import DecodeParams, SamplingParams
 
     params = DecodeParams(mode, budget, 4, None).canonical()  # type: ignore[arg-type]
@@ -141,7 +152,11 @@ def run_ddtune(engine: Any, mode: str, budget: int, prompts: list[list[int]], ma
     outputs, taus, seconds, cpu = [], [], 0.0, 0.0
     for ids in prompts:
         start, cpu0 = time.perf_counter(), time.process_time()
-        result = engine.generate(ids, params, sampling)
+        if scheduler:
+            done = generate_batch(engine, [(0, BatchRequest(ids, params, sampling))], 1)
+            result = done[0].result
+        else:
+            result = engine.generate(ids, params, sampling)
         seconds += time.perf_counter() - start
         cpu += time.process_time() - cpu0
         outputs.append(result.token_ids)
@@ -165,6 +180,7 @@ def main() -> int:
     python = ensure_venv(args.venv or checkout / ".venv-ddtune", version, args.torch_index)
     target, drafter = default_target_dir(), default_drafter_dir()
     engine = Engine.load(target, drafter)
+    ours = functools.partial(run_ddtune, engine, args.scheduler)
     texts, source = default_prompts(args.prompts)
     prompts = [engine.tokenizer.encode(t) for t in texts]
     reference = Reference(python, checkout, target, drafter, args.threads)
@@ -172,27 +188,28 @@ def main() -> int:
     totals: dict[tuple[str, int, str], dict[str, Any]] = {}
     try:
         for side in ("reference", "ddtune"):  # warm-up, not timed
-            _side_run(side, reference, engine, "ddtree", 8, prompts[:1], 8)
+            _side_run(side, reference, ours, "ddtree", 8, prompts[:1], 8)
         for repeat in range(args.repeats):
             order = ("reference", "ddtune") if repeat % 2 == 0 else ("ddtune", "reference")
             for mode, budget in configs:
                 for side in order:
-                    got = _side_run(side, reference, engine, mode, budget, prompts, args.max_tokens)
+                    got = _side_run(side, reference, ours, mode, budget, prompts, args.max_tokens)
                     _add(totals.setdefault((mode, budget, side), {}), got)
     finally:
         reference.close()
     print(
         f"prompts: {source}; {args.max_tokens} tokens, T=0, {args.repeats} repeats, "
-        f"torch threads {args.threads}, block {reference.block_size}"
+        f"torch threads {args.threads}, block {reference.block_size}; ddtune via "
+        + ("the batch scheduler (max_batch 1)" if args.scheduler else "Engine.generate")
     )
     _print_table(configs, totals)
     return 0
 
 
-def _side_run(side, reference, engine, mode, budget, prompts, max_tokens):  # noqa: ANN001, ANN202
+def _side_run(side, reference, ours, mode, budget, prompts, max_tokens):  # noqa: ANN001, ANN202
     if side == "reference":
         return reference.run(mode, budget, prompts, max_tokens)
-    return run_ddtune(engine, mode, budget, prompts, max_tokens)
+    return ours(mode, budget, prompts, max_tokens)
 
 
 def _add(total: dict[str, Any], got: dict[str, Any]) -> None:
@@ -239,6 +256,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--prompts", type=int, default=4, help="held-out prompts to use")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--scheduler",
+        action="store_true",
+        help="run ddtune through the batch scheduler at max_batch 1 (as `ddtune serve` does) "
+        "instead of Engine.generate",
+    )
     p.add_argument(
         "--torch-index",
         help="pip index for the reference venv's torch, e.g. https://download.pytorch.org/whl/cpu "

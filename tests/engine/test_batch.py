@@ -1,5 +1,6 @@
 """Batched decoding is lossless per request: each request's output in a batch equals its
-unbatched `Engine.generate` output, token for token, whatever else runs beside it."""
+unbatched `Engine.generate` output, token for token (and its logprobs, prompt logprobs,
+stop token, min_tokens and top-k behaviour), whatever else runs beside it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddtune.engine.logprobs import TokenLogprob
 from ddtune.engine.scheduler import BatchRequest, BatchResult, Scheduler, generate_batch
 from ddtune.params import DecodeParams, SamplingParams
 
@@ -20,6 +22,10 @@ request_st = st.fixed_dictionaries(
         "window": st.sampled_from([None, 1, 3, 1000]),
         "max_new": st.integers(1, 24),
         "ignore_eos": st.booleans(),
+        "min_tokens": st.integers(0, 4),
+        "logprobs": st.sampled_from([None, None, 0, 2]),
+        "prompt_logprobs": st.sampled_from([None, None, 1]),
+        "top_k": st.sampled_from([0, 0, 2]),
     }
 )
 
@@ -31,8 +37,27 @@ def make_request(spec: dict, temperature: float = 0.0, seed: int | None = None) 
         ignore_eos=spec["ignore_eos"],
         temperature=temperature,
         seed=seed,
+        min_tokens=min(spec.get("min_tokens", 0), spec["max_new"]),
+        logprobs=spec.get("logprobs"),
+        prompt_logprobs=spec.get("prompt_logprobs"),
+        top_k=spec.get("top_k", 0),
     )
     return BatchRequest(spec["prompt"], params, sampling)
+
+
+TOL = 1e-9  # float64 test engines: only the summation order differs between paths
+
+
+def close(a: list[TokenLogprob], b: list[TokenLogprob]) -> bool:
+    """Same tokens and top ids; logprob values equal up to float64 rounding."""
+    if [x.token for x in a] != [y.token for y in b]:
+        return False
+    for x, y in zip(a, b, strict=True):
+        if abs(x.logprob - y.logprob) > TOL or [t for t, _ in x.top] != [t for t, _ in y.top]:
+            return False
+        if any(abs(p - q) > TOL for (_, p), (_, q) in zip(x.top, y.top, strict=True)):
+            return False
+    return True
 
 
 def assert_same_as_unbatched(engine, request: BatchRequest, got: BatchResult) -> None:  # noqa: ANN001
@@ -41,6 +66,13 @@ def assert_same_as_unbatched(engine, request: BatchRequest, got: BatchResult) ->
     assert got.result is not None
     assert got.result.token_ids == ref.token_ids
     assert got.result.finish_reason == ref.finish_reason
+    assert got.result.stop_token == ref.stop_token
+    for mine, theirs in (
+        (got.result.logprobs, ref.logprobs),
+        (got.result.prompt_logprobs, ref.prompt_logprobs),
+    ):
+        assert (mine is None) == (theirs is None)
+        assert mine is None or theirs is None or close(mine, theirs)
     # Same trees, same acceptance: the batched drafter sees what the unbatched one sees.
     assert got.result.stats.acceptance_lengths == ref.stats.acceptance_lengths
 
@@ -99,6 +131,8 @@ def test_a_failing_request_does_not_take_down_its_batch(engines) -> None:  # noq
     assert isinstance(results[1].error, RuntimeError) and results[1].result is None
     for i in (0, 2, 3):
         assert_same_as_unbatched(engine, requests[i], results[i])
+        stats = results[i].result.stats  # type: ignore[union-attr]
+        assert 1 < stats.mean_batch_size <= 3  # shared its rounds (b failed after its first)
 
 
 def test_stop_string_failure_is_per_request(engines, monkeypatch) -> None:  # noqa: ANN001
@@ -160,7 +194,8 @@ def test_admission_respects_max_batch_and_the_step_token_budget(engines) -> None
 def test_long_prompts_prefill_in_chunks_within_the_budget(engines) -> None:  # noqa: ANN001
     engine = engines("qwen3", 4)
     prompt = [2 + i % 6 for i in range(90)]
-    request = BatchRequest(prompt, DecodeParams("ddtree", 6, 2), SamplingParams(max_new_tokens=5))
+    sampling = SamplingParams(max_new_tokens=5, logprobs=1, prompt_logprobs=2)
+    request = BatchRequest(prompt, DecodeParams("ddtree", 6, 2), sampling)
     scheduler = Scheduler(engine, max_batch=2, max_step_tokens=16)
     done: list[BatchResult] = []
     request.on_done = done.append
@@ -170,7 +205,8 @@ def test_long_prompts_prefill_in_chunks_within_the_budget(engines) -> None:  # n
         scheduler.step()
         steps += 1
     assert steps >= 90 // 16  # at most 16 prompt tokens per step
-    assert_same_as_unbatched(engine, request, done[0])
+    assert_same_as_unbatched(engine, request, done[0])  # prompt logprobs across chunks too
+    assert done[0].result is not None and len(done[0].result.prompt_logprobs or []) == 89
 
 
 def test_bad_settings_are_clear_errors(engines) -> None:  # noqa: ANN001

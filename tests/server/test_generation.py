@@ -216,8 +216,9 @@ def test_disconnect_cancels_one_request_of_a_batch(server) -> None:  # noqa: ANN
     ):
         lines = response.iter_lines()
         next(lines)  # the long stream is running
-        beside = complete(server, "x = 1\n").choices[0].text  # joins the running batch
-        assert beside == alone
+        beside = complete(server, "x = 1\n")  # joins the running batch
+        assert beside.choices[0].text == alone
+        assert beside.usage.model_dump()["spec"]["mean_batch_size"] == 2.0  # usage says so
         assert metric(server, "ddtune_running_requests") == 1
     assert server.wait_until(lambda: metric(server, "ddtune_cancelled_total") == cancelled + 1, 30)
     assert server.wait_until(lambda: metric(server, "ddtune_running_requests") == 0, 30)

@@ -3,7 +3,8 @@
 `BatchDecoder` owns the slotted caches (`slots.py`) of up to `slots`
 requests and runs what `decoding.Session` runs for one request, for all
 decoding requests at once. Each request (`SeqState`) keeps its own
-`DecodeParams`, sampler, random generator, positions and drafter features;
+`DecodeParams`, token chooser (`choice.py`: sampler, generator, min_tokens,
+logprobs), positions and drafter features;
 row r of a round is slot r, rows 0..B-1.
 
 A batched round (docs/architecture.md "Engine"):
@@ -32,11 +33,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ddtune.engine.choice import TokenChooser
 from ddtune.engine.decoding import STAGES, RoundOutcome
 from ddtune.engine.drafter import DFlashDrafter
+from ddtune.engine.logprobs import TokenLogprob, logprobs_of
 from ddtune.engine.model import Decoder, causal_mask
 from ddtune.engine.packing import VerifyBatch, draft_mask, verify_batch
-from ddtune.engine.sampling import Sampler
 from ddtune.engine.slots import SlotCache
 from ddtune.engine.tree import DraftTree, build_tree, chain_tree
 from ddtune.engine.walk import walk
@@ -48,10 +50,11 @@ class SeqState:
     """One request's decoding state in a batch (what `Session` holds for one)."""
 
     params: DecodeParams
-    sampler: Sampler
-    generator: torch.Generator | None
+    chooser: TokenChooser
     capacity: int  # context slots this request may use (as `Session.capacity`)
     prompt: list[int]
+    prompt_logprobs: int | None = None  # record the prompt tokens' logprobs + the top N
+    prompt_token_logprobs: list[TokenLogprob] = field(default_factory=list)
     slot: int = -1
     prefilled: int = 0  # prompt tokens in the cache
     pos: int = 0  # position of the root = committed tokens in the cache
@@ -128,14 +131,19 @@ class BatchDecoder:
             cache=view,
             attn_mask=causal_mask(start, count),
             hidden_layer_ids=layer_ids,
-            last_logits_only=True,
+            last_logits_only=seq.prompt_logprobs is None,  # else logits at every position
         )
+        assert out.logits is not None
         seq.prefilled = seq.pos = end
+        if seq.prompt_logprobs is not None:  # position t predicts prompt token t + 1
+            targets = seq.prompt[start + 1 : end + 1]
+            seq.prompt_token_logprobs += logprobs_of(
+                out.logits[0, : len(targets)], targets, seq.prompt_logprobs
+            )
         if layer_ids:
             self._ingest(seq, torch.cat(out.hidden, dim=-1), start)
         if seq.prefill_left:
             return None
-        assert out.logits is not None
         return out.logits[0, -1]
 
     def _ingest(self, seq: SeqState, feats: torch.Tensor, start: int) -> None:

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ddtune.engine.choice import TokenChooser
 from ddtune.engine.drafter import DFlashDrafter
 from ddtune.engine.logprobs import TokenLogprob, logprobs_of
 from ddtune.engine.model import Decoder
-from ddtune.engine.sampling import Sampler
 from ddtune.engine.tree import DraftTree, build_tree, chain_tree, children_index, verify_mask
 from ddtune.params import DecodeParams
 
@@ -44,14 +44,10 @@ class Session:
     target: Decoder
     drafter: DFlashDrafter | None
     params: DecodeParams
-    sampler: Sampler
-    generator: torch.Generator | None
+    chooser: TokenChooser  # sampler + generator, min_tokens ban, token logprobs
     capacity: int
-    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
-    logprobs: int | None = None  # record each chosen token's logprob + the top N
     prompt_logprobs: int | None = None  # record the prompt tokens' logprobs + the top N
-    min_tokens: int = 0  # `stop_ids` cannot be chosen before this many tokens
-    stop_ids: tuple[int, ...] = ()
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
 
     def __post_init__(self) -> None:
         if self.params.mode == "ar":
@@ -64,8 +60,6 @@ class Session:
         self.root = -1
         self.feats: torch.Tensor | None = None  # [1, C, L*H] features the drafter has not seen
         self.feat_pos = 0  # position of feats[:, 0]
-        self.chosen = 0  # tokens chosen so far (the output index of the next one)
-        self.token_logprobs: list[TokenLogprob] = []  # per chosen token, with `logprobs`
         self.prompt_token_logprobs: list[TokenLogprob] = []  # prompt[1:], with `prompt_logprobs`
 
     @property
@@ -92,16 +86,14 @@ class Session:
         self.root = self._choose(out.logits[0, -1])
         return self.root
 
+    @property
+    def token_logprobs(self) -> list[TokenLogprob]:
+        """Per chosen token, with `logprobs`."""
+        return self.chooser.token_logprobs
+
     def _choose(self, logits: torch.Tensor) -> int:
-        """The target's choice of the next output token from its logits [V]."""
-        scores = logits
-        if self.chosen < self.min_tokens and self.stop_ids:  # too early to stop
-            scores = logits.index_fill(-1, torch.tensor(self.stop_ids), float("-inf"))
-        token = self.sampler.choose(scores, self.generator)
-        self.chosen += 1
-        if self.logprobs is not None:
-            self.token_logprobs += logprobs_of(logits[None], [token], self.logprobs)
-        return token
+        """The target's choice of the next output token from its logits [V] (`choice.py`)."""
+        return self.chooser.choose(logits)
 
     # --- one round ---------------------------------------------------------------
 

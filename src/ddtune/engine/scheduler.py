@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,8 +46,13 @@ from ddtune.engine.budget import (
     check_round_fits,
     round_tokens,
 )
-from ddtune.engine.engine import Engine, GenerationResult, GenerationStats, OnTokens
-from ddtune.engine.sampling import Sampler
+from ddtune.engine.engine import (
+    Engine,
+    GenerationResult,
+    GenerationStats,
+    OnTokens,
+    build_result,
+)
 from ddtune.engine.stops import OutputBuilder
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams, SamplingParams
@@ -202,6 +206,7 @@ class Scheduler:
             stats.rounds += 1
             stats.acceptance_lengths.append(len(outcome.tokens))
             stats.tree_sizes.append(outcome.tree_size)
+            stats.batch_rows += len(rows)
             for stage, seconds in report.seconds.items():
                 stats.stage_seconds[stage] += seconds / len(rows)
             self._emit(active, outcome.tokens)
@@ -221,7 +226,7 @@ class Scheduler:
                 logits = self.decoder.prefill(active.seq, count)
                 if logits is not None:
                     seq = active.seq
-                    seq.root = seq.sampler.choose(logits, seq.generator)
+                    seq.root = seq.chooser.choose(logits)
             except Exception as exc:
                 log.exception("a prefill failed")
                 self._fail(active, exc)
@@ -262,12 +267,19 @@ class Scheduler:
     def _finish(self, active: _Active, cancelled: bool = False) -> None:
         if active.done:
             return
-        out, stats = active.out, active.stats
-        reason = "cancelled" if cancelled else (out.finish_reason or "length")
+        out, stats, seq = active.out, active.stats, active.seq
+        if cancelled:
+            out.finish_reason = "cancelled"
         stats.total_seconds = time.perf_counter() - active.started
         stats.generated_tokens = len(out.ids)
         try:
-            result = GenerationResult(out.ids, out.final_text(), reason, stats)
+            result = build_result(
+                out,
+                stats,
+                seq.chooser.token_logprobs,
+                seq.prompt_token_logprobs,
+                active.request.sampling,
+            )
         except Exception as exc:
             self._fail(active, exc)
             return
@@ -313,18 +325,9 @@ def _start(
     engine: Engine, prompt: list[int], params: DecodeParams, sampling: SamplingParams
 ) -> tuple[SeqState, OutputBuilder]:
     """A request's decoding state and output, set up as `Engine.generate` does."""
-    stops = list(sampling.stop_token_ids) + ([] if sampling.ignore_eos else engine.eos_token_ids)
-    out = OutputBuilder(
-        engine.tokenizer.decode, sampling.max_new_tokens, stops, sampling.stop_strings
-    )
-    capacity = min(
-        engine.max_context,
-        len(prompt) + sampling.max_new_tokens + params.budget + engine.block_size,
-    )
-    seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
-    generator = torch.Generator().manual_seed(seed)
-    sampler = Sampler(sampling.temperature, sampling.top_p)
-    return SeqState(params, sampler, generator, capacity, prompt), out
+    setup = engine.setup(prompt, params, sampling)
+    seq = SeqState(params, setup.chooser, setup.capacity, prompt, sampling.prompt_logprobs)
+    return seq, setup.out
 
 
 def generate_batch(

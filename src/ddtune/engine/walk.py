@@ -1,8 +1,8 @@
 """The batched walk: follow each row's target choices down its verified tree.
 
-Per row, from the root: the target's own choice at the current node (argmax
-at T=0, else the row's sampler with its own generator, one draw per emitted
-token); a matching child is accepted and the walk goes on from it, the
+Per row, from the root: the target's own choice at the current node (the
+row's `TokenChooser`: argmax at T=0, else its sampler with its own generator,
+one draw per emitted token; min_tokens ban; logprobs); a matching child is accepted and the walk goes on from it, the
 first choice without one is the bonus token. Two ways to get the logits,
 same choices:
 
@@ -26,7 +26,7 @@ from typing import Protocol
 
 import torch
 
-from ddtune.engine.sampling import Sampler
+from ddtune.engine.choice import TokenChooser
 from ddtune.engine.tree import DraftTree, children_index
 
 NODES_PER_ROW = 30  # all nodes in one matmul while nodes <= NODES_PER_ROW * (rows + 1)
@@ -36,8 +36,7 @@ Head = Callable[[torch.Tensor], torch.Tensor]  # final-norm states [..., H] -> l
 
 
 class Chooser(Protocol):
-    sampler: Sampler
-    generator: torch.Generator | None
+    chooser: TokenChooser
 
 
 def walk(
@@ -62,7 +61,7 @@ def walk_all_nodes(
         path, tokens = [0], []
         while True:
             at = offset + node
-            choice = greedy[at] if row.sampler.greedy else _sample(row, logits[at])
+            choice = _choose(row.chooser, greedy[at], logits[at])
             tokens.append(choice)
             child = children.get((node, choice))
             if child is None:
@@ -86,7 +85,7 @@ def walk_levels(
         greedy = logits.argmax(dim=-1).tolist()
         still = []
         for i, r in enumerate(active):
-            choice = greedy[i] if rows[r].sampler.greedy else _sample(rows[r], logits[i])
+            choice = _choose(rows[r].chooser, greedy[i], logits[i])
             path, tokens = walks[r]
             tokens.append(choice)
             child = children[r].get((nodes[r], choice))
@@ -98,5 +97,6 @@ def walk_levels(
     return walks
 
 
-def _sample(row: Chooser, logits: torch.Tensor) -> int:
-    return row.sampler.choose(logits, row.generator)
+def _choose(chooser: TokenChooser, argmax: int, logits: torch.Tensor) -> int:
+    """The batch's argmax when that is the choice, else the chooser on the row's logits."""
+    return chooser.took(argmax) if chooser.plain_argmax else chooser.choose(logits)

@@ -26,7 +26,7 @@ def new_id(prefix: str) -> str:
 
 
 def usage(prompt_tokens: int, result: Any, shown: bool = True) -> dict[str, Any]:
-    """OpenAI usage + `spec` (rounds, accepted draft tokens, tokens per round).
+    """OpenAI usage + `spec` (rounds, accepted draft tokens, tokens per round, mean batch).
 
     `shown` False: max_tokens 0 with echo; the one token that ran is not reported."""
     completion = completion_tokens(result) if shown else 0
@@ -39,6 +39,7 @@ def usage(prompt_tokens: int, result: Any, shown: bool = True) -> dict[str, Any]
             "rounds": rounds,
             "accepted_tokens": accepted_draft_tokens(result.stats),
             "mean_acceptance_length": completion / rounds if rounds else 0.0,
+            "mean_batch_size": float(getattr(result.stats, "mean_batch_size", 1.0)),
         },
     }
 

@@ -42,6 +42,7 @@ class SpecUsage(Out):
     rounds: int
     accepted_tokens: int
     mean_acceptance_length: float
+    mean_batch_size: float = 1.0  # requests that shared its rounds, on average
 
 
 class Usage(Out):

@@ -34,17 +34,6 @@ class QueueFull(Exception):
     """The queue holds `max_queue` waiting jobs already."""
 
 
-def runs_unbatched(sampling: SamplingParams) -> bool:
-    """logprobs, prompt logprobs, top_k and min_tokens are served by `Engine.generate` alone:
-    such a request runs by itself in the worker thread while the batch waits."""
-    return (
-        sampling.logprobs is not None
-        or sampling.prompt_logprobs is not None
-        or sampling.top_k > 0
-        or sampling.min_tokens > 0
-    )
-
-
 @dataclass
 class Job:
     prompt_ids: list[int]
@@ -78,7 +67,6 @@ class GenerationWorker:
         max_batch: int = DEFAULT_MAX_BATCH,
         max_step_tokens: int = DEFAULT_MAX_STEP_TOKENS,
     ) -> None:
-        self.engine = engine
         self.current_config = current_config
         self.metrics = metrics
         self.max_queue = max_queue
@@ -204,11 +192,7 @@ class GenerationWorker:
             cancelled=job.cancel.is_set,
         )
         try:
-            if runs_unbatched(job.sampling):
-                done = self.engine.generate(job.prompt_ids, params, job.sampling, on_tokens)
-                self._finish(job, outcome, BatchResult(request, done, None))
-            else:
-                self.scheduler.add(request)
+            self.scheduler.add(request)
         except Exception as exc:  # reported to this request; the worker lives on
             self._finish(job, outcome, BatchResult(request, None, exc))
 
