@@ -3,7 +3,8 @@
 Modules, in reading order: `config` (HF config.json), `layers`, `model` (target
 decoder), `drafter` (DFlash), `cache` (the KV cache of both), `loading` (HF folders),
 `tokenizer`, `testing` (random tiny checkpoints), then decoding: `tree`,
-`sampling`, `stops`, `decoding` (one request's rounds), `engine` (`Engine`);
+`sampling`, `choice` (one request's token choice: sampler, min_tokens ban,
+logprobs), `logprobs`, `stops`, `decoding` (one request's rounds), `engine` (`Engine`);
 batching: `budget` (step token budget), `slots` (slotted KV cache), `packing`
 (padded verify/draft inputs and masks), `batch` (batched rounds), `walk`
 (the batched walk), `scheduler`
