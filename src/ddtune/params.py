@@ -35,6 +35,7 @@ Mode = Literal["ar", "dflash", "ddtree"]
 MAX_BUDGET = 1024
 MAX_TOPK = 64
 MAX_WINDOW = 1 << 30
+MAX_LOGPROBS = 20  # most alternatives reported per token (OpenAI's limit)
 WINDOW_NONE = "none"
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
@@ -99,7 +100,13 @@ class DecodeParams:
 
 @dataclass(frozen=True, config=_STRICT)
 class SamplingParams:
-    """Per-request sampling: how long, how random, when to stop."""
+    """Per-request sampling: how long, how random, when to stop, what to report.
+
+    `top_k` 0 = off. `min_tokens`: no stop token (EOS, `stop_token_ids`) is chosen and no
+    stop string checked before that many tokens. `logprobs` N: each generated token's
+    log-probability under the target plus the N most likely (None = not reported);
+    `prompt_logprobs` N: the same for every prompt token after the first.
+    """
 
     max_new_tokens: Annotated[int, Field(ge=1)] = 64
     temperature: Annotated[float, Field(ge=0.0)] = 0.0
@@ -108,6 +115,10 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] = ()
     stop_strings: tuple[str, ...] = ()
     ignore_eos: bool = False
+    top_k: Annotated[int, Field(ge=0)] = 0
+    min_tokens: Annotated[int, Field(ge=0)] = 0
+    logprobs: Annotated[int, Field(ge=0, le=MAX_LOGPROBS)] | None = None
+    prompt_logprobs: Annotated[int, Field(ge=0, le=MAX_LOGPROBS)] | None = None
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any], where: str = "") -> SamplingParams:
@@ -176,6 +187,7 @@ def config_hash(config: Mapping[str, Any]) -> str:
 
 
 __all__ = [
+    "MAX_LOGPROBS",
     "MODES",
     "PARAM_KEYS",
     "WINDOW_NONE",

@@ -104,6 +104,8 @@ def _handler(server: FakeLLMServer):
                 return self._send(
                     500, b'{"error": {"message": "injected fault"}}', "application/json"
                 )
+            if body.get("logprobs") and not body.get("stream"):
+                return self._complete_with_logprobs(body)
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
@@ -112,6 +114,16 @@ def _handler(server: FakeLLMServer):
             if self.path == "/generate":
                 return self._stream_sglang(body)
             self._stream_openai(body)
+
+        def _complete_with_logprobs(self, body: dict) -> None:
+            """A non-streamed completion whose token i has top-1/top-2 gap 0.5 * i nats."""
+            tokens = server.tokens_for(body["prompt"], body["max_tokens"])
+            offsets = [sum(len(t) for t in tokens[:i]) for i in range(len(tokens))]
+            tops = [{t: -0.25, "\u2400alt": -0.25 - 0.5 * i} for i, t in enumerate(tokens)]
+            logprobs = {"tokens": tokens, "top_logprobs": tops, "text_offset": offsets}
+            choice = {"index": 0, "text": "".join(tokens), "logprobs": logprobs}
+            reply = {"object": "text_completion", "choices": [choice]}
+            self._send(200, json.dumps(reply).encode(), "application/json")
 
         def _stream_openai(self, body: dict) -> None:
             tokens = server.tokens_for(body["prompt"], body["max_tokens"])

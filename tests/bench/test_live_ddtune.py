@@ -107,6 +107,16 @@ def test_live_ddtree_vs_ar_is_lossless(live_server: str, fixtures_dir: Path) -> 
     assert plain.prompt_set_hash == tree.prompt_set_hash
     verdict = compare_outputs(plain.outputs, tree.outputs)
     assert verdict.identical, verdict.detail
+    # T=0 on ddtune serve: one logit-gap entry per measured request, same gaps in both modes
+    for result in (tree, plain):
+        assert result.logprob_gaps is not None
+        assert len(result.logprob_gaps) == len(result.samples)
+        for entry, text in zip(result.logprob_gaps, result.outputs, strict=True):
+            assert entry is not None and entry["agree"] == len(text)
+            assert len(entry["offsets"]) == len(entry["gaps"]) >= 1
+            assert all(g is None or g >= 0 for g in entry["gaps"])
+    short = tree.logprob_gaps[0]["gaps"], plain.logprob_gaps[0]["gaps"]
+    assert short[0] == pytest.approx(short[1], abs=1e-3)
 
 
 @pytest.mark.slow

@@ -25,8 +25,15 @@ def matrix(coding: dict | None = None, **extra) -> BenchMatrix:
 def test_ddtune_run_samples_aggregates_and_requests(fake_server_cls) -> None:
     with fake_server_cls(kind="ddtune", tokens_per_round=3) as server:
         result = run_bench(server.url, matrix(), server_kind="ddtune", progress=False)
-        bodies = server.bodies
+        bodies = [b for b in server.bodies if b.get("stream")]
+        gap_bodies = [b for b in server.bodies if not b.get("stream")]
     assert len(bodies) == 2 + 4 + 1  # warmup + short (2 prompts x 2 repeats) + long
+    # T=0 on a logprobs-capable kind: one non-streamed top-2 request per measured request
+    assert [b["logprobs"] for b in gap_bodies] == [2] * 5
+    assert result.logprob_gaps is not None and len(result.logprob_gaps) == 5
+    first = result.logprob_gaps[0]
+    assert first is not None and first["gaps"] == [0.5 * i for i in range(8)]
+    assert first["agree"] == len(result.outputs[0]) and len(first["offsets"]) == 8
     assert all(b["ignore_eos"] and b["stream_options"] == {"include_usage": True} for b in bodies)
     assert {b["model"] for b in bodies} == {"fake-model"}  # discovered from /v1/models
     assert [(s["workload"], s["index"]) for s in result.samples] == [
@@ -57,6 +64,15 @@ def test_ddtune_run_samples_aggregates_and_requests(fake_server_cls) -> None:
     )
     assert result.outputs == [s["text"] for s in result.samples]
     assert result.hardware_fingerprint == result.hardware["fingerprint"]
+
+
+def test_logprob_gaps_can_be_switched_off(fake_server_cls) -> None:
+    with fake_server_cls(kind="ddtune") as server:
+        result = run_bench(
+            server.url, matrix(logprob_gaps=False), server_kind="ddtune", progress=False
+        )
+        asked = [b for b in server.bodies if not b.get("stream")]
+    assert asked == [] and result.logprob_gaps is None
 
 
 def test_result_json_round_trip(fake_server_cls, tmp_path: Path) -> None:
@@ -124,7 +140,9 @@ def test_coding_workload_runs_tests(fake_server_cls, fixtures_dir: Path) -> None
             matrix(coding, short={"enabled": False}, long={"enabled": False}),
             progress=False,
         )
-        coding_bodies = [b for b in server.bodies if "\ndef " in b.get("stop", [])]
+        coding_bodies = [
+            b for b in server.bodies if "\ndef " in b.get("stop", []) and b.get("stream")
+        ]
     assert len(coding_bodies) == 8 and {b["seed"] for b in coding_bodies} == {0, 1}
     rows = [s for s in result.samples if s["workload"] == "coding"]
     assert [(r["task_id"], r["sample"]) for r in rows][:3] == [

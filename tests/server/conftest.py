@@ -156,3 +156,21 @@ def server(
     proc = start_server(args, log)
     yield proc
     proc.close()
+
+
+GUARD_LIMIT = 1_000_000  # = hostile_cases.LIMIT
+GUARD_TIMEOUT = 2.0
+
+
+@pytest.fixture(scope="session")
+def guarded_server(
+    checkpoint: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """A DDTree server with a 1 MB body limit and a 2 s body deadline (the limits tests)."""
+    target, drafter = checkpoint
+    log = tmp_path_factory.mktemp("guarded-log") / "serve.log"
+    args = ["--target", str(target), "--drafter", str(drafter), "--model-name", "tiny"]
+    limits = ["--max-request-bytes", str(GUARD_LIMIT), "--body-timeout-seconds", str(GUARD_TIMEOUT)]
+    proc = start_server([*args, *limits], log)
+    yield proc
+    proc.close()

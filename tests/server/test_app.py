@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ddtune.params import PARAM_KEYS, DecodeParams
 from ddtune.server.app import create_app
 from ddtune.server.config import ServeConfig
+from ddtune.server.errors import ApiError
 from ddtune.server.state import ServerState
 
 PROMPT = "for i in range(3):\n"
@@ -119,7 +120,6 @@ BAD_INPUTS = [
     ("/v1/completions", {"prompt": ["x", "y"]}, 400, "prompt"),
     ("/v1/completions", {"prompt": "x", "n": 3}, 400, "n"),
     ("/v1/completions", {"prompt": "x", "best_of": 2}, 400, "best_of"),
-    ("/v1/completions", {"prompt": "x", "colour": "red"}, 400, "colour"),
     ("/v1/chat/completions", {"messages": [{"role": "user"}]}, 400, "messages[0].content"),
     ("/v1/chat/completions", {"messages": "hello"}, 400, "messages"),
     ("/v1/chat/completions", b"not json", 400, None),
@@ -193,3 +193,30 @@ def test_everything_answers_503_loading_before_the_weights_are_in(checkpoint) ->
         assert http.get("/health_generate").status_code == 503
         info = http.get("/server_info").json()
         assert (info["state"], info["ready_at"], info["config_generation"]) == ("loading", None, 0)
+
+
+def test_reconfigure_bounds_window_and_budget_by_the_context(checkpoint) -> None:  # noqa: ANN001
+    """Like the flags: a window past the context or a budget that cannot fit is a 400."""
+    target, drafter = checkpoint
+    state = ServerState(ServeConfig(target=target, drafter=drafter))
+    state.engine = type("Loaded", (), {"max_context": 100})()
+    for update, param in (({"window": 101}, "window"), ({"budget": 100}, "budget")):
+        with pytest.raises(ApiError) as info:
+            state.reconfigure(update)
+        assert (info.value.status, info.value.param) == (400, param)
+        assert "context of 100" in info.value.message
+    assert state.reconfigure({"window": 100, "budget": 99})[0] == DecodeParams("ddtree", 99, 4, 100)
+    assert state.current()[1] == 1  # only the valid update counted
+
+
+def test_a_reconfigure_past_the_step_token_budget_is_refused(checkpoint) -> None:  # noqa: ANN001
+    """A tree (+ root) larger than --max-step-tokens could never run: 400, old config kept."""
+    target, drafter = checkpoint
+    state = ServerState(ServeConfig(target=target, drafter=drafter, max_step_tokens=20))
+    with TestClient(create_app(state)) as http:
+        r = http.post("/v1/ddtree/config", json={"budget": 32})
+        assert r.status_code == 400
+        error = r.json()["error"]
+        assert error["param"] == "budget" and "round of 33 tokens" in error["message"]
+        assert http.post("/v1/ddtree/config", json={"budget": 19}).status_code == 200
+        assert http.get("/v1/ddtree/config").json()["config"]["budget"] == 19

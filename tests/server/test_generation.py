@@ -151,7 +151,13 @@ def test_seeded_sampling_is_reproducible(server) -> None:  # noqa: ANN001
     assert a == b
 
 
-def test_disconnect_cancels_running_and_drops_queued_work(server) -> None:  # noqa: ANN001
+def test_disconnect_cancels_running_and_drops_queued_work(server_factory, checkpoint) -> None:  # noqa: ANN001
+    """With --max-batch 1 a second request waits in the queue behind the running one."""
+    target, drafter = checkpoint
+    server = server_factory(
+        ["--target", str(target), "--drafter", str(drafter), "--max-batch", "1"]
+        + ["--model-name", "tiny"]
+    )
     cancelled = metric(server, "ddtune_cancelled_total")
     generated = metric(server, "ddtune_generated_tokens_total")
     prompted = metric(server, "ddtune_prompt_tokens_total")
@@ -188,3 +194,33 @@ def test_disconnect_cancels_running_and_drops_queued_work(server) -> None:  # no
     ran = metric(server, "ddtune_prompt_tokens_total") - prompted
     assert ran == len(PROMPT)  # only the long prompt ran: "zzzz" was dropped from the queue
     assert complete(server, PROMPT, max_tokens=2).usage.completion_tokens == 2  # still serving
+
+
+LONG_STREAM = {
+    "prompt": PROMPT,
+    "max_tokens": 1900,
+    "temperature": 0,
+    "ignore_eos": True,
+    "stream": True,
+}
+
+
+def test_disconnect_cancels_one_request_of_a_batch(server) -> None:  # noqa: ANN001
+    """Batched: a request runs beside a long stream; closing the stream cancels it alone."""
+    alone = complete(server, "x = 1\n").choices[0].text
+    cancelled = metric(server, "ddtune_cancelled_total")
+    rounds = metric(server, "ddtune_batch_size_count")
+    with (
+        httpx.Client(timeout=60) as http,
+        http.stream("POST", server.base_url + "/v1/completions", json=LONG_STREAM) as response,
+    ):
+        lines = response.iter_lines()
+        next(lines)  # the long stream is running
+        beside = complete(server, "x = 1\n")  # joins the running batch
+        assert beside.choices[0].text == alone
+        assert beside.usage.model_dump()["spec"]["mean_batch_size"] == 2.0  # usage says so
+        assert metric(server, "ddtune_running_requests") == 1
+    assert server.wait_until(lambda: metric(server, "ddtune_cancelled_total") == cancelled + 1, 30)
+    assert server.wait_until(lambda: metric(server, "ddtune_running_requests") == 0, 30)
+    batched = metric(server, "ddtune_batch_size_sum") - metric(server, "ddtune_batch_size_count")
+    assert metric(server, "ddtune_batch_size_count") > rounds and batched > 0  # 2-row rounds

@@ -59,7 +59,7 @@ def test_sigterm_drains_in_flight_requests_then_exits_zero(
     target, drafter = checkpoint
     toml = tmp_path / "serve.toml"
     toml.write_text(
-        'mode = "ddtree"\nbudget = 4\ntopk = 2\nmax_queue = 1\ngrace_seconds = 60\n'
+        'mode = "ddtree"\nbudget = 4\ntopk = 2\nmax_queue = 1\nmax_batch = 2\ngrace_seconds = 60\n'
         'model_name = "tiny"\n'
     )
     server = server_factory(
@@ -67,13 +67,18 @@ def test_sigterm_drains_in_flight_requests_then_exits_zero(
     )
     url = server.base_url
     config = httpx.get(url + "/server_info").json()["config"]
-    assert (config["budget"], config["topk"], config["max_queue"]) == (4, 2, 1)
+    settings = [config[key] for key in ("budget", "topk", "max_queue", "max_batch")]
+    assert settings == [4, 2, 1, 2]
 
-    # 1. A long request runs, a short one waits in the queue, a third finds the queue full.
+    # 1. Two long requests run in one batch, a short one waits in the queue, a fourth
+    #    finds the queue full.
     long_body = {"prompt": "a = 1\n", "max_tokens": 200, "temperature": 0, "ignore_eos": True}
     running = StreamReader(url + "/v1/completions", long_body)
     running.start()
     assert running.first.wait(60)
+    beside = StreamReader(url + "/v1/completions", {**long_body, "prompt": "b = 2\n"})
+    beside.start()
+    assert beside.first.wait(60)
     queued = StreamReader(url + "/v1/completions", {**long_body, "max_tokens": 3})
     queued.start()
     assert server.wait_until(lambda: queue_depth(url) == 1, 30)
@@ -89,11 +94,12 @@ def test_sigterm_drains_in_flight_requests_then_exits_zero(
     refused = httpx.post(url + "/v1/completions", json={"prompt": "c", "max_tokens": 2})
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
 
-    # 3. Both accepted requests finish completely; the process exits 0, nothing left.
-    running.join(60)
-    queued.join(60)
-    assert running.text_and_reason()[1] == "length"
-    assert running.completion_tokens() == 200
+    # 3. All accepted requests finish completely; the process exits 0, nothing left.
+    for reader in (running, beside, queued):
+        reader.join(60)
+    for reader in (running, beside):
+        assert reader.text_and_reason()[1] == "length"
+        assert reader.completion_tokens() == 200
     assert running.events[-1] == "[DONE]" and queued.text_and_reason()[1] == "length"
     assert server.proc.wait(timeout=60) == 0
     assert time.monotonic() - sent < 60
@@ -139,6 +145,13 @@ def test_sigterm_while_loading_exits_zero(server_factory, checkpoint) -> None:  
         ("both", ["--mode", "ddtree", "--budget", "-3"], "budget: must be greater than or equal"),
         ("both", ["--window", "wide"], "window must be a positive integer"),
         ("target", ["--mode", "dflash"], "needs a drafter"),
+        ("both", ["--max-batch", "0"], "max_batch: must be greater than or equal to 1"),
+        (
+            "both",
+            ["--budget", "32", "--max-step-tokens", "16"],
+            "max_step_tokens 16 is smaller than one request's round of 33 tokens",
+        ),
+        ("both", ["--mode", "dflash", "--max-step-tokens", "3"], "round of 4 tokens"),
     ],
 )
 def test_bad_start_is_one_clear_line(models, args, message, checkpoint, capsys) -> None:  # noqa: ANN001

@@ -45,8 +45,13 @@ def test_partial_characters_wait_for_completion() -> None:
 
 
 def test_usage_spec() -> None:
-    stats = SimpleNamespace(rounds=4, acceptance_lengths=[3, 1, 2, 4])
+    stats = SimpleNamespace(rounds=4, acceptance_lengths=[3, 1, 2, 4], mean_batch_size=1.5)
     result = SimpleNamespace(token_ids=list(range(10)), stats=stats)
     out = usage(7, result)
     assert (out["prompt_tokens"], out["completion_tokens"], out["total_tokens"]) == (7, 10, 17)
-    assert out["spec"] == {"rounds": 4, "accepted_tokens": 6, "mean_acceptance_length": 2.5}
+    assert out["spec"] == {
+        "rounds": 4,
+        "accepted_tokens": 6,
+        "mean_acceptance_length": 2.5,
+        "mean_batch_size": 1.5,
+    }

@@ -1,5 +1,6 @@
 """The generation worker with a real (tiny, random) engine: FIFO order, a bounded queue,
-cancellation of queued and running jobs, and the config read at each job's start."""
+cancellation of queued and running jobs, the config read at each job's start, and
+batches: jobs run together, one failing job leaves the others alone, metrics per round."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ class Recorder:
             assert self._cv.wait_for(lambda: len(self.outcomes) >= n, timeout)
 
 
-def start_worker(engine, config, max_queue: int) -> GenerationWorker:  # noqa: ANN001
-    worker = GenerationWorker(engine, config, ServerMetrics(), max_queue)
+def start_worker(engine, config, max_queue: int, max_batch: int = 8) -> GenerationWorker:  # noqa: ANN001
+    worker = GenerationWorker(engine, config, ServerMetrics(), max_queue, max_batch)
     worker.start()
     return worker
 
@@ -67,7 +68,8 @@ def test_jobs_run_in_submission_order_with_the_config_current_at_their_start(eng
 
 
 def test_bounded_queue_and_cancellation(engine) -> None:  # noqa: ANN001
-    worker = start_worker(engine, lambda: (DecodeParams("ar"), 0), max_queue=2)
+    # max_batch 1: one job runs, two wait in the queue (as before batching)
+    worker = start_worker(engine, lambda: (DecodeParams("ar"), 0), max_queue=2, max_batch=1)
     rec = Recorder()
     long_job = rec.job("long", max_new_tokens=1500)
     running = threading.Event()
@@ -90,3 +92,93 @@ def test_bounded_queue_and_cancellation(engine) -> None:  # noqa: ANN001
     assert rec.outcomes["b"].result.finish_reason == "length"
     assert worker.wait_idle(10)
     worker.stop()
+
+
+def metric(worker: GenerationWorker, name: str) -> float:
+    value = worker.metrics.registry.get_sample_value(name)
+    assert value is not None, name
+    return value
+
+
+def test_jobs_share_rounds_and_a_failing_job_leaves_the_batch_alone(engine) -> None:  # noqa: ANN001
+    params = DecodeParams("ddtree", 6, 3)
+    worker = start_worker(engine, lambda: (params, 0), max_queue=16, max_batch=4)
+    rec = Recorder()
+    jobs = {name: rec.job(name, max_new_tokens=12) for name in ("a", "b", "c", "d")}
+    for i, job in enumerate(jobs.values()):
+        job.prompt_ids = [5 + i, 6, 7 + i]
+
+    def broken(ids: list[int]) -> None:
+        raise RuntimeError("this request's output handling broke")
+
+    jobs["b"].on_tokens = broken
+    for job in jobs.values():
+        worker.submit(job)
+    rec.wait(4)
+    worker.stop()
+    assert isinstance(rec.outcomes["b"].error, RuntimeError)
+    for name in ("a", "c", "d"):
+        job, got = jobs[name], rec.outcomes[name]
+        ref = engine.generate(job.prompt_ids, params, job.sampling)
+        assert got.error is None and got.result.token_ids == ref.token_ids
+    # one round's batch held more than one request; every job's queue time was observed
+    assert metric(worker, "ddtune_batch_size_count") >= 1
+    assert metric(worker, "ddtune_batch_size_sum") > metric(worker, "ddtune_batch_size_count")
+    assert metric(worker, "ddtune_queue_seconds_count") == 4
+    assert metric(worker, "ddtune_verify_tokens_sum") >= metric(worker, "ddtune_batch_size_sum")
+
+
+def test_stop_aborts_running_jobs_with_an_outcome(engine) -> None:  # noqa: ANN001
+    worker = start_worker(engine, lambda: (DecodeParams("ar"), 0), max_queue=4, max_batch=2)
+    rec = Recorder()
+    running = threading.Event()
+    jobs = [rec.job("x", max_new_tokens=1500), rec.job("y", max_new_tokens=1500)]
+    jobs[1].on_tokens = lambda ids: running.set()
+    for job in jobs:
+        worker.submit(job)
+    assert running.wait(60)
+    worker.stop()
+    rec.wait(2)
+    assert {o.result.finish_reason for o in rec.outcomes.values()} == {"cancelled"}
+    assert worker.pending == 0
+
+
+def test_a_broken_step_fails_its_jobs_and_the_worker_goes_on(engine) -> None:  # noqa: ANN001
+    worker = start_worker(engine, lambda: (DecodeParams("ar"), 0), max_queue=4, max_batch=2)
+    real_step, calls = worker.scheduler.step, []
+
+    def step_once_broken() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the step broke")
+        real_step()
+
+    worker.scheduler.step = step_once_broken  # type: ignore[method-assign]
+    rec = Recorder()
+    worker.submit(rec.job("first"))
+    rec.wait(1)
+    worker.submit(rec.job("second"))
+    rec.wait(2)
+    worker.stop()
+    assert isinstance(rec.outcomes["first"].error, RuntimeError)
+    assert rec.outcomes["second"].result.finish_reason == "length"
+
+
+def test_a_job_that_can_never_fit_gets_an_error_instead_of_waiting(engine) -> None:  # noqa: ANN001
+    """A config whose round exceeds the step budget (the server refuses it at startup and on
+    reconfigure) still cannot wedge the queue: its job fails with the reason."""
+    from ddtune.errors import UserError
+
+    config = [(DecodeParams("ddtree", 40, 2), 0)]
+    worker = GenerationWorker(engine, lambda: config[0], ServerMetrics(), 4, 2, 32)
+    worker.start()
+    rec = Recorder()
+    worker.submit(rec.job("too-big"))
+    rec.wait(1)
+    config[0] = (DecodeParams("ddtree", 8, 2), 1)
+    worker.submit(rec.job("fits"))
+    rec.wait(2)
+    worker.stop()
+    assert isinstance(rec.outcomes["too-big"].error, UserError)
+    assert "round of 41 tokens" in str(rec.outcomes["too-big"].error)
+    assert rec.outcomes["fits"].result.finish_reason == "length"

@@ -37,6 +37,7 @@ BENCH = {
         {"workload": "coding", "index": 0, "acceptance_length": None, "text": "c"},
     ],
     "outputs": ["a", "b", "c"],
+    "logprob_gaps": [{"offsets": [0], "gaps": [0.02], "agree": 1}, None, None],
     "hardware": {"cpu": "test cpu", "cores": 2},
     "matrix": {"temperature": 0.0},
     "prompt_set_hash": "abc123",
@@ -115,6 +116,7 @@ def test_attempt_lifecycle_and_trial_records(store):
     assert "extra_metric" not in done.metrics and done.metrics["long_ttft_s"] is None
     assert done.acceptance_lengths == [2.0, 3.0]
     assert done.outputs == ["a", "b", "c"]
+    assert done.logprob_gaps == BENCH["logprob_gaps"]  # read back from the bench JSON
     # the server's own identity overlaid with the controller's view
     assert done.conditions["server_identity"] == {"pid": 42, "target_sha256": "t0"}
     assert done.conditions["prompt_set_hash"] == "abc123"

@@ -31,7 +31,7 @@ def compare_outputs(baseline_outputs: list[str], outputs: list[str]) -> Lossless
     """First point where `outputs` differs from `baseline_outputs`."""
     for r, (base, text) in enumerate(zip(baseline_outputs, outputs, strict=False)):
         if base != text:
-            c = _first_difference(base, text)
+            c = first_difference(base, text)
             return LosslessVerdict(False, r, c, f"diverged at request {r}, char {c}")
     nb, no = len(baseline_outputs), len(outputs)
     if nb != no:
@@ -45,7 +45,8 @@ def compare_outputs(baseline_outputs: list[str], outputs: list[str]) -> Lossless
     return LosslessVerdict(True, None, None, "identical")
 
 
-def _first_difference(a: str, b: str) -> int:
+def first_difference(a: str, b: str) -> int:
+    """Index of the first differing character (the shorter length when one is a prefix)."""
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
             return i

@@ -74,6 +74,9 @@ class BenchMatrix(StrictModel):
     chars_per_token: Annotated[float, Field(gt=0)] = 3.0
     prompts_file: str | None = None  # JSONL {"prompt", "workload": "short"|"long"}
     request_timeout_s: PositiveSeconds = 300.0
+    # at T=0 on servers with logprobs: re-ask each measured request once, non-streamed, for the
+    # top-1/top-2 gaps that classify a divergence as near-tie or bug (report "T=0 vs baseline")
+    logprob_gaps: bool = True
     short: ThroughputWorkload = ThroughputWorkload()
     long: ThroughputWorkload = ThroughputWorkload(n_prompts=2, prompt_tokens=320, max_tokens=32)
     coding: CodingWorkload = CodingWorkload()

@@ -7,6 +7,7 @@ Steps:
 4. Kinds that count acceptance on the server (vLLM): read the counters.
 5. Send the measured requests (concurrency from the matrix), timed from the stream.
 6. Read those counters again; acceptance from the difference (else per response).
+   At T=0 on a kind that supports logprobs: the logit gaps (`ddtune.bench.gaps`).
 7. Run the coding samples' tests in the sandbox.
 8. Samples, aggregates and T=0 outputs into one `BenchResult`.
 9. With `[bench.load]`: every load level (`bench/load.py`) into `result.load`.
@@ -29,6 +30,7 @@ from ddtune.assets import default_tasks_file
 from ddtune.bench import acceptance as acc
 from ddtune.bench.client import RequestSpec, StreamRecord, discover_model, stream_request
 from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, load_tasks, pass_at_k_summary
+from ddtune.bench.gaps import record_gaps
 from ddtune.bench.hardware import hardware_fingerprint
 from ddtune.bench.load import LoadTarget, level_prompts, run_load
 from ddtune.bench.matrix import BenchMatrix
@@ -76,6 +78,7 @@ def run_bench(
             records = _run_all(send, measured, matrix.concurrency, bar, "requests")  # 5.
             after = acc.read_counters(client, base_url, kind)  # 6.
             samples = _samples(kind, measured, records)
+            gaps, gap_note = _gaps(client, base_url, kind, model, measured, samples, matrix)
             coding = _run_coding(samples, measured, tasks, matrix, bar)  # 7.
         load = _run_load(base_url, kind, model, matrix, prompts)  # 9.
     # 8.
@@ -96,8 +99,11 @@ def run_bench(
         outputs=[s["text"] for s in samples],
         versions=_versions(),
         prompts={"short": prompts.short, "long": prompts.long},
+        logprob_gaps=gaps,
         load_result=load,
     )
+    if gap_note:
+        result.notes.append(gap_note)
     _aggregate(result, kind, records, before, after, coding)
     result.duration_s = time.perf_counter() - t0
     return result
@@ -182,6 +188,24 @@ def _sender(
         )
 
     return send
+
+
+def _gaps(
+    client: httpx.Client,
+    base_url: str,
+    kind: ServerKind,
+    model: str | None,
+    specs: list[RequestSpec],
+    samples: list[dict[str, Any]],
+    matrix: BenchMatrix,
+) -> tuple[list[dict[str, Any] | None] | None, str | None]:
+    """Logit gaps per request at T=0 when the kind serves logprobs; else (None, None)."""
+    if matrix.temperature != 0 or not kind.supports_logprobs or not matrix.logprob_gaps:
+        return None, None
+    texts = [s["text"] for s in samples]
+    return record_gaps(
+        client, base_url, kind, model, specs, texts, matrix.concurrency, matrix.ignore_eos
+    )
 
 
 def _run_load(

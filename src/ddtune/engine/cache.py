@@ -6,15 +6,32 @@ Layout per tensor: [num_layers, B, kv_heads, capacity, head_dim]. Slots
 length once (`advance`). `write` returns the keys a layer attends to: all of
 them, or with `window=W` (the DFlash drafter) only the last W. After a tree
 verify, `compact` keeps the accepted slots and moves them down in place;
-`truncate` drops the tail. See docs/architecture.md "Engine".
+`truncate` drops the tail. `KVStore` is what a forward pass needs of a
+cache (`length`, `write`, `advance`); the slotted cache of batched decoding
+(`slots.SlotView`) provides it too. See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 import torch
 
 from ddtune.engine.config import ModelConfig
 from ddtune.errors import UserError
+
+
+class KVStore(Protocol):
+    """The cache interface of one forward pass (`Decoder`, `DFlashDrafter`)."""
+
+    @property
+    def length(self) -> int: ...
+
+    def write(
+        self, layer: int, k: torch.Tensor, v: torch.Tensor, window: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def advance(self, count: int) -> None: ...
 
 
 class KVCache:

@@ -53,6 +53,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--prompts-file", type=Path, help="JSON list of prompt strings")
     bench.add_argument("--repeats", type=int, default=1, help="runs of every prompt per config")
     bench.add_argument("--json", type=Path, help="also write the rows to this JSON file")
+    bench.add_argument(
+        "--concurrency",
+        help="comma-separated request counts decoded together (e.g. 1,2,4,8): aggregate tok/s "
+        "through the batch scheduler instead of the single-stream table",
+    )
+    bench.add_argument(
+        "--max-step-tokens", type=int, default=2048, help="scheduler token budget per step"
+    )
     bench.set_defaults(func=cmd_bench_engine)
 
 
@@ -143,6 +151,10 @@ def cmd_bench_engine(args: argparse.Namespace) -> int:
     sampling = SamplingParams.from_wire({"max_new_tokens": args.max_tokens, "ignore_eos": True})
     if args.repeats < 1:
         raise UserError(f"--repeats must be at least 1; got {args.repeats}")
+    if args.concurrency is not None:
+        from ddtune.engine.loadbench import cmd_concurrency
+
+        return cmd_concurrency(console, args, configs, sampling)
     prompts, source = _prompts(args.prompts_file)
     with tempfile.TemporaryDirectory(prefix="ddtune-bench-") as tmp:
         target, drafter, note = _bench_models(args, Path(tmp))
@@ -245,11 +257,11 @@ def parse_budgets(text: str) -> list[int]:
     return budgets
 
 
-def _prompts(path: Path | None) -> tuple[list[str], str]:
+def _prompts(path: Path | None, count: int = 4) -> tuple[list[str], str]:
     from ddtune.engine.speed import default_prompts
 
     if path is None:
-        return default_prompts()
+        return default_prompts(count)
     try:
         prompts = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:

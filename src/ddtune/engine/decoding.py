@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ddtune.engine.choice import TokenChooser
 from ddtune.engine.drafter import DFlashDrafter
+from ddtune.engine.logprobs import TokenLogprob, logprobs_of
 from ddtune.engine.model import Decoder
-from ddtune.engine.sampling import Sampler
 from ddtune.engine.tree import DraftTree, build_tree, chain_tree, children_index, verify_mask
 from ddtune.params import DecodeParams
 
@@ -43,9 +44,9 @@ class Session:
     target: Decoder
     drafter: DFlashDrafter | None
     params: DecodeParams
-    sampler: Sampler
-    generator: torch.Generator | None
+    chooser: TokenChooser  # sampler + generator, min_tokens ban, token logprobs
     capacity: int
+    prompt_logprobs: int | None = None  # record the prompt tokens' logprobs + the top N
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
 
     def __post_init__(self) -> None:
@@ -59,6 +60,7 @@ class Session:
         self.root = -1
         self.feats: torch.Tensor | None = None  # [1, C, L*H] features the drafter has not seen
         self.feat_pos = 0  # position of feats[:, 0]
+        self.prompt_token_logprobs: list[TokenLogprob] = []  # prompt[1:], with `prompt_logprobs`
 
     @property
     def pos(self) -> int:
@@ -70,13 +72,28 @@ class Session:
     def prefill(self, prompt: list[int]) -> int:
         """Run the prompt through the target; returns the first generated token."""
         ids = torch.tensor([prompt])
+        every = self.prompt_logprobs is not None  # logits at every prompt position
         out = self.target(
-            ids, cache=self.cache, hidden_layer_ids=self.layer_ids, last_logits_only=True
+            ids, cache=self.cache, hidden_layer_ids=self.layer_ids, last_logits_only=not every
         )
+        assert out.logits is not None
+        if self.prompt_logprobs is not None:
+            self.prompt_token_logprobs = logprobs_of(
+                out.logits[0, :-1], prompt[1:], self.prompt_logprobs
+            )
         if self.layer_ids:
             self.feats, self.feat_pos = torch.cat(out.hidden, dim=-1), 0
-        self.root = self.sampler.choose(out.logits[0, -1], self.generator)
+        self.root = self._choose(out.logits[0, -1])
         return self.root
+
+    @property
+    def token_logprobs(self) -> list[TokenLogprob]:
+        """Per chosen token, with `logprobs`."""
+        return self.chooser.token_logprobs
+
+    def _choose(self, logits: torch.Tensor) -> int:
+        """The target's choice of the next output token from its logits [V] (`choice.py`)."""
+        return self.chooser.choose(logits)
 
     # --- one round ---------------------------------------------------------------
 
@@ -117,7 +134,7 @@ class Session:
         out = self.target(torch.tensor([[self.root]]), cache=self.cache)
         t1 = time.perf_counter()
         self.seconds["verify"] += t1 - t0
-        self.root = self.sampler.choose(out.logits[0, -1], self.generator)
+        self.root = self._choose(out.logits[0, -1])
         self.seconds["commit"] += time.perf_counter() - t1
         return RoundOutcome([self.root], 0)
 
@@ -171,7 +188,7 @@ class Session:
         children = children_index(tree)
         node, path, tokens = 0, [0], []
         while True:
-            choice = self.sampler.choose(self.target.lm_logits(final[node]), self.generator)
+            choice = self._choose(self.target.lm_logits(final[node]))
             child = children.get((node, choice))
             tokens.append(choice)
             if child is None:

@@ -19,7 +19,9 @@ Training call (no cache):
 Inference call: pass `cache=drafter.new_cache(capacity)` (a `KVCache` of the
 drafter's layers); `context_feats` are then only the NEW context features
 (appended to the cache) and attention covers the last `window` cached context
-positions plus the block. See docs/architecture.md "Engine".
+positions plus the block. `ingest(context_feats, c_positions, cache)` writes
+the context keys alone (batched decoding does it at prefill). See
+docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ddtune.engine.cache import KVCache
+from ddtune.engine.cache import KVCache, KVStore
 from ddtune.engine.config import DrafterConfig
 from ddtune.engine.layers import (
     AttentionProjections,
@@ -48,7 +50,7 @@ class DraftContext:
 
     feats: torch.Tensor  # [B, C, H] after `fc` and `hidden_norm`
     rope: Rope  # at the context positions
-    cache: KVCache | None = None  # with a cache, `feats` are only the new positions
+    cache: KVStore | None = None  # with a cache, `feats` are only the new positions
     window: int | None = None  # attend to the last `window` cached positions (None = all)
 
 
@@ -99,7 +101,7 @@ class DFlashDrafter(nn.Module):
         q_positions: torch.Tensor,  # [B, Q]
         c_positions: torch.Tensor,  # [B, C]
         attn_mask: torch.Tensor | None = None,  # bool [B|1, Q, C'+Q], None = attend everything
-        cache: KVCache | None = None,
+        cache: KVStore | None = None,
         window: int | None = None,
     ) -> torch.Tensor:
         feats = self.hidden_norm(self.fc(context_feats))  # [B, C, H]
@@ -112,3 +114,20 @@ class DFlashDrafter(nn.Module):
         if cache is not None:
             cache.advance(feats.shape[1])
         return self.norm(x)  # [B, Q, H]
+
+    def ingest(
+        self, context_feats: torch.Tensor, c_positions: torch.Tensor, cache: KVStore
+    ) -> None:
+        """Write the context keys/values of new features into `cache`, without a block.
+
+        The same keys `forward` writes for them (they do not depend on the
+        block), so a later `forward` with no new context attends to identical
+        keys. Batched decoding ingests a prompt's features at prefill.
+        """
+        feats = self.hidden_norm(self.fc(context_feats))  # [B, C, H]
+        rope = rope_tables(self.inv_freq, c_positions, feats.dtype)
+        for i, layer in enumerate(self.layers):
+            attention = layer.self_attn
+            assert isinstance(attention, DrafterAttention)
+            cache.write(i, *attention.keys(feats, rope))
+        cache.advance(feats.shape[1])

@@ -31,9 +31,11 @@ from typing import Any
 
 import torch
 
+from ddtune.engine.choice import TokenChooser
 from ddtune.engine.decoding import STAGES, Session
 from ddtune.engine.drafter import DFlashDrafter
 from ddtune.engine.loading import load_decoder, load_drafter
+from ddtune.engine.logprobs import TokenLogprob
 from ddtune.engine.model import Decoder
 from ddtune.engine.sampling import Sampler
 from ddtune.engine.stops import OutputBuilder
@@ -54,11 +56,17 @@ class GenerationStats:
     total_seconds: float = 0.0
     prompt_tokens: int = 0
     generated_tokens: int = 0
+    batch_rows: int = 0  # requests in each of its rounds, summed (= rounds when unbatched)
 
     @property
     def mean_acceptance_length(self) -> float:
         """Mean tokens committed per round (bonus included), in [1, block_size]."""
         return sum(self.acceptance_lengths) / self.rounds if self.rounds else 0.0
+
+    @property
+    def mean_batch_size(self) -> float:
+        """Mean number of requests that shared this request's rounds (1 when unbatched)."""
+        return self.batch_rows / self.rounds if self.rounds else 0.0
 
     @property
     def tokens_per_second(self) -> float:
@@ -67,13 +75,23 @@ class GenerationStats:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["mean_acceptance_length"] = self.mean_acceptance_length
+        d["mean_batch_size"] = self.mean_batch_size
         d["tokens_per_second"] = self.tokens_per_second
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GenerationStats:
-        derived = {"mean_acceptance_length", "tokens_per_second"}
+        derived = {"mean_acceptance_length", "mean_batch_size", "tokens_per_second"}
         return cls(**{k: v for k, v in d.items() if k not in derived})
+
+
+@dataclass
+class RequestSetup:
+    """What one request needs besides its prompt and params (`Engine.setup`)."""
+
+    out: OutputBuilder  # stop tokens/strings, max/min tokens, what may stream
+    capacity: int  # context slots: prompt + max_new_tokens + budget + block, capped
+    chooser: TokenChooser  # sampler, seeded generator, min_tokens ban, logprobs
 
 
 @dataclass
@@ -82,14 +100,22 @@ class GenerationResult:
     text: str
     finish_reason: str  # "stop" | "length" | "cancelled"
     stats: GenerationStats
+    stop_token: int | None = None  # the stop token (EOS or a stop_token_id) that ended it
+    logprobs: list[TokenLogprob] | None = None  # one per token_ids entry (`sampling.logprobs`)
+    prompt_logprobs: list[TokenLogprob] | None = None  # prompt[1:] (`sampling.prompt_logprobs`)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "token_ids": self.token_ids,
             "text": self.text,
             "finish_reason": self.finish_reason,
             "stats": self.stats.to_dict(),
         }
+        for key in ("logprobs", "prompt_logprobs"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = [asdict(entry) for entry in value]
+        return out
 
 
 class Engine:
@@ -136,21 +162,46 @@ class Engine:
     ) -> GenerationResult:
         """One request: decode `prompt_ids` with `params`, sample and stop per `sampling`."""
         prompt = self._check(prompt_ids, params, sampling)
+        setup = self.setup(prompt, params, sampling)
+        with self._lock, torch.inference_mode():
+            session = Session(
+                self.target,
+                self.drafter,
+                params,
+                setup.chooser,
+                setup.capacity,
+                prompt_logprobs=sampling.prompt_logprobs,
+            )
+            stats = _run(session, prompt, setup.out, on_tokens)
+        return build_result(
+            setup.out, stats, session.token_logprobs, session.prompt_token_logprobs, sampling
+        )
+
+    def setup(
+        self, prompt: list[int], params: DecodeParams, sampling: SamplingParams
+    ) -> RequestSetup:
+        """A checked request's output rules, context capacity and token chooser."""
         stops = list(sampling.stop_token_ids) + ([] if sampling.ignore_eos else self.eos_token_ids)
         out = OutputBuilder(
-            self.tokenizer.decode, sampling.max_new_tokens, stops, sampling.stop_strings
+            self.tokenizer.decode,
+            sampling.max_new_tokens,
+            stops,
+            sampling.stop_strings,
+            sampling.min_tokens,
         )
         capacity = min(
             self.max_context,
             len(prompt) + sampling.max_new_tokens + params.budget + self.block_size,
         )
         seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
-        gen = torch.Generator().manual_seed(seed)
-        sampler = Sampler(sampling.temperature, sampling.top_p)
-        with self._lock, torch.inference_mode():
-            session = Session(self.target, self.drafter, params, sampler, gen, capacity)
-            stats = _run(session, prompt, out, on_tokens)
-        return GenerationResult(out.ids, out.final_text(), out.finish_reason or "length", stats)
+        chooser = TokenChooser(
+            Sampler(sampling.temperature, sampling.top_p, sampling.top_k),
+            torch.Generator().manual_seed(seed),
+            sampling.min_tokens,
+            tuple(stops),
+            sampling.logprobs,
+        )
+        return RequestSetup(out, capacity, chooser)
 
     def _check(
         self, prompt_ids: Sequence[int], params: DecodeParams, sampling: SamplingParams
@@ -171,7 +222,31 @@ class Engine:
         vocab = self.target.cfg.vocab_size
         if min(prompt) < 0 or max(prompt) >= vocab:
             raise UserError(f"prompt token ids must be in 0..{vocab - 1}")
+        if sampling.min_tokens > sampling.max_new_tokens:
+            raise UserError(
+                f"min_tokens ({sampling.min_tokens}) exceeds max_new_tokens "
+                f"({sampling.max_new_tokens})"
+            )
         return prompt
+
+
+def build_result(
+    out: OutputBuilder,
+    stats: GenerationStats,
+    token_logprobs: list[TokenLogprob],
+    prompt_logprobs: list[TokenLogprob],
+    sampling: SamplingParams,
+) -> GenerationResult:
+    """The result of a finished request (also built by the batch scheduler)."""
+    return GenerationResult(
+        out.ids,
+        out.final_text(),
+        out.finish_reason or "length",
+        stats,
+        stop_token=out.stop_token,
+        logprobs=None if sampling.logprobs is None else token_logprobs[: len(out.ids)],
+        prompt_logprobs=None if sampling.prompt_logprobs is None else prompt_logprobs,
+    )
 
 
 def _run(
@@ -190,6 +265,7 @@ def _run(
         stats.rounds += 1
         stats.acceptance_lengths.append(len(outcome.tokens))
         stats.tree_sizes.append(outcome.tree_size)
+        stats.batch_rows += 1
         cancelled = _emit(out, outcome.tokens, on_tokens)
     if cancelled:
         out.finish_reason = "cancelled"

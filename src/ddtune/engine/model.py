@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ddtune.engine.cache import KVCache
+from ddtune.engine.cache import KVCache, KVStore
 from ddtune.engine.config import ModelConfig
 from ddtune.engine.layers import (
     AttentionProjections,
@@ -54,7 +54,7 @@ class Attention(AttentionProjections):
         x: torch.Tensor,  # [B, T, H]
         rope: Rope,
         mask: torch.Tensor | None,
-        cache: KVCache | None,
+        cache: KVStore | None,
         layer: int,
     ) -> torch.Tensor:
         q = self.queries(x, rope)  # [B, heads, T, D]
@@ -104,7 +104,7 @@ class Decoder(nn.Module):
         self,
         input_ids: torch.Tensor,  # [B, T]
         positions: torch.Tensor | None = None,  # [B, T]; default: cache.length + arange(T)
-        cache: KVCache | None = None,
+        cache: KVStore | None = None,
         attn_mask: torch.Tensor | None = None,  # bool [B|1, T, S], True = may attend
         hidden_layer_ids: Sequence[int] = (),
         last_logits_only: bool = False,

@@ -1,4 +1,4 @@
-"""The target's own choice of the next token: argmax at T=0, a tempered top-p sample at T>0.
+"""The target's own choice of the next token: argmax at T=0, a top-k/tempered/top-p sample at T>0.
 
 Sampling draws exactly one uniform number per emitted token and inverts the
 CDF, so a seeded request consumes its random stream in token order whatever
@@ -19,13 +19,17 @@ import torch
 class Sampler:
     temperature: float = 0.0
     top_p: float = 1.0
+    top_k: int = 0  # 0 = off
 
     @property
     def greedy(self) -> bool:
         return self.temperature <= 0.0
 
     def probs(self, logits: torch.Tensor) -> torch.Tensor:
-        """The target's distribution after temperature and top-p: [..., V] -> [..., V]."""
+        """The target's distribution after top-k, temperature and top-p: [..., V] -> [..., V]."""
+        if 0 < self.top_k < logits.shape[-1]:
+            kth = logits.topk(self.top_k, dim=-1).values[..., -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
         p = torch.softmax(logits.double() / self.temperature, dim=-1)
         if self.top_p >= 1.0:
             return p

@@ -7,6 +7,8 @@ Rules (the engine applies them to every token a round commits, in order):
 - A stop string ends the output with finish "stop"; `text` is cut right before
   it, and `token_ids` keep only the tokens that end at or before that point.
 - Never more than `max_new_tokens` tokens (finish "length").
+- Before `min_tokens` tokens, stop strings are not looked for (the decoder
+  never chooses a stop token then; `Session` bans them).
 - Streaming releases a token once no stop string can still start inside it,
   so the streamed ids always equal a prefix of the final `token_ids`.
 
@@ -25,10 +27,13 @@ class OutputBuilder:
         max_new_tokens: int,
         stop_token_ids: Sequence[int] = (),
         stop_strings: Sequence[str] = (),
+        min_tokens: int = 0,
     ) -> None:
         self.decode = decode
         self.max_new_tokens = max_new_tokens
+        self.min_tokens = min_tokens
         self.stop_ids = set(stop_token_ids)
+        self.stop_token: int | None = None  # the stop token that ended the output
         self.stop_strings = [s for s in stop_strings if s]
         self.hold = max((len(s) for s in self.stop_strings), default=1) - 1
         self.ids: list[int] = []
@@ -54,13 +59,14 @@ class OutputBuilder:
 
     def _add_one(self, token: int) -> None:
         if token in self.stop_ids:
-            self.finish_reason = "stop"
+            self.finish_reason, self.stop_token = "stop", token
             return
         self.ids.append(token)
         if self.stop_strings:
             text = self.decode(self.ids)
             self.ends.append(len(text))
-            self._check_stop_strings(text)
+            if len(self.ids) >= self.min_tokens:
+                self._check_stop_strings(text)
         if self.finish_reason is None and self.remaining <= 0:
             self.finish_reason = "length"
 

@@ -7,7 +7,7 @@ A kind answers, for the services, the bench and the launcher CLI alike
     readiness   health_url(base), read_identity(client, base, launch) -> (identity, info),
                 expected_config(params, launch), read_config(info, launch),
                 config_mismatches(params, info, launch), model_name, generate_one_token
-    bench       identity_endpoints, model_in_request, generate_request(base, prompt,
+    bench       identity_endpoints, model_in_request, supports_logprobs, generate_request(base, prompt,
                 sampling, model) -> (url, body), parse_chunk(payload, text_so_far)
     acceptance  acceptance_source, response_acceptance(response), metrics_path,
                 counter_acceptance(before, after), no_acceptance_note
@@ -68,6 +68,7 @@ class ServerKind(ABC):
     info_path: ClassVar[str | None] = None  # identity + config endpoint; None: process only
     identity_endpoints: ClassVar[tuple[str, ...]] = ("/v1/models",)  # bench: first that answers
     model_in_request: ClassVar[bool] = True  # the bench request names the model
+    supports_logprobs: ClassVar[bool] = False  # completions `logprobs: N` (bench: logit gaps)
     acceptance_source: ClassVar[str | None] = None  # "usage.spec" | "meta_info" | "prometheus"
     metrics_path: ClassVar[str | None] = None  # counters read around the measured requests
     no_acceptance_note: ClassVar[str] = "acceptance length unavailable"

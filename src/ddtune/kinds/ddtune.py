@@ -41,6 +41,7 @@ class DdtuneKind(OpenAIKind):
     info_path = "/server_info"
     identity_endpoints = ("/server_info",)
     accepts_ignore_eos = True
+    supports_logprobs = True
     acceptance_source = "usage.spec"
     no_acceptance_note = (
         "acceptance length unavailable: no response carried usage.spec (speculation off?)"

@@ -175,6 +175,7 @@ class VllmKind(OpenAIKind):
     info_path = "/v1/models"
     identity_endpoints = ("/version", "/v1/models")
     accepts_ignore_eos = True
+    supports_logprobs = True
     acceptance_source = "prometheus"
     metrics_path = "/metrics"
     launch_help = "python -m vllm.entrypoints.openai.api_server with --speculative-config"

@@ -66,7 +66,7 @@ def analyze(
     by_label: dict[str, list[TrialRecord]] = {}
     for record in records:
         by_label.setdefault(record.label, []).append(record)
-    lossless = check_losslessness(by_label, baseline, load_compare())
+    lossless = check_losslessness(by_label, baseline, load_compare(), options.near_tie_gap)
     pass_rates = compare_pass_rates(configs, options.alpha)
     best = best_pass_rate(configs)
     notes = [f"{n} of {len(records)} trials did not complete" for n in [_unfinished(records)] if n]

@@ -181,7 +181,10 @@ def _correctness(summary: ReportSummary) -> Section:
     ]
     text = (
         "Every mode is lossless: at T=0 each config must produce the baseline's text. A pass-rate "
-        "difference between configs is therefore divergence or noise, never a trade-off."
+        "difference between configs is therefore divergence or noise, never a trade-off. "
+        "Where outputs part, the top-1 minus top-2 logprob there classifies it: near-tie below "
+        f"{summary.options.near_tie_gap:g} nats (GPU numerics can flip a near-tie without a "
+        "bug), else divergence (a bug or a lossy mode); unclassified without gap data."
     )
     return Section("Correctness and losslessness", [Paragraph(text), Table(headers, rows)])
 

@@ -41,6 +41,8 @@ class TrialRecord:
     metrics: dict[str, float | None] = field(default_factory=dict)  # keys from METRIC_NAMES
     acceptance_lengths: list[float] = field(default_factory=list)  # per request
     outputs: list[str] = field(default_factory=list)  # T=0 output texts in request order
+    # per request {"offsets", "gaps", "agree"} (ddtune.bench.gaps), None when not recorded
+    logprob_gaps: list[dict[str, Any] | None] | None = None
     temperature: float = 0.0
     conditions: dict[str, Any] = field(default_factory=dict)
     load: dict[str, Any] = field(default_factory=dict)  # [bench.load]: levels, requests, max_rate

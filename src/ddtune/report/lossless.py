@@ -8,6 +8,8 @@ verdicts, or sampling at T > 0 with no significant difference).
 
 The text comparison itself is `ddtune.bench.compare_outputs` (imported lazily,
 so the report still renders, saying "not checked", where bench is unavailable).
+A divergence is classified near-tie / divergence / unclassified by the logit
+gap at the point where the outputs part (`ddtune.report.gaps`).
 See docs/architecture.md "Report".
 """
 
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ddtune.report.gaps import classify_divergence
 from ddtune.report.inputs import TrialRecord
 
 if TYPE_CHECKING:
@@ -32,6 +35,8 @@ class LosslessCheck:
     request: int | None = None  # first diverging request (as compare_outputs numbers it)
     char: int | None = None  # first diverging character in that request
     repeats_checked: int = 0
+    divergence_class: str | None = None  # diverged: "near-tie" | "divergence" | "unclassified"
+    gap: float | None = None  # nats: top-1 minus top-2 logprob at the divergence
 
 
 def load_compare() -> Compare | None:
@@ -44,39 +49,43 @@ def load_compare() -> Compare | None:
 
 
 def check_losslessness(
-    by_label: dict[str, list[TrialRecord]], baseline_label: str | None, compare: Compare | None
+    by_label: dict[str, list[TrialRecord]],
+    baseline_label: str | None,
+    compare: Compare | None,
+    near_tie_gap: float = 0.1,
 ) -> dict[str, LosslessCheck]:
-    """One verdict per label: its T=0 outputs against the baseline's first recorded outputs."""
-    reference = _reference_outputs(by_label.get(baseline_label, [])) if baseline_label else None
+    """One verdict per label: its T=0 outputs against the baseline's first recorded outputs.
+
+    A divergence is classified by the logit gap there, near-tie below `near_tie_gap` nats.
+    """
+    reference = _reference_record(by_label.get(baseline_label, [])) if baseline_label else None
     verdicts = {}
     for label, records in by_label.items():
-        verdicts[label] = _verdict(label == baseline_label, records, reference, compare)
+        is_baseline = label == baseline_label
+        verdicts[label] = _verdict(is_baseline, records, reference, compare, near_tie_gap)
     return verdicts
 
 
 def _verdict(
     is_baseline: bool,
     records: list[TrialRecord],
-    reference: list[str] | None,
+    reference_record: TrialRecord | None,
     compare: Compare | None,
+    near_tie_gap: float,
 ) -> LosslessCheck:
     done = [r for r in records if r.status == "done" and r.outputs]
     if any(r.temperature > 0 for r in records):
         return LosslessCheck("not checked", "not checked: T > 0 (sampled outputs differ by design)")
-    if reference is None:
+    if reference_record is None:
         return LosslessCheck("not checked", "not checked: no baseline outputs at T = 0")
     if not done:
         return LosslessCheck("not checked", "not checked: no outputs recorded")
     if compare is None:
         return LosslessCheck("not checked", "not checked: ddtune.bench.compare_outputs unavailable")
     for record in done:
-        verdict = compare(reference, record.outputs)
+        verdict = compare(reference_record.outputs, record.outputs)
         if not verdict.identical:
-            who = "baseline repeat" if is_baseline else "repeat"
-            text = f"{verdict.detail} ({who} {record.repeat}; request and char count from 0)"
-            if is_baseline:
-                text += ": the baseline itself is not deterministic, so divergence elsewhere may be noise"
-            return LosslessCheck("diverged", text, verdict.request, verdict.char, len(done))
+            return _diverged(verdict, is_baseline, record, reference_record, near_tie_gap, done)
     if is_baseline:
         agree = "identical to each other" if len(done) > 1 else "recorded"
         text = f"reference (baseline, {len(done)} repeat(s) {agree})"
@@ -86,10 +95,32 @@ def _verdict(
     )
 
 
-def _reference_outputs(baseline_records: list[TrialRecord]) -> list[str] | None:
+def _diverged(
+    verdict: LosslessVerdict,
+    is_baseline: bool,
+    record: TrialRecord,
+    reference: TrialRecord,
+    near_tie_gap: float,
+    done: list[TrialRecord],
+) -> LosslessCheck:
+    """The "diverged" check, its divergence classified by the logit gap there."""
+    request, char = verdict.request or 0, verdict.char or 0
+    found = classify_divergence(
+        reference.logprob_gaps, record.logprob_gaps, request, char, near_tie_gap
+    )
+    who = "baseline repeat" if is_baseline else "repeat"
+    text = f"{verdict.detail} ({who} {record.repeat}; request and char count from 0); {found.text}"
+    if is_baseline:
+        text += "; the baseline itself is not deterministic, so divergence elsewhere may be noise"
+    return LosslessCheck(
+        "diverged", text, verdict.request, verdict.char, len(done), found.kind, found.gap
+    )
+
+
+def _reference_record(baseline_records: list[TrialRecord]) -> TrialRecord | None:
     for record in sorted(baseline_records, key=lambda r: r.repeat):
         if record.status == "done" and record.outputs and record.temperature == 0:
-            return list(record.outputs)
+            return record
     return None
 
 
@@ -101,6 +132,11 @@ def correctness_note(
 ) -> str:
     """Why a config's pass rate differs from the reference's: divergence or noise, never a trade-off."""
     if verdict is not None and verdict.status == "diverged":
+        if verdict.divergence_class == "near-tie":
+            return (
+                f"near-tie divergence: outputs {verdict.text}; numerics (batching, kernels) can "
+                "flip a near-tie, so the pass-rate difference follows from it, not a trade-off"
+            )
         return (
             f"divergence: outputs {verdict.text}; a lossless method should match the baseline, "
             "so the pass-rate difference follows from that divergence, not a trade-off"

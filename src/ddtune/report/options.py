@@ -41,6 +41,7 @@ class ReportOptions(StrictModel):
     blocked: bool = True  # passes are blocks (interleaved order): paired analysis
     passes_per_start: Annotated[int, Field(ge=1)] = 1  # passes benched on one server start
     plots: bool = True  # write PNG plots and embed them in report.html
+    near_tie_gap: Annotated[float, Field(ge=0.0)] = 0.1  # nats: T=0 divergence below = near-tie
     # [bench.load] levels: the load mix to recommend for, e.g. {c1 = 0.2, c16 = 0.8}
     load_weights: Annotated[dict[str, float], AfterValidator(_level_weights)] | None = None
 

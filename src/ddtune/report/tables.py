@@ -38,6 +38,8 @@ def csv_row(summary: ReportSummary, s: ConfigSummary) -> dict[str, Any]:
     row["fisher_p_vs_best"] = None if comparison is None else comparison.p_value
     verdict = summary.lossless.get(s.label)
     row["lossless"] = None if verdict is None else verdict.status
+    row["divergence_class"] = None if verdict is None else verdict.divergence_class
+    row["divergence_gap"] = None if verdict is None else verdict.gap
     row["pareto"] = s.label in summary.pareto
     return row
 

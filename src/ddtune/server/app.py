@@ -1,6 +1,7 @@
 """The FastAPI app: OpenAI endpoints plus identity, health, metrics and hot reconfigure.
 
 GET  /v1/models                  the one served model
+GET  /v1/models/{id}             that model (404 for any other id)
 POST /v1/completions             OpenAI completions (stream or not)
 POST /v1/chat/completions        OpenAI chat completions (stream or not)
 GET  /health                     200 serving, 503 loading / shutting down
@@ -9,6 +10,7 @@ GET  /server_info                identity, config, config_hash/generation, weigh
 GET  /metrics                    Prometheus text format (per-app registry)
 GET  /v1/ddtree/config           the live decoding config
 POST /v1/ddtree/config           change mode/budget/topk/window between requests
+GET  /openapi.json, /docs        the schema (request and response models) and its viewer
 
 See docs/architecture.md "Server".
 """
@@ -22,11 +24,28 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
+from ddtune import __version__
 from ddtune.server import generation
 from ddtune.server.errors import ApiError, unavailable
-from ddtune.server.requests import ConfigBody, parse_body
+from ddtune.server.limits import BodyGuard, BodyProblem
+from ddtune.server.prompts import check_model
+from ddtune.server.requests import ChatBody, CompletionBody, ConfigBody, parse_body
+from ddtune.server.schema import (
+    ChatCompletionResponse,
+    CompletionResponse,
+    ConfigReply,
+    DocumentedApp,
+    Health,
+    ModelCard,
+    ModelList,
+    ServerInfo,
+    body,
+    ok,
+)
 from ddtune.server.state import ServerState
 from ddtune.server.worker import QueueFull
 
@@ -34,15 +53,20 @@ log = logging.getLogger("ddtune.server")
 
 
 def create_app(state: ServerState) -> FastAPI:
-    app = FastAPI(title="ddtune serve", docs_url=None, redoc_url=None, openapi_url=None)
+    app = DocumentedApp(title="ddtune serve", version=__version__, redoc_url=None)
     _install_error_handlers(app)
+    app.add_middleware(
+        BodyGuard,
+        max_bytes=state.config.max_request_bytes,
+        timeout_s=state.config.body_timeout_seconds,
+    )
 
-    @app.get("/health")
+    @app.get("/health", responses=ok(Health))
     async def health() -> JSONResponse:
         status = 200 if state.phase == "serving" else 503
         return JSONResponse({"status": state.phase}, status_code=status)
 
-    @app.get("/health_generate")
+    @app.get("/health_generate", responses=ok(Health))
     async def health_generate() -> JSONResponse:
         state.require_serving()
         started = time.monotonic()
@@ -60,45 +84,61 @@ def create_app(state: ServerState) -> FastAPI:
             {"status": "ok", "seconds": seconds, "instance_id": state.identity.instance_id}
         )
 
-    @app.get("/server_info")
+    @app.get("/server_info", responses=ok(ServerInfo))
     async def server_info() -> JSONResponse:
         return JSONResponse(state.server_info())
 
-    @app.get("/metrics")
+    @app.get("/metrics", responses={200: {"content": {"text/plain": {}}, "description": "OK"}})
     async def metrics() -> Response:
         return Response(state.metrics.render(), media_type=state.metrics.content_type)
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", responses=ok(ModelList))
     async def models() -> JSONResponse:
-        model = {
-            "id": state.model_name,
-            "object": "model",
-            "owned_by": "ddtune",
-            "created": int(state.identity.started_at),
-            "max_model_len": getattr(state.engine, "max_context", None),
-        }
-        return JSONResponse({"object": "list", "data": [model]})
+        return JSONResponse({"object": "list", "data": [_model_card(state)]})
 
-    @app.post("/v1/completions")
+    @app.get("/v1/models/{model_id:path}", responses=ok(ModelCard))
+    async def model(model_id: str) -> JSONResponse:
+        check_model(model_id, state.model_name)
+        return JSONResponse(_model_card(state))
+
+    @app.post(
+        "/v1/completions",
+        openapi_extra=body(CompletionBody),
+        responses=ok(CompletionResponse, stream=True),
+    )
     async def completions(request: Request) -> Response:
         return await generation.handle(request, state, "completion")
 
-    @app.post("/v1/chat/completions")
+    @app.post(
+        "/v1/chat/completions",
+        openapi_extra=body(ChatBody),
+        responses=ok(ChatCompletionResponse, stream=True),
+    )
     async def chat_completions(request: Request) -> Response:
         return await generation.handle(request, state, "chat")
 
-    @app.get("/v1/ddtree/config")
+    @app.get("/v1/ddtree/config", responses=ok(ConfigReply))
     async def get_config() -> JSONResponse:
         return JSONResponse(_config_reply(state))
 
-    @app.post("/v1/ddtree/config")
+    @app.post("/v1/ddtree/config", openapi_extra=body(ConfigBody), responses=ok(ConfigReply))
     async def set_config(request: Request) -> JSONResponse:
-        body = parse_body(ConfigBody, await generation.read_json(request))
-        params, generation_ = state.reconfigure(body.updates())
+        config_body, _ = parse_body(ConfigBody, await generation.read_json(request))
+        params, generation_ = state.reconfigure(config_body.updates())
         log.info("reconfigured to %s (generation %d)", params.label(), generation_)
         return JSONResponse(_config_reply(state))
 
     return app
+
+
+def _model_card(state: ServerState) -> dict[str, Any]:
+    return {
+        "id": state.model_name,
+        "object": "model",
+        "owned_by": "ddtune",
+        "created": int(state.identity.started_at),
+        "max_model_len": getattr(state.engine, "max_context", None),
+    }
 
 
 def _config_reply(state: ServerState) -> dict[str, Any]:
@@ -110,15 +150,36 @@ def _config_reply(state: ServerState) -> dict[str, Any]:
     }
 
 
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """The methods some route serves at `path` (Starlette names only the first route's)."""
+    methods = {
+        method
+        for route in app.routes
+        if isinstance(route, APIRoute) and route.path_regex.match(path)
+        for method in route.methods or ()
+    }
+    return sorted(methods)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
+        if isinstance(exc, BodyProblem):
+            log.warning(exc.log_line)
         return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         error = ApiError(exc.status_code, str(exc.detail), code=f"http_{exc.status_code}")
-        return JSONResponse(error.body(), status_code=exc.status_code)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not just the first route's
+            headers["Allow"] = ", ".join(allowed_methods(app, request.url.path))
+        return JSONResponse(error.body(), status_code=exc.status_code, headers=headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, _: ClientDisconnect) -> Response:
+        log.warning("client disconnected during %s %s", request.method, request.url.path)
+        return Response(status_code=400)  # nobody reads it
 
     @app.exception_handler(Exception)
     async def crash(_: Request, exc: Exception) -> JSONResponse:

@@ -15,6 +15,7 @@ See docs/architecture.md "Server".
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +47,16 @@ class ChatTemplate:
         specials = {key: _token_text(config.get(key)) for key in ("bos_token", "eos_token")}
         return cls(source, {k: v for k, v in specials.items() if v is not None})
 
-    def render(self, messages: list[dict[str, str]]) -> str:
+    def render(
+        self, messages: list[dict[str, str]], variables: Mapping[str, Any] | None = None
+    ) -> str:
+        """`variables` (a request's `chat_template_kwargs`) reach the jinja template; they
+        cannot replace `messages`, `add_generation_prompt` or the special tokens."""
         if self._template is None:
             lines = [f"{m['role']}: {m['content']}" for m in messages]
             return "\n".join([*lines, "assistant:"])
-        return self._template.render(
-            messages=messages, add_generation_prompt=True, **self.special_tokens
-        )
+        fixed = {"messages": messages, "add_generation_prompt": True, **self.special_tokens}
+        return self._template.render({**(variables or {}), **fixed})
 
 
 def _compile(source: str) -> Any:

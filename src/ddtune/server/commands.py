@@ -24,8 +24,13 @@ SETTING_FLAGS = (
     "host",
     "port",
     "max_queue",
+    "max_batch",
+    "max_step_tokens",
     "grace_seconds",
     "model_name",
+    "max_request_bytes",
+    "body_timeout_seconds",
+    "strict_requests",
 )
 
 
@@ -51,11 +56,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--config", type=Path, help="TOML file with any of these settings")
     p.add_argument("--max-queue", type=int, help="waiting requests before 503 (default: 64)")
     p.add_argument(
+        "--max-batch",
+        type=int,
+        help="requests decoded together in one round, 1 = one at a time (default: 8)",
+    )
+    p.add_argument(
+        "--max-step-tokens",
+        type=int,
+        help="token budget of one step: every running request's tree + root plus prefill "
+        "(default: 2048)",
+    )
+    p.add_argument(
         "--grace-seconds",
         type=float,
         help="SIGTERM: time to finish in-flight requests (default: 10)",
     )
     p.add_argument("--model-name", help="served model id (default: the target folder's name)")
+    p.add_argument(
+        "--max-request-bytes",
+        type=int,
+        help="largest request body; bigger ones get 413 unread (default: 4194304 = 4 MiB)",
+    )
+    p.add_argument(
+        "--body-timeout-seconds",
+        type=float,
+        help="a request body must arrive within this, else 408 (default: 30)",
+    )
+    p.add_argument(
+        "--strict-requests",
+        action="store_true",
+        default=None,
+        help="unknown request fields are a 400 (default: accepted, named in the "
+        "ddtune-ignored-fields header and the log)",
+    )
     p.set_defaults(func=run)
 
 

@@ -11,7 +11,12 @@ See docs/architecture.md "Server". The TOML file uses the flag names as keys
     window = "none"
     port = 8000
     max_queue = 64
+    max_batch = 8
+    max_step_tokens = 2048
     grace_seconds = 10
+    max_request_bytes = 4194304
+    body_timeout_seconds = 30
+    strict_requests = false
 
 `mode/budget/topk/window` form the `params` field (a `DecodeParams`, read
 with `DecodeParams.with_updates`); every other key is a field of the model.
@@ -28,6 +33,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
+from ddtune.engine.budget import DEFAULT_MAX_BATCH, DEFAULT_MAX_STEP_TOKENS
 from ddtune.errors import UserError
 from ddtune.params import PARAM_KEYS, DecodeParams
 from ddtune.tables import StrictModel, parse_table
@@ -35,6 +41,9 @@ from ddtune.tables import StrictModel, parse_table
 
 def _expand(path: Path | None) -> Path | None:
     return None if path is None else path.expanduser()
+
+
+DEFAULT_MAX_REQUEST_BYTES = 4 << 20  # 4 MiB: a 128k-token prompt as text or as token ids
 
 
 # TOML and flags give folders as text: the one lax field type.
@@ -47,10 +56,15 @@ class ServeConfig(StrictModel):
     params: DecodeParams = DecodeParams()
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8000  # 0 = any free port (see the ready line)
-    max_queue: Annotated[int, Field(ge=1)] = 64  # requests waiting behind the running one
+    max_queue: Annotated[int, Field(ge=1)] = 64  # requests waiting behind the running ones
+    max_batch: Annotated[int, Field(ge=1)] = DEFAULT_MAX_BATCH  # 1 = one request at a time
+    max_step_tokens: Annotated[int, Field(ge=1)] = DEFAULT_MAX_STEP_TOKENS  # verify + prefill
     grace_seconds: Annotated[float, Field(ge=0.0)] = 10.0  # SIGTERM: time to finish requests
     model_name: str | None = None  # None = the target folder's name
     health_timeout_s: Annotated[float, Field(gt=0.0)] = 30.0  # /health_generate deadline
+    max_request_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REQUEST_BYTES  # else 413
+    body_timeout_seconds: Annotated[float, Field(gt=0.0)] = 30.0  # whole body by then, else 408
+    strict_requests: bool = False  # unknown request fields: 400 instead of reported and ignored
 
     @classmethod
     def from_toml(cls, path: Path) -> ServeConfig:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,18 +21,23 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
-from ddtune.server.errors import ApiError, invalid, unavailable
+from ddtune.server.errors import ApiError, unavailable
+from ddtune.server.jsonbody import decode_json
 from ddtune.server.requests import GenerationRequest, parse_generation
 from ddtune.server.responses import (
     SSE_DONE,
     ResponseShape,
     StreamText,
+    answer,
     finish_reason,
+    running_usage,
     sse,
     usage,
 )
 from ddtune.server.state import ServerState
 from ddtune.server.worker import Job, JobOutcome, QueueFull
+
+log = logging.getLogger("ddtune.server")
 
 
 async def handle(request: Request, state: ServerState, kind: str) -> Response:
@@ -40,18 +46,20 @@ async def handle(request: Request, state: ServerState, kind: str) -> Response:
     try:
         state.require_serving()
         body = await read_json(request)
-        req = parse_generation(kind, body, state.loaded_context())
+        # Validation, chat template and tokenizer run off the event loop.
+        req = await asyncio.to_thread(parse_generation, kind, body, state.loaded_context())
         call = WorkerCall(state, req)
         call.submit()
     except ApiError as exc:
         state.metrics.requests.labels(endpoint, _outcome(exc)).inc()
         raise
     shape = ResponseShape(kind, state.model_name, fingerprint="")
+    headers = _ignored_header(req, request)
     if req.stream:
         return StreamingResponse(
             _stream(call, shape, endpoint),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache"},
+            headers={"Cache-Control": "no-cache", **headers},
         )
     outcome = await call.wait_or_disconnect(request)
     if outcome is None:  # the client went away; nobody reads this
@@ -63,18 +71,33 @@ async def handle(request: Request, state: ServerState, kind: str) -> Response:
     result = outcome.result
     shape.fingerprint = _fingerprint(outcome.params, outcome.config_generation)
     state.metrics.requests.labels(endpoint, "ok").inc()
-    body = shape.full(result.text, finish_reason(result), usage(len(req.prompt_ids), result))
-    return JSONResponse(body)
+    text, logprobs = answer(req, result, state.engine.tokenizer.decode)
+    reason = finish_reason(result) if req.show_generated else "length"
+    counts = usage(len(req.prompt_ids), result, req.show_generated)
+    return JSONResponse(shape.full(text, reason, counts, logprobs), headers=headers)
+
+
+IGNORED_HEADER = "ddtune-ignored-fields"
+MAX_NAMED = 20
+
+
+def _ignored_header(req: GenerationRequest, request: Request) -> dict[str, str]:
+    """Unknown fields the request carried: named in a header and one log line (as vLLM logs).
+
+    Names are shown as JSON strings (quoted, ASCII, no control characters), at most
+    `MAX_NAMED` of them, so any key a client sends (even "") makes a valid header."""
+    if not req.ignored_fields:
+        return {}
+    shown = [json.dumps(name) for name in req.ignored_fields[:MAX_NAMED]]
+    more = len(req.ignored_fields) - len(shown)
+    names = ", ".join(shown) + (f", ... ({more} more)" if more else "")
+    log.warning("%s %s: ignored unknown fields: %s", request.method, request.url.path, names)
+    return {IGNORED_HEADER: names}
 
 
 async def read_json(request: Request) -> Any:
-    raw = await request.body()
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise invalid(
-            None, f"the request body is not valid JSON: {exc}", code="invalid_json"
-        ) from None
+    """The body (size and time bounded by `limits.BodyGuard`), decoded off the event loop."""
+    return await asyncio.to_thread(decode_json, await request.body())
 
 
 class WorkerCall:
@@ -141,9 +164,11 @@ class WorkerCall:
 async def _stream(call: WorkerCall, shape: ResponseShape, endpoint: str) -> AsyncIterator[str]:
     req, state = call.req, call.state
     text = StreamText(state.engine.tokenizer.decode, req.sampling.stop_strings)
+    prompt_tokens = len(req.prompt_ids)
     first, finished = True, False
     try:
-        # 1. Deltas as rounds commit (held back where a stop string may start).
+        # 1. Deltas as rounds commit (held back where a stop string may start). Never an
+        #    empty chunk: clients time the first one as the first token.
         while True:
             kind, payload = await call.next_event()
             if kind == "done":
@@ -152,8 +177,11 @@ async def _stream(call: WorkerCall, shape: ResponseShape, endpoint: str) -> Asyn
             if call.started is not None:
                 shape.fingerprint = _fingerprint(*call.started)
             delta = text.feed(payload)
-            if delta or first:
-                yield shape.chunk(delta, first=first)
+            if delta:
+                so_far = (
+                    running_usage(prompt_tokens, len(text.ids)) if req.continuous_usage else None
+                )
+                yield shape.chunk(delta, first=first, usage=so_far)
                 first = False
         finished = True
         # 2. The rest of the text with the finish reason, then usage, then [DONE].
@@ -164,9 +192,11 @@ async def _stream(call: WorkerCall, shape: ResponseShape, endpoint: str) -> Asyn
             return
         result = outcome.result
         shape.fingerprint = _fingerprint(outcome.params, outcome.config_generation)
-        yield shape.chunk(text.finish(result.text), reason=finish_reason(result), first=first)
+        final = usage(prompt_tokens, result)
+        last = final if req.continuous_usage else None
+        yield shape.chunk(text.finish(result.text), finish_reason(result), first, usage=last)
         if req.include_usage:
-            yield shape.usage_chunk(usage(len(req.prompt_ids), result))
+            yield shape.usage_chunk(final)
         yield SSE_DONE
         state.metrics.requests.labels(endpoint, "ok").inc()
     finally:

@@ -16,16 +16,20 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ddtune.server.metrics import accepted_draft_tokens
+from ddtune.server.logprobs import Decode, chat_logprobs, completion_logprobs
+from ddtune.server.metrics import accepted_draft_tokens, completion_tokens
+from ddtune.server.requests import GenerationRequest
 
 
 def new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:24]}"
 
 
-def usage(prompt_tokens: int, result: Any) -> dict[str, Any]:
-    """OpenAI usage + `spec` (rounds, accepted draft tokens, tokens per round)."""
-    completion = len(result.token_ids)
+def usage(prompt_tokens: int, result: Any, shown: bool = True) -> dict[str, Any]:
+    """OpenAI usage + `spec` (rounds, accepted draft tokens, tokens per round, mean batch).
+
+    `shown` False: max_tokens 0 with echo; the one token that ran is not reported."""
+    completion = completion_tokens(result) if shown else 0
     rounds = int(result.stats.rounds)
     return {
         "prompt_tokens": prompt_tokens,
@@ -35,8 +39,36 @@ def usage(prompt_tokens: int, result: Any) -> dict[str, Any]:
             "rounds": rounds,
             "accepted_tokens": accepted_draft_tokens(result.stats),
             "mean_acceptance_length": completion / rounds if rounds else 0.0,
+            "mean_batch_size": float(getattr(result.stats, "mean_batch_size", 1.0)),
         },
     }
+
+
+def running_usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    """vLLM's `continuous_usage_stats`: the counts so far, on every streamed chunk."""
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+def answer(
+    req: GenerationRequest, result: Any, decode: Decode
+) -> tuple[str, dict[str, Any] | None]:
+    """The choice's text and logprobs: under `echo` the prompt comes first; with
+    max_tokens 0 (`show_generated` False) the generated token is left out."""
+    shown = req.show_generated
+    text = result.text if shown else ""
+    if req.echo:
+        text = decode(req.prompt_ids) + text
+    if req.sampling.logprobs is None:
+        return text, None
+    generated = list(result.logprobs or []) if shown else []
+    if req.kind == "chat":
+        return text, chat_logprobs(generated, decode)
+    prompt = [req.prompt_ids[0], *(result.prompt_logprobs or [])] if req.echo else []
+    return text, completion_logprobs([*prompt, *generated], decode)
 
 
 def finish_reason(result: Any) -> str:
@@ -53,15 +85,28 @@ class ResponseShape:
         self.id = new_id("cmpl" if kind == "completion" else "chatcmpl")
         self.created = int(time.time())
 
-    def full(self, text: str, reason: str, usage_: dict[str, Any]) -> dict[str, Any]:
+    def full(
+        self,
+        text: str,
+        reason: str,
+        usage_: dict[str, Any],
+        logprobs: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         if self.kind == "completion":
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason}
+            choice = {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": reason}
         else:
-            message = {"role": "assistant", "content": text}
-            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": reason}
+            message = {"role": "assistant", "content": text, "refusal": None}
+            choice = {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": reason}
         return {**self._head(chunk=False), "choices": [choice], "usage": usage_}
 
-    def chunk(self, text: str | None, reason: str | None = None, first: bool = False) -> str:
+    def chunk(
+        self,
+        text: str | None,
+        reason: str | None = None,
+        first: bool = False,
+        usage: dict[str, Any] | None = None,
+    ) -> str:
+        """One SSE chunk; the first chat chunk carries the role; `usage` when continuous."""
         if self.kind == "completion":
             choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": reason}
         else:
@@ -69,7 +114,8 @@ class ResponseShape:
             if text is not None:
                 delta["content"] = text
             choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
-        return sse({**self._head(chunk=True), "choices": [choice]})
+        extra = {} if usage is None else {"usage": usage}
+        return sse({**self._head(chunk=True), "choices": [choice], **extra})
 
     def usage_chunk(self, usage_: dict[str, Any]) -> str:
         return sse({**self._head(chunk=True), "choices": [], "usage": usage_})

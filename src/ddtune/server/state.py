@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ddtune.engine.budget import check_round_fits
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams, SamplingParams
 from ddtune.server.chat import ChatTemplate
@@ -23,7 +24,7 @@ from ddtune.server.config import ServeConfig
 from ddtune.server.errors import ApiError, invalid, unavailable
 from ddtune.server.identity import Identity, versions, weights_sha256
 from ddtune.server.metrics import ServerMetrics
-from ddtune.server.requests import PromptContext
+from ddtune.server.prompts import PromptContext
 from ddtune.server.worker import GenerationWorker, Job, JobOutcome
 
 log = logging.getLogger("ddtune.server")
@@ -49,7 +50,9 @@ class ServerState:
         self._params = config.params
         self._generation = 0
         self._lock = threading.Lock()
+        self.block_size = drafter_block_size(self.drafter_dir)
         self._check_drafter(self._params)
+        self._check_step_budget(self._params)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -68,9 +71,17 @@ class ServerState:
             encode=tokenizer.encode,
             render_chat=self.chat.render,
             vocab_size=_vocab_size(self.engine),
+            max_token_chars=longest_token_bytes(tokenizer),
+            strict=self.config.strict_requests,
         )
+        self._check_fits(self._params)
         self.worker = GenerationWorker(
-            self.engine, self.current, self.metrics, self.config.max_queue
+            self.engine,
+            self.current,
+            self.metrics,
+            self.config.max_queue,
+            self.config.max_batch,
+            self.config.max_step_tokens,
         )
         self.worker.start()
         outcome = self.generate_blocking(self.warmup_ids(), max_new_tokens=1, timeout=600)
@@ -127,6 +138,8 @@ class ServerState:
             try:
                 params = self._params.with_updates(updates)
                 self._check_drafter(params)
+                self._check_fits(params)
+                self._check_step_budget(params, key="budget")
             except UserError as exc:
                 raise invalid(exc.key, str(exc)) from None
             self._params = params
@@ -142,6 +155,31 @@ class ServerState:
                 key="mode",
             )
 
+    def _check_fits(self, params: DecodeParams) -> None:
+        """Window and budget bounded by the loaded model's context (as `ddtune serve` flags)."""
+        context = getattr(self.engine, "max_context", None)
+        if context is None:
+            return
+        if params.window is not None and params.window > context:
+            raise UserError(
+                f"window must be at most the model's context of {context} tokens (or 'none'); "
+                f"got {params.window}",
+                key="window",
+            )
+        if params.budget >= context:
+            raise UserError(
+                f"budget must be below the model's context of {context} tokens; "
+                f"got {params.budget}",
+                key="budget",
+            )
+
+    def _check_step_budget(self, params: DecodeParams, key: str | None = None) -> None:
+        """One request's round (tree + root) must fit `max_step_tokens` (`UserError`)."""
+        try:
+            check_round_fits(params, self.block_size, self.config.max_step_tokens)
+        except UserError as exc:
+            raise UserError(str(exc), key=key or exc.key) from None
+
     # -- reports -------------------------------------------------------------
 
     def config_dict(self) -> dict[str, Any]:
@@ -151,6 +189,8 @@ class ServerState:
             "block_size": getattr(self.engine, "block_size", None),
             "label": params.label(),
             "max_queue": self.config.max_queue,
+            "max_batch": self.config.max_batch,
+            "max_step_tokens": self.config.max_step_tokens,
             "grace_seconds": self.config.grace_seconds,
         }
 
@@ -213,6 +253,15 @@ def resolve_model_dirs(config: ServeConfig) -> tuple[Path, Path | None]:
     return target, drafter
 
 
+def drafter_block_size(drafter_dir: Path | None) -> int:
+    """The drafter's block size from its config.json (1 without a drafter): no weights needed."""
+    if drafter_dir is None:
+        return 1
+    from ddtune.engine.config import DrafterConfig
+
+    return DrafterConfig.from_file(drafter_dir / "config.json").block_size
+
+
 def _vocab_size(engine: Any) -> int | None:
     """Token ids a prompt may use: both the tokenizer and the target must know them."""
     sizes = [getattr(engine.tokenizer, "vocab_size", None)]
@@ -220,6 +269,19 @@ def _vocab_size(engine: Any) -> int | None:
     sizes.append(getattr(getattr(target, "cfg", None), "vocab_size", None))
     known = [int(s) for s in sizes if isinstance(s, int)]
     return min(known) if known else None
+
+
+def longest_token_bytes(tokenizer: Any) -> int:
+    """The most UTF-8 bytes one token decodes to: no token stands for more characters.
+
+    (Byte-level BPE and character tokenizers; a lossy decode's U+FFFD is 3 bytes, at
+    least the 1-3 raw bytes it replaces.) So a text longer than context x this cannot
+    fit the context, whatever it tokenizes to.
+    """
+    decode = tokenizer.decode
+    return max(
+        (len(decode([i]).encode("utf-8")) for i in range(int(tokenizer.vocab_size))), default=1
+    )
 
 
 def _loading() -> ApiError:

@@ -1,11 +1,16 @@
-"""The generation worker: ONE thread that owns the engine, fed by a fair FIFO queue.
+"""The generation worker: ONE thread that owns the engine's batch scheduler, fed by a FIFO queue.
 
-The engine serves one request at a time, so HTTP handlers never call it:
-they `submit()` a `Job` and wait for its `on_done` callback (which the worker
-calls from its thread). Each job reads the decoding config when it *starts*,
-so a hot reconfigure applies between requests. A job whose `cancel` event is
-set is dropped while queued, or stopped after its current round while running.
-See docs/architecture.md "Server".
+HTTP handlers never call the engine: they `submit()` a `Job` and wait for
+its `on_done` callback (which the worker calls from its thread). The worker
+loops: admit queued jobs in FIFO order while the batch has room
+(`--max-batch` requests, `--max-step-tokens` round tokens; see
+`ddtune.engine.scheduler`), then run one scheduler step (one batched round
+plus prefill). With `max_batch` 1 jobs run one at a time, as before
+batching. Each job reads the decoding config when it is *admitted*, so a
+hot reconfigure applies to later requests. A job whose `cancel` event is
+set is dropped while queued, or stopped before the next round while
+running. A job that fails (bad input, its own output handling) gets its
+error; the others in its batch go on. See docs/architecture.md "Server".
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddtune.engine.budget import DEFAULT_MAX_BATCH, DEFAULT_MAX_STEP_TOKENS
 from ddtune.params import DecodeParams, SamplingParams
-from ddtune.server.metrics import ServerMetrics
+from ddtune.server.metrics import ServerMetrics, completion_tokens
 
 log = logging.getLogger("ddtune.server")
 
@@ -50,7 +56,7 @@ class JobOutcome:
 
 
 class GenerationWorker:
-    """Runs jobs one by one on a daemon thread; `stop()` joins it."""
+    """Runs jobs in batches on a daemon thread; `stop()` joins it."""
 
     def __init__(
         self,
@@ -58,13 +64,18 @@ class GenerationWorker:
         current_config: Callable[[], tuple[DecodeParams, int]],
         metrics: ServerMetrics,
         max_queue: int,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        max_step_tokens: int = DEFAULT_MAX_STEP_TOKENS,
     ) -> None:
-        self.engine = engine
         self.current_config = current_config
         self.metrics = metrics
         self.max_queue = max_queue
+        from ddtune.engine.scheduler import Scheduler  # torch: only once a model is loaded
+
+        self.scheduler = Scheduler(engine, max_batch, max_step_tokens)
+        self.scheduler.on_round = metrics.observe_round
         self._queue: deque[Job] = deque()
-        self._running: Job | None = None
+        self._running: dict[int, Job] = {}  # id(job) -> job, admitted and not done
         self._stopping = False
         self._cv = threading.Condition()
         self._thread = threading.Thread(target=self._loop, name="ddtune-generate", daemon=True)
@@ -83,7 +94,7 @@ class GenerationWorker:
             self._cv.notify_all()
 
     def cancel(self, job: Job) -> None:
-        """Cancel one job: dropped now if queued, stopped after its round if running."""
+        """Cancel one job: dropped now if queued, stopped before its next round if running."""
         job.cancel.set()
         with self._cv:
             if job in self._queue:
@@ -96,7 +107,7 @@ class GenerationWorker:
 
     def cancel_all(self) -> None:
         with self._cv:
-            jobs = [*self._queue, *([self._running] if self._running else [])]
+            jobs = [*self._queue, *self._running.values()]
         for job in jobs:
             self.cancel(job)
 
@@ -104,14 +115,12 @@ class GenerationWorker:
     def pending(self) -> int:
         """Jobs queued or running."""
         with self._cv:
-            return len(self._queue) + (self._running is not None)
+            return len(self._queue) + len(self._running)
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until nothing is queued or running; False on timeout."""
         with self._cv:
-            return self._cv.wait_for(
-                lambda: not self._queue and self._running is None, timeout=timeout
-            )
+            return self._cv.wait_for(lambda: not self._queue and not self._running, timeout=timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Cancel everything left and join the thread."""
@@ -122,34 +131,50 @@ class GenerationWorker:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    # --- the worker thread -------------------------------------------------------
+
     def _loop(self) -> None:
         while True:
-            # 1. Wait for the oldest job (FIFO = fair), or for stop().
             with self._cv:
-                self._cv.wait_for(lambda: self._queue or self._stopping)
+                self._cv.wait_for(lambda: self._queue or self._running or self._stopping)
                 if self._stopping:
-                    return
-                job = self._running = self._queue.popleft()
-                self.metrics.queue_depth.set(len(self._queue))
-                self.metrics.running.set(1)
-            # 2. Run it with the config current *now*, then report.
-            try:
-                outcome = self._run(job)
-            finally:
-                with self._cv:
-                    self._running = None
-                    self.metrics.running.set(0)
-                    self._cv.notify_all()
-            job.on_done(outcome)
+                    break
+                admitted = self._admit()
+            for job, params, generation in admitted:
+                self._start(job, params, generation)
+            if self.scheduler.busy:
+                try:
+                    self.scheduler.step()
+                except Exception as exc:  # a broken step: its requests fail, the worker lives on
+                    log.exception("a scheduler step failed")
+                    self.scheduler.fail_all(exc)
+        self.scheduler.abort_all()
 
-    def _run(self, job: Job) -> JobOutcome:
-        params, generation = self.current_config()
-        outcome = JobOutcome(
-            params=params,
-            config_generation=generation,
-            queue_seconds=time.monotonic() - job.submitted_at,
-        )
+    def _admit(self) -> list[tuple[Job, DecodeParams, int]]:
+        """Pop queued jobs (FIFO) while the batch has room; called with the lock held."""
+        admitted: list[tuple[Job, DecodeParams, int]] = []
+        room = self.scheduler.max_batch - self.scheduler.size
+        while self._queue and len(admitted) < room:
+            params, generation = self.current_config()
+            planned = [p for _, p, _ in admitted]
+            empty = not planned and not self.scheduler.busy
+            if not empty and not self.scheduler.can_admit(params, planned):
+                break  # (into an empty batch it goes anyway: `add` says why it cannot run)
+            job = self._queue.popleft()
+            self._running[id(job)] = job
+            admitted.append((job, params, generation))
+        if admitted:
+            self.metrics.queue_depth.set(len(self._queue))
+            self.metrics.running.set(len(self._running))
+        return admitted
 
+    def _start(self, job: Job, params: DecodeParams, generation: int) -> None:
+        """Hand one admitted job to the scheduler (or finish it with its input error)."""
+        from ddtune.engine.scheduler import BatchRequest, BatchResult
+
+        queued = time.monotonic() - job.submitted_at
+        self.metrics.queue_seconds.observe(queued)
+        outcome = JobOutcome(params=params, config_generation=generation, queue_seconds=queued)
         if job.on_start is not None:
             job.on_start(params, generation)
 
@@ -158,14 +183,33 @@ class GenerationWorker:
                 job.on_tokens(list(new_ids))
             return not job.cancel.is_set()
 
+        request = BatchRequest(
+            job.prompt_ids,
+            params,
+            job.sampling,
+            on_tokens=on_tokens,
+            on_done=lambda done: self._finish(job, outcome, done),
+            cancelled=job.cancel.is_set,
+        )
         try:
-            outcome.result = self.engine.generate(job.prompt_ids, params, job.sampling, on_tokens)
+            self.scheduler.add(request)
         except Exception as exc:  # reported to this request; the worker lives on
-            log.exception("generation failed")
-            outcome.error = exc
-            return outcome
-        stats = outcome.result.stats
-        self.metrics.observe_generation(len(job.prompt_ids), len(outcome.result.token_ids), stats)
-        if outcome.result.finish_reason == "cancelled":
-            self.metrics.cancelled.inc()
-        return outcome
+            self._finish(job, outcome, BatchResult(request, None, exc))
+
+    def _finish(self, job: Job, outcome: JobOutcome, done: Any) -> None:
+        """Report a job's `BatchResult` (`done`) to metrics and to its caller."""
+        outcome.result, outcome.error = done.result, done.error
+        if done.error is not None:
+            log.error("generation failed: %s", done.error)
+        elif done.result is not None:
+            result = done.result
+            self.metrics.observe_generation(
+                len(job.prompt_ids), completion_tokens(result), result.stats
+            )
+            if result.finish_reason == "cancelled":
+                self.metrics.cancelled.inc()
+        with self._cv:
+            self._running.pop(id(job), None)
+            self.metrics.running.set(len(self._running))
+            self._cv.notify_all()
+        job.on_done(outcome)

@@ -70,6 +70,7 @@ def _fill_result(store: Store, record: TrialRecord, result: sqlite3.Row) -> None
         float(r["acceptance_length"]) for r in rows if r.get("acceptance_length") is not None
     ]
     record.outputs = json.loads(result["outputs_json"])
+    record.logprob_gaps = bench.get("logprob_gaps")
     record.load = read_load(store.db, result["attempt_id"], bench)
     record.temperature = float(_find(bench, "temperature", 0.0) or 0.0)
     hardware = json.loads(attempt["hardware_json"]) or bench.get("hardware") or {}
