@@ -94,9 +94,9 @@ def serialisation(report: LoadReport) -> list[str]:
     loaded = {f.label for f in report.figures if _several_in_flight(f)}
     evidence = _scaling(report, next(iter(serial)))
     why = (
-        "latency that grows with load is queueing in the server (e.g. `ddtune serve`, which runs one "
-        "request at a time until batched serving lands), not a property of the decoding config; "
-        "compare configs by their single-stream figures."
+        "latency that grows with load is queueing in the server (e.g. `ddtune serve --max-batch 1`, "
+        "or any server that does not batch), not a property of the decoding config; compare "
+        "configs by their single-stream figures."
     )
     if loaded and set(serial) >= loaded:
         levels = sorted({lv for lvs in serial.values() for lv in lvs}, key=report.levels.index)
