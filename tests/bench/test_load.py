@@ -158,7 +158,9 @@ def test_a_level_where_every_request_fails_is_recorded_failed(load_server) -> No
 
 
 def test_without_a_load_table_nothing_changes(fake_server_cls) -> None:
-    matrix = BenchMatrix.from_dict({"coding": OFF, "short": {"n_prompts": 1, "max_tokens": 4}})
+    matrix = BenchMatrix.from_dict(
+        {"coding": OFF, "logprob_gaps": False, "short": {"n_prompts": 1, "max_tokens": 4}}
+    )
     with fake_server_cls() as server:
         result = run_bench(server.url, matrix, progress=False)
         posts = len(server.bodies)
