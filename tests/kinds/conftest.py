@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from ddtune.kinds import Launch
@@ -38,9 +40,21 @@ def witness():
     def start(env: dict[str, str] | None = None, argv: list[str] | None = None) -> Launch:
         proc = subprocess.Popen(["sleep", "60"], env={**os.environ, **(env or {})})
         started.append(proc)
+        _wait_for_environ(proc.pid, env or {})
         return Launch(main_pid=proc.pid, argv=argv)
 
     yield start
     for proc in started:
         proc.kill()
         proc.wait()
+
+
+def _wait_for_environ(pid: int, env: dict[str, str], timeout: float = 10.0) -> None:
+    """Popen returns once exec began; the kernel publishes the new environ a moment later."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = psutil.Process(pid).environ()
+        if all(found.get(k) == v for k, v in env.items()):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"pid {pid} never showed the environment {sorted(env)}")
