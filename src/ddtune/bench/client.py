@@ -64,6 +64,25 @@ def discover_model(client: httpx.Client, base_url: str, kind: ServerKind) -> str
         return None
 
 
+def build_request(
+    kind: ServerKind,
+    base_url: str,
+    spec: RequestSpec,
+    model: str | None,
+    temperature: float,
+    ignore_eos: bool,
+) -> tuple[str, dict[str, Any]]:
+    """The kind's (url, JSON body) for one measured request."""
+    sampling = SamplingParams(
+        max_new_tokens=spec.max_tokens,
+        temperature=float(temperature),
+        seed=spec.seed,
+        stop_strings=tuple(spec.stop),
+        ignore_eos=ignore_eos,
+    )
+    return kind.generate_request(base_url, spec.prompt, sampling, model)
+
+
 def stream_request(
     client: httpx.Client,
     base_url: str,
@@ -75,14 +94,7 @@ def stream_request(
     ignore_eos: bool,
 ) -> StreamRecord:
     """Send one streaming request and time it; raises BenchError on any failure."""
-    sampling = SamplingParams(
-        max_new_tokens=spec.max_tokens,
-        temperature=float(temperature),
-        seed=spec.seed,
-        stop_strings=tuple(spec.stop),
-        ignore_eos=ignore_eos,
-    )
-    url, body = kind.generate_request(base_url, spec.prompt, sampling, model)
+    url, body = build_request(kind, base_url, spec, model, temperature, ignore_eos)
     record = StreamRecord()
     start = time.perf_counter()
     try:

@@ -24,11 +24,11 @@ from ddtune.bench.client import (
     RequestSpec,
     StreamRecord,
     apply_chunk,
+    build_request,
     finish_counts,
     sse_data,
 )
 from ddtune.kinds import ServerKind
-from ddtune.params import SamplingParams
 
 HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
 # what a request on a connection the server closed while idle fails with
@@ -66,14 +66,7 @@ class LeanStreamer:
         ignore_eos: bool,
     ) -> StreamRecord:
         """Send one streaming request and time it; raises BenchError on any failure."""
-        sampling = SamplingParams(
-            max_new_tokens=spec.max_tokens,
-            temperature=float(temperature),
-            seed=spec.seed,
-            stop_strings=tuple(spec.stop),
-            ignore_eos=ignore_eos,
-        )
-        url, body = kind.generate_request(base_url, spec.prompt, sampling, model)
+        url, body = build_request(kind, base_url, spec, model, temperature, ignore_eos)
         record, start = StreamRecord(), time.perf_counter()
         try:
             response = self._send(url, json.dumps(body))
