@@ -12,8 +12,6 @@ that the report renders.
 from __future__ import annotations
 
 import json
-import re
-import socket
 import subprocess
 import sys
 import time
@@ -25,7 +23,13 @@ from ddtune.sweep.spec import load_spec
 from ddtune.sweep.store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import REPO, ensure_vllm_venv, nice_prefix, serving_model  # noqa: E402
+from vllm_setup import (  # noqa: E402
+    REPO,
+    ensure_vllm_venv,
+    example_spec,
+    nice_prefix,
+    serving_model,
+)
 
 EXAMPLE = REPO / "examples" / "vllm-ngram-cpu.toml"
 DDTUNE = Path(sys.executable).parent / "ddtune"
@@ -33,25 +37,8 @@ DDTUNE = Path(sys.executable).parent / "ddtune"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def spec_for(target: Path, context: int, folder: Path) -> Path:
-    """The example, pointed at `target` and a free port (the only edits)."""
-    text = EXAMPLE.read_text()
-    text, n_vars = re.subn(
-        r'model = "src/ddtune/assets/models/target", max_model_len = 512',
-        f'model = "{target}", max_model_len = {context}',
-        text,
-    )
-    text, n_port = re.subn(r"^port = 18741$", f"port = {free_port()}", text, flags=re.M)
-    assert (n_vars, n_port) == (1, 1), "the example's model/port lines changed; update this test"
-    path = folder / "vllm-ngram-cpu.toml"
-    path.write_text(text)
-    return path
+    return example_spec(EXAMPLE, 18741, target, context, folder)
 
 
 def test_live_vllm_ngram_sweep(tmp_path):

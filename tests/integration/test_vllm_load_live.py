@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -27,7 +26,13 @@ from ddtune.sweep.spec import load_spec
 from ddtune.sweep.store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import REPO, ensure_vllm_venv, nice_prefix, serving_model  # noqa: E402
+from vllm_setup import (  # noqa: E402
+    REPO,
+    ensure_vllm_venv,
+    example_spec,
+    nice_prefix,
+    serving_model,
+)
 
 EXAMPLE = REPO / "examples" / "vllm-load-cpu.toml"
 DDTUNE = Path(sys.executable).parent / "ddtune"
@@ -36,25 +41,8 @@ LEVELS = ["c1", "c4", "r0.5"]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(7200)]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def spec_for(target: Path, context: int, folder: Path) -> Path:
-    """The example, pointed at `target` and a free port (the only edits)."""
-    text = EXAMPLE.read_text()
-    text, n_vars = re.subn(
-        r'model = "src/ddtune/assets/models/target", max_model_len = 512',
-        f'model = "{target}", max_model_len = {context}',
-        text,
-    )
-    text, n_port = re.subn(r"^port = 18742$", f"port = {free_port()}", text, flags=re.M)
-    assert (n_vars, n_port) == (1, 1), "the example's model/port lines changed; update this test"
-    path = folder / "vllm-load-cpu.toml"
-    path.write_text(text)
-    return path
+    return example_spec(EXAMPLE, 18742, target, context, folder)
 
 
 def test_live_vllm_load_levels(tmp_path):

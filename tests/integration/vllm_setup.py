@@ -12,6 +12,8 @@ random checkpoints use 16) and a character tokenizer.
 from __future__ import annotations
 
 import os
+import re
+import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -96,3 +98,24 @@ def write_random_pair(folder: Path) -> tuple[Path, Path]:
     save_decoder(target, target_cfg, target_dir)
     save_drafter(drafter, drafter_cfg, drafter_dir)
     return target_dir, drafter_dir
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def example_spec(example: Path, port: int, target: Path, context: int, folder: Path) -> Path:
+    """`example` pointed at `target` and a free port instead of `port` (the only edits)."""
+    text = example.read_text()
+    text, n_vars = re.subn(
+        r'model = "src/ddtune/assets/models/target", max_model_len = 512',
+        f'model = "{target}", max_model_len = {context}',
+        text,
+    )
+    text, n_port = re.subn(rf"^port = {port}$", f"port = {free_port()}", text, flags=re.M)
+    assert (n_vars, n_port) == (1, 1), "the example's model/port lines changed; update this test"
+    path = folder / example.name
+    path.write_text(text)
+    return path
