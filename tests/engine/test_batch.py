@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddtune.engine.logprobs import TokenLogprob
 from ddtune.engine.scheduler import BatchRequest, BatchResult, Scheduler, generate_batch
+from ddtune.engine.testing import logprobs_close
 from ddtune.params import DecodeParams, SamplingParams
 
 request_st = st.fixed_dictionaries(
@@ -45,21 +45,6 @@ def make_request(spec: dict, temperature: float = 0.0, seed: int | None = None) 
     return BatchRequest(spec["prompt"], params, sampling)
 
 
-TOL = 1e-9  # float64 test engines: only the summation order differs between paths
-
-
-def close(a: list[TokenLogprob], b: list[TokenLogprob]) -> bool:
-    """Same tokens and top ids; logprob values equal up to float64 rounding."""
-    if [x.token for x in a] != [y.token for y in b]:
-        return False
-    for x, y in zip(a, b, strict=True):
-        if abs(x.logprob - y.logprob) > TOL or [t for t, _ in x.top] != [t for t, _ in y.top]:
-            return False
-        if any(abs(p - q) > TOL for (_, p), (_, q) in zip(x.top, y.top, strict=True)):
-            return False
-    return True
-
-
 def assert_same_as_unbatched(engine, request: BatchRequest, got: BatchResult) -> None:  # noqa: ANN001
     ref = engine.generate(request.prompt_ids, request.params, request.sampling)
     assert got.error is None
@@ -72,7 +57,7 @@ def assert_same_as_unbatched(engine, request: BatchRequest, got: BatchResult) ->
         (got.result.prompt_logprobs, ref.prompt_logprobs),
     ):
         assert (mine is None) == (theirs is None)
-        assert mine is None or theirs is None or close(mine, theirs)
+        assert mine is None or theirs is None or logprobs_close(mine, theirs)
     # Same trees, same acceptance: the batched drafter sees what the unbatched one sees.
     assert got.result.stats.acceptance_lengths == ref.stats.acceptance_lengths
 

@@ -14,23 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddtune.engine.engine import Engine
-from ddtune.engine.logprobs import TokenLogprob
+from ddtune.engine.testing import logprobs_close
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams, SamplingParams
 
 PROMPT = [3, 4, 5, 2]
-TOL = 1e-9  # float64 test engines: only the summation order differs between paths
-
-
-def close(a: list[TokenLogprob], b: list[TokenLogprob]) -> bool:
-    if [x.token for x in a] != [y.token for y in b]:
-        return False
-    for x, y in zip(a, b, strict=True):
-        if abs(x.logprob - y.logprob) > TOL or [t for t, _ in x.top] != [t for t, _ in y.top]:
-            return False
-        if any(abs(p - q) > TOL for (_, p), (_, q) in zip(x.top, y.top, strict=True)):
-            return False
-    return True
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
@@ -57,10 +45,10 @@ def test_speculative_logprobs_equal_ar(
     assert got.token_ids == ref.token_ids
     assert ref.logprobs is not None and got.logprobs is not None
     assert len(got.logprobs) == len(got.token_ids)
-    assert close(got.logprobs, ref.logprobs)
+    assert logprobs_close(got.logprobs, ref.logprobs)
     assert ref.prompt_logprobs is not None and got.prompt_logprobs is not None
     assert len(got.prompt_logprobs) == len(prompt) - 1
-    assert close(got.prompt_logprobs, ref.prompt_logprobs)
+    assert logprobs_close(got.prompt_logprobs, ref.prompt_logprobs)
 
 
 def test_logprobs_are_the_targets_distribution(engines):

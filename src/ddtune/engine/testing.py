@@ -23,6 +23,7 @@ from tokenizers import Tokenizer, decoders, models
 from ddtune.engine.config import DrafterConfig, ModelConfig
 from ddtune.engine.drafter import DFlashDrafter
 from ddtune.engine.loading import save_decoder, save_drafter
+from ddtune.engine.logprobs import TokenLogprob
 from ddtune.engine.model import Decoder
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|mask|>"]  # ids 0 (EOS) and 1 (drafter MASK)
@@ -134,3 +135,15 @@ def write_random_checkpoint(
     save_decoder(target, target_cfg, target_dir)
     save_drafter(drafter, drafter_cfg, drafter_dir)
     return target_dir, drafter_dir
+
+
+def logprobs_close(a: list[TokenLogprob], b: list[TokenLogprob], tol: float = 1e-9) -> bool:
+    """Same tokens and top ids; logprob values equal up to `tol` (float64 summation order)."""
+    if [x.token for x in a] != [y.token for y in b]:
+        return False
+    for x, y in zip(a, b, strict=True):
+        if abs(x.logprob - y.logprob) > tol or [t for t, _ in x.top] != [t for t, _ in y.top]:
+            return False
+        if any(abs(p - q) > tol for (_, p), (_, q) in zip(x.top, y.top, strict=True)):
+            return False
+    return True
