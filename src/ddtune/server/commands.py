@@ -7,9 +7,13 @@ the TOML file (`--window 32|none` → `32|"none"`) and override it.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
 import signal
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ddtune.params import MODES, parse_window, window_to_wire
 from ddtune.server.config import ServeConfig
@@ -100,7 +104,23 @@ def run(args: argparse.Namespace) -> int:
     from ddtune.server.lifecycle import serve  # uvicorn/fastapi only when serving
 
     config = ServeConfig.from_toml(args.config) if args.config else ServeConfig()
-    return serve(config.with_overrides(flag_settings(args)), early)
+    code = serve(config.with_overrides(flag_settings(args)), early)
+    exit_now(code)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Exit without the interpreter's teardown once the server has fully drained.
+
+    Every response is sent, the worker joined and the socket closed by now;
+    what is left is tearing down torch's modules, which takes ~1 s of CPU on
+    2 cores (measured: `import torch` then exit, 3.4 s vs 2.4 s with
+    `os._exit`). A sweep pays that on every restart, so flush and leave.
+    """
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
