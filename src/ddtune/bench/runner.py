@@ -3,7 +3,7 @@
 Steps:
 1. Resolve the model name (/v1/models) and the identity snapshot.
 2. Build the request list: warmup, short, long, coding (deterministic order).
-3. Send the warmup requests (excluded from every figure).
+3. Send the warmup requests (at most 32 tokens each; excluded from every figure).
 4. Kinds that count acceptance on the server (vLLM): read the counters.
 5. Send the measured requests (concurrency from the matrix), timed from the stream.
 6. Read those counters again; acceptance from the difference (else per response).
@@ -109,6 +109,9 @@ def run_bench(
     return result
 
 
+WARMUP_MAX_TOKENS = 32  # enough rounds to touch every code path and shape; not a full request
+
+
 def plan_requests(
     matrix: BenchMatrix, short: list[str], long: list[str], tasks: list[CodingTask]
 ) -> tuple[list[RequestSpec], list[RequestSpec]]:
@@ -144,7 +147,11 @@ def plan_requests(
     pool = [m for m in measured if m.workload != "coding"] or measured
     warmup = [
         RequestSpec(
-            "warmup", i, pool[i % len(pool)].prompt, pool[i % len(pool)].max_tokens, matrix.seed
+            "warmup",
+            i,
+            pool[i % len(pool)].prompt,
+            min(pool[i % len(pool)].max_tokens, WARMUP_MAX_TOKENS),
+            matrix.seed,
         )
         for i in range(matrix.warmup)
     ]
