@@ -17,23 +17,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ddtune.report.load import LevelFigures, LoadReport
-from ddtune.report.plots import DPI, Plot
+from ddtune.report.plots import Plot, save_plots
 
 MAX_LINES = 10  # beyond this the legend is unreadable; the tables list every config
 
 
 def write_load_plots(report: LoadReport, out_dir: Path) -> tuple[list[Plot], list[str]]:
     """Write the load plots; return them and a note per plot without data."""
-    plots, notes = [], []
-    for maker in (_throughput, _latency):
-        made = maker(report)
-        if isinstance(made, str):
-            notes.append(made)
-            continue
-        figure, plot = made
-        figure.savefig(out_dir / plot.name, dpi=DPI, bbox_inches="tight")
-        plots.append(plot)
-    return plots, notes
+    return save_plots([partial(maker, report) for maker in (_throughput, _latency)], out_dir)
 
 
 def _loops(report: LoadReport) -> list[tuple[str, str]]:

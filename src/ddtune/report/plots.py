@@ -12,8 +12,9 @@ See docs/architecture.md "Report".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from matplotlib.axes import Axes
@@ -33,16 +34,24 @@ class Plot:
     caption: str
 
 
+Made = tuple[Figure, Plot] | str  # a plot, or the note saying why it has no data
+
+
 def write_plots(summaries: Sequence[ConfigSummary], out_dir: Path) -> tuple[list[Plot], list[str]]:
     """Write every plot that has data; return the plots and a note per skipped one."""
-    plots, notes = [], []
     makers = (_tps_vs_budget, _acceptance_vs_budget, _tps_vs_acceptance, _pass_rate)
+    return save_plots([partial(maker, summaries) for maker in makers], out_dir)
+
+
+def save_plots(makers: Sequence[Callable[[], Made]], out_dir: Path) -> tuple[list[Plot], list[str]]:
+    """Run each maker; save its figure as `out_dir / plot.name`, or keep its note."""
+    plots, notes = [], []
     for maker in makers:
-        result = maker(summaries)
-        if isinstance(result, str):
-            notes.append(result)
+        made = maker()
+        if isinstance(made, str):
+            notes.append(made)
             continue
-        figure, plot = result
+        figure, plot = made
         figure.savefig(out_dir / plot.name, dpi=DPI, bbox_inches="tight")
         plots.append(plot)
     return plots, notes

@@ -333,16 +333,7 @@ class SlotLoop:
             )
 
     def _count(self, trial: sqlite3.Row, status: str, slot: str | None = None) -> None:
-        if status == "done":
-            self.summary.done += 1
-        else:
-            self.summary.failed += 1
-            last = self.store.attempts(trial["id"])[-1]
-            self.summary.failure_classes[last["failure"]] += 1
-            self.summary.failures.append(
-                f"{trial['label']} r{trial['repeat']}: {last['failure']} — {last['detail']} "
-                f"(log: {last['log_tail_path'] or 'none'})"
-            )
+        self.summary.count(self.store, trial, status)
         if self.view is not None:
             self.view.advance(slot)
 

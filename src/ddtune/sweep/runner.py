@@ -107,6 +107,19 @@ class RunSummary:
             return EXIT_BLOCKED
         return EXIT_FAILED if self.failed or self.failed_before else EXIT_DONE
 
+    def count(self, store: Store, trial: sqlite3.Row, status: str) -> None:
+        """One finished trial: done, or failed with its last attempt's class and detail."""
+        if status == "done":
+            self.done += 1
+            return
+        self.failed += 1
+        last = store.attempts(trial["id"])[-1]
+        self.failure_classes[last["failure"]] += 1
+        self.failures.append(
+            f"{trial['label']} r{trial['repeat']}: {last['failure']} — {last['detail']} "
+            f"(log: {last['log_tail_path'] or 'none'})"
+        )
+
     def print(self, console: Console, title: str = "sweep") -> None:
         """The counts, then one line per failed trial (class, detail, log path)."""
         console.print(
@@ -230,7 +243,7 @@ class TrialLoop:
                         progress.update(task, trial=f"{trial['label']} r{trial['repeat']}")
                         status = self._trial(controller, trial, phase)
                         current, ran = None, ran + 1
-                        self._count(trial, status)
+                        self.summary.count(self.store, trial, status)
                         left = int(progress.tasks[0].total or 0) - ran
                         progress.update(task, advance=1, eta=live_eta(started, ran, left, more))
                     batch = more() if more else []
@@ -254,18 +267,6 @@ class TrialLoop:
             console=self.console,
             transient=False,
         )
-
-    def _count(self, trial: sqlite3.Row, status: str) -> None:
-        if status == "done":
-            self.summary.done += 1
-        else:
-            self.summary.failed += 1
-            last = self.store.attempts(trial["id"])[-1]
-            self.summary.failure_classes[last["failure"]] += 1
-            self.summary.failures.append(
-                f"{trial['label']} r{trial['repeat']}: {last['failure']} — {last['detail']} "
-                f"(log: {last['log_tail_path'] or 'none'})"
-            )
 
     def _trial(self, controller: Controller, trial: sqlite3.Row, phase: Phase) -> str:
         """All attempts of one trial; returns its final status (done | failed)."""
