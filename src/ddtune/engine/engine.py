@@ -129,6 +129,8 @@ class Engine:
     ) -> None:
         if drafter is not None:
             drafter.cfg.check_target(target.cfg)
+            drafter.fuse()
+        target.fuse()  # inference weights (fused projections, transposed head): layers.py
         self.target, self.drafter, self.tokenizer = target, drafter, tokenizer
         self.eos_token_ids = sorted(set(eos_token_ids))
         self.max_context = min(max_context or 1 << 30, target.cfg.max_position_embeddings)

@@ -1,0 +1,69 @@
+"""`InferenceLinear`: y = x W^T + b over frozen weights, prepacked for oneDNN on the CPU.
+
+At the bundled models' sizes (a few to a few dozen rows times a 256-wide
+hidden state) MKL's sgemm spends much of each call repacking the weight.
+oneDNN can take the weight packed once in its own blocked layout (what
+torch's inductor does when it freezes a CPU model): the verify forward's
+matmuls then run ~15% faster and the LM head over a few rows ~40% faster
+(docs/performance.md). The packed copy is rebuilt when the weight changes
+in place (its version counter moves); without oneDNN, or off the CPU, or
+in another dtype than float32, it is plain `F.linear`. The results equal
+`F.linear`'s up to float rounding (another summation order). See
+docs/architecture.md "Engine".
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+PACK_ROWS = 17  # the row count oneDNN's packing is tuned for (any count works)
+
+
+def can_pack(weight: torch.Tensor) -> bool:
+    """oneDNN packing applies: a float32 CPU weight and a torch built with oneDNN."""
+    return (
+        torch.backends.mkldnn.is_available()
+        and weight.device.type == "cpu"
+        and weight.dtype == torch.float32
+        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    )
+
+
+class InferenceLinear:
+    """A linear map over `weight` [out, in] (and `bias` [out]) for inference only.
+
+    With `row_copy`, a single row x [in] runs against a transposed copy of
+    the weight ([in, out] contiguous): MKL reads that layout ~3x faster for
+    one row than [out, in] (the walk's LM head: one visited node at a time).
+    """
+
+    def __init__(
+        self, weight: torch.Tensor, bias: torch.Tensor | None, pack: bool, row_copy: bool = False
+    ) -> None:
+        self.weight, self.bias = weight.detach(), None if bias is None else bias.detach()
+        self.pack = pack and can_pack(weight)
+        self.row_copy = row_copy
+        self.packed = self.transposed = weight
+        self.version = -1  # weight._version when `packed` and `transposed` were made
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """x [..., in] -> [..., out]."""
+        if x.requires_grad or not (self.pack or self.row_copy):
+            return F.linear(x, self.weight, self.bias)
+        if self.version != self.weight._version:
+            self._prepare()
+        if self.row_copy and x.dim() == 1:
+            out = x @ self.transposed  # [in] x [in, out]
+            return out if self.bias is None else out + self.bias
+        if not self.pack:
+            return F.linear(x, self.weight, self.bias)
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+
+    def _prepare(self) -> None:
+        """(Re)build the packed and transposed copies from the weight as it is now."""
+        if self.pack:
+            self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, PACK_ROWS)
+        if self.row_copy:
+            self.transposed = self.weight.t().contiguous()
+        self.version = self.weight._version
