@@ -33,9 +33,10 @@ def can_pack(weight: torch.Tensor) -> bool:
 class InferenceLinear:
     """A linear map over `weight` [out, in] (and `bias` [out]) for inference only.
 
-    With `row_copy`, a single row x [in] runs against a transposed copy of
-    the weight ([in, out] contiguous): MKL reads that layout ~3x faster for
-    one row than [out, in] (the walk's LM head: one visited node at a time).
+    With `row_copy`, a single row x [..., in] runs against a transposed copy
+    of the weight ([in, out] contiguous): MKL reads that layout ~3x faster
+    for one row than [out, in] (the LM head of an AR step, or of a walk
+    level with one row).
     """
 
     def __init__(
@@ -53,8 +54,8 @@ class InferenceLinear:
             return F.linear(x, self.weight, self.bias)
         if self.version != self.weight._version:
             self._prepare()
-        if self.row_copy and x.dim() == 1:
-            out = x @ self.transposed  # [in] x [in, out]
+        if self.row_copy and x.numel() == x.shape[-1]:  # one row
+            out = (x.reshape(-1) @ self.transposed).view(*x.shape[:-1], -1)  # [in] x [in, out]
             return out if self.bias is None else out + self.bias
         if not self.pack:
             return F.linear(x, self.weight, self.bias)
