@@ -71,11 +71,16 @@ def fuse_linears(*linears: nn.Linear, pack: bool) -> InferenceLinear:
         if bias is not None:
             lin.bias.data = bias[start:end]
         start = end
-    return InferenceLinear(weight, bias, pack)
+    return InferenceLinear(weight, bias, pack, sources=parameters(*linears))
+
+
+def parameters(*linears: nn.Linear) -> list[torch.Tensor]:
+    """The weights and biases of `linears` (what an `InferenceLinear` watches for changes)."""
+    return [p for lin in linears for p in (lin.weight, lin.bias) if p is not None]
 
 
 def frozen(lin: nn.Linear, pack: bool) -> InferenceLinear:
-    return InferenceLinear(lin.weight, lin.bias, pack)
+    return InferenceLinear(lin.weight, lin.bias, pack, sources=parameters(lin))
 
 
 class MLP(nn.Module):
@@ -125,17 +130,16 @@ class AttentionProjections(nn.Module):
             self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
             self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self.fused: tuple[Proj, Proj, Proj] | None = None  # q|k|v, k|v, o; set by `fuse()`
-        self.fused_norm: torch.Tensor | None = None  # [heads + kv_heads, D], set by `fuse()`
+        self.norm_cache: tuple[int, torch.Tensor] | None = None  # (norm versions, qk norm weight)
 
     def fuse(self, pack: bool = True) -> None:
         qkv = fuse_linears(self.q_proj, self.k_proj, self.v_proj, pack=pack)
         rows = self.heads * self.head_dim  # the q rows come first; k|v is a view of the rest
         bias = None if qkv.bias is None else qkv.bias[rows:]
-        kv = InferenceLinear(qkv.weight[rows:], bias, pack)
+        kv = InferenceLinear(
+            qkv.weight[rows:], bias, pack, sources=parameters(self.k_proj, self.v_proj)
+        )
         self.fused = qkv, kv, frozen(self.o_proj, pack)
-        if self.qk_norm:
-            with torch.no_grad():
-                self.fused_norm = self._qk_norm_weight()
 
     def projections(self) -> tuple[Proj, Proj, Proj]:
         """q|k|v, k|v and o: fused (inference) or stacked on the fly (training)."""
@@ -169,11 +173,22 @@ class AttentionProjections(nn.Module):
         """Qwen3's q and k norms on qk [B, T, heads + kv_heads, D] (identity without them)."""
         if not self.qk_norm:
             return qk
-        weight = self.fused_norm if self.fused_norm is not None else self._qk_norm_weight()
-        return weight * rms_normalize(qk, self.eps)
+        return self._qk_norm_weight() * rms_normalize(qk, self.eps)
 
     def _qk_norm_weight(self) -> torch.Tensor:
-        """The q norm's weight for every query head, then the k norm's: [heads + kv_heads, D]."""
+        """The q norm's weight for every query head, then the k norm's: [heads + kv_heads, D].
+
+        Kept once fused (rebuilt if either norm weight changes in place).
+        """
+        if self.fused is None:
+            return self._stack_qk_norms()
+        version = self.q_norm.weight._version + self.k_norm.weight._version
+        if self.norm_cache is None or self.norm_cache[0] != version:
+            with torch.no_grad():
+                self.norm_cache = version, self._stack_qk_norms()
+        return self.norm_cache[1]
+
+    def _stack_qk_norms(self) -> torch.Tensor:
         d = self.head_dim
         q = self.q_norm.weight.expand(self.heads, d)
         return torch.cat([q, self.k_norm.weight.expand(self.kv_heads, d)])

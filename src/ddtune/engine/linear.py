@@ -5,14 +5,16 @@ hidden state) MKL's sgemm spends much of each call repacking the weight.
 oneDNN can take the weight packed once in its own blocked layout (what
 torch's inductor does when it freezes a CPU model): the verify forward's
 matmuls then run ~15% faster and the LM head over a few rows ~40% faster
-(docs/performance.md). The packed copy is rebuilt when the weight changes
-in place (its version counter moves); without oneDNN, or off the CPU, or
+(docs/performance.md). The packed copy is rebuilt when a source parameter
+changes in place (its version counter moves); without oneDNN, or off the CPU, or
 in another dtype than float32, it is plain `F.linear`. The results equal
 `F.linear`'s up to float rounding (another summation order). See
 docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -40,19 +42,25 @@ class InferenceLinear:
     """
 
     def __init__(
-        self, weight: torch.Tensor, bias: torch.Tensor | None, pack: bool, row_copy: bool = False
+        self,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+        pack: bool,
+        row_copy: bool = False,
+        sources: Sequence[torch.Tensor] = (),
     ) -> None:
         self.weight, self.bias = weight.detach(), None if bias is None else bias.detach()
         self.pack = pack and can_pack(weight)
         self.row_copy = row_copy
+        self.sources = tuple(sources) or (weight,)  # the parameters `weight` is made of
         self.packed = self.transposed = weight
-        self.version = -1  # weight._version when `packed` and `transposed` were made
+        self.version = -1  # `_source_version()` when `packed` and `transposed` were made
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., in] -> [..., out]."""
         if x.requires_grad or not (self.pack or self.row_copy):
             return F.linear(x, self.weight, self.bias)
-        if self.version != self.weight._version:
+        if self.version != self._source_version():
             self._prepare()
         if self.row_copy and x.numel() == x.shape[-1]:  # one row
             out = (x.reshape(-1) @ self.transposed).view(*x.shape[:-1], -1)  # [in] x [in, out]
@@ -67,4 +75,8 @@ class InferenceLinear:
             self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, PACK_ROWS)
         if self.row_copy:
             self.transposed = self.weight.t().contiguous()
-        self.version = self.weight._version
+        self.version = self._source_version()
+
+    def _source_version(self) -> int:
+        """Moves whenever a source parameter changes in place (version counters only grow)."""
+        return sum(source._version for source in self.sources)
