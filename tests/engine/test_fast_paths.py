@@ -152,3 +152,22 @@ def test_additive_mask_equals_boolean_mask():
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
     got = attend(q, k, v, additive_mask(mask, torch.float32), causal=False)
     assert (got - expected.transpose(1, 2).reshape(1, 5, 32)).abs().max().item() < 1e-6
+
+
+def test_fused_model_still_trains():
+    """With autograd on, gradients reach the named parameters after `fuse()`."""
+    model, _ = _models()
+    model.fuse(pack=True)
+    ids = torch.randint(0, model.cfg.vocab_size, (2, 9), generator=torch.Generator().manual_seed(7))
+    out = model(ids)
+    assert out.logits is not None
+    out.logits.logsumexp(-1).mean().backward()
+    layer = model.model.layers[0]
+    for param in (
+        layer.self_attn.q_proj.weight,
+        layer.self_attn.q_norm.weight,
+        layer.mlp.up_proj.weight,
+        layer.mlp.down_proj.weight,
+        model.lm_head.weight,
+    ):
+        assert param.grad is not None and param.grad.abs().sum().item() > 0

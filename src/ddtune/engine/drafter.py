@@ -33,7 +33,14 @@ from torch import nn
 
 from ddtune.engine.cache import KVCache, KVStore
 from ddtune.engine.config import DrafterConfig
-from ddtune.engine.layers import AttentionProjections, Layer, RMSNorm, additive_mask, attend
+from ddtune.engine.layers import (
+    AttentionProjections,
+    Layer,
+    RMSNorm,
+    additive_mask,
+    attend,
+    inference,
+)
 from ddtune.engine.linear import InferenceLinear
 from ddtune.engine.rope import Rope, RopeTable, rope_inv_freq
 
@@ -120,7 +127,7 @@ class DFlashDrafter(nn.Module):
 
     def features(self, context_feats: torch.Tensor) -> torch.Tensor:
         """hidden_norm(fc(context_feats)): [B, C, L*H] -> [B, C, H]."""
-        fc = self.fc if self.fused_fc is None else self.fused_fc
+        fc = inference(self.fused_fc) or self.fc
         return self.hidden_norm(fc(context_feats))
 
     def ingest(

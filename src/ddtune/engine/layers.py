@@ -12,13 +12,17 @@ weight is concatenated on the fly (what training does; gradients flow to
 the named parameters). `fuse()` (the engine calls it once after loading)
 concatenates them once and makes each named weight a view of the fused
 tensor: one storage, so in-place updates (`load_state_dict`, an optimizer
-step) keep both in step. See docs/architecture.md "Engine".
+step) keep both in step. The fused path runs only while autograd is off
+(`torch.no_grad`/`inference_mode`); with autograd on, the weights are
+stacked on the fly, so gradients reach the named parameters even after
+`fuse()`. See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -79,6 +83,14 @@ def parameters(*linears: nn.Linear) -> list[torch.Tensor]:
     return [p for lin in linears for p in (lin.weight, lin.bias) if p is not None]
 
 
+T = TypeVar("T")
+
+
+def inference(fused: T | None) -> T | None:
+    """`fused` while autograd is off; None while it records (training: the named parameters)."""
+    return None if torch.is_grad_enabled() else fused
+
+
 def frozen(lin: nn.Linear, pack: bool) -> InferenceLinear:
     return InferenceLinear(lin.weight, lin.bias, pack, sources=parameters(lin))
 
@@ -99,7 +111,10 @@ class MLP(nn.Module):
         self.fused = gate_up, frozen(self.down_proj, pack)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate_up, down = self.fused or (concat_linears(self.gate_proj, self.up_proj), self.down_proj)
+        gate_up, down = inference(self.fused) or (
+            concat_linears(self.gate_proj, self.up_proj),
+            self.down_proj,
+        )
         gate, up = gate_up(x).chunk(2, dim=-1)  # [..., I] each
         return down(F.silu(gate) * up)
 
@@ -143,8 +158,9 @@ class AttentionProjections(nn.Module):
 
     def projections(self) -> tuple[Proj, Proj, Proj]:
         """q|k|v, k|v and o: fused (inference) or stacked on the fly (training)."""
-        if self.fused is not None:
-            return self.fused
+        fused = inference(self.fused)
+        if fused is not None:
+            return fused
         qkv = concat_linears(self.q_proj, self.k_proj, self.v_proj)
         return qkv, concat_linears(self.k_proj, self.v_proj), self.o_proj
 
@@ -180,7 +196,7 @@ class AttentionProjections(nn.Module):
 
         Kept once fused (rebuilt if either norm weight changes in place).
         """
-        if self.fused is None:
+        if inference(self.fused) is None:
             return self._stack_qk_norms()
         version = self.q_norm.weight._version + self.k_norm.weight._version
         if self.norm_cache is None or self.norm_cache[0] != version:

@@ -1,4 +1,4 @@
-"""`InferenceLinear`: y = x W^T + b over frozen weights, prepacked for oneDNN on the CPU.
+"""`InferenceLinear`: y = x W^T + b without autograd, the weight prepacked for oneDNN on the CPU.
 
 At the bundled models' sizes (a few to a few dozen rows times a 256-wide
 hidden state) MKL's sgemm spends much of each call repacking the weight.
@@ -58,7 +58,7 @@ class InferenceLinear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., in] -> [..., out]."""
-        if x.requires_grad or not (self.pack or self.row_copy):
+        if not (self.pack or self.row_copy):
             return F.linear(x, self.weight, self.bias)
         if self.version != self._source_version():
             self._prepare()

@@ -28,7 +28,14 @@ from torch import nn
 
 from ddtune.engine.cache import KVCache, KVStore
 from ddtune.engine.config import ModelConfig
-from ddtune.engine.layers import AttentionProjections, Layer, RMSNorm, additive_mask, attend
+from ddtune.engine.layers import (
+    AttentionProjections,
+    Layer,
+    RMSNorm,
+    additive_mask,
+    attend,
+    inference,
+)
 from ddtune.engine.linear import InferenceLinear
 from ddtune.engine.rope import Rope, RopeTable, rope_inv_freq
 
@@ -101,7 +108,7 @@ class Decoder(nn.Module):
 
     def lm_logits(self, h: torch.Tensor) -> torch.Tensor:
         """LM head only, final norm NOT applied: logits [..., V]."""
-        return self.lm_head(h) if self.head is None else self.head(h)
+        return (inference(self.head) or self.lm_head)(h)
 
     def new_cache(self, capacity: int, batch: int = 1) -> KVCache:
         return KVCache.for_model(self.cfg, capacity, batch, self.lm_head.weight)
