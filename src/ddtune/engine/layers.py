@@ -6,16 +6,14 @@ Numerics follow the Hugging Face Qwen3/Llama code (norms in float32; RoPE
 in `rope.py`).
 
 Fused projections: the parameters keep their Hugging Face names (`q_proj`,
-`gate_proj`, ...; checkpoints and training see nothing else), but the math
-runs ONE q|k|v matmul and ONE gate|up matmul. Without `fuse()` the fused
-weight is concatenated on the fly (what training does; gradients flow to
-the named parameters). `fuse()` (the engine calls it once after loading)
-concatenates them once and makes each named weight a view of the fused
-tensor: one storage, so in-place updates (`load_state_dict`, an optimizer
-step) keep both in step. The fused path runs only while autograd is off
-(`torch.no_grad`/`inference_mode`); with autograd on, the weights are
-stacked on the fly, so gradients reach the named parameters even after
-`fuse()`. See docs/architecture.md "Engine".
+`gate_proj`, ...; checkpoints see nothing else), but the math runs ONE
+q|k|v matmul and ONE gate|up matmul. While autograd records (training) the
+stacked weight is concatenated on the fly from the named parameters, so
+gradients reach them. `fuse()` (the engine calls it once after loading)
+stacks them once, makes each named weight a view of the stack (one storage:
+in-place updates such as `load_state_dict` or an optimizer step keep both in
+step) and wraps it in a `linear.InferenceLinear` (oneDNN-prepacked), used
+while autograd is off. See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
