@@ -58,11 +58,12 @@ class InferenceLinear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., in] -> [..., out]."""
-        if not (self.pack or self.row_copy):
-            return F.linear(x, self.weight, self.bias)
+        one_row = x.numel() == x.shape[-1]
+        if not (self.pack or self.row_copy) or (one_row and not self.row_copy):
+            return F.linear(x, self.weight, self.bias)  # MKL's gemv beats oneDNN on one row
         if self.version != self._source_version():
             self._prepare()
-        if self.row_copy and x.numel() == x.shape[-1]:  # one row
+        if one_row:
             out = (x.reshape(-1) @ self.transposed).view(*x.shape[:-1], -1)  # [in] x [in, out]
             return out if self.bias is None else out + self.bias
         if not self.pack:
