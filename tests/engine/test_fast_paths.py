@@ -9,9 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from ddtune.engine import linear
 from ddtune.engine.drafter import DFlashDrafter
 from ddtune.engine.layers import additive_mask, attend
-from ddtune.engine.linear import InferenceLinear, can_pack
+from ddtune.engine.linear import InferenceLinear, can_pack, worth_copying
 from ddtune.engine.model import Decoder
 from ddtune.engine.rope import MIN_TABLE, RopeTable, apply_rope, rope_inv_freq, rope_tables
 from ddtune.engine.testing import random_configs, randomize
@@ -171,3 +172,10 @@ def test_fused_model_still_trains():
         model.lm_head.weight,
     ):
         assert param.grad is not None and param.grad.abs().sum().item() > 0
+
+
+def test_copies_only_for_small_models(monkeypatch):
+    target, drafter = _models()
+    assert worth_copying(target, drafter)
+    monkeypatch.setattr(linear, "MAX_COPIED_BYTES", 1000)
+    assert not worth_copying(target, drafter)

@@ -8,8 +8,10 @@ matmuls then run ~15% faster and the LM head over a few rows ~40% faster
 (docs/performance.md). The packed copy is rebuilt when a source parameter
 changes in place (its version counter moves); without oneDNN, or off the CPU, or
 in another dtype than float32, it is plain `F.linear`. The results equal
-`F.linear`'s up to float rounding (another summation order). See
-docs/architecture.md "Engine".
+`F.linear`'s up to float rounding (another summation order). The copies
+double the weights' memory, so the engine keeps them only for models up to
+`MAX_COPIED_BYTES` (the bundled ones are ~35 MB). See docs/architecture.md
+"Engine".
 """
 
 from __future__ import annotations
@@ -18,8 +20,16 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 PACK_ROWS = 17  # the row count oneDNN's packing is tuned for (any count works)
+MAX_COPIED_BYTES = 1 << 30  # packed/transposed copies double the weights' memory: small models only
+
+
+def worth_copying(*modules: nn.Module) -> bool:
+    """The modules' parameters are small enough to keep packed/transposed copies of."""
+    size = sum(p.numel() * p.element_size() for m in modules for p in m.parameters())
+    return size <= MAX_COPIED_BYTES
 
 
 def can_pack(weight: torch.Tensor) -> bool:

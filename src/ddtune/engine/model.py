@@ -94,13 +94,14 @@ class Decoder(nn.Module):
     def fuse(self, pack: bool = True) -> None:
         """Inference weights, once after loading (and after any `.to()`): see `layers.py`.
 
-        The LM head also gets a transposed copy for single rows (`linear.py`).
-        `pack=False` keeps MKL's `F.linear` (the tests compare both).
+        With `pack`, every linear keeps a oneDNN-packed copy and the LM head a
+        transposed one for single rows (`linear.py`); `pack=False` (models over
+        `linear.MAX_COPIED_BYTES`) keeps MKL's `F.linear` and no copies.
         """
         for layer in self.model.layers:
             assert isinstance(layer, Layer)
             layer.fuse(pack)
-        self.head = InferenceLinear(self.lm_head.weight, None, pack, row_copy=True)
+        self.head = InferenceLinear(self.lm_head.weight, None, pack, row_copy=pack)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """Token embeddings [..., H] (the drafter embeds its block with these)."""
