@@ -158,7 +158,8 @@ def test_additive_mask_equals_boolean_mask():
 def test_fused_model_still_trains():
     """With autograd on, gradients reach the named parameters after `fuse()`."""
     model, _ = _models()
-    model.fuse(pack=True)
+    with torch.inference_mode():  # as an engine built inside inference mode would
+        model.fuse(pack=True)
     ids = torch.randint(0, model.cfg.vocab_size, (2, 9), generator=torch.Generator().manual_seed(7))
     out = model(ids)
     assert out.logits is not None

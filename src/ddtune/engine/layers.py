@@ -62,8 +62,12 @@ def concat_linears(*linears: nn.Linear) -> Proj:
 
 
 def fuse_linears(*linears: nn.Linear, pack: bool) -> InferenceLinear:
-    """The stacked weight (and bias) once, each layer's weight (and bias) made a view of it."""
-    with torch.no_grad():
+    """The stacked weight (and bias) once, each layer's weight (and bias) made a view of it.
+
+    Built as a normal tensor even inside `inference_mode`: the parameters
+    keep working for training.
+    """
+    with torch.inference_mode(False), torch.no_grad():
         weight = torch.cat([lin.weight for lin in linears])
         bias = None if linears[0].bias is None else torch.cat([lin.bias for lin in linears])
     start = 0
