@@ -9,8 +9,8 @@ A speculative round (docs/architecture.md "Engine"):
   2. tree    best-first tree (ddtree) or top-1 chain (dflash), ancestor mask
   3. verify  one target forward over `[root] + nodes` at positions pos + depth
   4. walk    follow the target's own choice while a matching child exists;
-             the first unmatched choice is the bonus token (timed as "verify":
-             logits are computed only for the nodes the walk visits)
+             the first unmatched choice is the bonus token (timed as "verify";
+             `walk.py`: one LM-head matmul over all nodes unless the tree is big)
   5. commit  compact the accepted path's KV in place, keep its features
 """
 
@@ -25,7 +25,8 @@ from ddtune.engine.choice import TokenChooser
 from ddtune.engine.drafter import DFlashDrafter
 from ddtune.engine.logprobs import TokenLogprob, logprobs_of
 from ddtune.engine.model import Decoder
-from ddtune.engine.tree import DraftTree, build_tree, chain_tree, children_index, verify_mask
+from ddtune.engine.tree import DraftTree, build_tree, chain_tree, verify_mask
+from ddtune.engine.walk import walk
 from ddtune.params import DecodeParams
 
 STAGES = ("draft", "tree", "verify", "commit")
@@ -183,18 +184,10 @@ class Session:
     def _walk(self, tree: DraftTree, final: torch.Tensor) -> tuple[list[int], list[int]]:
         """Accepted verify indices (root first) and emitted tokens (accepted + bonus).
 
-        Logits are computed only for the nodes the walk visits.
+        `walk.py`, as one batch row: the LM head runs over every node at once
+        (one pass over its weights) unless the tree is big.
         """
-        children = children_index(tree)
-        node, path, tokens = 0, [0], []
-        while True:
-            choice = self._choose(self.target.lm_logits(final[node]))
-            child = children.get((node, choice))
-            tokens.append(choice)
-            if child is None:
-                return path, tokens
-            path.append(child)
-            node = child
+        return walk(self.target.lm_logits, [self], [tree], final[None])[0]
 
     def _commit(self, tree: DraftTree, path: list[int], hidden: torch.Tensor | None) -> None:
         """Keep the accepted path's KV (in place) and queue its features for the drafter."""

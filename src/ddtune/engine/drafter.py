@@ -37,11 +37,12 @@ from ddtune.engine.layers import (
     AttentionProjections,
     Layer,
     RMSNorm,
-    Rope,
+    additive_mask,
     attend,
-    rope_inv_freq,
-    rope_tables,
+    inference,
 )
+from ddtune.engine.linear import InferenceLinear
+from ddtune.engine.rope import Rope, RopeTable, rope_inv_freq
 
 
 @dataclass
@@ -62,17 +63,16 @@ class DrafterAttention(AttentionProjections):
         x: torch.Tensor,  # [B, Q, H] the normed block
         q_rope: Rope,
         ctx: DraftContext,
-        mask: torch.Tensor | None,
+        mask: torch.Tensor | None,  # additive [B|1, 1, Q, C'+Q]
         layer: int,
     ) -> torch.Tensor:
-        q = self.queries(x, q_rope)
+        q, k_blk, v_blk = self.project(x, q_rope)  # [B, heads | kv_heads, Q, D]
         k_ctx, v_ctx = self.keys(ctx.feats, ctx.rope)  # [B, kv_heads, C, D]
         if ctx.cache is not None:
             k_ctx, v_ctx = ctx.cache.write(layer, k_ctx, v_ctx, ctx.window)
-        k_blk, v_blk = self.keys(x, q_rope)
         k = torch.cat([k_ctx, k_blk], dim=2)  # [B, kv_heads, C'+Q, D]
         v = torch.cat([v_ctx, v_blk], dim=2)
-        return self.o_proj(attend(q, k, v, mask, causal=False))
+        return self.output(attend(q, k, v, mask, causal=False))
 
 
 class DFlashDrafter(nn.Module):
@@ -89,6 +89,15 @@ class DFlashDrafter(nn.Module):
         )
         self.norm = RMSNorm(h, cfg.rms_norm_eps)
         self.register_buffer("inv_freq", rope_inv_freq(cfg), persistent=False)
+        self.rope = RopeTable()
+        self.fused_fc: InferenceLinear | None = None  # `fc` for inference, set by `fuse()`
+
+    def fuse(self, pack: bool = True) -> None:
+        """Inference weights, once after loading (and after any `.to()`): see `layers.py`."""
+        for layer in self.layers:
+            assert isinstance(layer, Layer)
+            layer.fuse(pack)
+        self.fused_fc = InferenceLinear(self.fc.weight, None, pack)
 
     def new_cache(self, capacity: int, batch: int = 1) -> KVCache:
         """A cache for the context keys/values of every drafter layer."""
@@ -104,16 +113,22 @@ class DFlashDrafter(nn.Module):
         cache: KVStore | None = None,
         window: int | None = None,
     ) -> torch.Tensor:
-        feats = self.hidden_norm(self.fc(context_feats))  # [B, C, H]
-        c_rope = rope_tables(self.inv_freq, c_positions, feats.dtype)
-        q_rope = rope_tables(self.inv_freq, q_positions, feats.dtype)
+        feats = self.features(context_feats)  # [B, C, H]
+        c_rope = self.rope(self.inv_freq, c_positions, feats.dtype)
+        q_rope = self.rope(self.inv_freq, q_positions, feats.dtype)
         ctx = DraftContext(feats, c_rope, cache, window)
+        mask = additive_mask(attn_mask, feats.dtype)
         x = noise_embeds
         for i, layer in enumerate(self.layers):
-            x = layer(x, q_rope, ctx, attn_mask, i)
+            x = layer(x, q_rope, ctx, mask, i)
         if cache is not None:
             cache.advance(feats.shape[1])
         return self.norm(x)  # [B, Q, H]
+
+    def features(self, context_feats: torch.Tensor) -> torch.Tensor:
+        """hidden_norm(fc(context_feats)): [B, C, L*H] -> [B, C, H]."""
+        fc = inference(self.fused_fc) or self.fc
+        return self.hidden_norm(fc(context_feats))
 
     def ingest(
         self, context_feats: torch.Tensor, c_positions: torch.Tensor, cache: KVStore
@@ -124,8 +139,8 @@ class DFlashDrafter(nn.Module):
         block), so a later `forward` with no new context attends to identical
         keys. Batched decoding ingests a prompt's features at prefill.
         """
-        feats = self.hidden_norm(self.fc(context_feats))  # [B, C, H]
-        rope = rope_tables(self.inv_freq, c_positions, feats.dtype)
+        feats = self.features(context_feats)  # [B, C, H]
+        rope = self.rope(self.inv_freq, c_positions, feats.dtype)
         for i, layer in enumerate(self.layers):
             attention = layer.self_attn
             assert isinstance(attention, DrafterAttention)

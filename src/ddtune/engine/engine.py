@@ -34,6 +34,7 @@ import torch
 from ddtune.engine.choice import TokenChooser
 from ddtune.engine.decoding import STAGES, Session
 from ddtune.engine.drafter import DFlashDrafter
+from ddtune.engine.linear import worth_copying
 from ddtune.engine.loading import load_decoder, load_drafter
 from ddtune.engine.logprobs import TokenLogprob
 from ddtune.engine.model import Decoder
@@ -129,6 +130,10 @@ class Engine:
     ) -> None:
         if drafter is not None:
             drafter.cfg.check_target(target.cfg)
+        copies = worth_copying(target, *([drafter] if drafter is not None else []))
+        target.fuse(copies)  # inference weights (fused projections, packed copies): layers.py
+        if drafter is not None:
+            drafter.fuse(copies)
         self.target, self.drafter, self.tokenizer = target, drafter, tokenizer
         self.eos_token_ids = sorted(set(eos_token_ids))
         self.max_context = min(max_context or 1 << 30, target.cfg.max_position_embeddings)

@@ -32,11 +32,12 @@ from ddtune.engine.layers import (
     AttentionProjections,
     Layer,
     RMSNorm,
-    Rope,
+    additive_mask,
     attend,
-    rope_inv_freq,
-    rope_tables,
+    inference,
 )
+from ddtune.engine.linear import InferenceLinear
+from ddtune.engine.rope import Rope, RopeTable, rope_inv_freq
 
 
 @dataclass
@@ -53,16 +54,15 @@ class Attention(AttentionProjections):
         self,
         x: torch.Tensor,  # [B, T, H]
         rope: Rope,
-        mask: torch.Tensor | None,
+        mask: torch.Tensor | None,  # additive [B|1, 1, T, S]
         cache: KVStore | None,
         layer: int,
     ) -> torch.Tensor:
-        q = self.queries(x, rope)  # [B, heads, T, D]
-        k, v = self.keys(x, rope)  # [B, kv_heads, T, D]
+        q, k, v = self.project(x, rope)  # [B, heads | kv_heads, T, D]
         if cache is not None:
             k, v = cache.write(layer, k, v)  # [B, kv_heads, S, D]
         causal = mask is None and cache is None and x.shape[1] > 1
-        return self.o_proj(attend(q, k, v, mask, causal))
+        return self.output(attend(q, k, v, mask, causal))
 
 
 class Backbone(nn.Module):
@@ -88,6 +88,20 @@ class Decoder(nn.Module):
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
         self.register_buffer("inv_freq", rope_inv_freq(cfg), persistent=False)
+        self.rope = RopeTable()
+        self.head: InferenceLinear | None = None  # the LM head, set by `fuse()`
+
+    def fuse(self, pack: bool = True) -> None:
+        """Inference weights, once after loading (and after any `.to()`): see `layers.py`.
+
+        With `pack`, every linear keeps a oneDNN-packed copy and the LM head a
+        transposed one for single rows (`linear.py`); `pack=False` (models over
+        `linear.MAX_COPIED_BYTES`) keeps MKL's `F.linear` and no copies.
+        """
+        for layer in self.model.layers:
+            assert isinstance(layer, Layer)
+            layer.fuse(pack)
+        self.head = InferenceLinear(self.lm_head.weight, None, pack, row_copy=pack)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """Token embeddings [..., H] (the drafter embeds its block with these)."""
@@ -95,7 +109,7 @@ class Decoder(nn.Module):
 
     def lm_logits(self, h: torch.Tensor) -> torch.Tensor:
         """LM head only, final norm NOT applied: logits [..., V]."""
-        return self.lm_head(h)
+        return (inference(self.head) or self.lm_head)(h)
 
     def new_cache(self, capacity: int, batch: int = 1) -> KVCache:
         return KVCache.for_model(self.cfg, capacity, batch, self.lm_head.weight)
@@ -117,14 +131,15 @@ class Decoder(nn.Module):
         if attn_mask is None and cache is not None and t > 1:
             attn_mask = causal_mask(past, t, input_ids.device)
         x = self.embed(input_ids)  # [B, T, H]
-        rope = rope_tables(self.inv_freq, positions, x.dtype)
+        rope = self.rope(self.inv_freq, positions, x.dtype)
+        mask = additive_mask(attn_mask, x.dtype)
         wanted = {int(i) for i in hidden_layer_ids}
         if any(not 0 <= i < self.cfg.num_hidden_layers for i in wanted):
             raise ValueError(f"hidden_layer_ids {list(hidden_layer_ids)} outside the layers")
         outputs: dict[int, torch.Tensor] = {}  # layer id -> its output
         last = len(self.model.layers) - 1
         for i, layer in enumerate(self.model.layers):
-            x = layer(x, rope, attn_mask, cache, i)
+            x = layer(x, rope, mask, cache, i)
             if i in wanted and i != last:
                 outputs[i] = x
         if cache is not None:
@@ -136,7 +151,7 @@ class Decoder(nn.Module):
             return DecoderOutput(None, hidden, x)
         if last_logits_only:
             x = x[:, -1:]
-        return DecoderOutput(self.lm_head(x), hidden)
+        return DecoderOutput(self.lm_logits(x), hidden)
 
 
 def causal_mask(past: int, t: int, device: torch.device | str = "cpu") -> torch.Tensor:
