@@ -15,15 +15,7 @@ from ddtune.engine.layers import additive_mask, attend
 from ddtune.engine.linear import InferenceLinear, can_pack, worth_copying
 from ddtune.engine.model import Decoder
 from ddtune.engine.rope import MIN_TABLE, RopeTable, apply_rope, rope_inv_freq, rope_tables
-from ddtune.engine.testing import random_configs, randomize
-
-LLAMA3_SCALING = {
-    "rope_type": "llama3",
-    "factor": 8.0,
-    "low_freq_factor": 1.0,
-    "high_freq_factor": 4.0,
-    "original_max_position_embeddings": 64,
-}
+from ddtune.engine.testing import LLAMA3_SCALING, random_configs, randomize
 
 
 def _models(family: str = "qwen3", bias: bool = False) -> tuple[Decoder, DFlashDrafter]:

@@ -7,15 +7,8 @@ import torch
 
 from ddtune.engine.loading import load_decoder
 from ddtune.engine.model import causal_mask
-from ddtune.engine.testing import write_random_checkpoint
+from ddtune.engine.testing import LLAMA3_SCALING, write_random_checkpoint
 
-LLAMA3_SCALING = {
-    "rope_type": "llama3",
-    "factor": 8.0,
-    "low_freq_factor": 1.0,
-    "high_freq_factor": 4.0,
-    "original_max_position_embeddings": 64,
-}
 CASES = {
     "qwen3": dict(family="qwen3"),
     "qwen3-tied": dict(family="qwen3", tie_word_embeddings=True),

@@ -34,6 +34,16 @@ ALPHABET = (
 )
 
 
+# Llama 3 RoPE scaling with a short original context, so tests reach the scaled band
+LLAMA3_SCALING = {
+    "rope_type": "llama3",
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 64,
+}
+
+
 def char_tokenizer(vocab_size: int) -> Tokenizer:
     """A character-level tokenizer: 2 special tokens then `vocab_size - 2` characters."""
     if not 3 <= vocab_size <= len(ALPHABET) + 2:
