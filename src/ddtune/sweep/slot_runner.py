@@ -84,6 +84,16 @@ class Progress:
 Event = Finished | Lost | Progress
 
 
+def _preload() -> None:
+    """Import what an attempt runs (bench client, sandbox, spec) while the slot starts.
+
+    ~3 s on 2 cores; paid inside the first attempt it would count as trial time
+    (the local runner has these imported before its trial loop).
+    """
+    import ddtune.bench.runner  # noqa: F401
+    import ddtune.sweep.spec  # noqa: F401
+
+
 class SlotRunner:
     """One service slot; see the module docstring."""
 
@@ -99,6 +109,7 @@ class SlotRunner:
         from ddtune.bench.hardware import hardware_fingerprint
         from ddtune.services import Owner, build_controller
 
+        _preload()
         self.name, self.service, self.bench, self.root = name, service, bench, Path(root)
         owner = Owner.current(sweep=sweep, store=store)  # this process starts the instances
         self.controller = build_controller(service, self.root / "slots" / name, owner=owner)
