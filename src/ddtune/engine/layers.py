@@ -158,18 +158,24 @@ class AttentionProjections(nn.Module):
         )
         self.fused = qkv, kv, frozen(self.o_proj, pack)
 
-    def projections(self) -> tuple[Proj, Proj, Proj]:
-        """q|k|v, k|v and o: fused (inference) or stacked on the fly (training)."""
+    # Each map: fused (inference) or, while autograd records (training), built on the fly
+    # from the named parameters; only the one a caller needs is built.
+    def _qkv(self) -> Proj:
         fused = inference(self.fused)
-        if fused is not None:
-            return fused
-        qkv = concat_linears(self.q_proj, self.k_proj, self.v_proj)
-        return qkv, concat_linears(self.k_proj, self.v_proj), self.o_proj
+        return fused[0] if fused else concat_linears(self.q_proj, self.k_proj, self.v_proj)
+
+    def _kv(self) -> Proj:
+        fused = inference(self.fused)
+        return fused[1] if fused else concat_linears(self.k_proj, self.v_proj)
+
+    def _o(self) -> Proj:
+        fused = inference(self.fused)
+        return fused[2] if fused else self.o_proj
 
     def project(self, x: torch.Tensor, rope: Rope) -> tuple[torch.Tensor, ...]:
         """q [B, heads, T, D], k, v [B, kv_heads, T, D] for inputs x [B, T, H]; RoPE on q, k."""
         b, t, _ = x.shape
-        qkv = self.projections()[0](x).view(b, t, -1, self.head_dim)
+        qkv = self._qkv()(x).view(b, t, -1, self.head_dim)
         qk, v = qkv.split([self.heads + self.kv_heads, self.kv_heads], dim=2)
         qk = apply_rope(self._norm(qk).transpose(1, 2), *rope)  # [B, heads + kv_heads, T, D]
         return qk[:, : self.heads], qk[:, self.heads :], v.transpose(1, 2)
@@ -177,7 +183,7 @@ class AttentionProjections(nn.Module):
     def keys(self, x: torch.Tensor, rope: Rope) -> tuple[torch.Tensor, torch.Tensor]:
         """k, v [B, kv_heads, T, D] for inputs x [B, T, H], RoPE applied to k."""
         b, t, _ = x.shape
-        kv = self.projections()[1](x).view(b, t, 2 * self.kv_heads, self.head_dim)
+        kv = self._kv()(x).view(b, t, 2 * self.kv_heads, self.head_dim)
         k, v = kv.chunk(2, dim=2)
         if self.qk_norm:
             k = self.k_norm(k)
@@ -185,7 +191,7 @@ class AttentionProjections(nn.Module):
 
     def output(self, attended: torch.Tensor) -> torch.Tensor:
         """o_proj: [B, T, heads * D] -> [B, T, H]."""
-        return self.projections()[2](attended)
+        return self._o()(attended)
 
     def _norm(self, qk: torch.Tensor) -> torch.Tensor:
         """Qwen3's q and k norms on qk [B, T, heads + kv_heads, D] (identity without them)."""

@@ -56,11 +56,10 @@ class RopeTable:
 
     def __call__(self, inv_freq: torch.Tensor, positions: torch.Tensor, dtype: torch.dtype) -> Rope:
         """cos, signed sin [B, 1, T, head_dim] for integer positions [B, T]."""
-        size = self.cos.shape[0]
-        if self.cos.device != inv_freq.device or size == 0:
-            size = 0
-        if positions.numel() and int(positions.max()) >= size:
-            self._build(inv_freq, max(2 * size, MIN_TABLE, int(positions.max()) + 1))
+        size = self.cos.shape[0] if self.cos.device == inv_freq.device else 0
+        top = int(positions.max()) if positions.numel() else -1  # one host sync
+        if top >= size:
+            self._build(inv_freq, max(2 * size, MIN_TABLE, top + 1))
         cos, sin = self.cos[positions], self.sin[positions]  # [B, T, D]
         if dtype != cos.dtype:
             cos, sin = cos.to(dtype), sin.to(dtype)
@@ -68,11 +67,8 @@ class RopeTable:
 
     def _build(self, inv_freq: torch.Tensor, size: int) -> None:
         with torch.inference_mode(False):  # normal tensors: training forwards use them too
-            self._compute(inv_freq, size)
-
-    def _compute(self, inv_freq: torch.Tensor, size: int) -> None:
-        positions = torch.arange(size, device=inv_freq.device)[None]  # [1, P]
-        cos, sin = rope_tables(inv_freq, positions, torch.float32)
+            positions = torch.arange(size, device=inv_freq.device)[None]  # [1, P]
+            cos, sin = rope_tables(inv_freq, positions, torch.float32)
         self.cos, self.sin = cos[0, 0], sin[0, 0]  # [P, D]
 
 
