@@ -282,12 +282,12 @@ def test_config_wire_round_trip_reads_old_stores():
 
 
 def test_shipped_demo_specs_plan_the_same_trials():
-    """demo.toml: AR + a 2 budgets x 2 topk x 2 windows grid; demo-hot.toml: AR + 3 budgets."""
+    """demo.toml: AR + 2 configs; demo-hot.toml: AR + a 2 budgets x 2 topk x 2 windows race."""
     examples = Path(__file__).resolve().parents[2] / "examples"
-    grid = [(b, k, w) for b in (16, 64) for k in (1, 8) for w in (None, 64)]
+    grid = [(b, k, w) for b in (16, 64) for k in (4, 8) for w in (None, 64)]
     expected = {
-        "demo.toml": [DecodeParams("ddtree", *p) for p in grid],
-        "demo-hot.toml": [DecodeParams("ddtree", b, 4) for b in (4, 16, 32)],
+        "demo.toml": [DecodeParams("ddtree", 16, 4, 64), DecodeParams("ddtree", 64, 8, None)],
+        "demo-hot.toml": [DecodeParams("ddtree", *p) for p in grid],
     }
     for name, configs in expected.items():
         spec = load_spec(examples / name)
