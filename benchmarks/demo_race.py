@@ -1,9 +1,9 @@
 """Will a race conclude? The chance, trials and minutes of a race spec at measured noise.
 
-    PYTHONPATH=src python benchmarks/demo_race.py --store runs/demo/store.sqlite \
-        [--spec examples/demo.toml] [--seeds 200]
+    PYTHONPATH=src python benchmarks/demo_race.py --store runs/demo/hot/store.sqlite \
+        [--spec examples/demo-hot.toml] [--seeds 200]
 
-Reads a finished sweep from its store (the demo's by default) and fits the
+Reads a finished sweep from its store (e.g. the demo's hot race) and fits the
 additive model log y[pass, config] = pass + config to its throughput
 objective: the config effects become the true rates of a simulated service
 (`ddtune.sweep.simulate`) and the residual spread its per-trial noise. Then it
@@ -102,10 +102,10 @@ def parse_rates(text: str) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, help="a finished sweep's store.sqlite")
-    parser.add_argument("--spec", type=Path, default=Path("examples/demo.toml"))
+    parser.add_argument("--spec", type=Path, default=Path("examples/demo-hot.toml"))
     parser.add_argument("--rates", help="without --store: label=rate,... (the baseline first)")
     parser.add_argument("--noise", type=float, default=0.065, help="without --store: log-sd")
-    parser.add_argument("--trial-seconds", type=float, default=12.5)
+    parser.add_argument("--trial-seconds", type=float, default=6.3)  # a hot demo trial
     parser.add_argument("--seeds", type=int, default=200)
     args = parser.parse_args()
     if args.store is not None:

@@ -164,6 +164,16 @@ def test_sweep_plan_prints_the_trials_and_the_estimate(tmp_path, capsys):
     assert "pass 1" in out and "pass 3" in out and "(baseline)" in out
 
 
+def test_a_hot_sweep_counts_reconfigures_not_restarts(tmp_path, capsys):
+    path = tmp_path / "hot.toml"
+    path.write_text(
+        textwrap.dedent(RACE) + SERVICE.replace("[service]\n", '[service]\nkind = "hot"\n')
+    )
+    assert main(["sweep", "plan", str(path), "--store", str(tmp_path / "none.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert "27 trial(s), 27 hot reconfigure(s)" in out and "restart(s)" not in out
+
+
 def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():
     from ddtune.params import DecodeParams
     from ddtune.report.inputs import TrialRecord

@@ -142,7 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.sweep.plan import plan_spec
-    from ddtune.sweep.planners import estimate_text
+    from ddtune.sweep.planners import estimate_text, restart_word
     from ddtune.sweep.runner import default_store_path
     from ddtune.sweep.spec import load_spec
     from ddtune.sweep.store import Store
@@ -157,7 +157,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             store.close()
     trials = plan_spec(spec)
     restarts = sum(1 for t in trials if (t.repeat - 1) % spec.passes_per_start == 0)
-    print(f"planned now: {len(trials)} trial(s), {restarts} restart(s)" + _later(spec.strategy))
+    print(
+        f"planned now: {len(trials)} trial(s), {restarts} {restart_word(spec)}"
+        + _later(spec.strategy)
+    )
     for t in trials:
         print(
             f"  {t.order_index + 1:4d}  pass {t.repeat:<3d} {t.config.label()}"

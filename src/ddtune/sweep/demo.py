@@ -1,11 +1,16 @@
 """`ddtune demo`: a real sweep on this machine with the bundled models, then its report.
 
-    1. restart pass  examples/demo.toml: every configuration gets a fresh
-                     `ddtune serve` process (process controller, full readiness
-                     protocol), AR baseline included, 2 repeats, interleaved
+    1. restart pass  examples/demo.toml: AR + 2 configs, 3 interleaved passes,
+                     every trial a fresh `ddtune serve` process (process
+                     controller, full readiness protocol)
     2. hot pass      examples/demo-hot.toml: one `ddtune serve` reconfigured in
-                     place through POST /v1/ddtree/config (hot controller)
+                     place through POST /v1/ddtree/config (hot controller),
+                     racing budget x topk x window + AR until one config is
+                     left or the rest are equivalent within 5%
     3. reports       runs/demo/report and runs/demo/hot/report, plus the total time
+
+The race runs hot because a restart costs ~5 s per trial on 2 cores and a race
+on this noise needs 50-100 trials (docs/benchmarks.md "The demo").
 
 Both passes resume like any sweep: running the demo again finishes what an
 interrupted demo left and never redoes finished trials (`--fresh` starts over).

@@ -105,9 +105,15 @@ def estimate_text(spec: SweepSpec, store: Store | None) -> str:
     ]
     for name, e in estimates(spec, costs).items():
         lines.append(
-            f"  {name}: {e.trials} trial(s), {e.restarts} restart(s), ~{format_duration(e.seconds)}"
+            f"  {name}: {e.trials} trial(s), {e.restarts} {restart_word(spec)}, "
+            f"~{format_duration(e.seconds)}"
         )
     return "\n".join(lines)
+
+
+def restart_word(spec: SweepSpec) -> str:
+    """What starts each trial's server config: a restart, or a hot reconfigure in place."""
+    return "hot reconfigure(s)" if spec.service.kind == "hot" else "restart(s)"
 
 
 def live_eta(started: float, ran: int, left: int, more: Callable[[], object] | None) -> str:
@@ -133,5 +139,6 @@ __all__ = [
     "format_duration",
     "live_eta",
     "make_planner",
+    "restart_word",
     "trial_costs",
 ]
