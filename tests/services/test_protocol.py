@@ -137,7 +137,8 @@ def slow_bind_and_slow_ready_wait_for_the_real_ready(svc, port, controllers, tmp
     )
     out = ctl.reconfigure(svc.params, tmp_path / "a")
     assert out.ready, out
-    assert out.timings["port_s"] >= 0.9
+    # the 1 s bind delay starts in the child, which runs while `start` (the spawn) is timed
+    assert out.timings["start_s"] + out.timings["port_s"] >= 0.99
     assert out.timings["start_to_ready_s"] >= 2.4
     ready_line = re.search(r"ready instance_id=(\w+)", out.log_tail)
     assert ready_line and ready_line.group(1) == out.identity["instance_id"]
