@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from ddtune.assets import default_drafter_dir, default_target_dir
-from ddtune.bench.prompts import build_prompt_set
+from ddtune.bench.runner import matrix_prompts
 from ddtune.engine.engine import Engine
 from ddtune.params import DecodeParams, SamplingParams
 from ddtune.sweep.spec import load_spec
@@ -63,8 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     m = load_spec(args.spec).bench
-    sizes = ((m.short.n_prompts, m.short.prompt_tokens), (m.long.n_prompts, m.long.prompt_tokens))
-    texts = build_prompt_set(m.seed, *sizes, m.chars_per_token, m.prompts_file)
+    texts = matrix_prompts(m)
     engine = Engine.load(default_target_dir(), default_drafter_dir())
     prompts = {
         w: [engine.tokenizer.encode(p) for p in getattr(texts, w)] for w in ("short", "long")

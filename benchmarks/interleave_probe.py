@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 
-from ddtune.bench.prompts import build_prompt_set
+from ddtune.bench.runner import matrix_prompts
 from ddtune.sweep.spec import load_spec
 
 PORT = 18779
@@ -102,8 +102,7 @@ def main() -> None:
     parser.add_argument("--spec", type=Path, default=Path("examples/demo-hot.toml"))
     args = parser.parse_args()
     m = load_spec(args.spec).bench
-    sizes = ((m.short.n_prompts, m.short.prompt_tokens), (m.long.n_prompts, m.long.prompt_tokens))
-    texts = build_prompt_set(m.seed, *sizes, m.chars_per_token, m.prompts_file)
+    texts = matrix_prompts(m)
     prompts = texts.short + texts.long
     configs = {"a": parse_config(args.a), "b": parse_config(args.b)}
     server = start_server()

@@ -53,13 +53,7 @@ def run_bench(
     base_url = base_url.rstrip("/")
     started, t0 = time.time(), time.perf_counter()
     tasks = _coding_tasks(matrix)
-    prompts = build_prompt_set(
-        matrix.seed,
-        (matrix.short.n_prompts, matrix.short.prompt_tokens),
-        (matrix.long.n_prompts, matrix.long.prompt_tokens),
-        matrix.chars_per_token,
-        matrix.prompts_file,
-    )
+    prompts = matrix_prompts(matrix)
     if matrix.load is not None:
         level_prompts(matrix, prompts)  # a load workload without prompts fails before any request
     hardware = hardware_fingerprint()
@@ -107,6 +101,17 @@ def run_bench(
     _aggregate(result, kind, records, before, after, coding)
     result.duration_s = time.perf_counter() - t0
     return result
+
+
+def matrix_prompts(matrix: BenchMatrix) -> PromptSet:
+    """The short and long prompts a bench of `matrix` sends (seeded slices, or its prompts file)."""
+    return build_prompt_set(
+        matrix.seed,
+        (matrix.short.n_prompts, matrix.short.prompt_tokens),
+        (matrix.long.n_prompts, matrix.long.prompt_tokens),
+        matrix.chars_per_token,
+        matrix.prompts_file,
+    )
 
 
 WARMUP_MAX_TOKENS = 32  # enough rounds to touch every code path and shape; not a full request
