@@ -12,15 +12,18 @@ torch version as ours, transformers
 4.57.1 and the reference's light dependencies, on the CPU: the target with
 `sdpa` attention, the drafter with `sdpa` instead of flash-attention, both in
 float32, the C++ cache compaction off, and `torch.cuda.synchronize` (its only
-CUDA call, in its timer) a no-op. It is a subprocess that takes one config at
-a time over stdin, so the two engines run interleaved on the same prompts
-(ddtune's bundled models and held-out prompts, no stop tokens, T=0): for
-every repeat and config, the reference then ddtune (order swapped on odd
-repeats). Each side's tok/s = generated tokens / wall seconds of its generate
-calls (prefill included), and per CPU-second of its process over the same
-calls (with one thread the idle-core speed; the ratio to trust on a busy
-machine). The table shows both, the ratio, both taus and
-whether the outputs are identical. See docs/performance.md.
+CUDA call, in its timer) a no-op. It is a subprocess that takes one job
+(config and prompts) at a time over stdin, so the two engines run on the
+same prompts (ddtune's bundled models and held-out prompts, no stop tokens,
+T=0) alternating prompt by prompt: the side that goes first swaps every
+prompt and every repeat, so both meet the same machine state.
+
+Each side's tok/s = generated tokens / wall seconds of its generate calls
+(prefill included), and per CPU-second of its process over the same calls
+(with one thread the idle-core speed; the ratio to trust on a busy
+machine). The table shows both, the ratio, both taus and whether the
+outputs are identical; with 2+ repeats each repeat's ratio on its own
+follows (how far one run's figure moves). See docs/performance.md.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+SIDES = ("reference", "ddtune")
 REFERENCE_PACKAGES = [
     "transformers==4.57.1",
     "datasets",
@@ -185,16 +190,18 @@ def main() -> int:
     prompts = [engine.tokenizer.encode(t) for t in texts]
     reference = Reference(python, checkout, target, drafter, args.threads)
     configs = [("ar", 0), ("dflash", 0)] + [("ddtree", b) for b in args.budgets]
-    totals: dict[tuple[str, int, str], dict[str, Any]] = {}
+    totals: dict[tuple[str, int, str], dict[str, Any]] = {}  # (mode, budget, side) -> sums
+    passes: dict[tuple[str, int, int, str], dict[str, Any]] = {}  # the same, per repeat
     try:
         for side in ("reference", "ddtune"):  # warm-up, not timed
             _side_run(side, reference, ours, "ddtree", 8, prompts[:1], 8)
         for repeat in range(args.repeats):
-            order = ("reference", "ddtune") if repeat % 2 == 0 else ("ddtune", "reference")
             for mode, budget in configs:
-                for side in order:
-                    got = _side_run(side, reference, ours, mode, budget, prompts, args.max_tokens)
-                    _add(totals.setdefault((mode, budget, side), {}), got)
+                for i, ids in enumerate(prompts):  # the two sides alternate prompt by prompt
+                    for side in SIDES if (repeat + i) % 2 == 0 else SIDES[::-1]:
+                        got = _side_run(side, reference, ours, mode, budget, [ids], args.max_tokens)
+                        _add(totals.setdefault((mode, budget, side), {}), got)
+                        _add(passes.setdefault((mode, budget, repeat, side), {}), got)
     finally:
         reference.close()
     print(
@@ -203,6 +210,7 @@ def main() -> int:
         + ("the batch scheduler (max_batch 1)" if args.scheduler else "Engine.generate")
     )
     _print_table(configs, totals)
+    _print_spread(configs, passes, args.repeats)
     return 0
 
 
@@ -237,6 +245,24 @@ def _print_table(configs: list[tuple[str, int]], totals: dict) -> None:  # noqa:
             f"{label:<12} {wall[0]:>9.1f} {wall[1]:>7.1f} {wall[1] / wall[0]:>6.2f}  "
             f"{cpu[0]:>13.1f} {cpu[1]:>7.1f} {cpu[1] / cpu[0]:>6.2f}  "
             f"{_tau(ref):>7.2f} {_tau(own):>7.2f} {same:>11}"
+        )
+
+
+def _print_spread(configs: list[tuple[str, int]], passes: dict, repeats: int) -> None:  # noqa: ANN001
+    """The tok/CPU-s ratio of each repeat on its own: how far one run's figure can move."""
+    if repeats < 2:
+        return
+    print("\nratio ddtune / reference in tok per CPU-second, repeat by repeat:")
+    for mode, budget in configs:
+        ratios = []
+        for repeat in range(repeats):
+            ref, own = (passes[(mode, budget, repeat, side)] for side in SIDES)
+            ratios.append((own["tokens"] / own["cpu"]) / (ref["tokens"] / ref["cpu"]))
+        label = mode if mode != "ddtree" else f"ddtree b{budget}"
+        shown = " ".join(f"{r:.2f}" for r in ratios)
+        print(
+            f"{label:<12} median {statistics.median(ratios):.2f}  range "
+            f"{min(ratios):.2f}-{max(ratios):.2f}  ({shown})"
         )
 
 
