@@ -6,6 +6,7 @@ first chunk; and `--strict-requests` on an in-process app."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,6 +93,25 @@ def test_a_wrong_method_is_405_with_allow(server) -> None:  # noqa: ANN001
     response = httpx.get(server.base_url + "/v1/completions", timeout=30)
     assert response.status_code == 405 and response.headers["allow"] == "POST"
     assert response.json()["error"]["code"] == "http_405"
+
+
+@pytest.mark.parametrize("method", ["TRACE", "PUT", "GET"])
+def test_a_wrong_method_with_a_body_is_answered_and_closed_cleanly(server, method) -> None:  # noqa: ANN001
+    """The 405's body is read first: closing on unread bytes would reset the connection."""
+    body = json.dumps({"messages": [{"role": "user", "content": "x" * 200_000}]}).encode()
+    port = int(server.base_url.rsplit(":", 1)[1])
+    head = (
+        f"{method} /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(head.encode() + body)
+        received = b""
+        while chunk := sock.recv(65536):  # to the server's close; a reset raises here
+            received += chunk
+    status_line, _, rest = received.partition(b"\r\n")
+    assert status_line == b"HTTP/1.1 405 Method Not Allowed"
+    assert json.loads(rest.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "http_405"
 
 
 def test_unknown_fields_are_served_and_named_in_a_header_and_the_log(server) -> None:  # noqa: ANN001

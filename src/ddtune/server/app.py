@@ -161,6 +161,20 @@ def allowed_methods(app: FastAPI, path: str) -> list[str]:
     return sorted(methods)
 
 
+async def drain_body(request: Request) -> None:
+    """Read and drop a body no route took (a 404 or 405 with a body; the size limit holds).
+
+    Unread, its bytes sit in the socket when the server closes it, and the
+    kernel then resets the connection (RST): a client still sending, or not
+    yet done reading, loses the answer ("connection reset by peer").
+    """
+    try:
+        async for _ in request.stream():
+            pass
+    except (ClientDisconnect, RuntimeError, ApiError):  # gone, already read, or over a limit
+        return
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
@@ -170,6 +184,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        await drain_body(request)
         error = ApiError(exc.status_code, str(exc.detail), code=f"http_{exc.status_code}")
         headers = dict(exc.headers or {})
         if exc.status_code == 405:  # every method of the path, not just the first route's
