@@ -10,7 +10,7 @@ A speculative round (docs/architecture.md "Engine"):
   3. verify  one target forward over `[root] + nodes` at positions pos + depth
   4. walk    follow the target's own choice while a matching child exists;
              the first unmatched choice is the bonus token (timed as "verify";
-             `walk.py`: one LM-head matmul over all nodes unless the tree is big)
+             `walk.py`: the LM head over the likely path first, unless the tree is big)
   5. commit  compact the accepted path's KV in place, keep its features
 """
 
@@ -184,8 +184,8 @@ class Session:
     def _walk(self, tree: DraftTree, final: torch.Tensor) -> tuple[list[int], list[int]]:
         """Accepted verify indices (root first) and emitted tokens (accepted + bonus).
 
-        `walk.py`, as one batch row: the LM head runs over every node at once
-        (one pass over its weights) unless the tree is big.
+        `walk.py`, as one batch row: the LM head runs over the likely path at
+        once (more only where the walk leaves it) unless the tree is big.
         """
         return walk(self.target.lm_logits, [self], [tree], final[None])[0]
 
