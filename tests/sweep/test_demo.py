@@ -26,9 +26,11 @@ def test_shipped_demo_specs_parse_and_use_both_controllers():
     restart, hot = load_spec(RESTART_SPEC), load_spec(HOT_SPEC)
     assert (restart.service.kind, hot.service.kind) == ("process", "hot")
     assert restart.baseline.label() == hot.baseline.label() == "ar"
-    # the hot pass races: 3 passes over everyone, then the survivors, at most 24 passes
-    assert (hot.strategy, hot.min_repeats, hot.repeats) == ("race", 3, 24)
-    assert hot.max_trials == 100  # sized for 15 minutes on 2 cores (docs/benchmarks.md)
+    # the hot pass races: 3 passes over everyone, then the survivors, at most 30 passes
+    assert (hot.strategy, hot.min_repeats, hot.repeats) == ("race", 3, 30)
+    # sized for 15 minutes from a fresh clone on 2 cores (docs/benchmarks.md): trial
+    # count and trial time both capped, so a slow machine ends sooner, not later
+    assert (hot.max_trials, hot.max_hours) == (120, 0.15)
     assert hot.tolerance <= 0.05 and hot.order == "interleaved"
     assert len(hot.configs) >= 8 and {c.params.window for c in hot.configs} == {None, 64}
     assert len({c.params.budget for c in hot.configs}) >= 2  # budget x topk x window

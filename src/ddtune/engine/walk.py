@@ -68,12 +68,31 @@ def walk_likely_first(
     rows whose walk takes another child go on from it, their likely paths
     from there in one more matmul, and so on.
     """
-    children = [children_index(t) for t in trees]
     firsts = [first_children(t) for t in trees]
+    return walk_in_matmuls(head, rows, trees, final, lambda r, node: likely_path(firsts[r], node))
+
+
+def walk_all_nodes(
+    head: Head, rows: Sequence[Chooser], trees: Sequence[DraftTree], final: torch.Tensor
+) -> list[Walk]:
+    """Logits for every verified node of every row in one matmul (one host sync)."""
+    return walk_in_matmuls(head, rows, trees, final, lambda r, _: list(range(trees[r].size + 1)))
+
+
+def walk_in_matmuls(
+    head: Head,
+    rows: Sequence[Chooser],
+    trees: Sequence[DraftTree],
+    final: torch.Tensor,
+    nodes_from: Callable[[int, int], list[int]],  # (row, node) -> nodes to compute from there
+) -> list[Walk]:
+    """Walk every row; each LM-head matmul covers `nodes_from(row, node)` of the rows
+    whose walk reached a node without logits, until every walk has its bonus token."""
+    children = [children_index(t) for t in trees]
     walks: list[Walk] = [([0], []) for _ in rows]
     starts = dict.fromkeys(range(len(rows)), 0)  # row -> the node its walk goes on from
     while starts:
-        where = [(r, n) for r, start in starts.items() for n in likely_path(firsts[r], start)]
+        where = [(r, n) for r, start in starts.items() for n in nodes_from(r, start)]
         logits = head(final[[r for r, _ in where], [n for _, n in where]])  # [N, V]
         greedy = logits.argmax(dim=-1).tolist()
         at = {key: i for i, key in enumerate(where)}
@@ -90,7 +109,7 @@ def walk_likely_first(
                 path.append(child)
                 node = child
             else:
-                left[r] = node  # a child off the computed path
+                left[r] = node  # a child without logits yet
         starts = left
     return walks
 
@@ -110,31 +129,6 @@ def likely_path(firsts: dict[int, int], node: int) -> list[int]:
     while (node := firsts.get(node, -1)) >= 0:
         path.append(node)
     return path
-
-
-def walk_all_nodes(
-    head: Head, rows: Sequence[Chooser], trees: Sequence[DraftTree], final: torch.Tensor
-) -> list[Walk]:
-    index_rows = [r for r, t in enumerate(trees) for _ in range(t.size + 1)]
-    index_nodes = [i for t in trees for i in range(t.size + 1)]
-    logits = head(final[index_rows, index_nodes])  # [N, V]
-    greedy = logits.argmax(dim=-1).tolist()
-    walks, offset = [], 0
-    for row, tree in zip(rows, trees, strict=True):
-        children, node = children_index(tree), 0
-        path, tokens = [0], []
-        while True:
-            at = offset + node
-            choice = _choose(row.chooser, greedy[at], logits[at])
-            tokens.append(choice)
-            child = children.get((node, choice))
-            if child is None:
-                break
-            path.append(child)
-            node = child
-        walks.append((path, tokens))
-        offset += tree.size + 1
-    return walks
 
 
 def walk_levels(
