@@ -70,7 +70,10 @@ def test_equivalent_configs_recommend_the_cheapest(synth):
     rec = summary.recommendation("short_context")
     assert (rec.status, rec.label, rec.leader) == ("equivalent", BEST, "ddtree b32 k8 wnone")
     assert sorted(rec.equivalent) == [BEST, "ddtree b16 k8 wnone"]
-    assert "the cheapest; ddtree b32 k8 wnone is the fastest" in rec.text
+    assert (
+        "the cheapest of the equivalent configs, so recommended (ddtree b32 k8 wnone is the fastest)"
+        in rec.text
+    )
     strict = analyze(make_records(effects, repeats=4), ReportOptions(tolerance=0.001))
     rec = strict.recommendation("short_context")
     assert (rec.status, rec.label) == ("separated", "ddtree b32 k8 wnone")

@@ -28,6 +28,13 @@ def test_race_best_and_worst_case():
     assert capped_best.trials == 51 and capped_worst.trials == 80
 
 
+def test_race_worst_case_stops_at_max_hours():
+    # 480 s a trial: 5 hours hold 37 trials, fewer than max_trials
+    best, worst = race_estimates(17, 3, 10, COSTS, max_trials=80, max_hours=5.0)
+    assert worst.trials == 37 and worst.seconds <= 5.0 * 3600
+    assert best.trials == 37  # even the best case cannot run its 51 trials in 5 hours
+
+
 def test_measured_costs_are_medians():
     costs = measured_costs([10.0, 12.0, 50.0], [3.0, 4.0, 5.0], "store runs/x.sqlite (3 trials)")
     assert costs == TrialCosts(12.0, 4.0, "store runs/x.sqlite (3 trials)")

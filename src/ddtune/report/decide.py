@@ -191,12 +191,15 @@ def _verdict_text(
         return f"{label}: {value}. Separated from every other config{_nearest(verdict)}."
     if verdict.status == "equivalent":
         others = [x for x in [leader, *verdict.equivalent] if x != label]
-        why = "the fastest" if label == leader else f"the cheapest; {leader} is the fastest"
+        why = (
+            "the fastest of the equivalent configs, so recommended"
+            if label == leader
+            else f"the cheapest of the equivalent configs, so recommended ({leader} is the fastest)"
+        )
         return (
             f"{label}: {value}. Equivalent within {tol} to {_names(others)} (the "
             f"{1 - 2 * options.alpha:.0%} interval of each ratio lies inside the tolerance, two "
-            f"one-sided tests): {why} of the equivalent configs, so recommended."
-            f"{_separated_note(verdict)}"
+            f"one-sided tests): {why}.{_separated_note(verdict)}"
         )
     return (
         f"inconclusive: {leader} ({value}) is neither separated from nor within {tol} of "

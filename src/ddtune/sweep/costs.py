@@ -53,17 +53,22 @@ def race_estimates(
     costs: TrialCosts,
     passes_per_start: int = 1,
     max_trials: int | None = None,
+    max_hours: float | None = None,
 ) -> tuple[Estimate, Estimate]:
     """(best, worst) case of a race over `configs` configs (baseline included).
 
     Best: all but the winner (and the baseline, which runs every pass) leave
     at `min_passes` and the race stops. Worst: every config runs `max_passes`
-    passes, unless `max_trials` stops it first.
+    passes, unless `max_trials`, or `max_hours` at these costs, stops it first.
     """
     best = configs * min_passes
     worst = configs * max_passes
-    if max_trials is not None:
-        best, worst = min(best, max_trials), min(worst, max_trials)
+    caps = [max_trials] if max_trials is not None else []
+    per_trial = costs.start_s + passes_per_start * costs.bench_s
+    if max_hours is not None and per_trial > 0:
+        caps.append(int(max_hours * 3600 // per_trial))
+    for cap in caps:
+        best, worst = min(best, cap), min(worst, cap)
     return estimate(best, costs, passes_per_start), estimate(worst, costs, passes_per_start)
 
 

@@ -84,7 +84,7 @@ def estimates(spec: SweepSpec, costs: TrialCosts) -> dict[str, Estimate]:
     if spec.strategy == "optuna" and spec.optuna is not None:
         n = spec.optuna.confirm_top + (1 if spec.baseline else 0)
     best, worst = race_estimates(
-        n, spec.min_repeats // k, spec.repeats // k, costs, k, spec.max_trials
+        n, spec.min_repeats // k, spec.repeats // k, costs, k, spec.max_trials, spec.max_hours
     )
     out = {"race, best case": best, "race, worst case": worst}
     if spec.strategy == "optuna" and spec.optuna is not None:
