@@ -134,25 +134,8 @@ def likely_path(firsts: dict[int, int], node: int) -> list[int]:
 def walk_levels(
     head: Head, rows: Sequence[Chooser], trees: Sequence[DraftTree], final: torch.Tensor
 ) -> list[Walk]:
-    children = [children_index(t) for t in trees]
-    nodes = [0] * len(rows)
-    walks: list[Walk] = [([0], []) for _ in rows]
-    active = list(range(len(rows)))
-    while active:
-        logits = head(final[active, [nodes[r] for r in active]])  # [A, V]
-        greedy = logits.argmax(dim=-1).tolist()
-        still = []
-        for i, r in enumerate(active):
-            choice = _choose(rows[r].chooser, greedy[i], logits[i])
-            path, tokens = walks[r]
-            tokens.append(choice)
-            child = children[r].get((nodes[r], choice))
-            if child is not None:
-                path.append(child)
-                nodes[r] = child
-                still.append(r)
-        active = still
-    return walks
+    """Logits one depth at a time: each matmul covers the current node of every walking row."""
+    return walk_in_matmuls(head, rows, trees, final, lambda r, node: [node])
 
 
 def _choose(chooser: TokenChooser, argmax: int, logits: torch.Tensor) -> int:
