@@ -64,7 +64,7 @@ def race_estimates(
     best = configs * min_passes
     worst = configs * max_passes
     caps = [max_trials] if max_trials is not None else []
-    per_trial = costs.start_s + passes_per_start * costs.bench_s
+    per_trial = estimate(1, costs, passes_per_start).seconds  # one start and its benches
     if max_hours is not None and per_trial > 0:
         caps.append(int(max_hours * 3600 // per_trial))
     for cap in caps:
