@@ -130,3 +130,43 @@ def test_live_bundled_models_default_matrix(tmp_path: Path) -> None:
         assert result.aggregates["acceptance_length"] > 1.0
         assert result.aggregates["coding_total"] == BenchMatrix().coding.limit
         assert all(s["prompt_tokens"] + s["output_tokens"] <= 512 for s in result.samples)
+
+
+def test_alternated_arms_take_turns_and_a_wrong_fingerprint_stops_only_its_arm(
+    live_server: str, fixtures_dir: Path
+) -> None:
+    """`run_alternated`: request r of every arm before r + 1 of any, each under its config."""
+    from ddtune.bench.alternate import Arm, run_alternated
+
+    matrix = BenchMatrix.from_dict(
+        {**MATRIX, "coding": {**MATRIX["coding"], "tasks_file": str(fixtures_dir / "tasks.jsonl")}}
+    )
+    configs = [{"mode": "ar"}, {"mode": "ddtree", "budget": 4, "topk": 2}, {"mode": "dflash"}]
+
+    def switch_to(config: dict, lie: bool = False):
+        def switch() -> str:
+            reply = httpx.post(f"{live_server}/v1/ddtree/config", json=config, timeout=60)
+            assert reply.status_code == 200, reply.text
+            return "ddtune-not-this-one" if lie else reply.json()["system_fingerprint"]
+
+        return switch
+
+    arms = [Arm(switch_to(c)) for c in configs[:2]] + [Arm(switch_to(configs[2], lie=True))]
+    run_alternated(live_server, matrix, "ddtune", arms)
+    honest, liar = arms[:2], arms[2]
+    assert liar.result is None and "FingerprintMismatch" in (liar.error or "")
+    assert all(a.error is None and a.result is not None for a in honest)
+    assert honest[0].result.outputs == honest[1].result.outputs  # lossless, T=0
+    rows = sorted(
+        ((s["sent_at"], i, s) for i, a in enumerate(honest) for s in a.result.samples),
+        key=lambda row: row[0],
+    )
+    turns = [rows[k : k + 2] for k in range(0, len(rows), 2)]
+    for turn in turns:  # both arms send request r, then both send r + 1
+        assert {i for _, i, _ in turn} == {0, 1}
+        assert len({(s["workload"], s["index"]) for _, _, s in turn}) == 1
+    generations = [int(s["fingerprint"].rsplit("-g", 1)[1]) for _, _, s in rows]
+    assert generations == sorted(set(generations))  # a switch of its own before every request
+    hashes = [{s["fingerprint"].rsplit("-g", 1)[0] for s in a.result.samples} for a in honest]
+    assert all(len(h) == 1 for h in hashes) and hashes[0] != hashes[1]  # one config per arm
+    assert all(a.result.identity is None and a.seconds > 0 for a in honest)

@@ -54,6 +54,8 @@ class StreamRecord:
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
     meta_info: dict[str, Any] | None = None
+    fingerprint: str | None = None  # the last `system_fingerprint` the stream carried
+    sent_at: float = 0.0  # unix seconds when the request was sent
 
 
 def discover_model(client: httpx.Client, base_url: str, kind: ServerKind) -> str | None:
@@ -95,7 +97,7 @@ def stream_request(
 ) -> StreamRecord:
     """Send one streaming request and time it; raises BenchError on any failure."""
     url, body = build_request(kind, base_url, spec, model, temperature, ignore_eos)
-    record = StreamRecord()
+    record = StreamRecord(sent_at=time.time())
     start = time.perf_counter()
     try:
         with client.stream("POST", url, json=body) as response:
@@ -159,6 +161,8 @@ def apply_chunk(record: StreamRecord, chunk: StreamChunk, now: float) -> None:
         record.meta_info = chunk.meta_info
     if chunk.finish_reason:
         record.finish_reason = chunk.finish_reason
+    if chunk.fingerprint:
+        record.fingerprint = chunk.fingerprint
     if chunk.text:
         record.text += chunk.text
         record.chunk_times_s.append(now)

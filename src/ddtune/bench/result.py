@@ -86,6 +86,8 @@ def make_sample(
         "chunks": len(record.chunk_times_s),
         "finish_reason": record.finish_reason,
         "acceptance_length": acceptance,
+        "sent_at": record.sent_at,
+        "fingerprint": record.fingerprint,  # the server's config + generation (ddtune)
         "text": record.text,
         "sha256": output_hash(record.text),
         "passed": None,

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
@@ -41,6 +42,24 @@ from ddtune.errors import UserError
 from ddtune.kinds import ServerKind, get_kind
 
 
+@dataclass
+class BenchPlan:
+    """One bench of `matrix` against `base_url`, resolved before any request (steps 1-2)."""
+
+    base_url: str
+    matrix: BenchMatrix
+    server_kind: str
+    model: str | None
+    prompts: PromptSet
+    tasks: list[CodingTask]
+    warmup: list[RequestSpec]
+    measured: list[RequestSpec]
+
+    @property
+    def kind(self) -> ServerKind:
+        return get_kind(self.server_kind)
+
+
 def run_bench(
     base_url: str,
     matrix: BenchMatrix,
@@ -49,57 +68,84 @@ def run_bench(
     progress: bool = True,
 ) -> BenchResult:
     """Run the matrix against `base_url`; raises BenchError when a request fails."""
+    started, t0 = time.time(), time.perf_counter()
+    with bench_client(matrix) as client:
+        plan = plan_bench(client, base_url, matrix, server_kind)  # 1, 2
+        kind = plan.kind
+        identity = (
+            identity if identity is not None else snapshot_identity(client, plan.base_url, kind)
+        )
+        send = sender(client, plan)
+        with _progress(progress) as bar:
+            _run_all(send, plan.warmup, 1, bar, "warmup")  # 3.
+            before = acc.read_counters(client, plan.base_url, kind)  # 4.
+            records = _run_all(send, plan.measured, matrix.concurrency, bar, "requests")  # 5.
+            after = acc.read_counters(client, plan.base_url, kind)  # 6.
+            result = finish_bench(plan, client, identity, records, (before, after), bar)
+    result.started_at = started
+    result.duration_s = time.perf_counter() - t0
+    return result
+
+
+def bench_client(matrix: BenchMatrix) -> httpx.Client:
+    return httpx.Client(timeout=httpx.Timeout(matrix.request_timeout_s, connect=10.0))
+
+
+def plan_bench(
+    client: httpx.Client, base_url: str, matrix: BenchMatrix, server_kind: str
+) -> BenchPlan:
+    """Steps 1-2: the model name and the request lists (bad input fails before any request)."""
     kind = get_kind(server_kind)
     base_url = base_url.rstrip("/")
-    started, t0 = time.time(), time.perf_counter()
     tasks = _coding_tasks(matrix)
     prompts = matrix_prompts(matrix)
     if matrix.load is not None:
         level_prompts(matrix, prompts)  # a load workload without prompts fails before any request
+    model = matrix.model or (
+        discover_model(client, base_url, kind) if kind.model_in_request else None
+    )
+    warmup, measured = plan_requests(matrix, prompts.short, prompts.long, tasks)
+    return BenchPlan(base_url, matrix, server_kind, model, prompts, tasks, warmup, measured)
+
+
+def finish_bench(
+    plan: BenchPlan,
+    client: httpx.Client,
+    identity: dict[str, Any] | None,
+    records: list[StreamRecord],
+    counters: tuple[dict[str, float] | None, dict[str, float] | None],
+    bar: Progress | None = None,
+) -> BenchResult:
+    """Steps 6-9 once the measured `records` (in `plan.measured` order) are in."""
+    kind, matrix = plan.kind, plan.matrix
+    samples = _samples(kind, plan.measured, records)
+    gaps, gap_note = _gaps(client, plan.base_url, kind, plan.model, plan.measured, samples, matrix)
+    coding = _run_coding(samples, plan.measured, plan.tasks, matrix, bar)  # 7.
+    load = _run_load(plan.base_url, kind, plan.model, matrix, plan.prompts)  # 9.
     hardware = hardware_fingerprint()
-    with httpx.Client(timeout=httpx.Timeout(matrix.request_timeout_s, connect=10.0)) as client:
-        # 1. model name and identity
-        model = matrix.model or (
-            discover_model(client, base_url, kind) if kind.model_in_request else None
-        )
-        identity = identity if identity is not None else snapshot_identity(client, base_url, kind)
-        # 2. requests
-        warmup, measured = plan_requests(matrix, prompts.short, prompts.long, tasks)
-        send = _sender(client, base_url, kind, model, matrix)
-        with _progress(progress) as bar:
-            _run_all(send, warmup, 1, bar, "warmup")  # 3.
-            before = acc.read_counters(client, base_url, kind)  # 4.
-            records = _run_all(send, measured, matrix.concurrency, bar, "requests")  # 5.
-            after = acc.read_counters(client, base_url, kind)  # 6.
-            samples = _samples(kind, measured, records)
-            gaps, gap_note = _gaps(client, base_url, kind, model, measured, samples, matrix)
-            coding = _run_coding(samples, measured, tasks, matrix, bar)  # 7.
-        load = _run_load(base_url, kind, model, matrix, prompts)  # 9.
-    # 8.
-    result = BenchResult(
-        base_url=base_url,
-        server_kind=server_kind,
-        model=model,
+    result = BenchResult(  # 8.
+        base_url=plan.base_url,
+        server_kind=plan.server_kind,
+        model=plan.model,
         matrix=matrix.to_dict(),
         identity=identity,
         hardware=hardware,
         hardware_fingerprint=hardware["fingerprint"],
-        prompt_set_hash=prompts.hash(),
-        prompt_source=prompts.source,
+        prompt_set_hash=plan.prompts.hash(),
+        prompt_source=plan.prompts.source,
         temperature=matrix.temperature,
-        started_at=started,
+        started_at=time.time(),
         duration_s=0.0,
         samples=samples,
         outputs=[s["text"] for s in samples],
         versions=_versions(),
-        prompts={"short": prompts.short, "long": prompts.long},
+        prompts={"short": plan.prompts.short, "long": plan.prompts.long},
         logprob_gaps=gaps,
         load_result=load,
     )
     if gap_note:
         result.notes.append(gap_note)
-    _aggregate(result, kind, records, before, after, coding)
-    result.duration_s = time.perf_counter() - t0
+    _aggregate(result, kind, records, *counters, coding)
     return result
 
 
@@ -185,16 +231,17 @@ def _coding_tasks(matrix: BenchMatrix) -> list[CodingTask]:
     return load_tasks(cfg.tasks_file or default_tasks_file(), cfg.limit)
 
 
-def _sender(
-    client: httpx.Client, base_url: str, kind: ServerKind, model: str | None, matrix: BenchMatrix
-) -> Callable[[RequestSpec], StreamRecord]:
+def sender(client: httpx.Client, plan: BenchPlan) -> Callable[[RequestSpec], StreamRecord]:
+    """Sends one request of `plan` and times it from its stream."""
+    kind, matrix = plan.kind, plan.matrix
+
     def send(spec: RequestSpec) -> StreamRecord:
         return stream_request(
             client,
-            base_url,
+            plan.base_url,
             kind,
             spec,
-            model=model,
+            model=plan.model,
             temperature=matrix.temperature,
             ignore_eos=matrix.ignore_eos,
         )

@@ -51,6 +51,7 @@ class StreamChunk:
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None  # OpenAI `usage` (the last chunk)
     meta_info: dict[str, Any] | None = None  # SGLang `meta_info` (every chunk)
+    fingerprint: str | None = None  # OpenAI `system_fingerprint` (ddtune: config + generation)
 
 
 class ResponseStats(Protocol):

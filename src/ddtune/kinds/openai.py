@@ -55,4 +55,5 @@ class OpenAIKind(ServerKind):
             text=first.get("text") or "",
             finish_reason=first.get("finish_reason") or None,
             usage=payload.get("usage") or None,
+            fingerprint=payload.get("system_fingerprint") or None,
         )

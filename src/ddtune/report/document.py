@@ -345,7 +345,7 @@ def _methods(summary: ReportSummary) -> Section:
                     "Throughput: per repeat, the geometric mean of short and long tok/s (both must be measured).",
                     f"Pass rates pooled over repeats with {o.confidence:.0%} Wilson intervals; each config against the "
                     f"best by Fisher's exact test (two-sided, significant at p < {o.alpha:g}).",
-                    _comparison_method(o.blocked),
+                    _comparison_method(o.blocked, o.interleave),
                     f"Separated: the {o.confidence:.0%} interval of leader/config excludes 1. Equivalent: the "
                     f"{1 - 2 * o.alpha:.0%} interval lies inside [1/(1+{o.tolerance:g}), 1+{o.tolerance:g}] (two "
                     "one-sided tests); the cheapest of the leader and its equivalents (ar, then dflash, then "
@@ -358,12 +358,20 @@ def _methods(summary: ReportSummary) -> Section:
     )
 
 
-def _comparison_method(blocked: bool) -> str:
+def _comparison_method(blocked: bool, interleave: str = "trial") -> str:
     if blocked:
+        inside = (
+            " Inside each pass the configs took turns request by request (interleave = "
+            '"request"; each response\'s system_fingerprint names the config it ran under), so '
+            "drift within a pass lands on every config alike too."
+            if interleave == "request"
+            else ""
+        )
         return (
             "Comparisons are paired by pass (interleaved order, shuffled inside each pass: a "
             "randomised complete block design): the t-interval of the mean per-pass log ratio, so "
-            "drift between passes cancels; Welch on the logs where two configs share fewer than 2 passes."
+            "drift between passes cancels; Welch on the logs where two configs share fewer than 2 "
+            "passes." + inside
         )
     return (
         "Comparisons use Welch's t on the logs (independent samples): the order is not interleaved, "

@@ -8,7 +8,7 @@ goes through `from_dict`, whose `UserError` names `report.<option>`.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
@@ -32,6 +32,10 @@ def _level_weights(weights: dict[str, float]) -> dict[str, float]:
     return weights
 
 
+INTERLEAVES = ("trial", "request")  # [sweep] interleave: what takes turns within a pass
+Interleave = Literal["trial", "request"]
+
+
 class ReportOptions(StrictModel):
     title: str = "ddtune sweep report"
     confidence: Level = 0.95  # level of every interval in the report
@@ -40,6 +44,7 @@ class ReportOptions(StrictModel):
     tolerance: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.03  # equivalence margin (relative)
     blocked: bool = True  # passes are blocks (interleaved order): paired analysis
     passes_per_start: Annotated[int, Field(ge=1)] = 1  # passes benched on one server start
+    interleave: Interleave = "trial"  # "request": a pass's configs took turns per request
     plots: bool = True  # write PNG plots and embed them in report.html
     near_tie_gap: Annotated[float, Field(ge=0.0)] = 0.1  # nats: T=0 divergence below = near-tie
     # [bench.load] levels: the load mix to recommend for, e.g. {c1 = 0.2, c16 = 0.8}

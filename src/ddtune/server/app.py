@@ -31,6 +31,7 @@ from starlette.requests import ClientDisconnect
 from ddtune import __version__
 from ddtune.server import generation
 from ddtune.server.errors import ApiError, unavailable
+from ddtune.server.identity import system_fingerprint
 from ddtune.server.limits import BodyGuard, BodyProblem
 from ddtune.server.prompts import check_model
 from ddtune.server.requests import ChatBody, CompletionBody, ConfigBody, parse_body
@@ -144,9 +145,11 @@ def _model_card(state: ServerState) -> dict[str, Any]:
 def _config_reply(state: ServerState) -> dict[str, Any]:
     params, generation_ = state.current()
     return {
+        "instance_id": state.identity.instance_id,
         "config": state.config_dict(),
         "config_hash": params.hash(),
         "config_generation": generation_,
+        "system_fingerprint": system_fingerprint(params, generation_),
     }
 
 

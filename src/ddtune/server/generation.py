@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
 from ddtune.server.errors import ApiError, unavailable
+from ddtune.server.identity import system_fingerprint
 from ddtune.server.jsonbody import decode_json
 from ddtune.server.requests import GenerationRequest, parse_generation
 from ddtune.server.responses import (
@@ -69,7 +70,7 @@ async def handle(request: Request, state: ServerState, kind: str) -> Response:
         state.metrics.requests.labels(endpoint, "error").inc()
         raise _failure(outcome)
     result = outcome.result
-    shape.fingerprint = _fingerprint(outcome.params, outcome.config_generation)
+    shape.fingerprint = system_fingerprint(outcome.params, outcome.config_generation)
     state.metrics.requests.labels(endpoint, "ok").inc()
     text, logprobs = answer(req, result, state.engine.tokenizer.decode)
     reason = finish_reason(result) if req.show_generated else "length"
@@ -175,7 +176,7 @@ async def _stream(call: WorkerCall, shape: ResponseShape, endpoint: str) -> Asyn
                 outcome: JobOutcome = payload
                 break
             if call.started is not None:
-                shape.fingerprint = _fingerprint(*call.started)
+                shape.fingerprint = system_fingerprint(*call.started)
             delta = text.feed(payload)
             if delta:
                 so_far = (
@@ -191,7 +192,7 @@ async def _stream(call: WorkerCall, shape: ResponseShape, endpoint: str) -> Asyn
             yield SSE_DONE
             return
         result = outcome.result
-        shape.fingerprint = _fingerprint(outcome.params, outcome.config_generation)
+        shape.fingerprint = system_fingerprint(outcome.params, outcome.config_generation)
         final = usage(prompt_tokens, result)
         last = final if req.continuous_usage else None
         yield shape.chunk(text.finish(result.text), finish_reason(result), first, usage=last)
@@ -218,10 +219,6 @@ def _failure(outcome: JobOutcome) -> ApiError:
     if isinstance(outcome.error, UserError):  # the engine refused this request's input
         return ApiError(400, str(outcome.error), code="invalid_request")
     return ApiError(500, f"generation failed: {outcome.error}", code="generation_failed")
-
-
-def _fingerprint(params: DecodeParams | None, generation: int) -> str:
-    return "" if params is None else f"ddtune-{params.hash()}-g{generation}"
 
 
 def _outcome(exc: ApiError) -> str:

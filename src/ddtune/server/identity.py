@@ -17,6 +17,10 @@ import uuid
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ddtune.params import DecodeParams
 
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt")
 VERSIONED_PACKAGES = ("ddtune", "torch", "fastapi", "uvicorn", "prometheus-client")
@@ -28,6 +32,14 @@ class Identity:
     pid: int = field(default_factory=os.getpid)
     started_at: float = field(default_factory=time.time)  # unix seconds
     ready_at: float | None = None
+
+
+def system_fingerprint(params: DecodeParams | None, generation: int) -> str:
+    """What every response served under config `generation` carries as `system_fingerprint`.
+
+    The config reply names it too, so a client that switched configs between two
+    requests checks that the next response was decoded under the config it set."""
+    return "" if params is None else f"ddtune-{params.hash()}-g{generation}"
 
 
 def weights_sha256(model_dir: Path | None) -> str | None:

@@ -147,9 +147,11 @@ class ServerInfo(Out):
 
 
 class ConfigReply(Out):
+    instance_id: str  # the server process; a restarted server has another
     config: dict[str, Any]
     config_hash: str
     config_generation: int
+    system_fingerprint: str  # what responses decoded under this config carry
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {

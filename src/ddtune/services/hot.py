@@ -14,6 +14,7 @@ snapshot, start (the POST) and poll. See docs/architecture.md "Services".
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -25,6 +26,20 @@ from ddtune.services.process import ProcessController
 from ddtune.services.protocol import Attempt
 
 IDENTITY_KEYS = ("instance_id", "pid", "started_at", "config", "config_hash", "config_generation")
+
+
+@dataclass(frozen=True)
+class Switched:
+    """Where a config switch left the server: the responses that follow must carry `fingerprint`."""
+
+    instance_id: str
+    generation: int
+    fingerprint: str = ""
+
+    @classmethod
+    def from_identity(cls, identity: dict[str, Any]) -> Switched:
+        """The state a READY outcome's identity shows (before any light switch)."""
+        return cls(str(identity.get("instance_id")), int(identity.get("config_generation") or 0))
 
 
 class HotController(ProcessController):
@@ -83,6 +98,24 @@ class HotController(ProcessController):
                 readiness.wait_health(self, client)
             with out.timed("generate_s"):
                 readiness.wait_generations(self, client)
+
+    def switch(self, client: httpx.Client, params: DecodeParams, last: Switched) -> Switched:
+        """Between two requests of a request-interleaved pass: POST the config, no poll.
+
+        The reply must come from `last`'s instance with a newer generation and the
+        config asked for (`PhaseFailure` otherwise); the caller checks that the next
+        response carries the returned fingerprint, so no request is timed under
+        another config. The full protocol (`reconfigure`) made each config READY first.
+        """
+        applied = self._post_config(client, params, {"config_generation": last.generation})
+        if applied.get("instance_id") != last.instance_id:
+            raise PhaseFailure(
+                "instance_changed",
+                f"instance {last.instance_id} was replaced by {applied.get('instance_id')}",
+            )
+        return Switched(
+            last.instance_id, applied["config_generation"], applied.get("system_fingerprint", "")
+        )
 
     def _post_config(
         self, client: httpx.Client, params: DecodeParams, old: dict[str, Any]

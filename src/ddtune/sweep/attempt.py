@@ -65,17 +65,7 @@ def execute_attempt(
     `reuse`: a READY outcome of the same config still serving (`passes_per_start`);
     the bench runs against it without a restart, its timings say `reused_start`.
     """
-    phase("reconfiguring")
-    attempt_dir.mkdir(parents=True, exist_ok=True)
-    if reuse is not None:
-        outcome = replace(reuse, timings={"reused_start": 1.0})
-    else:
-        outcome = controller.reconfigure(
-            config.params,
-            attempt_dir,
-            user_vars=config.user_vars(),
-            on_phase=lambda name: phase(PHASE_TEXT.get(name, name)),
-        )
+    outcome = become_ready(controller, config, attempt_dir, phase, reuse)
     report = AttemptReport(outcome.to_dict())
     if not outcome.ready:
         return report
@@ -83,6 +73,26 @@ def execute_attempt(
         on_ready(outcome)
     phase("benchmarking")
     return _bench(report, outcome.base_url, bench, profile)
+
+
+def become_ready(
+    controller: Controller,
+    config: Config,
+    attempt_dir: Path,
+    phase: Phase,
+    reuse: Outcome | None = None,
+) -> Outcome:
+    """The readiness protocol for `config` (or `reuse`'s READY outcome); never raises."""
+    phase("reconfiguring")
+    attempt_dir.mkdir(parents=True, exist_ok=True)
+    if reuse is not None:
+        return replace(reuse, timings={"reused_start": 1.0})
+    return controller.reconfigure(
+        config.params,
+        attempt_dir,
+        user_vars=config.user_vars(),
+        on_phase=lambda name: phase(PHASE_TEXT.get(name, name)),
+    )
 
 
 def _bench(report: AttemptReport, base_url: str, bench: BenchMatrix, profile: str) -> AttemptReport:
@@ -155,6 +165,7 @@ def store_report(
 __all__ = [
     "PHASE_TEXT",
     "AttemptReport",
+    "become_ready",
     "execute_attempt",
     "note_ready",
     "store_report",

@@ -50,6 +50,27 @@ def check_strategy(doc: SpecDocument) -> None:
         )
 
 
+def check_interleave(doc: SpecDocument, service_kind: str) -> None:
+    """`interleave = "request"` switches one hot server's config before every request."""
+    if doc.sweep.interleave != "request":
+        return
+    needs = {
+        "service.kind": (service_kind == "hot", "[service] kind = 'hot'"),
+        "sweep.order": (doc.sweep.order == "interleaved", "order = 'interleaved'"),
+        "sweep.passes_per_start": (doc.sweep.passes_per_start == 1, "passes_per_start = 1"),
+        "bench.concurrency": (doc.bench.concurrency == 1, "[bench] concurrency = 1"),
+        "bench.load": (doc.bench.load is None, "no [bench.load] levels"),
+        "cluster.backend": (doc.cluster.backend == "local", "[cluster] backend = 'local'"),
+    }
+    for key, (ok, wanted) in needs.items():
+        if not ok:
+            _fail(
+                key,
+                f"sweep.interleave = 'request' switches one hot server's config between "
+                f"single requests, so it needs {wanted}; or set interleave = 'trial'",
+            )
+
+
 def _no_search_settings(doc: SpecDocument) -> None:
     if doc.optuna is not None:
         _fail("optuna", 'is only read with strategy = "optuna"; remove it or set the strategy')

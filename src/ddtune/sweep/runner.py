@@ -224,7 +224,7 @@ class TrialLoop:
 
         owner = Owner.current(sweep=self.spec.name, store=str(self.store.path.resolve()))
         controller = build_controller(self.spec.service, self.workdir, owner=owner)
-        current: int | None = None
+        current: list[int] = []  # the trials in flight: one, or a request-interleaved pass
         try:
             with _signals_raise(), self._progress() as progress:
                 task = progress.add_task(
@@ -238,20 +238,22 @@ class TrialLoop:
                 while batch:
                     eta = live_eta(started, ran, len(batch), more)
                     progress.update(task, total=ran + len(batch), eta=eta)
-                    for trial in batch:
-                        current = trial["id"]
-                        progress.update(task, trial=f"{trial['label']} r{trial['repeat']}")
-                        status = self._trial(controller, trial, phase)
-                        current, ran = None, ran + 1
-                        self.summary.count(self.store, trial, status)
+                    for unit in self._units(batch):
+                        current = [trial["id"] for trial in unit]
+                        progress.update(task, trial=_unit_label(unit))
+                        statuses = self._run_unit(controller, unit, phase)
+                        current, ran = [], ran + len(unit)
+                        for trial, status in zip(unit, statuses, strict=True):
+                            self.summary.count(self.store, trial, status)
                         left = int(progress.tasks[0].total or 0) - ran
-                        progress.update(task, advance=1, eta=live_eta(started, ran, left, more))
+                        eta = live_eta(started, ran, left, more)
+                        progress.update(task, advance=len(unit), eta=eta)
                     batch = more() if more else []
         except (KeyboardInterrupt, SweepBlocked) as exc:
             self.summary.interrupted = isinstance(exc, KeyboardInterrupt)
             self.summary.blocked = str(exc) if isinstance(exc, SweepBlocked) else None
-            if current is not None:
-                self.store.finish_trial(current, "interrupted")
+            for trial_id in current:
+                self.store.finish_trial(trial_id, "interrupted")
         finally:
             with _signals_ignored():
                 controller.close()
@@ -268,11 +270,47 @@ class TrialLoop:
             transient=False,
         )
 
-    def _trial(self, controller: Controller, trial: sqlite3.Row, phase: Phase) -> str:
-        """All attempts of one trial; returns its final status (done | failed)."""
+    def _units(self, batch: list[sqlite3.Row]) -> list[list[sqlite3.Row]]:
+        """What runs as one: a trial, or with `interleave = "request"` a pass's trials."""
+        if self.spec.interleave != "request":
+            return [[trial] for trial in batch]
+        units: list[list[sqlite3.Row]] = []
+        for trial in batch:
+            if units and units[-1][0]["repeat"] == trial["repeat"]:
+                units[-1].append(trial)
+            else:
+                units.append([trial])
+        return units
+
+    def _run_unit(self, controller: Controller, unit: list[sqlite3.Row], phase: Phase) -> list[str]:
+        if self.spec.interleave != "request":
+            return [self._trial(controller, unit[0], phase)]
+        from ddtune.sweep.interleaved import run_interleaved_pass
+
+        return run_interleaved_pass(self, controller, unit, phase)
+
+    def retry(
+        self, controller: Controller, trial: sqlite3.Row, error: str | None, phase: Phase
+    ) -> str:
+        """After a first attempt made elsewhere (an interleaved pass): done, or the rest alone."""
+        if error is None:
+            return "done"
+        self._say_failed(trial, 1, error)
+        return self._trial(controller, trial, phase, first=2)
+
+    def _say_failed(self, trial: sqlite3.Row, attempt: int, error: str) -> None:
+        self.console.print(
+            f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
+            f"attempt {attempt}/{self.spec.retry.attempts} failed[/]: {escape(error)}"
+        )
+
+    def _trial(
+        self, controller: Controller, trial: sqlite3.Row, phase: Phase, first: int = 1
+    ) -> str:
+        """Attempts `first`.. of one trial; returns its final status (done | failed)."""
         config = self.store.trial_config(trial)
         retry = self.spec.retry
-        for attempt in range(1, retry.attempts + 1):
+        for attempt in range(first, retry.attempts + 1):
             if attempt > 1:
                 phase(f"backoff {retry.backoff * 2 ** (attempt - 2):.0f}s")
                 time.sleep(retry.backoff * 2 ** (attempt - 2))
@@ -282,10 +320,7 @@ class TrialLoop:
             error = self._attempt(controller, trial, config, attempt_id, folder, phase)
             if error is None:
                 return "done"
-            self.console.print(
-                f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
-                f"attempt {attempt}/{retry.attempts} failed[/]: {escape(error)}"
-            )
+            self._say_failed(trial, attempt, error)
         self.store.finish_trial(trial["id"], "failed")
         return "failed"
 
@@ -321,17 +356,31 @@ class TrialLoop:
             on_ready=on_ready,
             reuse=reuse,
         )
-        for leftover in report.outcome.get("reclaimed") or ():  # [service] reclaim_leftovers
-            self.console.print(f"[yellow]reclaimed[/] {escape(leftover)}")
-        error = store_report(
-            self.store, trial["id"], attempt_id, attempt_dir, report, self.hardware
-        )
-        blocked = blocked_by(report)
-        if blocked:  # a process ddtune never stops holds the port: retries cannot help
-            raise SweepBlocked(blocked)
+        error = self.store_attempt(trial, attempt_id, attempt_dir, report)
         if self.spec.passes_per_start > 1:
             self._serving = (key, ready[0]) if error is None and ready else None
         return error
+
+    def store_attempt(
+        self, trial: sqlite3.Row, attempt_id: int, folder: Path, report: AttemptReport
+    ) -> str | None:
+        """Store one attempt's report; its failure line, or None when the trial is done.
+
+        Raises SweepBlocked when a process ddtune never stops holds the port."""
+        for leftover in report.outcome.get("reclaimed") or ():  # [service] reclaim_leftovers
+            self.console.print(f"[yellow]reclaimed[/] {escape(leftover)}")
+        error = store_report(self.store, trial["id"], attempt_id, folder, report, self.hardware)
+        blocked = blocked_by(report)
+        if blocked:  # retries cannot help
+            raise SweepBlocked(blocked)
+        return error
+
+
+def _unit_label(unit: list[sqlite3.Row]) -> str:
+    first = unit[0]
+    if len(unit) == 1:
+        return f"{first['label']} r{first['repeat']}"
+    return f"pass {first['repeat']}: {len(unit)} configs, requests interleaved"
 
 
 def blocked_by(report: AttemptReport) -> str | None:

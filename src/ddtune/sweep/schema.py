@@ -2,7 +2,7 @@
 
     [sweep]      SweepTable: name, description, repeats, order, seed, baseline,
                  strategy (grid|race|optuna), min_repeats, tolerance, max_trials,
-                 max_hours, passes_per_start, objective
+                 max_hours, passes_per_start, objective, interleave (trial|request)
     [space]      SpaceTable: lists (or single values) of mode/budget/topk/window,
                  `{low, high, log, step}` integer ranges (strategy "optuna" only),
                  [space.vars] lists of user variables
@@ -30,7 +30,7 @@ from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.params import PARAM_KEYS
-from ddtune.report.options import ReportOptions
+from ddtune.report.options import INTERLEAVES, Interleave, ReportOptions
 from ddtune.sweep.cluster import ClusterTable
 from ddtune.tables import StrictModel
 
@@ -149,6 +149,7 @@ class SweepTable(StrictModel):
     max_hours: Annotated[float, Field(gt=0.0)] | None = None
     passes_per_start: Annotated[int, Field(ge=1, le=100)] = 1
     objective: Objective = "throughput"
+    interleave: Interleave = "trial"  # "request": a pass's configs alternate request by request
 
 
 class OptunaTable(StrictModel):
@@ -177,11 +178,13 @@ class SpecDocument(StrictModel):
 
 
 __all__ = [
+    "INTERLEAVES",
     "OBJECTIVES",
     "ORDERS",
     "STRATEGIES",
     "ConfigTable",
     "IntRange",
+    "Interleave",
     "Objective",
     "OptunaTable",
     "Strategy",

@@ -2,7 +2,8 @@
 
     [sweep]    name, repeats, order (interleaved|random|sequential), seed, baseline,
                strategy (grid|race|optuna), min_repeats, tolerance, max_trials,
-               max_hours, passes_per_start, objective
+               max_hours, passes_per_start, objective, interleave (trial|request:
+               a pass's configs take turns request by request; hot services only)
     [space]    a grid: lists of mode/budget/topk/window (+ [space.vars] user variables),
                expanded to their cartesian product; strategy "optuna" also takes
                `{low, high, log}` ranges and searches the space instead
@@ -38,12 +39,13 @@ from typing import TYPE_CHECKING, Any
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.errors import UserError
 from ddtune.params import PARAM_KEYS, DecodeParams, config_hash
-from ddtune.sweep.checks import check_strategy, effective_repeats
+from ddtune.sweep.checks import check_interleave, check_strategy, effective_repeats
 from ddtune.sweep.cluster import Cluster, build_cluster
 from ddtune.sweep.lines import KeyLines
 from ddtune.sweep.schema import (
     ORDERS,
     ConfigTable,
+    Interleave,
     Objective,
     OptunaTable,
     Order,
@@ -107,6 +109,7 @@ class SweepSpec:
     max_hours: float | None = None
     passes_per_start: int = 1
     objective: Objective = "throughput"
+    interleave: Interleave = "trial"
     optuna: OptunaTable | None = None  # strategy "optuna": the search settings
     search: SearchSpace | None = None  # strategy "optuna": the space searched
     text: str = ""  # the TOML as written, stored with the sweep
@@ -165,6 +168,7 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
     if not found and search is None:
         raise UserError("no configurations: add a [space] grid or [[configs]] tables")
     service = _service(doc.service)
+    check_interleave(doc, service.kind)
     _check_vars_used(found + _search_vars(search), service)
     base = found[0][0] if baseline else None
     configs = [c for c in dict.fromkeys(c for c, _ in found) if c != base]
@@ -187,6 +191,7 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
         max_hours=sweep.max_hours,
         passes_per_start=sweep.passes_per_start,
         objective=sweep.objective,
+        interleave=sweep.interleave,
         optuna=(doc.optuna or OptunaTable()) if searched else None,
         search=search,
         text=text,

@@ -198,6 +198,7 @@ def report_setup(
         "tolerance": spec.tolerance,
         "blocked": spec.order == "interleaved" and not searched,
         "passes_per_start": spec.passes_per_start,
+        "interleave": spec.interleave,
     }
     spec_report = tomllib.loads(sweep["spec_text"]).get("report", {})
     options = ReportOptions.from_dict({**derived, **spec_report, **(overrides or {})})
