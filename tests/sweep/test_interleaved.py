@@ -44,6 +44,9 @@ def test_a_pass_benches_its_configs_in_turns(tmp_path, tiny_models, spec_writer)
             "SELECT t.label, t.repeat, t.config_hash, s.row_json FROM samples s "
             "JOIN attempts a ON a.id = s.attempt_id JOIN trials t ON t.id = a.trial_id"
         ).fetchall()
+        spent = store.trial_seconds(store.sweep_row("turns")["id"])
+        # each trial counts its own share (readiness + its turns), not the pass it overlaps
+        assert len(spent) == 6 and sum(spent.values()) <= summary.seconds
     finally:
         store.close()
     for repeat in (1, 2):

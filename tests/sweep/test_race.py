@@ -79,6 +79,17 @@ def test_max_passes_trials_and_hours():
     assert _race(rates, passes[:3], max_passes=9, max_hours=0.21).stop is None
 
 
+def test_budget_stops_wait_for_the_first_passes_planned_together():
+    """A budget already spent in pass 1 stops the race after min_passes, not before:
+    those passes were planned together and ran, so replaying them must not fail."""
+    rates = {"base": 50.0, "a": 100.0, "c": 99.0}
+    passes = _make_passes(rates, 3, sd=0.05, seconds=600.0)  # 30 min per pass
+    for n in (1, 2):
+        assert _race(rates, passes[:n], min_passes=3, max_hours=0.1).stop is None
+    state = _race(rates, passes, min_passes=3, max_hours=0.1)
+    assert state.stop == "max_hours" and state.passes_done == 3
+
+
 def test_failed_trials_never_count_and_a_failing_config_leaves():
     passes = _make_passes(RATES, 3)
     broken = [PassResult({**p.values, "d": None}, seconds=p.seconds) for p in passes]

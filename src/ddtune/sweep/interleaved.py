@@ -25,6 +25,7 @@ the key for other services. See docs/architecture.md "Sweep".
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ class _Ready:
     attempt_id: int
     folder: Path
     outcome: Outcome
+    seconds: float  # the readiness protocol's wall time
 
 
 def run_interleaved_pass(
@@ -61,18 +63,21 @@ def run_interleaved_pass(
     for trial in trials:  # 1
         attempt_id, number = loop.store.begin_attempt(trial["id"])
         folder = attempt_dir(loop.workdir, trial["id"], trial["label"], trial["repeat"], number)
+        started = time.monotonic()
         outcome = become_ready(controller, loop.store.trial_config(trial), folder, phase)
         if outcome.ready:
             note_ready(loop.store, attempt_id, folder, outcome.to_dict())
-            ready.append(_Ready(trial, attempt_id, folder, outcome))
+            ready.append(_Ready(trial, attempt_id, folder, outcome, time.monotonic() - started))
         else:
             report = AttemptReport(outcome.to_dict())
             errors[trial["id"]] = loop.store_attempt(trial, attempt_id, folder, report)
     if ready:
         phase("benchmarking, requests interleaved")
         for item, arm in zip(ready, _bench_in_turns(loop, controller, ready), strict=True):  # 2
+            outcome = item.outcome.to_dict()  # its own seconds: the pass's attempts overlap
+            outcome["timings"] = {**outcome["timings"], "spent_s": item.seconds + arm.seconds}
             report = AttemptReport(
-                item.outcome.to_dict(),
+                outcome,
                 bench=None if arm.result is None else arm.result.to_dict(),
                 bench_error=arm.error,
                 bench_s=round(arm.seconds, 3),

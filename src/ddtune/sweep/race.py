@@ -198,12 +198,15 @@ def _pass_rate_step(
 
 
 def _stop_reason(state: RaceState, passes: Sequence[PassResult]) -> str | None:
+    """Why the race stops after these passes, or None; never before `min_passes`
+    (the first `min_passes` passes are planned together, so every one of them runs)."""
     settings = state.settings
-    if state.passes_done >= settings.min_passes:
-        if len(state.alive) <= 1:
-            return "one_left"
-        if _all_equivalent(state, _samples(passes)):
-            return "equivalent"
+    if state.passes_done < settings.min_passes:
+        return None
+    if len(state.alive) <= 1:
+        return "one_left"
+    if _all_equivalent(state, _samples(passes)):
+        return "equivalent"
     if state.passes_done >= settings.max_passes:
         return "max_passes"
     next_trials = len(state.scheduled())

@@ -229,9 +229,13 @@ class Store:
         return int(row[0])
 
     def trial_seconds(self, sweep_id: int) -> dict[int, float]:
-        """trial id -> seconds its finished attempts took (stored, so a replay sees the same)."""
+        """trial id -> seconds its finished attempts took (stored, so a replay sees the same).
+
+        An attempt of a request-interleaved pass overlaps the others of its pass in
+        time, so its own share is stored as timings `spent_s` and counted instead."""
         rows = self.db.execute(
-            "SELECT a.trial_id, SUM(a.ended_at - a.started_at) FROM attempts a"
+            "SELECT a.trial_id, SUM(COALESCE(json_extract(a.timings_json, '$.spent_s'),"
+            " a.ended_at - a.started_at)) FROM attempts a"
             " JOIN trials t ON t.id = a.trial_id WHERE t.sweep_id=? AND a.ended_at IS NOT NULL"
             " GROUP BY a.trial_id",
             (sweep_id,),
