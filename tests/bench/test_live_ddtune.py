@@ -169,4 +169,6 @@ def test_alternated_arms_take_turns_and_a_wrong_fingerprint_stops_only_its_arm(
     assert generations == sorted(set(generations))  # a switch of its own before every request
     hashes = [{s["fingerprint"].rsplit("-g", 1)[0] for s in a.result.samples} for a in honest]
     assert all(len(h) == 1 for h in hashes) and hashes[0] != hashes[1]  # one config per arm
-    assert all(a.result.identity is None and a.seconds > 0 for a in honest)
+    for arm, config in zip(honest, configs[:2], strict=True):  # the identity under its own config
+        assert arm.result.identity["config"]["mode"] == config["mode"] and arm.seconds > 0
+        assert arm.result.identity["target_sha256"]

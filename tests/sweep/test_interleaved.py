@@ -15,6 +15,7 @@ from ddtune.errors import UserError
 from ddtune.sweep.runner import run_sweep
 from ddtune.sweep.spec import load_spec, parse_spec
 from ddtune.sweep.store import Store
+from ddtune.sweep.views import write_report
 
 SWEEP = """
     [sweep]
@@ -47,6 +48,8 @@ def test_a_pass_benches_its_configs_in_turns(tmp_path, tiny_models, spec_writer)
         spent = store.trial_seconds(store.sweep_row("turns")["id"])
         # each trial counts its own share (readiness + its turns), not the pass it overlaps
         assert len(spent) == 6 and sum(spent.values()) <= summary.seconds
+        with open(tmp_path / "report.txt", "w") as sink:
+            write_report(store, store.sweep_row("turns"), tmp_path / "report", Console(file=sink))
     finally:
         store.close()
     for repeat in (1, 2):
@@ -66,6 +69,9 @@ def test_a_pass_benches_its_configs_in_turns(tmp_path, tiny_models, spec_writer)
     assert all(len(s) == 1 for s in stems.values())  # each trial ran under one config
     assert len(set().union(*stems.values())) == 3  # and no two trials under the same
     assert all(len(prints) == 6 for prints in by_label.values())  # a switch per request
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "took turns request by request" in report  # the method is named
+    assert "different server identity" not in report  # each trial's identity was recorded
 
 
 @pytest.mark.parametrize(

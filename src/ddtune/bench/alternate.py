@@ -17,8 +17,8 @@ Steps:
 2. Per arm: switch, then its warmup requests (excluded from every figure).
 3. For each measured request r: for each arm still running, in the pass order
    rotated by r (no arm always goes first): switch, send r, check the fingerprint.
-4. Per arm: switch, then `finish_bench` (logit gaps under its config, the
-   coding tests, the aggregates).
+4. Per arm: switch, then the server's identity (as `run_bench` snapshots it)
+   and `finish_bench` (logit gaps under its config, the coding tests, the aggregates).
 An arm whose switch or request fails stops with its error; the others go on.
 """
 
@@ -27,14 +27,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 
 from ddtune.bench.client import RequestSpec, StreamRecord
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.result import BenchResult
-from ddtune.bench.runner import BenchPlan, bench_client, finish_bench, plan_bench, sender
+from ddtune.bench.runner import (
+    BenchPlan,
+    bench_client,
+    finish_bench,
+    plan_bench,
+    sender,
+    snapshot_identity,
+)
 
 
 @dataclass
@@ -42,7 +48,6 @@ class Arm:
     """One config's share of a request-interleaved pass."""
 
     switch: Callable[[], str]  # sets this arm's config; returns its responses' fingerprint
-    identity: dict[str, Any] | None = None  # the READY identity, kept with the result
     records: list[StreamRecord] = field(default_factory=list)
     result: BenchResult | None = None
     error: str | None = None  # "Type: message" of the first failure; the arm stopped there
@@ -93,7 +98,8 @@ def _finish(arm: Arm, plan: BenchPlan, client: httpx.Client) -> None:
         return
     started = time.perf_counter()
     try:
-        arm.result = finish_bench(plan, client, arm.identity, arm.records, (None, None))
+        identity = snapshot_identity(client, plan.base_url, plan.kind)  # under its config
+        arm.result = finish_bench(plan, client, identity, arm.records, (None, None))
         arm.result.notes.append(
             "request-interleaved: each request alternated with the pass's configs"
         )

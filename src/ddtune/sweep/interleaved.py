@@ -74,10 +74,10 @@ def run_interleaved_pass(
     if ready:
         phase("benchmarking, requests interleaved")
         for item, arm in zip(ready, _bench_in_turns(loop, controller, ready), strict=True):  # 2
-            outcome = item.outcome.to_dict()  # its own seconds: the pass's attempts overlap
-            outcome["timings"] = {**outcome["timings"], "spent_s": item.seconds + arm.seconds}
+            seen = item.outcome.to_dict()  # its own seconds: the pass's attempts overlap
+            seen["timings"] = {**seen["timings"], "spent_s": item.seconds + arm.seconds}
             report = AttemptReport(
-                outcome,
+                seen,
                 bench=None if arm.result is None else arm.result.to_dict(),
                 bench_error=arm.error,
                 bench_s=round(arm.seconds, 3),
@@ -94,10 +94,7 @@ def _bench_in_turns(loop: TrialLoop, controller: Controller, ready: list[_Ready]
     if not isinstance(controller, HotController):
         raise TypeError("request-interleaved passes need the hot controller (service kind 'hot')")
     with _switches(controller, [r.outcome for r in ready]) as switch_to:
-        arms = [
-            Arm(switch_to(loop.store.trial_config(r.trial).params), identity=r.outcome.identity)
-            for r in ready
-        ]
+        arms = [Arm(switch_to(loop.store.trial_config(r.trial).params)) for r in ready]
         base_url = ready[0].outcome.base_url
         return run_alternated(base_url, loop.spec.bench, loop.spec.service.profile, arms)
 
