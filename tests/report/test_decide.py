@@ -154,3 +154,26 @@ def test_pareto_front_is_empty_when_nothing_was_measured():
     records = _fixed(DecodeParams("ddtree", 16, 4), [100.0])
     records[0].metrics = {}
     assert analyze(records, ReportOptions()).pareto == []
+
+
+def test_a_race_objective_decides_among_the_race_contenders_only(synth):
+    """Configs a race eliminated are out of its objective's verdict (their tests are in the
+    race table): with one contender left the verdict is separated, and says why."""
+    from ddtune.report.inputs import RaceExit, SweepContext
+
+    Effect, make_records = synth.Effect, synth.make_records
+    effects = [
+        Effect(DecodeParams("ddtree", 16, 4), 170.0, 120.0, 4.0, sd=0.05),
+        Effect(DecodeParams("ddtree", 8, 2), 164.0, 116.0, 3.6, sd=0.05),
+    ]
+    records = make_records(effects, repeats=2, seed=3)
+    plain = analyze(records, ReportOptions()).recommendation("throughput")
+    assert plain.status == "inconclusive"  # 2 passes, 3.5% apart: the data alone cannot tell
+    exit_ = RaceExit("ddtree b8 k2 wnone", 2, "worse", "Holm p = 0.01")
+    context = SweepContext("race", "throughput", passes=2, stop="one_left", exits=[exit_])
+    summary = analyze(records, ReportOptions(), context)
+    rec = summary.recommendation("throughput")
+    assert (rec.status, rec.label, rec.left_race) == ("separated", BEST, ["ddtree b8 k2 wnone"])
+    assert "The one config left in the race" in rec.text and "Left the race" in rec.text
+    other = summary.recommendation("short_context")  # not the race's objective: all configs
+    assert other.left_race == [] and other.status == "inconclusive"

@@ -83,7 +83,7 @@ def analyze(
         lossless=lossless,
         correctness_notes={},
         pareto=pareto_front(configs),
-        recommendations=recommend(configs, pass_rates, options),
+        recommendations=recommend(configs, pass_rates, options, _race(context)),
         conditions=condition_values(records),
         warnings=_warnings(records, baselines),
         notes=notes,
@@ -96,12 +96,24 @@ def analyze(
     if summary.slots is not None:  # trials ran on several service slots
         summary.warnings += summary.slots.warnings
         summary.notes += summary.slots.notes
-    headline = "throughput" if summary.context.objective == "speedup" else summary.context.objective
+    headline = _headline(summary.context)
     summary.recommendations.sort(
         key=lambda r: r.objective != headline
     )  # the sweep's objective first
     summary.load = analyze_load(records, configs, pass_rates, options)  # [bench.load] levels
     return summary
+
+
+def _headline(context: SweepContext) -> str:
+    """The recommendation the sweep's objective maps to (speedup ranks as throughput)."""
+    return "throughput" if context.objective == "speedup" else context.objective
+
+
+def _race(context: SweepContext | None) -> tuple[str, list[str]] | None:
+    """(the race's objective, the configs it eliminated), for `recommend`."""
+    if context is None or context.strategy != "race":
+        return None
+    return _headline(context), [e.label for e in context.exits]
 
 
 def _correctness_notes(summary: ReportSummary, best: ConfigSummary, alpha: float) -> dict[str, str]:

@@ -60,6 +60,7 @@ class Recommendation:
     contenders: list[str] = field(default_factory=list)  # neither separated nor equivalent
     required_repeats: int | None = None  # passes per config to separate the nearest contender
     excluded: list[str] = field(default_factory=list)  # failed the pass-rate condition
+    left_race: list[str] = field(default_factory=list)  # eliminated by the race on this objective
     analysis: str = ""  # which comparison was used, and why
 
 
@@ -116,17 +117,27 @@ def recommend(
     summaries: Sequence[ConfigSummary],
     pass_rates: dict[str, PassRateComparison],
     options: ReportOptions,
+    race: tuple[str, Sequence[str]] | None = None,
 ) -> list[Recommendation]:
+    """One recommendation per objective. `race` = (the objective a race ran on, the
+    configs it eliminated): that objective decides among the race's contenders
+    only, as the race did; each eliminated config's test is in the race table."""
     recommendations = []
     for objective, metric, description in OBJECTIVES:
         candidates = [s for s in summaries if s.mean(metric) is not None]
         excluded: list[str] = []
         if objective == "throughput":
             candidates, excluded = _pass_rate_eligible(candidates, summaries, pass_rates)
+        left = list(race[1]) if race is not None and race[0] == objective else []
+        candidates = [s for s in candidates if s.label not in left] or candidates
         rec = _recommend_one(objective, metric, description, candidates, options)
-        rec.excluded = excluded
+        rec.excluded, rec.left_race = excluded, left
+        if left and len(candidates) == 1:
+            rec.text = _last_one_text(candidates[0], metric)
         if excluded:
             rec.text += f" Not eligible (pass rate significantly below the best, or not measured): {', '.join(excluded)}."
+        if left:
+            rec.text += f" Left the race (see the race table for when and why): {', '.join(left)}."
         recommendations.append(rec)
     return recommendations
 
@@ -155,6 +166,15 @@ def _recommend_one(
     rec.required_repeats, rec.analysis = verdict.required_passes, _analysis(verdict, options)
     rec.text = _verdict_text(verdict, by_label, metric, options) + f" Analysis: {rec.analysis}."
     return rec
+
+
+def _last_one_text(winner: ConfigSummary, metric: str) -> str:
+    return (
+        f"{winner.label}: {_value_text(winner, metric)}. The one config left in the race: "
+        "every other config left it as significantly slower than the leader of that pass "
+        "(paired by pass, Holm-corrected), with a pass rate significantly below the best "
+        "(Fisher) or failing. Analysis: the race's eliminations."
+    )
 
 
 def blocked_options(options: ReportOptions) -> BlockedOptions:

@@ -72,7 +72,7 @@ def run_interleaved_pass(
             report = AttemptReport(outcome.to_dict())
             errors[trial["id"]] = loop.store_attempt(trial, attempt_id, folder, report)
     if ready:
-        phase("benchmarking, requests interleaved")
+        phase("benchmarking in turns")
         for item, arm in zip(ready, _bench_in_turns(loop, controller, ready), strict=True):  # 2
             seen = item.outcome.to_dict()  # its own seconds: the pass's attempts overlap
             seen["timings"] = {**seen["timings"], "spent_s": item.seconds + arm.seconds}

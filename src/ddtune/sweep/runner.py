@@ -380,7 +380,7 @@ def _unit_label(unit: list[sqlite3.Row]) -> str:
     first = unit[0]
     if len(unit) == 1:
         return f"{first['label']} r{first['repeat']}"
-    return f"pass {first['repeat']}: {len(unit)} configs, requests interleaved"
+    return f"pass {first['repeat']} ({len(unit)} configs in turns)"
 
 
 def blocked_by(report: AttemptReport) -> str | None:
