@@ -44,25 +44,35 @@ SPACE = """
 
 
 @pytest.mark.slow  # a hot server and ~8-12 trials: about 1-2 min on a loaded 2-core machine
-def test_race_sigkill_resume_decides_as_uninterrupted(tmp_path, tiny_models, spec_writer):
-    spec_path = spec_writer(tmp_path, tiny_models, SWEEP, SPACE)
+@pytest.mark.parametrize("interleave", ["trial", "request"])
+def test_race_sigkill_resume_decides_as_uninterrupted(
+    tmp_path, tiny_models, spec_writer, interleave
+):
+    sweep = SWEEP + f'    interleave = "{interleave}"\n'
+    spec_path = spec_writer(tmp_path, tiny_models, sweep, SPACE)
     spec_path.write_text(spec_path.read_text().replace("[service]\n", '[service]\nkind = "hot"\n'))
     spec = load_spec(spec_path)
     store_path = tmp_path / "runs" / "store.sqlite"
     try:
         child = _runner(spec_path, store_path, tmp_path / "runner.log")
-        _wait_for_done(store_path, 4, child)  # mid pass 2 (3 configs per pass)
+        # mid pass 2 (3 configs per pass; a request-interleaved pass finishes all at once)
+        least = 4 if interleave == "trial" else 3
+        _wait_for_done(store_path, least, child)
+        if interleave == "request":
+            time.sleep(1.0)  # into pass 2 (~6 s a pass here): its 3 attempts are running
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)
         _kill_leftovers(store_path.parent)
         before = _done_attempts(store_path)
-        assert len(before) >= 4
+        assert len(before) >= least
 
         with open(tmp_path / "out.txt", "w") as out:
             summary = run_sweep(spec, store_path, Console(file=out, width=200))
         assert not summary.interrupted
         after = _done_attempts(store_path)
         assert {t: after[t] for t in before} == before  # nothing lost, nothing redone
+        if interleave == "request":  # the killed pass was rerun whole
+            assert _interrupted_attempts(store_path) == 3
         _assert_passes_follow_the_decisions(spec, store_path)
         _assert_report_carries_the_race(store_path, tmp_path / "report")
     finally:
@@ -129,6 +139,15 @@ def _wait_for_done(
                 return
         time.sleep(0.2)
     raise AssertionError(f"fewer than {count} trials done within {timeout} s")
+
+
+def _interrupted_attempts(store_path: Path) -> int:
+    store = Store(store_path)
+    try:
+        query = "SELECT COUNT(*) FROM attempts WHERE state='interrupted'"
+        return int(store.db.execute(query).fetchone()[0])
+    finally:
+        store.close()
 
 
 def _done_attempts(store_path: Path) -> dict[int, tuple]:

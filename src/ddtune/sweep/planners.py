@@ -97,6 +97,8 @@ def estimates(spec: SweepSpec, costs: TrialCosts) -> dict[str, Estimate]:
 def estimate_text(spec: SweepSpec, store: Store | None) -> str:
     costs = trial_costs(spec, store)
     head = f"sweep {spec.name}: strategy {spec.strategy}, {len(spec.all_configs())} config(s)"
+    if spec.interleave == "request":
+        head += ", each pass's configs in turns request by request"
     if costs is None:
         return head + " (no cost estimate: set [service] expected_start_s and expected_bench_s)"
     lines = [
