@@ -61,7 +61,12 @@ def run_alternated(
     if matrix.concurrency != 1 or matrix.load is not None:
         raise ValueError("request-interleaved benches send one request at a time, without load")
     with bench_client(matrix) as client:
-        plan = plan_bench(client, base_url, matrix, server_kind)  # 1
+        try:
+            plan = plan_bench(client, base_url, matrix, server_kind)  # 1
+        except Exception as exc:  # as run_bench's: every arm fails with it, the sweep goes on
+            for arm in arms:
+                arm.error = f"{type(exc).__name__}: {exc}"
+            return arms
         send = sender(client, plan)
 
         def turn(arm: Arm, spec: RequestSpec | None) -> None:
