@@ -14,8 +14,10 @@
           failure class, detail, timings and log tail, and retried after a backoff;
        d. all attempts failed → the trial is `failed`; the sweep goes on;
        e. `passes_per_start` > 1: the next trial of the same config and block
-          benches the same server start (no reconfigure).
-    3. Ctrl-C / SIGTERM: the current trial becomes `interrupted`, the service is
+          benches the same server start (no reconfigure);
+       f. `interleave = "request"`: a pass's trials run as one unit
+          (`interleaved.py`: each READY in turn, then their requests in turns).
+    3. Ctrl-C / SIGTERM: the current trial (or pass) becomes `interrupted`, the service is
        stopped (`controller.close()`), and the exit code is 3 with a resume hint.
        An attempt that fails because a process ddtune never stops holds the port
        (`Outcome.port_holders`) stops the sweep the same way, exit code 4.
