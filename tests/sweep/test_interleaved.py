@@ -119,3 +119,42 @@ concurrency = 2
     with pytest.raises(UserError) as info:
         parse_spec(text)
     assert info.value.key == "bench.concurrency" and ":" in str(info.value)
+
+
+def test_a_config_that_fails_in_a_pass_is_retried_alone_and_the_rest_bench_in_turns(
+    tmp_path, tiny_models, spec_writer
+):
+    sweep = SWEEP.replace('name = "turns"', 'name = "broken"')
+    configs = """
+        [[configs]]
+        mode = "ddtree"
+        budget = 4
+        topk = 2
+
+        [[configs]]          # the tiny model's context is 512: the server refuses it
+        mode = "ddtree"
+        budget = 600
+        topk = 2
+    """
+    spec_path = spec_writer(tmp_path, tiny_models, sweep, configs, attempts=2)
+    spec_path.write_text(spec_path.read_text().replace("[service]\n", '[service]\nkind = "hot"\n'))
+    with open(tmp_path / "out.txt", "w") as out:
+        summary = run_sweep(load_spec(spec_path), tmp_path / "store.sqlite", Console(file=out))
+    assert (summary.done, summary.failed, summary.exit_code) == (4, 2, 1)
+    store = Store(tmp_path / "store.sqlite")
+    stale = 0
+    try:
+        for trial in store.trials(store.sweep_row("broken")["id"]):
+            attempts = store.attempts(trial["id"])
+            stale += len(attempts) - 1 if "b600" not in trial["label"] else 0
+            if "b600" in trial["label"]:  # its pass's attempt, then one alone
+                assert trial["status"] == "failed" and len(attempts) == 2
+                assert all(a["failure"] != "interrupted" for a in attempts)
+            else:  # done; first in turns, or alone after its server was stopped
+                assert trial["status"] == "done" and attempts[-1]["state"] == "done"
+                for attempt in attempts[:-1]:  # READY before b600's failure stopped the server
+                    assert "a later trial's failure in this pass stopped" in attempt["detail"]
+    finally:
+        store.close()
+    assert stale >= 1  # with seed 0 a READY trial precedes b600 in some pass
+    assert "attempt 1/2 failed" in (tmp_path / "out.txt").read_text()

@@ -74,11 +74,17 @@ class HotController(ProcessController):
             raise watch.failure(refused)
 
     def _server_answers(self) -> bool:
+        return bool(self.serving())
+
+    def serving(self) -> dict[str, Any]:
+        """The `/server_info` of the server answering on the port now; {} when none does."""
         try:
             with httpx.Client(timeout=self.spec.timeouts.request, trust_env=False) as client:
-                return client.get(self.spec.base_url + "/server_info").status_code == 200
-        except httpx.HTTPError:
-            return False
+                reply = client.get(self.spec.base_url + "/server_info")
+                info = reply.json() if reply.status_code == 200 else {}
+        except (httpx.HTTPError, ValueError):
+            return {}
+        return info if isinstance(info, dict) else {}
 
     def _apply_in_place(self, attempt: Attempt) -> None:
         """Phases snapshot, start (the POST) and poll: identity, health, generations."""

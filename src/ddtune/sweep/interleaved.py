@@ -11,7 +11,8 @@ half the variance of a comparison; docs/benchmarks.md "The demo").
 
 1. Per trial, in the pass order: a new attempt and the full readiness protocol
    (`become_ready`: the POST, same instance, new generation, health,
-   generations). A trial that is not READY is stored as failed here.
+   generations). A trial that is not READY is stored as failed here, and so is
+   one READY on a server that a later trial's failure stopped.
 2. The READY trials bench in turns, request by request (`bench.alternate`);
    before each request a checked config switch (`HotController.switch`) and,
    after it, the response's `system_fingerprint` proves the config it ran under.
@@ -58,6 +59,10 @@ def run_interleaved_pass(
     loop: TrialLoop, controller: Controller, trials: list[sqlite3.Row], phase: Phase
 ) -> list[str]:
     """Steps 1-4 of the module docstring; each trial's final status (done | failed)."""
+    from ddtune.services.hot import HotController, Switched
+
+    if not isinstance(controller, HotController):
+        raise TypeError("request-interleaved passes need the hot controller (service kind 'hot')")
     errors: dict[int, str | None] = {}
     ready: list[_Ready] = []
     for trial in trials:  # 1
@@ -71,9 +76,21 @@ def run_interleaved_pass(
         else:
             report = AttemptReport(outcome.to_dict())
             errors[trial["id"]] = loop.store_attempt(trial, attempt_id, folder, report)
+    serving = controller.serving()  # a failed trial's cleanup may have stopped the server
+    for item in [r for r in ready if _instance(r.outcome) != serving.get("instance_id")]:
+        detail = (
+            f"READY on instance {_instance(item.outcome)}, which a later trial's failure in "
+            f"this pass stopped (now serving: {serving.get('instance_id') or 'nothing'})"
+        )
+        report = AttemptReport(item.outcome.to_dict(), bench_error=detail)
+        errors[item.trial["id"]] = loop.store_attempt(
+            item.trial, item.attempt_id, item.folder, report
+        )
+    ready = [r for r in ready if r.trial["id"] not in errors]
     if ready:
         phase("benchmarking in turns")
-        for item, arm in zip(ready, _bench_in_turns(loop, controller, ready), strict=True):  # 2
+        arms = _bench_in_turns(loop, controller, ready, Switched.from_identity(serving))
+        for item, arm in zip(ready, arms, strict=True):  # 2
             seen = item.outcome.to_dict()  # its own seconds: the pass's attempts overlap
             seen["timings"] = {**seen["timings"], "spent_s": item.seconds + arm.seconds}
             report = AttemptReport(
@@ -88,12 +105,14 @@ def run_interleaved_pass(
     return [loop.retry(controller, t, errors[t["id"]], phase) for t in trials]  # 4
 
 
-def _bench_in_turns(loop: TrialLoop, controller: Controller, ready: list[_Ready]) -> list[Arm]:
-    from ddtune.services.hot import HotController
+def _instance(outcome: Outcome) -> str | None:
+    return (outcome.identity or {}).get("instance_id")
 
-    if not isinstance(controller, HotController):
-        raise TypeError("request-interleaved passes need the hot controller (service kind 'hot')")
-    with _switches(controller, [r.outcome for r in ready]) as switch_to:
+
+def _bench_in_turns(
+    loop: TrialLoop, controller: HotController, ready: list[_Ready], serving: Switched
+) -> list[Arm]:
+    with _switches(controller, serving) as switch_to:
         arms = [Arm(switch_to(loop.store.trial_config(r.trial).params)) for r in ready]
         base_url = ready[0].outcome.base_url
         return run_alternated(base_url, loop.spec.bench, loop.spec.service.profile, arms)
@@ -101,13 +120,10 @@ def _bench_in_turns(loop: TrialLoop, controller: Controller, ready: list[_Ready]
 
 @contextmanager
 def _switches(
-    controller: HotController, outcomes: list[Outcome]
+    controller: HotController, serving: Switched
 ) -> Iterator[Callable[[DecodeParams], Callable[[], str]]]:
     """`switch_to(params)`: a function that switches the server to `params`, checked."""
-    from ddtune.services.hot import Switched
-
-    newest = max(outcomes, key=lambda o: int((o.identity or {}).get("config_generation") or 0))
-    last: list[Switched] = [Switched.from_identity(newest.identity or {})]
+    last: list[Switched] = [serving]
     with httpx.Client(timeout=controller.spec.timeouts.request, trust_env=False) as client:
 
         def switch_to(params: DecodeParams) -> Callable[[], str]:
