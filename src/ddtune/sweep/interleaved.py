@@ -6,8 +6,8 @@ On a shared machine the CPU runs faster or slower from one second to the
 next, so a pass that benches its configs one after another gives each config
 its own few seconds of machine; the comparison between two configs carries
 the difference. Alternating requests between the configs spreads every
-config over the whole pass instead (measured on the demo's configs: about
-half the variance of a comparison; docs/benchmarks.md "The demo").
+config over the whole pass instead (the demo's race: a trial off by 2.3-4.8%
+in turns against 9.7% back to back the same hour; docs/benchmarks.md "The demo").
 
 1. Per trial, in the pass order: a new attempt and the full readiness protocol
    (`become_ready`: the POST, same instance, new generation, health,
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -63,9 +63,28 @@ def run_interleaved_pass(
 
     if not isinstance(controller, HotController):
         raise TypeError("request-interleaved passes need the hot controller (service kind 'hot')")
-    errors: dict[int, str | None] = {}
+    errors: dict[int, str | None] = {}  # trial id -> its first attempt's failure line, or None
+    ready = _make_ready(loop, controller, trials, phase, errors)  # 1
+    serving = controller.serving()  # a failed trial's cleanup may have stopped the server
+    ready = _drop_stale(loop, ready, serving, errors)
+    if ready:
+        phase("benchmarking in turns")
+        arms = _bench_in_turns(loop, controller, ready, Switched.from_identity(serving))  # 2
+        for item, arm in zip(ready, arms, strict=True):  # 3
+            errors[item.trial["id"]] = _store_turns(loop, item, arm)
+    return [loop.retry(controller, t, errors[t["id"]], phase) for t in trials]  # 4
+
+
+def _make_ready(
+    loop: TrialLoop,
+    controller: HotController,
+    trials: list[sqlite3.Row],
+    phase: Phase,
+    errors: dict[int, str | None],
+) -> list[_Ready]:
+    """A new attempt and the readiness protocol per trial; the failures stored in `errors`."""
     ready: list[_Ready] = []
-    for trial in trials:  # 1
+    for trial in trials:
         attempt_id, number = loop.store.begin_attempt(trial["id"])
         folder = attempt_dir(loop.workdir, trial["id"], trial["label"], trial["repeat"], number)
         started = time.monotonic()
@@ -76,7 +95,13 @@ def run_interleaved_pass(
         else:
             report = AttemptReport(outcome.to_dict())
             errors[trial["id"]] = loop.store_attempt(trial, attempt_id, folder, report)
-    serving = controller.serving()  # a failed trial's cleanup may have stopped the server
+    return ready
+
+
+def _drop_stale(
+    loop: TrialLoop, ready: list[_Ready], serving: dict[str, Any], errors: dict[int, str | None]
+) -> list[_Ready]:
+    """Trials READY on an instance that no longer serves fail (and are retried alone)."""
     for item in [r for r in ready if _instance(r.outcome) != serving.get("instance_id")]:
         detail = (
             f"READY on instance {_instance(item.outcome)}, which a later trial's failure in "
@@ -86,23 +111,20 @@ def run_interleaved_pass(
         errors[item.trial["id"]] = loop.store_attempt(
             item.trial, item.attempt_id, item.folder, report
         )
-    ready = [r for r in ready if r.trial["id"] not in errors]
-    if ready:
-        phase("benchmarking in turns")
-        arms = _bench_in_turns(loop, controller, ready, Switched.from_identity(serving))
-        for item, arm in zip(ready, arms, strict=True):  # 2
-            seen = item.outcome.to_dict()  # its own seconds: the pass's attempts overlap
-            seen["timings"] = {**seen["timings"], "spent_s": item.seconds + arm.seconds}
-            report = AttemptReport(
-                seen,
-                bench=None if arm.result is None else arm.result.to_dict(),
-                bench_error=arm.error,
-                bench_s=round(arm.seconds, 3),
-            )
-            errors[item.trial["id"]] = loop.store_attempt(  # 3
-                item.trial, item.attempt_id, item.folder, report
-            )
-    return [loop.retry(controller, t, errors[t["id"]], phase) for t in trials]  # 4
+    return [r for r in ready if r.trial["id"] not in errors]
+
+
+def _store_turns(loop: TrialLoop, item: _Ready, arm: Arm) -> str | None:
+    """One trial's share of the turns as its attempt; its own seconds, since attempts overlap."""
+    seen = item.outcome.to_dict()
+    seen["timings"] = {**seen["timings"], "spent_s": item.seconds + arm.seconds}
+    report = AttemptReport(
+        seen,
+        bench=None if arm.result is None else arm.result.to_dict(),
+        bench_error=arm.error,
+        bench_s=round(arm.seconds, 3),
+    )
+    return loop.store_attempt(item.trial, item.attempt_id, item.folder, report)
 
 
 def _instance(outcome: Outcome) -> str | None:
