@@ -60,6 +60,7 @@ def run_alternated(
     """Steps 1-4 of the module docstring; each arm ends with `result` or `error`."""
     if matrix.concurrency != 1 or matrix.load is not None:
         raise ValueError("request-interleaved benches send one request at a time, without load")
+    started_at = time.time()
     with bench_client(matrix) as client:
         try:
             plan = plan_bench(client, base_url, matrix, server_kind)  # 1
@@ -94,17 +95,17 @@ def run_alternated(
                 turn(arm, spec)
         for arm in arms:  # 4
             turn(arm, None)
-            _finish(arm, plan, client)
+            _finish(arm, plan, client, started_at)
     return arms
 
 
-def _finish(arm: Arm, plan: BenchPlan, client: httpx.Client) -> None:
+def _finish(arm: Arm, plan: BenchPlan, client: httpx.Client, started_at: float) -> None:
     if arm.error is not None:
         return
     started = time.perf_counter()
     try:
         identity = snapshot_identity(client, plan.base_url, plan.kind)  # under its config
-        arm.result = finish_bench(plan, client, identity, arm.records, (None, None))
+        arm.result = finish_bench(plan, client, identity, arm.records, (None, None), started_at)
         arm.result.notes.append(
             "request-interleaved: each request alternated with the pass's configs"
         )

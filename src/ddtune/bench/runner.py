@@ -81,8 +81,7 @@ def run_bench(
             before = acc.read_counters(client, plan.base_url, kind)  # 4.
             records = _run_all(send, plan.measured, matrix.concurrency, bar, "requests")  # 5.
             after = acc.read_counters(client, plan.base_url, kind)  # 6.
-            result = finish_bench(plan, client, identity, records, (before, after), bar)
-    result.started_at = started
+            result = finish_bench(plan, client, identity, records, (before, after), started, bar)
     result.duration_s = time.perf_counter() - t0
     return result
 
@@ -114,9 +113,11 @@ def finish_bench(
     identity: dict[str, Any] | None,
     records: list[StreamRecord],
     counters: tuple[dict[str, float] | None, dict[str, float] | None],
+    started_at: float,
     bar: Progress | None = None,
 ) -> BenchResult:
-    """Steps 6-9 once the measured `records` (in `plan.measured` order) are in."""
+    """Steps 6-9 once the measured `records` (in `plan.measured` order) are in;
+    `counters`: the kind's acceptance counters before and after them (or Nones)."""
     kind, matrix = plan.kind, plan.matrix
     samples = _samples(kind, plan.measured, records)
     gaps, gap_note = _gaps(client, plan.base_url, kind, plan.model, plan.measured, samples, matrix)
@@ -134,7 +135,7 @@ def finish_bench(
         prompt_set_hash=plan.prompts.hash(),
         prompt_source=plan.prompts.source,
         temperature=matrix.temperature,
-        started_at=time.time(),
+        started_at=started_at,  # unix seconds
         duration_s=0.0,
         samples=samples,
         outputs=[s["text"] for s in samples],
