@@ -32,24 +32,21 @@ import httpx
 from ddtune.bench.runner import matrix_prompts
 from ddtune.sweep.spec import load_spec
 
-PORT = 18779
 
-
-def start_server() -> subprocess.Popen[bytes]:
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    """`ddtune serve --port 0` (one torch thread); its base URL once it prints
+    `ready instance_id=... port=N` (after loading and warming up; stdout is only that)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "ddtune.cli", "serve", "--port", str(PORT), "--mode", "ar"]
-    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:  # ready once a 1-token completion answers (/v1/models answers while loading)
-            body = {"prompt": "x", "max_tokens": 1}
-            url = f"http://127.0.0.1:{PORT}/v1/completions"
-            if httpx.post(url, json=body, timeout=5).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    server.kill()
-    raise SystemExit("ddtune serve did not generate within 120 s")
+    cmd = [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", "--mode", "ar"]
+    server = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    line = server.stdout.readline() if server.stdout else ""
+    if not line.startswith("ready "):
+        server.kill()
+        raise SystemExit(f"ddtune serve did not become ready (exit {server.wait()}): {line!r}")
+    port = dict(field.split("=", 1) for field in line.split()[1:])["port"]
+    return server, f"http://127.0.0.1:{port}"
 
 
 def parse_config(text: str) -> dict[str, object]:
@@ -101,13 +98,15 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=10)
     parser.add_argument("--spec", type=Path, default=Path("examples/demo-hot.toml"))
     args = parser.parse_args()
+    if args.blocks < 2:
+        parser.error("--blocks must be at least 2: a spread needs two blocks")
     m = load_spec(args.spec).bench
     texts = matrix_prompts(m)
     prompts = texts.short + texts.long
     configs = {"a": parse_config(args.a), "b": parse_config(args.b)}
-    server = start_server()
+    server, url = start_server()
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=120) as client:
+        with httpx.Client(base_url=url, timeout=120) as client:
             block(client, configs, prompts[:1], 32)  # warm both configs
             rows = [block(client, configs, prompts, m.short.max_tokens) for _ in range(args.blocks)]
     finally:
