@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddtune.report.conditions import CONDITION_NAMES
+from ddtune.report.options import Interleave
 from ddtune.report.result import ReportSummary, format_ci
 from ddtune.report.statistics import MeanCI
 from ddtune.report.summarize import THROUGHPUT, ConfigSummary
@@ -358,7 +359,7 @@ def _methods(summary: ReportSummary) -> Section:
     )
 
 
-def _comparison_method(blocked: bool, interleave: str = "trial") -> str:
+def _comparison_method(blocked: bool, interleave: Interleave) -> str:
     if blocked:
         inside = (
             " Inside each pass the configs took turns request by request (interleave = "

@@ -32,8 +32,7 @@ def _level_weights(weights: dict[str, float]) -> dict[str, float]:
     return weights
 
 
-INTERLEAVES = ("trial", "request")  # [sweep] interleave: what takes turns within a pass
-Interleave = Literal["trial", "request"]
+Interleave = Literal["trial", "request"]  # [sweep] interleave: what takes turns within a pass
 
 
 class ReportOptions(StrictModel):

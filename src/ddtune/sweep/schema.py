@@ -30,7 +30,7 @@ from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.params import PARAM_KEYS
-from ddtune.report.options import INTERLEAVES, Interleave, ReportOptions
+from ddtune.report.options import Interleave, ReportOptions
 from ddtune.sweep.cluster import ClusterTable
 from ddtune.tables import StrictModel
 
@@ -178,7 +178,6 @@ class SpecDocument(StrictModel):
 
 
 __all__ = [
-    "INTERLEAVES",
     "OBJECTIVES",
     "ORDERS",
     "STRATEGIES",
