@@ -6,7 +6,7 @@
 Reads a finished sweep from its store (e.g. the demo's hot race) and fits the
 additive model log y[pass, config] = pass + config to its throughput
 objective: the config effects become the true rates of a simulated service
-(`ddtune.sweep.simulate`) and the residual spread its per-trial noise. Then it
+(`ddtune.sweep.plan.simulate`) and the residual spread its per-trial noise. Then it
 replays the spec's race (`min_repeats`, `repeats`, `max_trials`, `tolerance`:
 the decision code of `ddtune sweep run`) over `--seeds` simulated runs at that
 noise and at 0.75x and 1.5x of it, and prints how often the race ends
@@ -26,12 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtune.report.blocked import config_effects
-from ddtune.sweep.passes import blocked_samples
-from ddtune.sweep.racing import race_settings
-from ddtune.sweep.simulate import NoiseModel, SimulatedService, race_verdict, run_race
-from ddtune.sweep.spec import load_spec
-from ddtune.sweep.store import Store
+from ddtune.stats.blocked import config_effects
+from ddtune.sweep.plan.passes import blocked_samples
+from ddtune.sweep.plan.race_planner import race_settings
+from ddtune.sweep.plan.simulate import NoiseModel, SimulatedService, race_verdict, run_race
+from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.store.db import Store
 
 
 def measured(store_path: Path, objective: str) -> tuple[dict[str, float], float, float, str]:

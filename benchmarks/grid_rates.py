@@ -28,7 +28,7 @@ from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.bench.runner import matrix_prompts
 from ddtune.engine.engine import Engine
 from ddtune.params import DecodeParams, SamplingParams
-from ddtune.sweep.spec import load_spec
+from ddtune.sweep.spec.load import load_spec
 
 
 def grid() -> list[DecodeParams]:

@@ -1,7 +1,7 @@
 """The load generator's own CPU cost: is the client ever the bottleneck?
 
 Runs `[bench.load]` levels of the real bench client against the loopback
-FakeLoadServer (tests/bench/fake_load_server.py) started in its own process,
+FakeLoadServer (tests/bench/load/fake_load_server.py) started in its own process,
 so the client process's CPU time (psutil, user + system, recorded by every
 level as `client_cpu_s`) is the generator's alone. Prints per level: requests,
 chunks per second, client CPU per request and per chunk, and the share of one
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from ddtune.bench import BenchMatrix, run_bench
-from ddtune.bench.latency import LevelResult
+from ddtune.bench.load.latency import LevelResult
 
 ROOT = Path(__file__).resolve().parents[1]
 

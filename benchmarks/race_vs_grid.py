@@ -2,12 +2,12 @@
 
     PYTHONPATH=src python benchmarks/race_vs_grid.py [--seeds 50] [--optuna-seeds 10]
 
-Measurement-level simulation (`ddtune.sweep.simulate`): each config has a true
+Measurement-level simulation (`ddtune.sweep.plan.simulate`): each config has a true
 throughput; a bench returns it times a slow drift shared by all configs, a
 per-start effect and the mean of per-request noise (parameters printed). The
 race and the grid run exactly the decision code of the sweep
-(`ddtune.sweep.race`, `ddtune.report.blocked`); the search runs
-`ddtune.sweep.search.Search` (in-memory storage: same sampler, no fsyncs).
+(`ddtune.sweep.plan.race`, `ddtune.stats.blocked`); the search runs
+`ddtune.sweep.plan.study.Search` (in-memory storage: same sampler, no fsyncs).
 Results: docs/benchmarks.md.
 """
 
@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from ddtune.params import DecodeParams
-from ddtune.report.blocked import BlockedOptions, Verdict, compare, decide
-from ddtune.sweep.race import RaceSettings
-from ddtune.sweep.search import Search, SearchSpace
-from ddtune.sweep.simulate import (
+from ddtune.stats.blocked import BlockedOptions, Verdict, compare, decide
+from ddtune.sweep.plan.race import RaceSettings
+from ddtune.sweep.plan.study import Search, SearchSpace
+from ddtune.sweep.plan.simulate import (
     NoiseModel,
     SimulatedService,
     race_verdict,

@@ -4,7 +4,7 @@
         [--token-delay 0.3] [--out runs/bench-ray]
 
 Runs the same sweep (a fake server whose response time is sleeping:
-tests/sweep/cluster/sleepy_server.py) three times: `backend = "local"`, then
+tests/sweep/run/ray/sleepy_server.py) three times: `backend = "local"`, then
 `backend = "ray"` with 1 slot, then with 2 slots (two ports, schedule by_pass),
 on one local Ray cluster started here (2 CPUs, no dashboard; its start-up is
 printed on its own). It prints, from the stores' own timestamps:
@@ -30,8 +30,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ddtune.sweep.runner import run_sweep
-from ddtune.sweep.spec import load_spec
+from ddtune.sweep.run.loop import run_sweep
+from ddtune.sweep.spec.load import load_spec
 
 SERVER = Path(__file__).resolve().parent.parent / "tests" / "sweep" / "cluster" / "sleepy_server.py"
 TEMPLATE = """

@@ -18,7 +18,7 @@ from ddtune.bench.coding import (
     pass_at_k,
     pass_at_k_summary,
 )
-from ddtune.bench.sandbox import SandboxLimits
+from ddtune.bench.sandbox.checker import SandboxLimits
 from ddtune.errors import UserError
 
 PROMPT = 'def inc(x: int) -> int:\n    """Add one."""\n'

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddtune.engine.loading import load_decoder
+from ddtune.engine.models.loading import load_decoder
 from ddtune.engine.testing import write_random_checkpoint
 from ddtune.engine.tree import build_tree, verify_mask
 from ddtune.params import DecodeParams, SamplingParams

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.sweep.spec import load_spec
-from ddtune.sweep.store import Store
+from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.store.db import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from vllm_setup import (  # noqa: E402

@@ -78,9 +78,9 @@ def write_random_pair(folder: Path) -> tuple[Path, Path]:
     """A random Qwen3 target (head_dim 32, context 2048) and its DFlash drafter."""
     import torch
 
-    from ddtune.engine.drafter import DFlashDrafter
-    from ddtune.engine.loading import save_decoder, save_drafter
-    from ddtune.engine.model import Decoder
+    from ddtune.engine.models.drafter import DFlashDrafter
+    from ddtune.engine.models.loading import save_decoder, save_drafter
+    from ddtune.engine.models.model import Decoder
     from ddtune.engine.testing import ALPHABET, char_tokenizer, random_configs, randomize
 
     target_cfg, drafter_cfg = random_configs(max_position_embeddings=2048, block_size=4)

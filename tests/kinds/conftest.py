@@ -50,11 +50,12 @@ def witness():
 
 
 def _wait_for_environ(pid: int, env: dict[str, str], timeout: float = 10.0) -> None:
-    """Popen returns once exec began; the kernel publishes the new environ a moment later."""
+    """Popen returns once exec began; the kernel publishes the new environ and argv a moment later."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = psutil.Process(pid).environ()
-        if all(found.get(k) == v for k, v in env.items()):
+        process = psutil.Process(pid)
+        found = process.environ()
+        if process.cmdline() == ["sleep", "60"] and all(found.get(k) == v for k, v in env.items()):
             return
         time.sleep(0.01)
     raise AssertionError(f"pid {pid} never showed the environment {sorted(env)}")

@@ -11,7 +11,7 @@ import pytest
 from ddtune.kinds.sglang import sglang_argv
 from ddtune.kinds.vllm import speculative_config, vllm_argv
 from ddtune.launchers.__main__ import build, build_parser
-from ddtune.sweep.spec import load_spec
+from ddtune.sweep.spec.load import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SWEEP_SPECS = sorted(p for p in EXAMPLES.glob("*.toml") if "sweep" in tomllib.loads(p.read_text()))

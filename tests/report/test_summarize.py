@@ -8,8 +8,8 @@ import pytest
 
 from ddtune.params import DecodeParams
 from ddtune.report.inputs import TrialRecord
-from ddtune.report.statistics import mean_ci, ratio_ci
 from ddtune.report.summarize import THROUGHPUT, cost_key, summarize_configs
+from ddtune.stats.intervals import mean_ci, ratio_ci
 
 
 def record(

@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from ddtune.params import PARAM_KEYS, DecodeParams
+from ddtune.server.api.errors import ApiError
 from ddtune.server.app import create_app
 from ddtune.server.config import ServeConfig
-from ddtune.server.errors import ApiError
 from ddtune.server.state import ServerState
 
 PROMPT = "for i in range(3):\n"

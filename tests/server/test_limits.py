@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ddtune.server.errors import ApiError
+from ddtune.server.api.errors import ApiError
 from ddtune.server.jsonbody import MAX_DEPTH, decode_json
 from ddtune.server.limits import BodyGuard
 

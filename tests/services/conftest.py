@@ -24,7 +24,7 @@ import pytest
 
 from ddtune.params import DecodeParams
 from ddtune.services import GpuDevice, ServiceSpec, build_controller, procs
-from ddtune.services.process import scope_prefix
+from ddtune.services.controllers.process import scope_prefix
 
 FAULT_SERVER = Path(__file__).with_name("fake_fault_server.py")
 FAST_TIMEOUTS = {

@@ -193,7 +193,7 @@ class Runners:
 
     def close(self) -> None:
         from ddtune.services import procs
-        from ddtune.services.process import scope_prefix
+        from ddtune.services.controllers.process import scope_prefix
 
         for proc in self.procs:
             if proc.poll() is None:

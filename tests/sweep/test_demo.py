@@ -11,8 +11,8 @@ import pytest
 
 from ddtune.errors import UserError
 from ddtune.sweep.demo import HOT_SPEC, RESTART_SPEC, run_demo
-from ddtune.sweep.spec import load_spec
-from ddtune.sweep.store import Store
+from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.store.db import Store
 
 CONFIGS = """
     [[configs]]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from math import comb
 from pathlib import Path
 
-from ddtune.bench.sandbox import ExecResult, SandboxLimits, run_program
+from ddtune.bench.sandbox.checker import ExecResult, SandboxLimits, run_program
 from ddtune.errors import UserError
 
 REQUIRED_FIELDS = ("task_id", "prompt", "entry_point", "test")

@@ -38,7 +38,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from ddtune.bench.load_config import LoadTable, SloTable, check_load_tables
+from ddtune.bench.load.config import LoadTable, SloTable, check_load_tables
 from ddtune.errors import UserError
 from ddtune.tables import StrictModel, parse_table
 
@@ -80,7 +80,9 @@ class BenchMatrix(StrictModel):
     short: ThroughputWorkload = ThroughputWorkload()
     long: ThroughputWorkload = ThroughputWorkload(n_prompts=2, prompt_tokens=320, max_tokens=32)
     coding: CodingWorkload = CodingWorkload()
-    load: LoadTable | None = None  # [bench.load]: concurrency / rate levels (bench/load.py)
+    load: LoadTable | None = (
+        None  # [bench.load]: concurrency / rate levels (bench/load/generator.py)
+    )
     slo: SloTable | None = None  # [bench.slo]: latency targets for goodput
 
     @model_validator(mode="after")

@@ -9,7 +9,7 @@ short_e2e_s, long_e2e_s, short_itl_s, long_itl_s, the same four for coding
 its own: coding prompts accept far more than the stdlib slices), pass_at_1,
 pass_at_<n>, acceptance_length_request_mean, requests.
 With `[bench.load]`, `load_result` holds the per-level figures, the measured
-per-request rows and the max-rate search (`ddtune.bench.load.LoadResult`).
+per-request rows and the max-rate search (`ddtune.bench.load.generator.LoadResult`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ class BenchResult:
     prompts: dict[str, list[str]] = field(default_factory=dict)  # {"short": [...], "long": [...]}
     # T=0 with a logprobs-capable kind: per request {"offsets", "gaps", "agree"} (bench.gaps)
     logprob_gaps: list[dict[str, Any] | None] | None = None
-    load_result: dict[str, Any] | None = None  # [bench.load]: LoadResult.to_dict(), bench/load.py
+    load_result: dict[str, Any] | None = (
+        None  # [bench.load]: LoadResult.to_dict(), bench/load/generator.py
+    )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -10,7 +10,7 @@ Steps:
    At T=0 on a kind that supports logprobs: the logit gaps (`ddtune.bench.gaps`).
 7. Run the coding samples' tests in the sandbox.
 8. Samples, aggregates and T=0 outputs into one `BenchResult`.
-9. With `[bench.load]`: every load level (`bench/load.py`) into `result.load`.
+9. With `[bench.load]`: every load level (`bench/load/generator.py`) into `result.load`.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from ddtune.bench.client import RequestSpec, StreamRecord, discover_model, strea
 from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, load_tasks, pass_at_k_summary
 from ddtune.bench.gaps import record_gaps
 from ddtune.bench.hardware import hardware_fingerprint
-from ddtune.bench.load import LoadTarget, level_prompts, run_load
+from ddtune.bench.load.generator import LoadTarget, level_prompts, run_load
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.prompts import PromptSet, build_prompt_set
 from ddtune.bench.result import BenchResult, make_sample, throughput_aggregates
-from ddtune.bench.sandbox import SandboxLimits, isolation_notes
+from ddtune.bench.sandbox.checker import SandboxLimits, isolation_notes
 from ddtune.errors import UserError
 from ddtune.kinds import ServerKind, get_kind
 

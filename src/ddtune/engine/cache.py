@@ -17,7 +17,7 @@ from typing import Protocol
 
 import torch
 
-from ddtune.engine.config import ModelConfig
+from ddtune.engine.models.config import ModelConfig
 from ddtune.errors import UserError
 
 

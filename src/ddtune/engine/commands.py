@@ -21,7 +21,7 @@ from ddtune.params import MODES, WINDOW_NONE, DecodeParams, SamplingParams, pars
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ddtune.engine.speed import SpeedRow
+    from ddtune.engine.bench.speed import SpeedRow
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -143,7 +143,7 @@ def _read(path: Path) -> str:
 def cmd_bench_engine(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from ddtune.engine.speed import plan
+    from ddtune.engine.bench.speed import plan
 
     console = Console()
     _setup_threads(args.threads)
@@ -152,7 +152,7 @@ def cmd_bench_engine(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise UserError(f"--repeats must be at least 1; got {args.repeats}")
     if args.concurrency is not None:
-        from ddtune.engine.loadbench import cmd_concurrency
+        from ddtune.engine.bench.tables import cmd_concurrency
 
         return cmd_concurrency(console, args, configs, sampling)
     prompts, source = _prompts(args.prompts_file)
@@ -203,8 +203,8 @@ def _run_bench(
     import torch
     from rich.progress import Progress
 
+    from ddtune.engine.bench.speed import run_engine_bench
     from ddtune.engine.engine import Engine
-    from ddtune.engine.speed import run_engine_bench
 
     engine = Engine.load(target, drafter)
     console.print(
@@ -258,7 +258,7 @@ def parse_budgets(text: str) -> list[int]:
 
 
 def _prompts(path: Path | None, count: int = 4) -> tuple[list[str], str]:
-    from ddtune.engine.speed import default_prompts
+    from ddtune.engine.bench.speed import default_prompts
 
     if path is None:
         return default_prompts(count)

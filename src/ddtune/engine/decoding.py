@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import torch
 
 from ddtune.engine.choice import TokenChooser
-from ddtune.engine.drafter import DFlashDrafter
 from ddtune.engine.logprobs import TokenLogprob, logprobs_of
-from ddtune.engine.model import Decoder
+from ddtune.engine.models.drafter import DFlashDrafter
+from ddtune.engine.models.model import Decoder
 from ddtune.engine.tree import DraftTree, build_tree, chain_tree, verify_mask
 from ddtune.engine.walk import walk
 from ddtune.params import DecodeParams

@@ -33,14 +33,14 @@ import torch
 
 from ddtune.engine.choice import TokenChooser
 from ddtune.engine.decoding import STAGES, Session
-from ddtune.engine.drafter import DFlashDrafter
-from ddtune.engine.linear import worth_copying
-from ddtune.engine.loading import load_decoder, load_drafter
 from ddtune.engine.logprobs import TokenLogprob
-from ddtune.engine.model import Decoder
+from ddtune.engine.models.drafter import DFlashDrafter
+from ddtune.engine.models.linear import worth_copying
+from ddtune.engine.models.loading import load_decoder, load_drafter
+from ddtune.engine.models.model import Decoder
+from ddtune.engine.models.tokenizer import Tokenizer
 from ddtune.engine.sampling import Sampler
 from ddtune.engine.stops import OutputBuilder
-from ddtune.engine.tokenizer import Tokenizer
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams, SamplingParams
 

@@ -20,11 +20,11 @@ from typing import Any
 import torch
 from tokenizers import Tokenizer, decoders, models
 
-from ddtune.engine.config import DrafterConfig, ModelConfig
-from ddtune.engine.drafter import DFlashDrafter
-from ddtune.engine.loading import save_decoder, save_drafter
 from ddtune.engine.logprobs import TokenLogprob
-from ddtune.engine.model import Decoder
+from ddtune.engine.models.config import DrafterConfig, ModelConfig
+from ddtune.engine.models.drafter import DFlashDrafter
+from ddtune.engine.models.loading import save_decoder, save_drafter
+from ddtune.engine.models.model import Decoder
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|mask|>"]  # ids 0 (EOS) and 1 (drafter MASK)
 ALPHABET = (

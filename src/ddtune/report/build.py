@@ -15,27 +15,27 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ddtune.errors import UserError
+from ddtune.report.by_slot import slot_report
 from ddtune.report.conditions import condition_values, condition_warnings
 from ddtune.report.decide import best_pass_rate, compare_pass_rates, pareto_front, recommend
-from ddtune.report.document import build_document
-from ddtune.report.html import render_html
 from ddtune.report.inputs import SweepContext, TrialRecord
-from ddtune.report.load_decide import analyze_load
-from ddtune.report.load_document import add_load_section, write_load_csv
-from ddtune.report.load_plots import write_load_plots
+from ddtune.report.load.decide import analyze_load
+from ddtune.report.load.document import add_load_section, write_load_csv
+from ddtune.report.load.plots import write_load_plots
 from ddtune.report.lossless import check_losslessness, correctness_note, load_compare
-from ddtune.report.markdown import render_markdown
 from ddtune.report.options import ReportOptions
-from ddtune.report.plots import write_plots
+from ddtune.report.render.document import build_document
+from ddtune.report.render.html import render_html
+from ddtune.report.render.markdown import render_markdown
+from ddtune.report.render.plots import write_plots
+from ddtune.report.render.tables import write_csv, write_json
 from ddtune.report.result import ReportSummary
-from ddtune.report.slots import slot_report
 from ddtune.report.summarize import (
     ConfigSummary,
     start_variance,
     summarize_configs,
     unknown_metric_names,
 )
-from ddtune.report.tables import write_csv, write_json
 
 
 def build_report(

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ddtune.report.blocked import BlockedOptions, Verdict, decide
 from ddtune.report.options import ReportOptions
-from ddtune.report.statistics import fisher_exact_two_sided
 from ddtune.report.summarize import THROUGHPUT, ConfigSummary
+from ddtune.stats.blocked import BlockedOptions, Verdict, decide
+from ddtune.stats.intervals import fisher_exact_two_sided
 
 OBJECTIVES = (
     (

@@ -1,6 +1,6 @@
 """What the report reads: one `TrialRecord` per (configuration, repeat).
 
-The sweep store builds these (`ddtune.sweep.store.Store.trial_records`); the
+The sweep store builds these (`ddtune.sweep.store.db.Store.trial_records`); the
 report never touches SQLite or HTTP. Metric names are shared with the bench
 aggregates (`ddtune.bench`): see docs/architecture.md "Metric names". A record
 carries its configuration as objects (`params: DecodeParams` + user `vars`);
@@ -65,7 +65,7 @@ class TrialRecord:
 
 @dataclass(frozen=True)
 class RaceExit:
-    """When and why a config left a race (`ddtune.sweep.race.Elimination`)."""
+    """When and why a config left a race (`ddtune.sweep.plan.race.Elimination`)."""
 
     label: str
     at_pass: int

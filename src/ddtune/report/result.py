@@ -11,15 +11,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ddtune.report.by_slot import SlotReport
 from ddtune.report.decide import PassRateComparison, Recommendation
 from ddtune.report.inputs import SweepContext
-from ddtune.report.load import LoadReport
+from ddtune.report.load.figures import LoadReport
 from ddtune.report.lossless import LosslessCheck
 from ddtune.report.options import ReportOptions
-from ddtune.report.plots import Plot
-from ddtune.report.slots import SlotReport
-from ddtune.report.statistics import MeanCI, VarianceComponents
+from ddtune.report.render.plots import Plot
 from ddtune.report.summarize import ConfigSummary
+from ddtune.stats.intervals import MeanCI, VarianceComponents
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Any
 
 from ddtune.params import MODES, DecodeParams
 from ddtune.report.inputs import METRIC_NAMES, TrialRecord
-from ddtune.report.statistics import (
+from ddtune.stats.intervals import (
     MeanCI,
     VarianceComponents,
     mean_ci,

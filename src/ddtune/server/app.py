@@ -29,13 +29,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from ddtune import __version__
-from ddtune.server import generation
-from ddtune.server.errors import ApiError, unavailable
-from ddtune.server.identity import system_fingerprint
-from ddtune.server.limits import BodyGuard, BodyProblem
-from ddtune.server.prompts import check_model
-from ddtune.server.requests import ChatBody, CompletionBody, ConfigBody, parse_body
-from ddtune.server.schema import (
+from ddtune.server.api import generation
+from ddtune.server.api.errors import ApiError, unavailable
+from ddtune.server.api.prompts import check_model
+from ddtune.server.api.requests import ChatBody, CompletionBody, ConfigBody, parse_body
+from ddtune.server.api.schema import (
     ChatCompletionResponse,
     CompletionResponse,
     ConfigReply,
@@ -47,6 +45,8 @@ from ddtune.server.schema import (
     body,
     ok,
 )
+from ddtune.server.identity import system_fingerprint
+from ddtune.server.limits import BodyGuard, BodyProblem
 from ddtune.server.state import ServerState
 from ddtune.server.worker import QueueFull
 

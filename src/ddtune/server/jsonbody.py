@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from ddtune.server.errors import ApiError, invalid
+from ddtune.server.api.errors import ApiError, invalid
 
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 100  # far above any field's range; Python's own limit (4300) raises late

@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ddtune.server.errors import ApiError
+from ddtune.server.api.errors import ApiError
 
 log = logging.getLogger("ddtune.server")
 

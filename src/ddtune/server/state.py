@@ -16,15 +16,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ddtune.engine.budget import check_round_fits
+from ddtune.engine.batch.budget import check_round_fits
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams, SamplingParams
-from ddtune.server.chat import ChatTemplate
+from ddtune.server.api.chat import ChatTemplate
+from ddtune.server.api.errors import ApiError, invalid, unavailable
+from ddtune.server.api.prompts import PromptContext
 from ddtune.server.config import ServeConfig
-from ddtune.server.errors import ApiError, invalid, unavailable
 from ddtune.server.identity import Identity, versions, weights_sha256
 from ddtune.server.metrics import ServerMetrics
-from ddtune.server.prompts import PromptContext
 from ddtune.server.worker import GenerationWorker, Job, JobOutcome
 
 log = logging.getLogger("ddtune.server")
@@ -257,7 +257,7 @@ def drafter_block_size(drafter_dir: Path | None) -> int:
     """The drafter's block size from its config.json (1 without a drafter): no weights needed."""
     if drafter_dir is None:
         return 1
-    from ddtune.engine.config import DrafterConfig
+    from ddtune.engine.models.config import DrafterConfig
 
     return DrafterConfig.from_file(drafter_dir / "config.json").block_size
 

@@ -40,18 +40,18 @@ def build_controller(
 
 def _controller_class(spec: ServiceSpec) -> type[Controller]:
     if spec.kind == "process":
-        from ddtune.services.process import ProcessController
+        from ddtune.services.controllers.process import ProcessController
 
         return ProcessController
     if spec.kind == "systemd":
-        from ddtune.services.systemd import SystemdController
+        from ddtune.services.controllers.systemd import SystemdController
 
         return SystemdController
     if spec.kind == "hooks":
-        from ddtune.services.hooks import HooksController
+        from ddtune.services.controllers.hooks import HooksController
 
         return HooksController
-    from ddtune.services.hot import HotController
+    from ddtune.services.controllers.hot import HotController
 
     return HotController
 

@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from ddtune.services import procs
+from ddtune.services.controllers.process import scope_prefix
 from ddtune.services.leftovers import Holder, reclaim, tagged_instances
-from ddtune.services.process import scope_prefix
-from ddtune.sweep.store import Store
+from ddtune.sweep.store.db import Store
 
 GRACE_S, KILL_WAIT_S = 10.0, 10.0
 

@@ -20,8 +20,8 @@ from rich.console import Console
 from ddtune.errors import UserError
 
 if TYPE_CHECKING:
-    from ddtune.sweep.runner import RunSummary
-    from ddtune.sweep.store import Store
+    from ddtune.sweep.run.loop import RunSummary
+    from ddtune.sweep.store.db import Store
 
 EXIT_CODES = """exit codes: 0 every trial done; 1 some trials failed (now or earlier, not
 retried); 2 bad input (spec, arguments, store); 3 interrupted (Ctrl-C, SIGTERM;
@@ -115,7 +115,7 @@ def _exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[
 
     @functools.wraps(handler)
     def wrapped(args: argparse.Namespace) -> int:
-        from ddtune.sweep.runner import EXIT_INTERRUPTED
+        from ddtune.sweep.run.loop import EXIT_INTERRUPTED
 
         try:
             return handler(args)
@@ -128,8 +128,8 @@ def _exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[
 
 @_exit_3_on_ctrl_c
 def cmd_run(args: argparse.Namespace) -> int:
-    from ddtune.sweep.runner import default_store_path, run_sweep
-    from ddtune.sweep.spec import load_spec
+    from ddtune.sweep.run.loop import default_store_path, run_sweep
+    from ddtune.sweep.spec.load import load_spec
 
     spec = load_spec(args.spec)
     store_path = Path(args.store) if args.store else default_store_path(spec)
@@ -141,11 +141,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from ddtune.sweep.plan import plan_spec
-    from ddtune.sweep.planners import estimate_text, restart_word
-    from ddtune.sweep.runner import default_store_path
-    from ddtune.sweep.spec import load_spec
-    from ddtune.sweep.store import Store
+    from ddtune.sweep.plan.grid import plan_spec
+    from ddtune.sweep.plan.planners import estimate_text, restart_word
+    from ddtune.sweep.run.loop import default_store_path
+    from ddtune.sweep.spec.load import load_spec
+    from ddtune.sweep.store.db import Store
 
     spec = load_spec(args.spec)
     path = Path(args.store) if args.store else default_store_path(spec)
@@ -193,8 +193,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 @_exit_3_on_ctrl_c
 def cmd_retry(args: argparse.Namespace) -> int:
-    from ddtune.sweep.runner import run_sweep
-    from ddtune.sweep.spec import parse_spec
+    from ddtune.sweep.run.loop import run_sweep
+    from ddtune.sweep.spec.load import parse_spec
 
     store = _open_store(args.store)
     try:
@@ -275,7 +275,7 @@ def _weights(text: str) -> dict[str, float]:
 
 
 def _open_store(path: str | None) -> Store:
-    from ddtune.sweep.store import Store
+    from ddtune.sweep.store.db import Store
 
     return Store(Path(path) if path else _newest_store(), create=False)
 

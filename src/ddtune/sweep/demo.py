@@ -27,9 +27,9 @@ from rich.console import Console
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.errors import UserError
-from ddtune.sweep.runner import RunSummary, run_sweep
-from ddtune.sweep.spec import load_spec
-from ddtune.sweep.store import SpecChangedError, Store
+from ddtune.sweep.run.loop import RunSummary, run_sweep
+from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.store.db import SpecChangedError, Store
 from ddtune.sweep.views import write_report
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

@@ -25,9 +25,9 @@ from rich.text import Text
 
 from ddtune.report.inputs import METRIC_NAMES, SweepContext, TrialRecord
 from ddtune.report.options import ReportOptions
-from ddtune.sweep.slots import slot_table
-from ddtune.sweep.spec import Config, SweepSpec
-from ddtune.sweep.store import TRIAL_STATUSES, Store
+from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.store.db import TRIAL_STATUSES, Store
+from ddtune.sweep.store.slot_tables import slot_table
 
 if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
@@ -187,7 +187,7 @@ def report_setup(
 ) -> tuple[ReportOptions, SweepContext]:
     """Report options and race history from the spec kept with the sweep; the spec's
     `[report]` table (e.g. `load_weights`) and then `overrides` win over the derived ones."""
-    from ddtune.sweep.spec import parse_spec
+    from ddtune.sweep.spec.load import parse_spec
 
     base_dir = Path(sweep["spec_dir"]) if sweep["spec_dir"] else None
     spec = parse_spec(
@@ -206,8 +206,8 @@ def report_setup(
 
 
 def sweep_context(store: Store, sweep: sqlite3.Row, spec: SweepSpec) -> SweepContext:
-    from ddtune.sweep.racing import RacePlanner, race_context
-    from ddtune.sweep.searching import CONFIRM_SUFFIX
+    from ddtune.sweep.plan.race_planner import RacePlanner, race_context
+    from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX
 
     confirm = sweep["name"].endswith(CONFIRM_SUFFIX)
     if spec.strategy == "grid":

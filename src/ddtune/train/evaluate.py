@@ -24,9 +24,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ddtune.engine.loading import load_decoder
-from ddtune.engine.model import Decoder
-from ddtune.engine.tokenizer import Tokenizer
+from ddtune.engine.models.loading import load_decoder
+from ddtune.engine.models.model import Decoder
+from ddtune.engine.models.tokenizer import Tokenizer
 from ddtune.params import DecodeParams, SamplingParams
 from ddtune.train.corpus import read_text, stdlib_files
 from ddtune.train.tasks import read_jsonl

@@ -1,0 +1,84 @@
+"""Trial planning: configurations × passes, in the order the spec asks for.
+
+    sequential   config-major: c1r1 c1r2 c2r1 c2r2 ...  (drift lands on configs)
+    interleaved  pass-major: each pass runs every config once, in a seeded shuffle
+                 of its own (`race.block_order`): a randomised complete block design
+    random       a seeded shuffle of all trials (same seed, same order)
+
+With `passes_per_start = k` a block is k consecutive passes and each config's
+k passes of a block run back to back on one server start. The baseline is a
+configuration like any other (flagged `is_baseline`), so it is measured in
+every pass under the same conditions. A race plans its first `min_repeats`
+passes here and every later pass from the store (`sweep/plan/race_planner.py`); a search
+plans nothing up front. See docs/architecture.md "Sweep".
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ddtune.errors import UserError
+from ddtune.sweep.plan.race import block_order
+from ddtune.sweep.spec.load import ORDERS, Config, SweepSpec
+
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    order_index: int  # position in the run order, 0-based
+    config: Config
+    repeat: int  # 1-based pass number
+    is_baseline: bool
+
+
+def plan_trials(
+    configs: list[tuple[Config, bool]],
+    repeats: int,
+    order: str,
+    seed: int = 0,
+    passes_per_start: int = 1,
+) -> list[PlannedTrial]:
+    """All (config, repeat) pairs in run order; `configs` holds (config, is_baseline)."""
+    if order not in ORDERS:
+        raise UserError(f"order must be one of {', '.join(ORDERS)}; got {order!r}")
+    if order == "interleaved":
+        blocks = range(1, (repeats - 1) // passes_per_start + 2)
+        trials: list[PlannedTrial] = []
+        for block in blocks:
+            trials += plan_block(configs, block, seed, passes_per_start, len(trials), repeats)
+        return trials
+    pairs = [(c, r) for c in range(len(configs)) for r in range(1, repeats + 1)]
+    if order == "random":
+        random.Random(seed).shuffle(pairs)
+    return [PlannedTrial(i, configs[c][0], r, configs[c][1]) for i, (c, r) in enumerate(pairs)]
+
+
+def plan_block(
+    configs: Sequence[tuple[Config, bool]],
+    block: int,
+    seed: int,
+    passes_per_start: int = 1,
+    first_index: int = 0,
+    last_pass: int | None = None,
+) -> list[PlannedTrial]:
+    """One block in its shuffled order: each config's passes of the block back to back."""
+    by_label = {config.label(): (config, is_baseline) for config, is_baseline in configs}
+    first = (block - 1) * passes_per_start + 1
+    passes = range(
+        first, min(first + passes_per_start, (last_pass or first + passes_per_start - 1) + 1)
+    )
+    trials: list[PlannedTrial] = []
+    for label in block_order(list(by_label), seed, block):
+        config, is_baseline = by_label[label]
+        for repeat in passes:
+            trials.append(PlannedTrial(first_index + len(trials), config, repeat, is_baseline))
+    return trials
+
+
+def plan_spec(spec: SweepSpec) -> list[PlannedTrial]:
+    """The trials known before the first one runs (grid: all; race: the first passes)."""
+    if spec.strategy == "optuna":
+        return []
+    repeats = spec.min_repeats if spec.strategy == "race" else spec.repeats
+    return plan_trials(spec.all_configs(), repeats, spec.order, spec.seed, spec.passes_per_start)

@@ -1,0 +1,146 @@
+"""Which planner adds trials while a sweep runs, and what the sweep will cost.
+
+    planner = make_planner(spec, store, store_path, sweep_id)   # None for a grid
+    rows = planner.next_batch()     # trials to run next ([] = done); planner.outcome()
+    print(estimate_text(spec, store))   # trials, restarts, expected duration (sweep plan/run)
+
+Costs come from the finished trials of a store of the same service (median
+stop + start-to-READY and bench seconds), else `[service] expected_start_s` /
+`expected_bench_s`. See docs/architecture.md "Sweep".
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from ddtune.sweep.plan.costs import (
+    Estimate,
+    TrialCosts,
+    estimate,
+    grid_estimate,
+    measured_costs,
+    race_estimates,
+)
+from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.store.db import Store
+
+
+class Planner(Protocol):
+    def next_batch(self) -> list[sqlite3.Row]: ...
+
+    def outcome(self) -> str: ...
+
+
+def make_planner(spec: SweepSpec, store: Store, store_path: Path, sweep_id: int) -> Planner | None:
+    if spec.strategy == "race":
+        from ddtune.sweep.plan.race_planner import RacePlanner
+
+        return RacePlanner(spec, store, sweep_id)
+    if spec.strategy == "optuna":
+        from ddtune.sweep.plan.search_planner import SearchPlanner
+
+        return SearchPlanner(spec, store, store_path, sweep_id)
+    return None
+
+
+def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:
+    """Measured medians from `store` (any sweep in it), else the spec's expected seconds."""
+    if store is not None:
+        starts, benches = measured_timings(store)
+        source = f"measured: median of {len(benches)} trial(s) in {store.path}"
+        measured = measured_costs(starts, benches, source)
+        if measured is not None:
+            return measured
+    start, bench = spec.service.expected_start_s, spec.service.expected_bench_s
+    if start is None or bench is None:
+        return None
+    return TrialCosts(start, bench, "[service] expected_start_s / expected_bench_s")
+
+
+def measured_timings(store: Store) -> tuple[list[float], list[float]]:
+    """(stop + start-to-READY seconds of fresh starts, bench seconds) of done attempts."""
+    starts, benches = [], []
+    for (text,) in store.db.execute("SELECT timings_json FROM attempts WHERE state='done'"):
+        timings = json.loads(text)
+        if "bench_s" in timings:
+            benches.append(float(timings["bench_s"]))
+        if "start_to_ready_s" in timings:
+            starts.append(
+                float(timings["start_to_ready_s"]) + float(timings.get("stop_to_quiet_s", 0))
+            )
+    return starts, benches
+
+
+def estimates(spec: SweepSpec, costs: TrialCosts) -> dict[str, Estimate]:
+    """Named estimates: the grid, or a race's best and worst case, or a search + its race."""
+    n, k = len(spec.all_configs()), spec.passes_per_start
+    if spec.strategy == "grid":
+        return {"grid": grid_estimate(n, spec.repeats, costs, k)}
+    if spec.strategy == "optuna" and spec.optuna is not None:
+        n = spec.optuna.confirm_top + (1 if spec.baseline else 0)
+    best, worst = race_estimates(
+        n, spec.min_repeats // k, spec.repeats // k, costs, k, spec.max_trials, spec.max_hours
+    )
+    out = {"race, best case": best, "race, worst case": worst}
+    if spec.strategy == "optuna" and spec.optuna is not None:
+        out = {"search": estimate(spec.optuna.n_trials, costs)} | {
+            f"confirm {key}": value for key, value in out.items()
+        }
+    return out
+
+
+def estimate_text(spec: SweepSpec, store: Store | None) -> str:
+    costs = trial_costs(spec, store)
+    head = f"sweep {spec.name}: strategy {spec.strategy}, {len(spec.all_configs())} config(s)"
+    if spec.interleave == "request":
+        head += ", each pass's configs in turns request by request"
+    if costs is None:
+        return head + " (no cost estimate: set [service] expected_start_s and expected_bench_s)"
+    lines = [
+        head
+        + f"; per trial {costs.start_s:.0f} s start + {costs.bench_s:.0f} s bench ({costs.source})"
+    ]
+    for name, e in estimates(spec, costs).items():
+        lines.append(
+            f"  {name}: {e.trials} trial(s), {e.restarts} {restart_word(spec)}, "
+            f"~{format_duration(e.seconds)}"
+        )
+    return "\n".join(lines)
+
+
+def restart_word(spec: SweepSpec) -> str:
+    """What starts each trial's server config: a restart, or a hot reconfigure in place."""
+    return "hot reconfigure(s)" if spec.service.kind == "hot" else "restart(s)"
+
+
+def live_eta(started: float, ran: int, left: int, more: Callable[[], object] | None) -> str:
+    """'ETA 12m' from this run's mean trial time; '+' when a planner may add trials."""
+    if ran == 0:
+        return ""
+    per_trial = (time.monotonic() - started) / ran
+    return f"ETA {format_duration(per_trial * left)}" + (" + later passes" if more else "")
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+__all__ = [
+    "Planner",
+    "estimate_text",
+    "estimates",
+    "format_duration",
+    "live_eta",
+    "make_planner",
+    "restart_word",
+    "trial_costs",
+]

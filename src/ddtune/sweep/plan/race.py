@@ -1,0 +1,264 @@
+"""Racing (F-Race style): which configs stay in the race after each pass, and when to stop.
+
+Pure and deterministic: `replay` takes the finished passes (what the store
+holds) and returns the same `RaceState` every time, so a resumed race plans
+its next pass exactly as the uninterrupted one would have. Rules
+(docs/architecture.md "Sweep"):
+
+- passes 1..min_passes run every contender; from pass `min_passes` on, after
+  each pass:
+  1. a contender with fewer than 2 completed trials leaves (`failed`);
+  2. a contender whose pooled pass rate is below the best alive one with a
+     Holm-corrected Fisher p < alpha leaves (`pass_rate`);
+  3. the leader is the alive contender with the best geometric mean; each other
+     is compared with it by a paired t-test on per-pass log ratios (Welch when
+     fewer than 2 passes are shared) and leaves (`worse`) when the
+     Holm-corrected p < alpha and it is behind;
+- stop when one contender is left (`one_left`), all alive ones are within
+  `tolerance` of the leader by TOST (`equivalent`), `max_passes` passes ran
+  (`max_passes`), or the next pass would exceed `max_trials` (`max_trials`) or
+  `max_hours` at the mean trial time so far (`max_hours`);
+- the baseline runs in every pass (the block reference), even after it leaves
+  the race as a contender. Failed trials never count as measurements.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ddtune.stats.blocked import BlockedOptions, compare, leader_of
+from ddtune.stats.intervals import fisher_exact_two_sided, holm_adjust, tost_equivalence
+
+STOP_REASONS = ("one_left", "equivalent", "max_passes", "max_trials", "max_hours")
+
+
+@dataclass(frozen=True)
+class RaceSettings:
+    min_passes: int = 3  # `[sweep] min_repeats`
+    max_passes: int = 10  # `[sweep] repeats`
+    tolerance: float = 0.03
+    alpha: float = 0.05
+    max_trials: int | None = None
+    max_hours: float | None = None
+    maximize: bool = True
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.min_passes <= self.max_passes:
+            raise ValueError("need 2 <= min_passes <= max_passes")
+        if self.tolerance <= 0:
+            raise ValueError("tolerance must be > 0")
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """One finished pass: the objective of each config that ran (None = failed trial)."""
+
+    values: Mapping[str, float | None]
+    coding: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # label -> passed, total
+    seconds: float = 0.0  # summed trial durations (stored, so a replay sees the same)
+
+
+@dataclass(frozen=True)
+class Elimination:
+    label: str
+    at_pass: int
+    reason: str  # "worse" | "pass_rate" | "failed"
+    detail: str
+    p_value: float | None = None  # Holm-adjusted
+
+
+@dataclass(frozen=True)
+class RaceStep:
+    pass_no: int
+    leader: str | None
+    alive: tuple[str, ...]
+    eliminated: tuple[Elimination, ...]
+
+
+@dataclass
+class RaceState:
+    contenders: tuple[str, ...]
+    baseline: str | None
+    settings: RaceSettings
+    alive: list[str]
+    eliminated: dict[str, Elimination] = field(default_factory=dict)
+    history: list[RaceStep] = field(default_factory=list)
+    passes_done: int = 0
+    trials_done: int = 0
+    seconds_done: float = 0.0
+    leader: str | None = None
+    stop: str | None = None
+
+    def scheduled(self) -> list[str]:
+        """Configs of the next pass in contender order (baseline + alive); [] once stopped."""
+        if self.stop is not None:
+            return []
+        keep = set(self.alive) | ({self.baseline} if self.baseline else set())
+        return [c for c in self.contenders if c in keep]
+
+
+def replay(
+    contenders: Sequence[str],
+    baseline: str | None,
+    passes: Sequence[PassResult],
+    settings: RaceSettings,
+) -> RaceState:
+    """The race state after `passes` (finished passes only, in order)."""
+    if baseline is not None and baseline not in contenders:
+        raise ValueError(f"baseline {baseline!r} is not among the contenders")
+    state = RaceState(tuple(contenders), baseline, settings, list(contenders))
+    for pass_no, result in enumerate(passes, start=1):
+        if state.stop is not None:
+            raise ValueError(f"pass {pass_no} ran after the race stopped ({state.stop})")
+        _record(state, result)
+        removed = _step(state, passes[:pass_no]) if pass_no >= settings.min_passes else []
+        state.history.append(RaceStep(pass_no, state.leader, tuple(state.alive), tuple(removed)))
+        state.stop = _stop_reason(state, passes[:pass_no])
+    return state
+
+
+def block_order(labels: Sequence[str], seed: int, pass_no: int) -> list[str]:
+    """The run order of one pass: a seeded shuffle (randomised complete block design)."""
+    order = list(labels)
+    random.Random(f"ddtune-block:{seed}:{pass_no}").shuffle(order)
+    return order
+
+
+def _record(state: RaceState, result: PassResult) -> None:
+    state.passes_done += 1
+    state.trials_done += len(result.values)
+    state.seconds_done += result.seconds
+
+
+def _step(state: RaceState, passes: Sequence[PassResult]) -> list[Elimination]:
+    pass_no = len(passes)
+    samples = _samples(passes)
+    removed = [
+        Elimination(label, pass_no, "failed", f"{len(samples.get(label, {}))} completed trial(s)")
+        for label in state.alive
+        if len(samples.get(label, {})) < 2
+    ]
+    _drop(state, removed)
+    removed += _drop(state, _pass_rate_step(state.alive, _coding(passes), pass_no, state.settings))
+    alive = {label: samples[label] for label in state.alive}
+    state.leader = leader_of(alive, state.settings.maximize) if alive else None
+    if state.leader is not None:
+        removed += _drop(state, _objective_step(state.leader, alive, pass_no, state.settings))
+    return removed
+
+
+def _drop(state: RaceState, removed: list[Elimination]) -> list[Elimination]:
+    for elimination in removed:
+        state.alive.remove(elimination.label)
+        state.eliminated[elimination.label] = elimination
+    return removed
+
+
+def _objective_step(
+    leader: str, alive: Mapping[str, Mapping[int, float]], pass_no: int, settings: RaceSettings
+) -> list[Elimination]:
+    options = BlockedOptions(alpha=settings.alpha, maximize=settings.maximize)
+    others = [label for label in alive if label != leader]
+    ratios = [compare(alive[leader], alive[label], options) for label in others]
+    raw = [1.0 if r.p_value is None else r.p_value for r in ratios]
+    removed = []
+    for label, ratio, p in zip(others, ratios, holm_adjust(raw), strict=True):
+        if p < settings.alpha and ratio.log_estimate > 0:
+            detail = (
+                f"{leader} / {label} = {ratio.ratio:.3f} [{ratio.low:.3f}, {ratio.high:.3f}] "
+                f"({ratio.method}, {ratio.n} passes), Holm p = {p:.3g}"
+            )
+            removed.append(Elimination(label, pass_no, "worse", detail, p))
+    return removed
+
+
+def _pass_rate_step(
+    alive: Sequence[str],
+    coding: Mapping[str, tuple[int, int]],
+    pass_no: int,
+    settings: RaceSettings,
+) -> list[Elimination]:
+    measured = [label for label in alive if coding.get(label, (0, 0))[1] > 0]
+    if len(measured) < 2:
+        return []
+    best = min(measured, key=lambda s: (-coding[s][0] / coding[s][1], -coding[s][1]))
+    others = [label for label in measured if label != best]
+    bp, bt = coding[best]
+    raw = [fisher_exact_two_sided(*coding[label], bp, bt) for label in others]
+    removed = []
+    for label, p in zip(others, holm_adjust(raw), strict=True):
+        passed, total = coding[label]
+        if p < settings.alpha and passed / total < bp / bt:
+            detail = f"pass rate {passed}/{total} vs {bp}/{bt} ({best}), Fisher, Holm p = {p:.3g}"
+            removed.append(Elimination(label, pass_no, "pass_rate", detail, p))
+    return removed
+
+
+def _stop_reason(state: RaceState, passes: Sequence[PassResult]) -> str | None:
+    """Why the race stops after these passes, or None; never before `min_passes`
+    (the first `min_passes` passes are planned together, so every one of them runs)."""
+    settings = state.settings
+    if state.passes_done < settings.min_passes:
+        return None
+    if len(state.alive) <= 1:
+        return "one_left"
+    if _all_equivalent(state, _samples(passes)):
+        return "equivalent"
+    if state.passes_done >= settings.max_passes:
+        return "max_passes"
+    next_trials = len(state.scheduled())
+    if settings.max_trials is not None and state.trials_done + next_trials > settings.max_trials:
+        return "max_trials"
+    if settings.max_hours is not None and state.trials_done:
+        per_trial = state.seconds_done / state.trials_done
+        if state.seconds_done + per_trial * next_trials > settings.max_hours * 3600:
+            return "max_hours"
+    return None
+
+
+def _all_equivalent(state: RaceState, samples: Mapping[str, Mapping[int, float]]) -> bool:
+    if state.leader is None:
+        return False
+    options = BlockedOptions(alpha=state.settings.alpha, maximize=state.settings.maximize)
+    lead = samples[state.leader]
+    return all(
+        tost_equivalence(
+            compare(lead, samples[label], options), state.settings.tolerance, options.alpha
+        ).equivalent
+        for label in state.alive
+        if label != state.leader
+    )
+
+
+def _samples(passes: Sequence[PassResult]) -> dict[str, dict[int, float]]:
+    """label -> pass number -> value, completed (positive, finite) trials only."""
+    out: dict[str, dict[int, float]] = {}
+    for pass_no, result in enumerate(passes, start=1):
+        for label, value in result.values.items():
+            if value is not None and math.isfinite(value) and value > 0:
+                out.setdefault(label, {})[pass_no] = value
+    return out
+
+
+def _coding(passes: Sequence[PassResult]) -> dict[str, tuple[int, int]]:
+    pooled: dict[str, tuple[int, int]] = {}
+    for result in passes:
+        for label, (passed, total) in result.coding.items():
+            p, t = pooled.get(label, (0, 0))
+            pooled[label] = (p + passed, t + total)
+    return pooled
+
+
+__all__ = [
+    "STOP_REASONS",
+    "Elimination",
+    "PassResult",
+    "RaceSettings",
+    "RaceState",
+    "RaceStep",
+    "block_order",
+    "replay",
+]

@@ -1,0 +1,109 @@
+"""A race run from the store: replay the finished passes, plan the next one.
+
+    planner = RacePlanner(spec, store, sweep_id, configs)
+    state = planner.state()          # RaceState from the stored trials (pure replay)
+    rows = planner.next_pass()       # the next pass's trials, added to the store; [] = stop
+
+Nothing is kept in memory between calls: a race killed at any moment and
+resumed plans exactly the passes the uninterrupted one would have (the
+decisions depend only on the stored, finished passes). See
+docs/architecture.md "Sweep".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from ddtune.report.inputs import RaceExit, SweepContext
+from ddtune.sweep.plan.grid import plan_block
+from ddtune.sweep.plan.passes import OBJECTIVE_METRICS, pass_results
+from ddtune.sweep.plan.race import RaceSettings, RaceState, replay
+from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.records import trial_records
+
+ALPHA = 0.05
+
+
+def race_settings(spec: SweepSpec) -> RaceSettings:
+    """The spec's race in blocks (`passes_per_start` passes per block)."""
+    k = spec.passes_per_start
+    return RaceSettings(
+        min_passes=max(2, spec.min_repeats // k),
+        max_passes=max(2, spec.repeats // k),
+        tolerance=spec.tolerance,
+        alpha=ALPHA,
+        max_trials=None if spec.max_trials is None else spec.max_trials // k,
+        max_hours=spec.max_hours,
+    )
+
+
+class RacePlanner:
+    def __init__(
+        self,
+        spec: SweepSpec,
+        store: Store,
+        sweep_id: int,
+        configs: Sequence[tuple[Config, bool]] | None = None,
+    ) -> None:
+        self.spec, self.store, self.sweep_id = spec, store, sweep_id
+        self.configs = list(configs if configs is not None else spec.all_configs())
+        self.settings = race_settings(spec)
+
+    def state(self) -> RaceState:
+        records = trial_records(self.store, self.sweep_id)
+        passes = pass_results(
+            records,
+            self.spec.objective,
+            self.spec.passes_per_start,
+            self.store.trial_seconds(self.sweep_id),
+        )
+        labels = [config.label() for config, _ in self.configs]
+        baseline = next((c.label() for c, is_base in self.configs if is_base), None)
+        return replay(labels, baseline, passes, self.settings)
+
+    def next_batch(self) -> list[sqlite3.Row]:
+        """The race's unfinished trials (a resumed pass), else the next pass ([] = stopped)."""
+        unfinished = self.store.trials(self.sweep_id, ("pending", "interrupted"))
+        return unfinished or self.next_pass()
+
+    def outcome(self) -> str:
+        state = self.state()
+        left = ", ".join(
+            f"{e.label} (pass {e.at_pass}, {e.reason})" for e in state.eliminated.values()
+        )
+        return (
+            f"race: {state.passes_done} pass(es), stopped: {state.stop or 'not yet'}; "
+            f"still in: {', '.join(state.alive) or 'none'}; left: {left or 'none'}"
+        )
+
+    def next_pass(self) -> list[sqlite3.Row]:
+        """Add the next pass to the store and return its rows; [] when the race stopped.
+
+        Also [] while the current pass has unfinished trials (they run first).
+        """
+        if self.store.trials(self.sweep_id, ("pending", "running", "interrupted")):
+            return []
+        state = self.state()
+        if state.stop is not None:
+            return []
+        keep = set(state.scheduled())
+        configs = [(c, b) for c, b in self.configs if c.label() in keep]
+        plan = plan_block(
+            configs,
+            state.passes_done + 1,
+            self.spec.seed,
+            self.spec.passes_per_start,
+            self.store.next_order_index(self.sweep_id),
+        )
+        return self.store.add_trials(self.sweep_id, plan)
+
+
+def race_context(state: RaceState, objective: str) -> SweepContext:
+    """What the report says about a race: passes, stop reason, who left when and why."""
+    exits = [RaceExit(e.label, e.at_pass, e.reason, e.detail) for e in state.eliminated.values()]
+    return SweepContext("race", objective, state.passes_done, state.stop, exits)
+
+
+__all__ = ["OBJECTIVE_METRICS", "RacePlanner", "race_context", "race_settings"]

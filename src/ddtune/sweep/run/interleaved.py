@@ -1,0 +1,161 @@
+"""A request-interleaved pass (`[sweep] interleave = "request"`): a pass's trials benched in turns.
+
+    statuses = run_interleaved_pass(loop, controller, trials, phase)
+
+On a shared machine the CPU runs faster or slower from one second to the
+next, so a pass that benches its configs one after another gives each config
+its own few seconds of machine; the comparison between two configs carries
+the difference. Alternating requests between the configs spreads every
+config over the whole pass instead (the demo's race: a trial off by 2.3-4.8%
+in turns against 9.7% back to back the same hour; docs/benchmarks.md "The demo").
+
+1. Per trial, in the pass order: a new attempt and the full readiness protocol
+   (`become_ready`: the POST, same instance, new generation, health,
+   generations). A trial that is not READY is stored as failed here, and so is
+   one READY on a server that a later trial's failure stopped.
+2. The READY trials bench in turns, request by request (`bench.alternate`);
+   before each request a checked config switch (`HotController.switch`) and,
+   after it, the response's `system_fingerprint` proves the config it ran under.
+3. Each trial's result (or failure) is stored as its own attempt.
+4. A trial that failed is retried alone, the ordinary way, while attempts are left.
+
+Only the hot controller switches configs between requests; `spec.py` refuses
+the key for other services. See docs/architecture.md "Sweep".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from ddtune.bench.alternate import Arm, run_alternated
+from ddtune.sweep.run.attempt import AttemptReport, Phase, become_ready, note_ready
+from ddtune.sweep.views import attempt_dir
+
+if TYPE_CHECKING:
+    from ddtune.params import DecodeParams
+    from ddtune.services import Controller, Outcome
+    from ddtune.services.controllers.hot import HotController, Switched
+    from ddtune.sweep.run.loop import TrialLoop
+
+
+@dataclass
+class _Ready:
+    trial: sqlite3.Row
+    attempt_id: int
+    folder: Path
+    outcome: Outcome
+    seconds: float  # the readiness protocol's wall time
+
+
+def run_interleaved_pass(
+    loop: TrialLoop, controller: Controller, trials: list[sqlite3.Row], phase: Phase
+) -> list[str]:
+    """Steps 1-4 of the module docstring; each trial's final status (done | failed)."""
+    from ddtune.services.controllers.hot import HotController, Switched
+
+    if not isinstance(controller, HotController):
+        raise TypeError("request-interleaved passes need the hot controller (service kind 'hot')")
+    errors: dict[int, str | None] = {}  # trial id -> its first attempt's failure line, or None
+    ready = _make_ready(loop, controller, trials, phase, errors)  # 1
+    serving = controller.serving()  # a failed trial's cleanup may have stopped the server
+    ready = _drop_stale(loop, ready, serving, errors)
+    if ready:
+        phase("benchmarking in turns")
+        arms = _bench_in_turns(loop, controller, ready, Switched.from_identity(serving))  # 2
+        for item, arm in zip(ready, arms, strict=True):  # 3
+            errors[item.trial["id"]] = _store_turns(loop, item, arm)
+    return [loop.retry(controller, t, errors[t["id"]], phase) for t in trials]  # 4
+
+
+def _make_ready(
+    loop: TrialLoop,
+    controller: HotController,
+    trials: list[sqlite3.Row],
+    phase: Phase,
+    errors: dict[int, str | None],
+) -> list[_Ready]:
+    """A new attempt and the readiness protocol per trial; the failures stored in `errors`."""
+    ready: list[_Ready] = []
+    for trial in trials:
+        attempt_id, number = loop.store.begin_attempt(trial["id"])
+        folder = attempt_dir(loop.workdir, trial["id"], trial["label"], trial["repeat"], number)
+        started = time.monotonic()
+        outcome = become_ready(controller, loop.store.trial_config(trial), folder, phase)
+        if outcome.ready:
+            note_ready(loop.store, attempt_id, folder, outcome.to_dict())
+            ready.append(_Ready(trial, attempt_id, folder, outcome, time.monotonic() - started))
+        else:
+            report = AttemptReport(outcome.to_dict())
+            errors[trial["id"]] = loop.store_attempt(trial, attempt_id, folder, report)
+    return ready
+
+
+def _drop_stale(
+    loop: TrialLoop, ready: list[_Ready], serving: dict[str, Any], errors: dict[int, str | None]
+) -> list[_Ready]:
+    """Trials READY on an instance that no longer serves fail (and are retried alone)."""
+    for item in [r for r in ready if _instance(r.outcome) != serving.get("instance_id")]:
+        detail = (
+            f"READY on instance {_instance(item.outcome)}, which a later trial's failure in "
+            f"this pass stopped (now serving: {serving.get('instance_id') or 'nothing'})"
+        )
+        report = AttemptReport(item.outcome.to_dict(), bench_error=detail)
+        errors[item.trial["id"]] = loop.store_attempt(
+            item.trial, item.attempt_id, item.folder, report
+        )
+    return [r for r in ready if r.trial["id"] not in errors]
+
+
+def _store_turns(loop: TrialLoop, item: _Ready, arm: Arm) -> str | None:
+    """One trial's share of the turns as its attempt; its own seconds, since attempts overlap."""
+    seen = item.outcome.to_dict()
+    seen["timings"] = {**seen["timings"], "spent_s": item.seconds + arm.seconds}
+    report = AttemptReport(
+        seen,
+        bench=None if arm.result is None else arm.result.to_dict(),
+        bench_error=arm.error,
+        bench_s=round(arm.seconds, 3),
+    )
+    return loop.store_attempt(item.trial, item.attempt_id, item.folder, report)
+
+
+def _instance(outcome: Outcome) -> str | None:
+    return (outcome.identity or {}).get("instance_id")
+
+
+def _bench_in_turns(
+    loop: TrialLoop, controller: HotController, ready: list[_Ready], serving: Switched
+) -> list[Arm]:
+    with _switches(controller, serving) as switch_to:
+        arms = [Arm(switch_to(loop.store.trial_config(r.trial).params)) for r in ready]
+        base_url = ready[0].outcome.base_url
+        return run_alternated(base_url, loop.spec.bench, loop.spec.service.profile, arms)
+
+
+@contextmanager
+def _switches(
+    controller: HotController, serving: Switched
+) -> Iterator[Callable[[DecodeParams], Callable[[], str]]]:
+    """`switch_to(params)`: a function that switches the server to `params`, checked."""
+    last: list[Switched] = [serving]
+    with httpx.Client(timeout=controller.spec.timeouts.request, trust_env=False) as client:
+
+        def switch_to(params: DecodeParams) -> Callable[[], str]:
+            def switch() -> str:
+                last[0] = controller.switch(client, params, last[0])
+                return last[0].fingerprint
+
+            return switch
+
+        yield switch_to
+
+
+__all__ = ["run_interleaved_pass"]

@@ -1,0 +1,438 @@
+"""The sweep runner: plan → for each unfinished trial: reconfigure → READY → bench → store.
+
+    1. Take the store's runner lock; trials a dead runner left `running` become
+       `interrupted`; create the sweep and its trials on the first run.
+    2. For each trial that is pending or interrupted (done and failed ones are
+       kept as they are; `sweep retry` reopens failed ones), then for each trial a
+       race or search adds (`planner.next_batch()`: the next pass, the next
+       proposal) until it stops:
+       a. attempt n: `controller.reconfigure(params, attempt_dir, user_vars=...,
+          on_phase=...)` runs the readiness protocol (stop, quiesce, start, wait
+          for the new identity); each phase it announces shows in the progress line;
+       b. READY → `run_bench(...)` → samples + results + `done`, one transaction;
+       c. not READY (or the bench failed) → the attempt is stored with its
+          failure class, detail, timings and log tail, and retried after a backoff;
+       d. all attempts failed → the trial is `failed`; the sweep goes on;
+       e. `passes_per_start` > 1: the next trial of the same config and block
+          benches the same server start (no reconfigure);
+       f. `interleave = "request"`: a pass's trials run as one unit
+          (`interleaved.py`: each READY in turn, then their requests in turns).
+    3. Ctrl-C / SIGTERM: the current trial (or pass) becomes `interrupted`, the service is
+       stopped (`controller.close()`), and the exit code is 3 with a resume hint.
+       An attempt that fails because a process ddtune never stops holds the port
+       (`Outcome.port_holders`) stops the sweep the same way, exit code 4.
+
+Exit codes (`RunSummary.exit_code`; `ddtune sweep run|retry` and `ddtune demo`):
+0 every trial asked for is done and none of the sweep is failed; 1 some trials
+failed (now, or earlier and not retried); 2 bad input (spec, arguments, store;
+printed by the CLI); 3 interrupted; 4 blocked by a process on the port.
+
+Every failure line says class + detail + log path; nothing is a bare "skip".
+See docs/architecture.md "Sweep".
+"""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from ddtune.report.summarize import block_of
+from ddtune.sweep.plan.grid import plan_spec
+from ddtune.sweep.plan.planners import estimate_text, live_eta, make_planner
+from ddtune.sweep.run.attempt import (
+    PHASE_TEXT,
+    AttemptReport,
+    Phase,
+    execute_attempt,
+    note_ready,
+    store_report,
+)
+from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.store.db import Store
+from ddtune.sweep.views import attempt_dir, failure_counts
+
+if TYPE_CHECKING:
+    from ddtune.services import Controller, Outcome
+    from ddtune.sweep.run.ray.driver import SlotLoop
+
+RESUMABLE = ("pending", "interrupted")
+EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_BLOCKED = 0, 1, 2, 3, 4
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM (SIGINT already raises KeyboardInterrupt)."""
+
+
+class SweepBlocked(Exception):
+    """An attempt found the port held by a process ddtune never stops: retrying cannot help."""
+
+
+@dataclass
+class RunSummary:
+    sweep_id: int
+    store_path: Path
+    planned: int  # trials in the sweep
+    already_done: int  # finished before this run (resume)
+    done: int = 0
+    failed: int = 0
+    interrupted: bool = False
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)  # one line per failed trial
+    failure_classes: Counter[str] = field(default_factory=Counter)  # this run's failed trials
+    failed_before: int = 0  # failed in an earlier run and not reopened
+    blocked: str | None = None  # why the sweep stopped early (the port's holder)
+
+    @property
+    def exit_code(self) -> int:
+        """See the module docstring: 0 done, 1 failed, 3 interrupted, 4 blocked."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.blocked:
+            return EXIT_BLOCKED
+        return EXIT_FAILED if self.failed or self.failed_before else EXIT_DONE
+
+    def count(self, store: Store, trial: sqlite3.Row, status: str) -> None:
+        """One finished trial: done, or failed with its last attempt's class and detail."""
+        if status == "done":
+            self.done += 1
+            return
+        self.failed += 1
+        last = store.attempts(trial["id"])[-1]
+        self.failure_classes[last["failure"]] += 1
+        self.failures.append(
+            f"{trial['label']} r{trial['repeat']}: {last['failure']} — {last['detail']} "
+            f"(log: {last['log_tail_path'] or 'none'})"
+        )
+
+    def print(self, console: Console, title: str = "sweep") -> None:
+        """The counts, then one line per failed trial (class, detail, log path)."""
+        console.print(
+            f"{title}: {self.done} trial(s) done now, {self.already_done} earlier, "
+            f"{self.failed} failed, of {self.planned}; {self.seconds:.0f} s; store {self.store_path}"
+        )
+        if self.failure_classes:
+            console.print(f"  failure classes: {escape(failure_counts(self.failure_classes))}")
+        for line in self.failures:
+            console.print(f"  [red]failed[/] {escape(line)}")
+        if self.failed_before:
+            console.print(
+                f"  {self.failed_before} trial(s) failed in an earlier run and were not rerun "
+                f"(ddtune sweep retry --failed --store {self.store_path})"
+            )
+
+
+def default_store_path(spec: SweepSpec) -> Path:
+    return Path("runs") / spec.name / "store.sqlite"
+
+
+def run_sweep(
+    spec: SweepSpec,
+    store_path: Path,
+    console: Console | None = None,
+    resume_hint: str | None = None,
+    reopen_failed: bool = False,
+    only_reopened: bool = False,
+) -> RunSummary:
+    """Run (or resume) the sweep; see the module docstring for the steps."""
+    console = console or Console(stderr=True)
+    started = time.monotonic()
+    store = Store(store_path)
+    try:
+        store.acquire()  # 1
+        store.recover_if_unlocked()
+        sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec), spec.base_dir)
+        reopened = store.reset_trials(sweep_id, ("failed",)) if reopen_failed else []
+        if reopen_failed:
+            console.print(f"reopened {len(reopened)} failed trial(s)")
+        todo = [
+            t for t in store.trials(sweep_id, RESUMABLE) if not only_reopened or t["id"] in reopened
+        ]
+        summary = RunSummary(
+            sweep_id,
+            store_path,
+            len(store.trials(sweep_id)),
+            len(store.trials(sweep_id, ("done",))),
+            failed_before=len(store.trials(sweep_id, ("failed",))),
+        )
+        planner = None if only_reopened else make_planner(spec, store, store_path, sweep_id)
+        console.print(escape(estimate_text(spec, store)))
+        more = None if planner is None else planner.next_batch
+        if todo or planner is not None:
+            loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
+            loop.run(todo, more)  # 2, 3
+        summary.planned = len(store.trials(sweep_id))  # a race or search added trials
+        if planner is not None and not summary.interrupted and not summary.blocked:
+            console.print(escape(planner.outcome()))
+        hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
+        if summary.interrupted:
+            console.print(
+                f"[yellow]interrupted[/]; the service is stopped. resume with: {escape(hint)}"
+            )
+        if summary.blocked:
+            console.print(
+                f"[red]stopped[/]: {escape(summary.blocked)}\nthen resume with: {escape(hint)}"
+            )
+        summary.seconds = time.monotonic() - started
+        return summary
+    finally:
+        store.close()
+
+
+def trial_loop(
+    spec: SweepSpec, store: Store, workdir: Path, console: Console, summary: RunSummary
+) -> TrialLoop | SlotLoop:
+    """The loop of `spec.cluster.backend`: this process (local) or a pool of Ray slots."""
+    if spec.cluster.backend == "ray":
+        from ddtune.sweep.run.ray.driver import SlotLoop
+
+        return SlotLoop(spec, store, workdir, console, summary)
+    return TrialLoop(spec, store, workdir, console, summary)
+
+
+class TrialLoop:
+    """Runs a list of trials against one controller, with progress and signals."""
+
+    def __init__(
+        self, spec: SweepSpec, store: Store, workdir: Path, console: Console, summary: RunSummary
+    ) -> None:
+        self.spec, self.store, self.workdir = spec, store, workdir
+        self.console, self.summary = console, summary
+        self.hardware = _hardware_now()
+        self._serving: tuple[tuple[str, int], Outcome] | None = None  # passes_per_start reuse
+
+    def run(
+        self, todo: list[sqlite3.Row], more: Callable[[], list[sqlite3.Row]] | None = None
+    ) -> None:
+        """The trials of `todo`, then each batch `more()` returns, until it returns []."""
+        from ddtune.services import Owner, build_controller
+
+        owner = Owner.current(sweep=self.spec.name, store=str(self.store.path.resolve()))
+        controller = build_controller(self.spec.service, self.workdir, owner=owner)
+        current: list[int] = []  # the trials in flight: one, or a request-interleaved pass
+        try:
+            with _signals_raise(), self._progress() as progress:
+                task = progress.add_task(
+                    "sweep", total=len(todo), phase="starting", trial="", eta=""
+                )
+
+                def phase(text: str) -> None:
+                    progress.update(task, phase=text)
+
+                batch, started, ran = todo or (more() if more else []), time.monotonic(), 0
+                while batch:
+                    eta = live_eta(started, ran, len(batch), more)
+                    progress.update(task, total=ran + len(batch), eta=eta)
+                    for unit in self._units(batch):
+                        current = [trial["id"] for trial in unit]
+                        progress.update(task, trial=_unit_label(unit))
+                        statuses = self._run_unit(controller, unit, phase)
+                        current, ran = [], ran + len(unit)
+                        for trial, status in zip(unit, statuses, strict=True):
+                            self.summary.count(self.store, trial, status)
+                        left = int(progress.tasks[0].total or 0) - ran
+                        eta = live_eta(started, ran, left, more)
+                        progress.update(task, advance=len(unit), eta=eta)
+                    batch = more() if more else []
+        except (KeyboardInterrupt, SweepBlocked) as exc:
+            self.summary.interrupted = isinstance(exc, KeyboardInterrupt)
+            self.summary.blocked = str(exc) if isinstance(exc, SweepBlocked) else None
+            for trial_id in current:
+                self.store.finish_trial(trial_id, "interrupted")
+        finally:
+            with _signals_ignored():
+                controller.close()
+
+    def _progress(self) -> Progress:
+        return Progress(
+            TextColumn("trial {task.fields[trial]}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[phase]}", style="cyan", markup=False),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}", markup=False),
+            console=self.console,
+            transient=False,
+        )
+
+    def _units(self, batch: list[sqlite3.Row]) -> list[list[sqlite3.Row]]:
+        """What runs as one: a trial, or with `interleave = "request"` a pass's trials."""
+        if self.spec.interleave != "request":
+            return [[trial] for trial in batch]
+        units: list[list[sqlite3.Row]] = []
+        for trial in batch:
+            if units and units[-1][0]["repeat"] == trial["repeat"]:
+                units[-1].append(trial)
+            else:
+                units.append([trial])
+        return units
+
+    def _run_unit(self, controller: Controller, unit: list[sqlite3.Row], phase: Phase) -> list[str]:
+        if self.spec.interleave != "request":
+            return [self._trial(controller, unit[0], phase)]
+        from ddtune.sweep.run.interleaved import run_interleaved_pass
+
+        return run_interleaved_pass(self, controller, unit, phase)
+
+    def retry(
+        self, controller: Controller, trial: sqlite3.Row, error: str | None, phase: Phase
+    ) -> str:
+        """After a first attempt made elsewhere (an interleaved pass): done, or the rest alone."""
+        if error is None:
+            return "done"
+        self._say_failed(trial, 1, error)
+        return self._trial(controller, trial, phase, first=2)
+
+    def _say_failed(self, trial: sqlite3.Row, attempt: int, error: str) -> None:
+        self.console.print(
+            f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
+            f"attempt {attempt}/{self.spec.retry.attempts} failed[/]: {escape(error)}"
+        )
+
+    def _trial(
+        self, controller: Controller, trial: sqlite3.Row, phase: Phase, first: int = 1
+    ) -> str:
+        """Attempts `first`.. of one trial; returns its final status (done | failed)."""
+        config = self.store.trial_config(trial)
+        retry = self.spec.retry
+        for attempt in range(first, retry.attempts + 1):
+            if attempt > 1:
+                phase(f"backoff {retry.backoff * 2 ** (attempt - 2):.0f}s")
+                time.sleep(retry.backoff * 2 ** (attempt - 2))
+            attempt_id, number = self.store.begin_attempt(trial["id"])
+            folder = attempt_dir(self.workdir, trial["id"], trial["label"], trial["repeat"], number)
+            folder.mkdir(parents=True, exist_ok=True)
+            error = self._attempt(controller, trial, config, attempt_id, folder, phase)
+            if error is None:
+                return "done"
+            self._say_failed(trial, attempt, error)
+        self.store.finish_trial(trial["id"], "failed")
+        return "failed"
+
+    def _attempt(
+        self,
+        controller: Controller,
+        trial: sqlite3.Row,
+        config: Config,
+        attempt_id: int,
+        attempt_dir: Path,
+        phase: Phase,
+    ) -> str | None:
+        """One reconfigure + bench (`attempt.py`); stores the outcome; a failure line or None.
+
+        With `passes_per_start` > 1 the next pass of the same config in the same block
+        reuses the running server instead of reconfiguring (`reuse`).
+        """
+        key = (trial["label"], block_of(trial["repeat"], self.spec.passes_per_start))
+        reuse = self._serving[1] if self._serving and self._serving[0] == key else None
+        ready: list[Outcome] = []
+
+        def on_ready(outcome: Outcome) -> None:
+            ready.append(outcome)
+            note_ready(self.store, attempt_id, attempt_dir, outcome.to_dict())
+
+        report = execute_attempt(
+            controller,
+            self.spec.bench,
+            self.spec.service.profile,
+            config,
+            attempt_dir,
+            phase,
+            on_ready=on_ready,
+            reuse=reuse,
+        )
+        error = self.store_attempt(trial, attempt_id, attempt_dir, report)
+        if self.spec.passes_per_start > 1:
+            self._serving = (key, ready[0]) if error is None and ready else None
+        return error
+
+    def store_attempt(
+        self, trial: sqlite3.Row, attempt_id: int, folder: Path, report: AttemptReport
+    ) -> str | None:
+        """Store one attempt's report; its failure line, or None when the trial is done.
+
+        Raises SweepBlocked when a process ddtune never stops holds the port."""
+        for leftover in report.outcome.get("reclaimed") or ():  # [service] reclaim_leftovers
+            self.console.print(f"[yellow]reclaimed[/] {escape(leftover)}")
+        error = store_report(self.store, trial["id"], attempt_id, folder, report, self.hardware)
+        blocked = blocked_by(report)
+        if blocked:  # retries cannot help
+            raise SweepBlocked(blocked)
+        return error
+
+
+def _unit_label(unit: list[sqlite3.Row]) -> str:
+    first = unit[0]
+    if len(unit) == 1:
+        return f"{first['label']} r{first['repeat']}"
+    return f"pass {first['repeat']} ({len(unit)} configs in turns)"
+
+
+def blocked_by(report: AttemptReport) -> str | None:
+    """`failure — detail` when the attempt found the port held by a process ddtune never stops."""
+    outcome = report.outcome
+    if outcome.get("ready") or not outcome.get("port_holders"):
+        return None
+    return f"{outcome.get('failure') or 'not_ready'} — {outcome.get('detail') or ''}"
+
+
+def _hardware_now() -> dict[str, Any]:
+    """Recorded with every attempt, failed ones included."""
+    from ddtune.bench.hardware import hardware_fingerprint
+
+    return hardware_fingerprint()
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C for the duration (main thread only)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise SweepInterrupted(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """While cleaning up, a second Ctrl-C must not leave a server running."""
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+__all__ = [
+    "PHASE_TEXT",  # re-exported: the progress texts live in attempt.py
+    "RESUMABLE",
+    "RunSummary",
+    "SweepBlocked",
+    "SweepInterrupted",
+    "TrialLoop",
+    "default_store_path",
+    "run_sweep",
+    "trial_loop",
+]

@@ -1,0 +1,373 @@
+"""The driver of a distributed sweep: trials handed to a pool of service slots.
+
+    SlotLoop(spec, store, workdir, console, summary).run(todo)
+
+The driver plans nothing itself (the runner gives it the trials to run, in
+order) and is the only writer of the store. Each slot runs one attempt at a
+time, next to its service (`slot_runner.py`, in a Ray actor: `ray_backend.py`).
+
+    schedule "by_pass"   a pass (the trials of one repeat) stays on one slot;
+                         idle slots take the next unclaimed pass
+    schedule "by_trial"  the next trial goes to the next idle slot
+    failed attempt       retried on the same slot after the backoff, within
+                         `retry.attempts`; then the trial is failed
+    slot lost            (its actor or node died) the attempt is stored as
+                         `node_lost` with what was known, the trial goes back
+                         to the queue for another slot (not counted against
+                         `retry.attempts`), the slot is retired and rejoins
+                         when the pool can start it again
+    fewer live slots     than `cluster.min_slots`: the sweep stops (UserError)
+    Ctrl-C / SIGTERM     trials in flight become `interrupted`; every slot closes
+    port blocked         (a process ddtune never stops holds a slot's port) the sweep
+                         stops as on the local backend (`RunSummary.blocked`, exit 4)
+
+See docs/architecture.md "Scale out".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rich.console import Console
+from rich.markup import escape
+
+import ddtune.sweep.store.slot_tables as slot_store
+from ddtune.errors import UserError
+from ddtune.sweep.run.attempt import AttemptReport, note_ready, store_report
+from ddtune.sweep.run.loop import (
+    RunSummary,
+    SweepBlocked,
+    _hardware_now,
+    _signals_ignored,
+    _signals_raise,
+    blocked_by,
+)
+from ddtune.sweep.run.ray.slot import AttemptTask, Event, Finished, Lost, Progress, SlotInfo
+from ddtune.sweep.run.ray.view import SlotProgress
+from ddtune.sweep.views import attempt_dir
+
+if TYPE_CHECKING:
+    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.store.db import Store
+
+POLL_S = 0.5  # longest wait for an event before the loop looks around again
+REJOIN_EVERY_S = 5.0  # how often retired slots are offered to the pool again
+
+
+class SlotPool(Protocol):
+    """Where slots live (Ray actors, or threads in tests)."""
+
+    def start(self) -> tuple[dict[str, SlotInfo], dict[str, str]]:
+        """Start every slot: (live slots, {slot: why it did not start})."""
+
+    def submit(self, slot: str, task: AttemptTask) -> None: ...
+
+    def poll(self, timeout: float) -> list[Event]: ...
+
+    def rejoin(self, retired: list[str]) -> dict[str, SlotInfo]:
+        """Offer retired slots to the pool again; those now live."""
+
+    def close(self) -> list[str]:
+        """Close every slot's controller (nothing left running), then the pool."""
+
+
+@dataclass
+class InFlight:
+    trial: sqlite3.Row
+    attempt_id: int
+    attempt_dir: Path
+    noted: bool = False  # READY outcome stored
+    known: dict[str, Any] = field(default_factory=dict)  # what the slot reported so far
+    phase: str = "submitted"
+
+
+@dataclass
+class SlotState:
+    info: SlotInfo
+    state: str = "idle"  # slots.SLOT_STATES
+    task: InFlight | None = None
+    retry: tuple[sqlite3.Row, float] | None = None  # (trial, not before) after a failure
+    done: int = 0
+
+
+class SlotLoop:
+    """Runs a list of trials on a pool of slots; see the module docstring."""
+
+    def __init__(
+        self,
+        spec: SweepSpec,
+        store: Store,
+        workdir: Path,
+        console: Console,
+        summary: RunSummary,
+        pool_factory: Callable[[SweepSpec, Path, str], SlotPool] | None = None,
+    ) -> None:
+        self.spec, self.store, self.console, self.summary = spec, store, console, summary
+        self.root = Path(spec.cluster.table.workdir or workdir)
+        self.workdir = workdir
+        self.pool_factory = pool_factory or _ray_pool
+        self.slots: dict[str, SlotState] = {}
+        self.queue: list[sqlite3.Row] = []
+        self.owners: dict[int, str] = {}  # pass (repeat) → the slot running it (by_pass)
+        self.used: dict[int, int] = {}  # trial id → attempts counted against retry.attempts
+        self.lost: dict[int, int] = {}  # trial id → attempts lost with their slot
+        self.view: SlotProgress | None = None
+        self.hardware = _hardware_now()
+
+    # --- the loop ------------------------------------------------------------------
+
+    def run(
+        self, todo: list[sqlite3.Row], more: Callable[[], list[sqlite3.Row]] | None = None
+    ) -> None:
+        """`todo`, then each batch a race/search planner's `more()` returns, until []."""
+        batch = todo or (more() if more else [])
+        while batch and not (self.summary.interrupted or self.summary.blocked):
+            self._run_batch(batch)
+            batch = more() if more else []
+
+    def _run_batch(self, todo: list[sqlite3.Row]) -> None:
+        self.queue = list(todo)
+        pool = self.pool_factory(self.spec, self.root, str(self.store.path.resolve()))
+        try:
+            with _signals_raise(), SlotProgress(self.console, len(todo)) as self.view:
+                self._start(pool)
+                self._loop(pool)
+        except KeyboardInterrupt:
+            self.summary.interrupted = True
+            self._interrupt_in_flight()
+        except SweepBlocked as exc:  # a process ddtune never stops holds a slot's port
+            self.summary.blocked = str(exc)
+            self._interrupt_in_flight()
+        except UserError:
+            self._interrupt_in_flight()
+            raise
+        finally:
+            with _signals_ignored():
+                self._close(pool)
+
+    def _start(self, pool: SlotPool) -> None:
+        for slot in self.spec.cluster.slots:
+            self._save(slot.name, state="starting", detail=None)
+        live, failed = pool.start()
+        for name, why in failed.items():
+            self._save(name, state="retired", detail=why)
+            self.console.print(f"[red]slot {escape(name)} did not start[/]: {escape(why)}")
+        for name, info in live.items():
+            self._join(name, info)
+        self._check_min_slots(failed)
+
+    def _loop(self, pool: SlotPool) -> None:
+        next_rejoin = time.monotonic() + REJOIN_EVERY_S
+        while self.queue or any(s.task or s.retry for s in self.slots.values()):
+            for name in sorted(self.slots):
+                self._dispatch(pool, name)
+            for event in pool.poll(POLL_S):
+                self._handle(event)
+            if time.monotonic() >= next_rejoin:
+                retired = [n for n, s in self.slots.items() if s.state == "retired"]
+                for name, info in pool.rejoin(retired).items() if retired else ():
+                    self._join(name, info)
+                next_rejoin = time.monotonic() + REJOIN_EVERY_S
+
+    def _join(self, name: str, info: SlotInfo) -> None:
+        state = self.slots.get(name)
+        if state is not None:
+            self.console.print(f"slot {escape(name)} rejoined on {info.node}")
+            state.info, state.state = info, "idle"
+        else:
+            self.slots[name] = SlotState(info)
+        for note in info.notes:
+            self.console.print(f"[yellow]{escape(note)}[/]")
+        self._save(name, state="idle", node=info.node, pid=info.pid, detail=None, trial_id=None)
+        self._show(name, "idle")
+
+    # --- handing out trials ----------------------------------------------------------
+
+    def _dispatch(self, pool: SlotPool, name: str) -> None:
+        slot = self.slots[name]
+        if slot.state not in ("idle", "backoff") or slot.task is not None:
+            return
+        if slot.retry is not None:
+            trial, not_before = slot.retry
+            if time.monotonic() < not_before:
+                return
+            slot.retry = None
+        else:
+            picked = self._pick(name)
+            if picked is None:
+                return
+            trial = picked
+        self._submit(pool, name, trial)
+
+    def _pick(self, name: str) -> sqlite3.Row | None:
+        """The next trial for slot `name`, or None (it waits)."""
+        if self.spec.cluster.table.schedule == "by_trial":
+            return self.queue.pop(0) if self.queue else None
+        for preferred in (True, False):
+            for index, trial in enumerate(self.queue):
+                owner = self.owners.get(trial["repeat"])
+                if (owner == name) if preferred else owner is None:
+                    self.owners[trial["repeat"]] = name
+                    return self.queue.pop(index)
+        return None
+
+    def _submit(self, pool: SlotPool, name: str, trial: sqlite3.Row) -> None:
+        slot = self.slots[name]
+        attempt_id, number = self.store.begin_attempt(trial["id"])
+        slot_store.record_attempt_slot(self.store, attempt_id, name, slot.info.node)
+        path = attempt_dir(Path(), trial["id"], trial["label"], trial["repeat"], number)
+        task = AttemptTask(
+            trial["id"],
+            attempt_id,
+            number,
+            trial["label"],
+            trial["repeat"],
+            self.store.trial_config(trial).to_wire(),
+            str(path),
+        )
+        slot.task, slot.state = InFlight(trial, attempt_id, self.workdir / path), "busy"
+        self._save(name, state="busy", trial_id=trial["id"], phase="submitted")
+        self._show(name, "submitted", trial)
+        pool.submit(name, task)
+
+    # --- what comes back ---------------------------------------------------------------
+
+    def _handle(self, event: Event) -> None:
+        slot = self.slots.get(event.slot)
+        if slot is None or slot.task is None:
+            return
+        if isinstance(event, Progress):
+            self._progress(event.slot, slot.task, event)
+        elif isinstance(event, Finished):
+            self._finished(event.slot, slot, event.report)
+        else:
+            self._lost(event.slot, slot, event.detail)
+
+    def _progress(self, name: str, task: InFlight, event: Progress) -> None:
+        if event.ready and not task.noted:
+            note_ready(self.store, task.attempt_id, task.attempt_dir, event.ready)
+            task.noted, task.known = True, event.ready
+        if event.phase != task.phase:
+            task.phase = event.phase
+            self._save(name, phase=event.phase)
+            self._show(name, event.phase, task.trial)
+
+    def _finished(self, name: str, slot: SlotState, report: AttemptReport) -> None:
+        task, slot.task, slot.state = slot.task, None, "idle"
+        assert task is not None
+        trial = task.trial
+        for leftover in report.outcome.get("reclaimed") or ():  # [service] reclaim_leftovers
+            self.console.print(f"[yellow]reclaimed[/] slot {escape(name)}: {escape(leftover)}")
+        error = store_report(
+            self.store, trial["id"], task.attempt_id, task.attempt_dir, report, self.hardware
+        )
+        blocked = blocked_by(report)
+        if blocked:  # retries cannot help: stop as the local backend does
+            self.store.finish_trial(trial["id"], "interrupted")
+            raise SweepBlocked(f"slot {name}: {blocked}")
+        used = self.used[trial["id"]] = self.used.get(trial["id"], 0) + 1
+        if error is None:
+            slot.done += 1
+            self._count(trial, "done", name)
+        elif used < self.spec.retry.attempts:
+            backoff = self.spec.retry.backoff * 2 ** (used - 1)
+            slot.retry, slot.state = (trial, time.monotonic() + backoff), "backoff"
+            self._say_failed(trial, used, error)
+        else:
+            self._say_failed(trial, used, error)
+            self.store.finish_trial(trial["id"], "failed")
+            self._count(trial, "failed", name)
+        self._save(name, state=slot.state, trial_id=None, phase=None, done=slot.done)
+        self._show(name, slot.state)
+
+    def _lost(self, name: str, slot: SlotState, detail: str) -> None:
+        """The slot died mid-attempt: store what is known, requeue, retire the slot."""
+        task, slot.task, slot.state = slot.task, None, "retired"
+        assert task is not None
+        trial = task.trial
+        known = task.known
+        line = f"slot {name} ({slot.info.node}) lost during '{task.phase}': {detail}"
+        self.store.fail_attempt(
+            task.attempt_id,
+            "node_lost",
+            line,
+            timings=known.get("timings") or {},
+            identity=known.get("identity") or {},
+            hardware=slot.info.hardware,
+        )
+        self.console.print(f"[red]{escape(line)}[/]; trial {trial['id']} goes to another slot")
+        lost = self.lost[trial["id"]] = self.lost.get(trial["id"], 0) + 1
+        self._requeue(trial, lost)
+        if slot.retry is not None:
+            self._requeue(slot.retry[0], 0)
+            slot.retry = None
+        self.owners = {p: s for p, s in self.owners.items() if s != name}
+        self._save(name, state="retired", trial_id=None, phase=None, detail=line)
+        self._show(name, "retired")
+        self._check_min_slots({name: line})
+
+    def _requeue(self, trial: sqlite3.Row, lost: int) -> None:
+        if lost > len(self.spec.cluster.slots):
+            self.store.finish_trial(trial["id"], "failed")
+            self._count(trial, "failed")
+            return
+        self.queue.append(trial)
+        self.queue.sort(key=lambda t: t["order_index"])
+
+    # --- bookkeeping ---------------------------------------------------------------------
+
+    def _check_min_slots(self, why: dict[str, str]) -> None:
+        live = [n for n, s in self.slots.items() if s.state != "retired"]
+        need = self.spec.cluster.table.min_slots
+        if len(live) < need:
+            reasons = "; ".join(f"{n}: {w}" for n, w in why.items())
+            raise UserError(
+                f"only {len(live)} live slot(s), fewer than cluster.min_slots = {need} "
+                f"({reasons}); the sweep stopped, finished trials are kept: run it again to resume",
+                key="cluster.min_slots",
+            )
+
+    def _count(self, trial: sqlite3.Row, status: str, slot: str | None = None) -> None:
+        self.summary.count(self.store, trial, status)
+        if self.view is not None:
+            self.view.advance(slot)
+
+    def _say_failed(self, trial: sqlite3.Row, used: int, error: str) -> None:
+        self.console.print(
+            f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
+            f"attempt {used}/{self.spec.retry.attempts} failed[/]: {escape(error)}"
+        )
+
+    def _interrupt_in_flight(self) -> None:
+        for slot in self.slots.values():
+            if slot.task is not None:
+                self.store.finish_trial(slot.task.trial["id"], "interrupted")
+            if slot.retry is not None:
+                self.store.finish_trial(slot.retry[0]["id"], "interrupted")
+
+    def _close(self, pool: SlotPool) -> None:
+        for note in pool.close():
+            self.console.print(f"[yellow]{escape(note)}[/]")
+        for name in {s.name for s in self.spec.cluster.slots} | set(self.slots):
+            self._save(name, state="stopped", trial_id=None, phase=None)
+
+    def _save(self, name: str, **fields: Any) -> None:
+        slot_store.set_slot(self.store, self.summary.sweep_id, name, **fields)
+
+    def _show(self, name: str, phase: str, trial: sqlite3.Row | None = None) -> None:
+        if self.view is not None:
+            self.view.show(name, phase, trial)
+
+
+def _ray_pool(spec: SweepSpec, root: Path, store: str) -> SlotPool:
+    from ddtune.sweep.run.ray.pool import RayPool
+
+    return RayPool(spec, root, store)
+
+
+__all__ = ["Event", "Finished", "Lost", "Progress", "SlotLoop", "SlotPool"]

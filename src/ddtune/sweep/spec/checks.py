@@ -1,0 +1,120 @@
+"""Cross-key checks of a sweep spec: strategy, race and search settings that must agree.
+
+Each check raises a one-line `UserError` whose `.key` names the setting to
+change (`parse_spec` adds the file and line). See docs/architecture.md "Sweep".
+"""
+
+from __future__ import annotations
+
+from ddtune.errors import UserError
+from ddtune.sweep.spec.schema import SpecDocument
+
+RACE_ONLY = ("min_repeats", "max_trials", "max_hours")
+RACE_REPEATS = 10  # default most passes of a race (a grid's default stays 2)
+
+
+def effective_repeats(doc: SpecDocument) -> int:
+    """`repeats` as written; unwritten, 2 for a grid and `RACE_REPEATS` for a race or search."""
+    sweep = doc.sweep
+    if "repeats" in sweep.model_fields_set or sweep.strategy == "grid":
+        return sweep.repeats
+    return max(RACE_REPEATS, sweep.min_repeats)
+
+
+def check_strategy(doc: SpecDocument) -> None:
+    """Refuse settings that the chosen strategy would ignore or cannot honour."""
+    sweep, strategy = doc.sweep, doc.sweep.strategy
+    if strategy != "optuna":
+        _no_search_settings(doc)
+    if strategy == "grid":
+        for name in RACE_ONLY:
+            if name in sweep.model_fields_set:
+                _fail(f"sweep.{name}", 'only applies to strategy = "race" or "optuna"')
+    else:
+        if sweep.order != "interleaved":
+            _fail("sweep.order", f'strategy = "{strategy}" runs interleaved passes; remove order')
+        if sweep.min_repeats > effective_repeats(doc):
+            _fail(
+                "sweep.min_repeats",
+                f"({sweep.min_repeats}) is above sweep.repeats ({sweep.repeats}), the most "
+                "passes a race runs",
+            )
+    if strategy == "optuna":
+        _search_inputs(doc)
+    _passes_per_start(doc)
+    if sweep.objective == "speedup" and sweep.baseline is None:
+        _fail(
+            "sweep.baseline",
+            'is required: objective = "speedup" is a ratio to the baseline '
+            '(e.g. baseline = { mode = "ar" })',
+        )
+
+
+def check_interleave(doc: SpecDocument, service_kind: str) -> None:
+    """`interleave = "request"` switches one hot server's config before every request."""
+    if doc.sweep.interleave != "request":
+        return
+    needs = {
+        "service.kind": (service_kind == "hot", "[service] kind = 'hot'"),
+        "sweep.order": (doc.sweep.order == "interleaved", "order = 'interleaved'"),
+        "sweep.passes_per_start": (doc.sweep.passes_per_start == 1, "passes_per_start = 1"),
+        "bench.concurrency": (doc.bench.concurrency == 1, "[bench] concurrency = 1"),
+        "bench.load": (doc.bench.load is None, "no [bench.load] levels"),
+        "cluster.backend": (doc.cluster.backend == "local", "[cluster] backend = 'local'"),
+    }
+    for key, (ok, wanted) in needs.items():
+        if not ok:
+            _fail(
+                key,
+                f"sweep.interleave = 'request' switches one hot server's config between "
+                f"single requests, so it needs {wanted}; or set interleave = 'trial'",
+            )
+
+
+def _no_search_settings(doc: SpecDocument) -> None:
+    if doc.optuna is not None:
+        _fail("optuna", 'is only read with strategy = "optuna"; remove it or set the strategy')
+    if doc.space is not None:
+        for key in doc.space.ranges():
+            _fail(
+                f"space.{key}",
+                'a {low, high} range needs strategy = "optuna"; list the values for a grid or a race',
+            )
+
+
+def _search_inputs(doc: SpecDocument) -> None:
+    if doc.configs:
+        _fail(
+            "configs",
+            'strategy = "optuna" searches [space]; remove [[configs]] '
+            "(the baseline goes in sweep.baseline)",
+        )
+    if doc.space is None:
+        _fail("space", 'strategy = "optuna" needs a [space] with ranges or lists to search')
+
+
+def _passes_per_start(doc: SpecDocument) -> None:
+    sweep = doc.sweep
+    k = sweep.passes_per_start
+    if k == 1:
+        return
+    if sweep.order == "random":
+        _fail("sweep.passes_per_start", "needs order interleaved or sequential, not random")
+    if doc.cluster.backend != "local":
+        _fail("sweep.passes_per_start", "reuses a start in this process: use cluster.backend local")
+    counts = [("repeats", effective_repeats(doc))]
+    if sweep.strategy != "grid":
+        counts.append(("min_repeats", sweep.min_repeats))
+    for name, value in counts:
+        if value % k:
+            _fail(
+                "sweep.passes_per_start",
+                f"({k}) must divide sweep.{name} ({value}): every start serves {k} passes",
+            )
+
+
+def _fail(key: str, message: str) -> None:
+    raise UserError(f"{key} {message}", key=key)
+
+
+__all__ = ["RACE_REPEATS", "check_strategy", "effective_repeats"]

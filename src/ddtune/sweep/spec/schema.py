@@ -1,0 +1,195 @@
+"""The tables of a sweep spec as strict pydantic models (`ddtune.tables.StrictModel`).
+
+    [sweep]      SweepTable: name, description, repeats, order, seed, baseline,
+                 strategy (grid|race|optuna), min_repeats, tolerance, max_trials,
+                 max_hours, passes_per_start, objective, interleave (trial|request)
+    [space]      SpaceTable: lists (or single values) of mode/budget/topk/window,
+                 `{low, high, log, step}` integer ranges (strategy "optuna" only),
+                 [space.vars] lists of user variables
+    [optuna]     OptunaTable: n_trials, confirm_top, seed
+    [[configs]]  ConfigTable: mode/budget/topk/window + vars (also `sweep.baseline`)
+    [service]    a plain table here: `ddtune.services.ServiceSpec` parses it
+    [bench]      `ddtune.bench.BenchMatrix`
+    [retry]      RetryPolicy: attempts, backoff
+    [cluster]    `cluster.ClusterTable`: backend (local | ray), slots, placement
+    [report]     `ddtune.report.ReportOptions` (read by `sweep report` from the stored spec)
+
+These models check the shape (unknown keys, types, ranges, variable names);
+the decoding parameters themselves are checked by `DecodeParams.from_wire`
+when `spec.py` builds the configurations, so both kinds of error carry the
+full key path in `UserError.key`. See docs/architecture.md "Sweep".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag
+
+from ddtune.bench.matrix import BenchMatrix
+from ddtune.params import PARAM_KEYS
+from ddtune.report.options import Interleave, ReportOptions
+from ddtune.sweep.spec.cluster import ClusterTable
+from ddtune.tables import StrictModel
+
+ORDERS = ("interleaved", "random", "sequential")
+Order = Literal["interleaved", "random", "sequential"]
+STRATEGIES = ("grid", "race", "optuna")
+Strategy = Literal["grid", "race", "optuna"]
+OBJECTIVES = ("throughput", "long_context", "short_context", "speedup")
+Objective = Literal["throughput", "long_context", "short_context", "speedup"]
+RESERVED_VARS = (*PARAM_KEYS, "port")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _sweep_name(name: str) -> str:
+    if not _NAME_RE.match(name):
+        raise ValueError("must be 1-64 letters, digits, '.', '_' or '-' (no leading '.', '_', '-')")
+    return name
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool):
+        return value
+    raise ValueError("must be a string, number or boolean")
+
+
+def _var_names(table: dict[str, Any]) -> dict[str, Any]:
+    for name in table:
+        if not _VAR_RE.match(name) or name in RESERVED_VARS:
+            reserved = "/".join(RESERVED_VARS)
+            raise ValueError(f"variable name {name!r} must be an identifier other than {reserved}")
+    return table
+
+
+def _axis(value: Any) -> tuple[Any, ...]:
+    """A grid axis: a list of values, or one value written on its own."""
+    values = tuple(value) if isinstance(value, list) else (value,)
+    if not values:
+        raise ValueError("is an empty list; give at least one value or remove the key")
+    return values
+
+
+VarValue = Annotated[Any, AfterValidator(_scalar)]
+Axis = Annotated[tuple[Any, ...], BeforeValidator(_axis)]
+
+
+class IntRange(StrictModel):
+    """`{low = 2, high = 256, log = true}`: the integers low..high (for strategy "optuna")."""
+
+    low: int
+    high: int
+    log: bool = False
+    step: Annotated[int, Field(ge=1)] = 1
+
+    def count(self) -> int:
+        return max(0, (self.high - self.low) // self.step + 1)
+
+
+def _shape(value: Any) -> str:
+    """Union tag: a table is a range, anything else an axis (so errors name the key)."""
+    return "dict" if isinstance(value, Mapping | IntRange) else "list"
+
+
+Dimension = Annotated[
+    Annotated[Axis, Tag("list")] | Annotated[IntRange, Tag("dict")], Discriminator(_shape)
+]
+
+
+class ConfigTable(StrictModel):
+    """One `[[configs]]` table or `sweep.baseline`: parameters in wire form, plus vars."""
+
+    mode: Any = None
+    budget: Any = None
+    topk: Any = None
+    window: Any = None
+    vars: Annotated[dict[str, VarValue], AfterValidator(_var_names)] = {}
+
+    def params_wire(self) -> dict[str, Any]:
+        """The decoding parameters the user wrote (the rest keep their defaults)."""
+        return {key: getattr(self, key) for key in PARAM_KEYS if key in self.model_fields_set}
+
+
+class SpaceTable(StrictModel):
+    """`[space]`: the grid is the cartesian product of every axis written."""
+
+    mode: Axis = ()
+    budget: Dimension = ()
+    topk: Dimension = ()
+    window: Dimension = ()
+    vars: Annotated[
+        dict[str, Annotated[tuple[VarValue, ...], BeforeValidator(_axis)]],
+        AfterValidator(_var_names),
+    ] = {}
+
+    def axes(self) -> dict[str, tuple[Any, ...]]:
+        """Decoding-parameter axes the user wrote as lists, in `PARAM_KEYS` order."""
+        written = {key: getattr(self, key) for key in PARAM_KEYS if key in self.model_fields_set}
+        return {key: v for key, v in written.items() if not isinstance(v, IntRange)}
+
+    def ranges(self) -> dict[str, IntRange]:
+        """The axes written as `{low, high}` ranges."""
+        return {key: v for key in PARAM_KEYS if isinstance(v := getattr(self, key), IntRange)}
+
+
+class SweepTable(StrictModel):
+    name: Annotated[str, AfterValidator(_sweep_name)]
+    description: str = ""
+    repeats: Annotated[int, Field(ge=1, le=1000)] = 2
+    order: Order = "interleaved"
+    seed: int = 0
+    baseline: ConfigTable | None = None
+    strategy: Strategy = "grid"
+    min_repeats: Annotated[int, Field(ge=2, le=1000)] = 3  # race: passes before eliminating
+    tolerance: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.03  # relative equivalence margin
+    max_trials: Annotated[int, Field(ge=1)] | None = None
+    max_hours: Annotated[float, Field(gt=0.0)] | None = None
+    passes_per_start: Annotated[int, Field(ge=1, le=100)] = 1
+    objective: Objective = "throughput"
+    interleave: Interleave = "trial"  # "request": a pass's configs alternate request by request
+
+
+class OptunaTable(StrictModel):
+    n_trials: Annotated[int, Field(ge=1, le=100_000)] = 40
+    confirm_top: Annotated[int, Field(ge=1, le=100)] = 4  # the best few confirmed by a race
+    seed: int | None = None  # default: [sweep] seed
+
+
+class RetryPolicy(StrictModel):
+    attempts: Annotated[int, Field(ge=1, le=20)] = 2
+    backoff: Annotated[float, Field(ge=0, le=3600)] = 2.0  # seconds before attempt 2, doubled after
+
+
+class SpecDocument(StrictModel):
+    """The whole TOML document."""
+
+    sweep: SweepTable
+    space: SpaceTable | None = None
+    configs: list[ConfigTable] = []
+    optuna: OptunaTable | None = None
+    service: dict[str, Any] = {}
+    bench: BenchMatrix = BenchMatrix()
+    retry: RetryPolicy = RetryPolicy()
+    cluster: ClusterTable = ClusterTable()  # where trials run: cluster.py
+    report: ReportOptions = ReportOptions()  # `ddtune sweep report` options, e.g. load_weights
+
+
+__all__ = [
+    "OBJECTIVES",
+    "ORDERS",
+    "STRATEGIES",
+    "ConfigTable",
+    "IntRange",
+    "Interleave",
+    "Objective",
+    "OptunaTable",
+    "Strategy",
+    "Order",
+    "RetryPolicy",
+    "SpaceTable",
+    "SpecDocument",
+    "SweepTable",
+]

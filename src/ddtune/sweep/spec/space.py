@@ -1,0 +1,130 @@
+"""The search space of `strategy = "optuna"`: lists and integer ranges of the parameters.
+
+    space = SearchSpace.from_table({"budget": {"low": 2, "high": 256, "log": True},
+                                    "topk": {"low": 1, "high": 8}, "window": ["none", 64]})
+    space.size()                      # distinct canonical configs (8160 here)
+    params, user_vars = space.suggest(optuna_trial)
+
+Errors name the key (`space.budget.low`, `space`: a single point). No Optuna
+import at load time (a spec parse must stay fast). See docs/architecture.md "Sweep".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ddtune.errors import UserError
+from ddtune.params import MODES, DecodeParams, window_from_wire
+from ddtune.sweep.spec.schema import IntRange, SpaceTable
+from ddtune.tables import parse_table
+
+if TYPE_CHECKING:
+    import optuna
+
+Choice = str | int | None
+Dimension = list[Choice] | IntRange
+DEFAULTS: dict[str, list[Choice]] = {"budget": [16], "topk": [4], "window": ["none"]}
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    modes: tuple[str, ...]
+    dims: Mapping[str, Dimension]  # budget, topk, window
+    vars: Mapping[str, Sequence[Any]]
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], where: str = "space") -> SearchSpace:
+        """Strict parse; a UserError names the offending key (e.g. `space.budget.low`)."""
+        return cls.from_space(parse_table(SpaceTable, table, where), where)
+
+    @classmethod
+    def from_space(cls, parsed: SpaceTable, where: str = "space") -> SearchSpace:
+        """The search space of a parsed `[space]` table (lists, single values and ranges)."""
+        modes = list(parsed.mode) or ["ddtree"]
+        for mode in modes:
+            if mode not in MODES:
+                raise UserError(
+                    f"{where}.mode: unknown mode {mode!r}; expected some of {', '.join(MODES)}",
+                    key=f"{where}.mode",
+                )
+        _check_list(modes, f"{where}.mode")
+        dims: dict[str, Dimension] = {}
+        for name in ("budget", "topk", "window"):
+            written = getattr(parsed, name) if name in parsed.model_fields_set else DEFAULTS[name]
+            dims[name] = _checked(written, f"{where}.{name}")
+        for name, values in parsed.vars.items():
+            _check_list(values, f"{where}.vars.{name}")
+        space = cls(tuple(modes), dims, {k: list(v) for k, v in parsed.vars.items()})
+        if space.size() < 2:
+            raise UserError(
+                f"{where}: the search space is a single point; give a range or a list "
+                "with 2+ values (or use strategy = 'grid')",
+                key=where,
+            )
+        return space
+
+    def size(self) -> int:
+        """Distinct canonical configs (ar ignores budget/topk/window; dflash budget/topk)."""
+        n = {name: _count(dim) for name, dim in self.dims.items()}
+        per_mode = {"ar": 1, "dflash": n["window"], "ddtree": n["budget"] * n["topk"] * n["window"]}
+        return sum(per_mode[m] for m in self.modes) * math.prod(len(v) for v in self.vars.values())
+
+    def suggest(self, trial: optuna.trial.BaseTrial) -> tuple[DecodeParams, dict[str, Any]]:
+        """Draw a config in the trial (define-by-run: parameters a mode ignores are not drawn)."""
+        mode = _categorical(trial, "mode", list(self.modes))
+        wire: dict[str, Any] = {"mode": mode}
+        names = {"ar": (), "dflash": ("window",), "ddtree": ("budget", "topk", "window")}[mode]
+        for name in names:
+            wire[name] = _draw(trial, name, self.dims[name])
+        user = {name: _categorical(trial, f"vars.{name}", list(v)) for name, v in self.vars.items()}
+        return DecodeParams.from_wire(wire, "space").canonical(), user
+
+
+def _draw(trial: optuna.trial.BaseTrial, name: str, dim: Dimension) -> Any:
+    if isinstance(dim, IntRange):
+        if dim.low == dim.high:
+            return dim.low
+        return trial.suggest_int(name, dim.low, dim.high, step=dim.step, log=dim.log)
+    return _categorical(trial, name, dim)
+
+
+def _categorical(trial: optuna.trial.BaseTrial, name: str, choices: list[Any]) -> Any:
+    return choices[0] if len(choices) == 1 else trial.suggest_categorical(name, choices)
+
+
+def _count(dim: Dimension) -> int:
+    return dim.count() if isinstance(dim, IntRange) else len(dim)
+
+
+def _checked(dim: Any, key: str) -> Dimension:
+    if isinstance(dim, IntRange):
+        if dim.low > dim.high:
+            raise UserError(
+                f"{key}.low ({dim.low}) is above {key}.high ({dim.high})", key=f"{key}.low"
+            )
+        if dim.log and (dim.low < 1 or dim.step != 1):
+            raise UserError(f"{key}: a log range needs low >= 1 and step 1", key=f"{key}.log")
+        return dim
+    values = list(dim)
+    if key.endswith(".window"):
+        values = [_wire_window(v, key) for v in values]
+    _check_list(values, key)
+    return values
+
+
+def _wire_window(value: Any, key: str) -> Any:
+    parsed = window_from_wire(value, key.rsplit(".", 1)[0])
+    return "none" if parsed is None else parsed
+
+
+def _check_list(values: Sequence[Any], key: str) -> None:
+    if not values:
+        raise UserError(f"{key} is an empty list; give at least one value", key=key)
+    if len(set(map(repr, values))) != len(values):
+        raise UserError(f"{key} lists a value twice: {list(values)!r}", key=key)
+
+
+__all__ = ["SearchSpace"]

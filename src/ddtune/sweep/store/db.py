@@ -1,0 +1,426 @@
+"""The results store: one SQLite file per sweep directory (stdlib sqlite3, WAL).
+
+Tables (see SCHEMA): sweeps (spec text + hash), trials (one per config ×
+repeat, with a status), attempts (one per reconfigure+bench try: timings,
+failure class, log tail path, server identity, hardware), samples (raw
+per-request rows), results (aggregates + T=0 outputs of the successful attempt),
+load_requests (`[bench.load]` per-request rows, `load_rows.py`).
+
+Every state change is one transaction, so a kill at any moment leaves the file
+consistent: a trial is `done` exactly when its results row exists. A runner
+holds an exclusive lock file (`<store>.lock`) while it works; when a store is
+opened and no runner holds the lock, trials and attempts left `running` by a
+dead runner become `interrupted`.
+
+A trial's configuration is stored as `Config.to_wire()` JSON (parameters by
+`DecodeParams.to_wire()`, window `"none"`) and read back only through
+`Config.from_wire()`, which also reads stores written before that (`window: null`).
+`trial_records()` (in `records.py`) reads a sweep back for the report.
+See docs/architecture.md "Sweep".
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import ddtune.sweep.store.records as records
+import ddtune.sweep.store.slot_tables as slots
+from ddtune.errors import UserError
+from ddtune.report.inputs import TrialRecord
+from ddtune.sweep.plan.grid import PlannedTrial
+from ddtune.sweep.spec.load import Config
+from ddtune.sweep.store.load_rows import ensure_load_table, insert_load_rows, split_load_rows
+
+SCHEMA_VERSION = 1
+TRIAL_STATUSES = ("pending", "running", "done", "failed", "interrupted")
+SCHEMA = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE sweeps (
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+    spec_text TEXT NOT NULL, spec_hash TEXT NOT NULL, spec_dir TEXT, created_at REAL NOT NULL);
+CREATE TABLE trials (
+    id INTEGER PRIMARY KEY, sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+    order_index INTEGER NOT NULL, config_json TEXT NOT NULL, config_hash TEXT NOT NULL,
+    label TEXT NOT NULL, repeat INTEGER NOT NULL, is_baseline INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN
+        ('pending', 'running', 'done', 'failed', 'interrupted')),
+    updated_at REAL NOT NULL,
+    UNIQUE (sweep_id, config_hash, repeat), UNIQUE (sweep_id, order_index));
+CREATE TABLE attempts (
+    id INTEGER PRIMARY KEY, trial_id INTEGER NOT NULL REFERENCES trials(id),
+    number INTEGER NOT NULL, runner_pid INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('running', 'done', 'failed', 'interrupted')),
+    started_at REAL NOT NULL, ended_at REAL,
+    timings_json TEXT NOT NULL DEFAULT '{}', failure TEXT, detail TEXT, log_tail_path TEXT,
+    identity_json TEXT NOT NULL DEFAULT '{}', hardware_json TEXT NOT NULL DEFAULT '{}',
+    UNIQUE (trial_id, number));
+CREATE TABLE samples (
+    id INTEGER PRIMARY KEY, attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+    idx INTEGER NOT NULL, row_json TEXT NOT NULL);
+CREATE TABLE results (
+    trial_id INTEGER PRIMARY KEY REFERENCES trials(id),
+    attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+    aggregates_json TEXT NOT NULL, outputs_json TEXT NOT NULL, bench_json TEXT NOT NULL);
+CREATE INDEX trials_by_sweep ON trials (sweep_id, order_index);
+CREATE INDEX samples_by_attempt ON samples (attempt_id, idx);
+"""
+
+
+class SpecChangedError(UserError):
+    """The store already holds a sweep of this name run from a different spec."""
+
+
+class Store:
+    """A sweep results store. Open with `Store(path)`; close with `.close()`."""
+
+    def __init__(self, path: str | Path, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise UserError(
+                f"no sweep store at {self.path}; run `ddtune sweep run SPEC` first or pass --store"
+            )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self._migrate()
+        with self.tx() as db:
+            slots.ensure_tables(db)  # the ray backend's slot tables (slots.py)
+            ensure_load_table(db)  # [bench.load] per-request rows (load_rows.py)
+        self._lock_fd: int | None = None
+        self.recover_if_unlocked()
+
+    def close(self) -> None:
+        self.release()
+        self.db.close()
+
+    # --- transactions, schema, locking -------------------------------------------
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: all of it lands or none of it does."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self.tx() as db:
+            exists = db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_version'"
+            ).fetchone()
+            if not exists:
+                for statement in SCHEMA.split(";"):  # executescript() would commit early
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+                return
+            version = db.execute("SELECT version FROM schema_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise UserError(
+                f"{self.path} was written by a newer ddtune (schema {version} > {SCHEMA_VERSION}); upgrade ddtune"
+            )
+        # Later schema versions add their migrations here, one step per version.
+
+    def acquire(self) -> None:
+        """Become the one runner of this store (kernel-released if we die)."""
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise UserError(
+                f"another ddtune sweep runner (pid {holder}) is using {self.path}; wait for it or stop it"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def recover_if_unlocked(self) -> int:
+        """Mark work left `running` by a dead runner `interrupted`; returns trials fixed."""
+        held_before = self._lock_fd is not None
+        if not held_before:
+            try:
+                self.acquire()
+            except UserError:
+                return 0  # a live runner owns the running trials
+        try:
+            return self._recover()
+        finally:
+            if not held_before:
+                self.release()
+
+    def _recover(self) -> int:
+        now = time.time()
+        with self.tx() as db:
+            db.execute(
+                "UPDATE attempts SET state='interrupted', ended_at=?, failure='interrupted',"
+                " detail=COALESCE(detail, 'the runner stopped during this attempt')"
+                " WHERE state='running'",
+                (now,),
+            )
+            cursor = db.execute(
+                "UPDATE trials SET status='interrupted', updated_at=? WHERE status='running'",
+                (now,),
+            )
+            slots.stop_all(db)
+            return cursor.rowcount
+
+    # --- sweeps and trials ---------------------------------------------------------
+
+    def open_sweep(
+        self,
+        name: str,
+        spec_text: str,
+        spec_hash: str,
+        plan: list[PlannedTrial],
+        spec_dir: str | None = None,
+    ) -> int:
+        """The sweep's id; creates it with all its trials (pending) the first time."""
+        with self.tx() as db:
+            row = db.execute("SELECT id, spec_hash FROM sweeps WHERE name=?", (name,)).fetchone()
+            if row:
+                if row["spec_hash"] != spec_hash:
+                    raise SpecChangedError(
+                        f"{self.path} already holds sweep '{name}' from a different spec; "
+                        "restore that spec to resume, or pass --store NEW_PATH to start afresh"
+                    )
+                return int(row["id"])
+            sweep_id = _row_id(
+                db.execute(
+                    "INSERT INTO sweeps (name, spec_text, spec_hash, spec_dir, created_at)"
+                    " VALUES (?,?,?,?,?)",
+                    (name, spec_text, spec_hash, spec_dir, time.time()),
+                )
+            )
+            _insert_trials(db, int(sweep_id), plan)
+            return int(sweep_id)
+
+    def add_trials(self, sweep_id: int, plan: list[PlannedTrial]) -> list[sqlite3.Row]:
+        """Append planned trials (a race's next pass, a search's next trial); returns their rows."""
+        with self.tx() as db:
+            _insert_trials(db, sweep_id, plan)
+        indexes = {t.order_index for t in plan}
+        return [r for r in self.trials(sweep_id) if r["order_index"] in indexes]
+
+    def next_order_index(self, sweep_id: int) -> int:
+        row = self.db.execute(
+            "SELECT COALESCE(MAX(order_index), -1) + 1 FROM trials WHERE sweep_id=?", (sweep_id,)
+        ).fetchone()
+        return int(row[0])
+
+    def trial_seconds(self, sweep_id: int) -> dict[int, float]:
+        """trial id -> seconds its finished attempts took (stored, so a replay sees the same).
+
+        An attempt of a request-interleaved pass overlaps the others of its pass in
+        time, so its own share is stored as timings `spent_s` and counted instead."""
+        rows = self.db.execute(
+            "SELECT a.trial_id, SUM(COALESCE(json_extract(a.timings_json, '$.spent_s'),"
+            " a.ended_at - a.started_at)) FROM attempts a"
+            " JOIN trials t ON t.id = a.trial_id WHERE t.sweep_id=? AND a.ended_at IS NOT NULL"
+            " GROUP BY a.trial_id",
+            (sweep_id,),
+        )
+        return {int(r[0]): float(r[1]) for r in rows}
+
+    def sweep_row(self, name: str | None = None) -> sqlite3.Row:
+        """The named sweep, or the most recent one."""
+        if name:
+            row = self.db.execute("SELECT * FROM sweeps WHERE name=?", (name,)).fetchone()
+        else:
+            row = self.db.execute("SELECT * FROM sweeps ORDER BY id DESC LIMIT 1").fetchone()
+        if row is None:
+            raise UserError(f"{self.path} holds no sweep{' named ' + repr(name) if name else ''}")
+        return row
+
+    def trials(
+        self, sweep_id: int, statuses: tuple[str, ...] = TRIAL_STATUSES
+    ) -> list[sqlite3.Row]:
+        marks = ",".join("?" * len(statuses))
+        return self.db.execute(
+            f"SELECT * FROM trials WHERE sweep_id=? AND status IN ({marks}) ORDER BY order_index",
+            (sweep_id, *statuses),
+        ).fetchall()
+
+    def trial_config(self, trial: sqlite3.Row) -> Config:
+        """The configuration of a trial row (`config_json` read back by `Config.from_wire`)."""
+        return Config.from_wire(json.loads(trial["config_json"]), f"trial {trial['id']}")
+
+    def attempts(self, trial_id: int) -> list[sqlite3.Row]:
+        return self.db.execute(
+            "SELECT * FROM attempts WHERE trial_id=? ORDER BY number", (trial_id,)
+        ).fetchall()
+
+    def reset_trials(self, sweep_id: int, statuses: tuple[str, ...]) -> list[int]:
+        """Put trials back to `pending` (for `sweep retry`); their attempts stay. Returns ids."""
+        marks = ",".join("?" * len(statuses))
+        with self.tx() as db:
+            ids = [
+                r[0]
+                for r in db.execute(
+                    f"SELECT id FROM trials WHERE sweep_id=? AND status IN ({marks})",
+                    (sweep_id, *statuses),
+                )
+            ]
+            db.executemany(
+                "UPDATE trials SET status='pending', updated_at=? WHERE id=?",
+                [(time.time(), i) for i in ids],
+            )
+            return ids
+
+    # --- attempts ------------------------------------------------------------------
+
+    def begin_attempt(self, trial_id: int) -> tuple[int, int]:
+        """Trial → running, a new attempt row; returns (attempt id, attempt number)."""
+        with self.tx() as db:
+            number = db.execute(
+                "SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE trial_id=?", (trial_id,)
+            ).fetchone()[0]
+            attempt_id = _row_id(
+                db.execute(
+                    "INSERT INTO attempts (trial_id, number, runner_pid, state, started_at)"
+                    " VALUES (?,?,?,'running',?)",
+                    (trial_id, number, os.getpid(), time.time()),
+                )
+            )
+            _set_status(db, trial_id, "running")
+            return int(attempt_id), int(number)
+
+    def note_attempt(self, attempt_id: int, **fields: Any) -> None:
+        """Save timings / identity / hardware / log path of a running attempt."""
+        with self.tx() as db:
+            _update_attempt(db, attempt_id, fields)
+
+    def fail_attempt(self, attempt_id: int, failure: str, detail: str, **fields: Any) -> None:
+        with self.tx() as db:
+            _update_attempt(db, attempt_id, {**fields, "failure": failure, "detail": detail})
+            db.execute(
+                "UPDATE attempts SET state='failed', ended_at=? WHERE id=?",
+                (time.time(), attempt_id),
+            )
+
+    def finish_trial(self, trial_id: int, status: str) -> None:
+        """Close a trial as `failed` (all attempts used) or `interrupted`."""
+        with self.tx() as db:
+            if status == "interrupted":
+                db.execute(
+                    "UPDATE attempts SET state='interrupted', ended_at=?, failure='interrupted',"
+                    " detail=COALESCE(detail, 'interrupted by the user (signal)')"
+                    " WHERE trial_id=? AND state='running'",
+                    (time.time(), trial_id),
+                )
+                db.execute(  # a trial that finished just before the signal stays done
+                    "UPDATE trials SET status='interrupted', updated_at=? WHERE id=? AND status='running'",
+                    (time.time(), trial_id),
+                )
+                return
+            _set_status(db, trial_id, status)
+
+    def record_result(
+        self, trial_id: int, attempt_id: int, bench: dict[str, Any], **fields: Any
+    ) -> None:
+        """Samples + results + attempt done + trial done, in one transaction."""
+        bench, load_rows = split_load_rows(bench)
+        samples = bench.get("samples") or []
+        kept = {k: v for k, v in bench.items() if k != "samples"}
+        with self.tx() as db:
+            db.executemany(
+                "INSERT INTO samples (attempt_id, idx, row_json) VALUES (?,?,?)",
+                [(attempt_id, i, json.dumps(row, default=str)) for i, row in enumerate(samples)],
+            )
+            insert_load_rows(db, attempt_id, load_rows)
+            db.execute(
+                "INSERT OR REPLACE INTO results (trial_id, attempt_id, aggregates_json, outputs_json,"
+                " bench_json) VALUES (?,?,?,?,?)",
+                (
+                    trial_id,
+                    attempt_id,
+                    json.dumps(bench.get("aggregates") or {}),
+                    json.dumps(bench.get("outputs") or []),
+                    json.dumps(kept, default=str),
+                ),
+            )
+            _update_attempt(db, attempt_id, fields)
+            db.execute(
+                "UPDATE attempts SET state='done', ended_at=? WHERE id=?", (time.time(), attempt_id)
+            )
+            _set_status(db, trial_id, "done")
+
+    # --- reading for the report ------------------------------------------------------
+
+    def trial_records(self, sweep_id: int) -> list[TrialRecord]:
+        """One `TrialRecord` per trial, in run order (what `build_report` reads)."""
+        return records.trial_records(self, sweep_id)
+
+
+def _insert_trials(db: sqlite3.Connection, sweep_id: int, plan: list[PlannedTrial]) -> None:
+    for trial in plan:
+        db.execute(
+            "INSERT INTO trials (sweep_id, order_index, config_json, config_hash, label,"
+            " repeat, is_baseline, status, updated_at) VALUES (?,?,?,?,?,?,?,'pending',?)",
+            (
+                sweep_id,
+                trial.order_index,
+                json.dumps(trial.config.to_wire()),
+                trial.config.hash(),
+                trial.config.label(),
+                trial.repeat,
+                int(trial.is_baseline),
+                time.time(),
+            ),
+        )
+
+
+def _row_id(cursor: sqlite3.Cursor) -> int:
+    """The id of the row an INSERT just wrote."""
+    if cursor.lastrowid is None:
+        raise sqlite3.DatabaseError("INSERT returned no row id")
+    return cursor.lastrowid
+
+
+def _set_status(db: sqlite3.Connection, trial_id: int, status: str) -> None:
+    db.execute(
+        "UPDATE trials SET status=?, updated_at=? WHERE id=?", (status, time.time(), trial_id)
+    )
+
+
+_ATTEMPT_JSON = {
+    "timings": "timings_json",
+    "identity": "identity_json",
+    "hardware": "hardware_json",
+}
+_ATTEMPT_TEXT = ("failure", "detail", "log_tail_path")
+
+
+def _update_attempt(db: sqlite3.Connection, attempt_id: int, fields: dict[str, Any]) -> None:
+    for key, value in fields.items():
+        if key in _ATTEMPT_JSON:
+            column, value = _ATTEMPT_JSON[key], json.dumps(value or {}, default=str)
+        elif key in _ATTEMPT_TEXT:
+            column = key
+        else:
+            raise ValueError(f"unknown attempt field {key!r}")
+        db.execute(f"UPDATE attempts SET {column}=? WHERE id=?", (value, attempt_id))
+
+
+__all__ = ["SCHEMA_VERSION", "Store", "TRIAL_STATUSES"]

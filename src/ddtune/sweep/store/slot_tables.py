@@ -1,0 +1,130 @@
+"""Service slots in the store: which slot ran each attempt, and what each slot is doing now.
+
+    attempt_slots  attempt_id → slot name, node address (ray backend only; none = local)
+    slots          per sweep and slot: state (starting | idle | busy | backoff |
+                   retired | stopped), node, actor pid, current trial, phase,
+                   trials done, detail, updated_at
+
+The tables are created on open when missing (`ensure_tables`), so stores
+written before them read as before. Only the driver writes them (its
+`SlotLoop`); `sweep status` reads them (`slot_table`), and the report reads
+each done trial's slot through `records.py` (`conditions["slot"]`).
+See docs/architecture.md "Scale out".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from ddtune.sweep.store.db import Store
+
+SLOT_STATES = ("starting", "idle", "busy", "backoff", "retired", "stopped")
+TABLES = (
+    """CREATE TABLE IF NOT EXISTS attempt_slots (
+        attempt_id INTEGER PRIMARY KEY REFERENCES attempts(id),
+        slot TEXT NOT NULL, node TEXT)""",
+    """CREATE TABLE IF NOT EXISTS slots (
+        sweep_id INTEGER NOT NULL REFERENCES sweeps(id), name TEXT NOT NULL,
+        state TEXT NOT NULL, node TEXT, pid INTEGER, trial_id INTEGER, phase TEXT,
+        done INTEGER NOT NULL DEFAULT 0, detail TEXT, updated_at REAL NOT NULL,
+        PRIMARY KEY (sweep_id, name))""",
+)
+STATE_STYLE = {"idle": "dim", "busy": "cyan", "backoff": "yellow", "retired": "red"}
+
+
+def ensure_tables(db: sqlite3.Connection) -> None:
+    """Create the slot tables if this store has none (inside the caller's transaction)."""
+    for statement in TABLES:
+        db.execute(statement)
+
+
+def stop_all(db: sqlite3.Connection) -> None:
+    """No runner holds the store: no slot is doing anything (inside a transaction)."""
+    db.execute(
+        "UPDATE slots SET state='stopped', trial_id=NULL, phase=NULL, updated_at=?"
+        " WHERE state != 'stopped'",
+        (time.time(),),
+    )
+
+
+def record_attempt_slot(store: Store, attempt_id: int, slot: str, node: str | None) -> None:
+    with store.tx() as db:
+        db.execute(
+            "INSERT OR REPLACE INTO attempt_slots (attempt_id, slot, node) VALUES (?,?,?)",
+            (attempt_id, slot, node),
+        )
+
+
+def attempt_slot(store: Store, attempt_id: int) -> tuple[str, str | None] | None:
+    """(slot, node) of an attempt, or None when the local backend ran it."""
+    row = store.db.execute(
+        "SELECT slot, node FROM attempt_slots WHERE attempt_id=?", (attempt_id,)
+    ).fetchone()
+    return None if row is None else (row["slot"], row["node"])
+
+
+def set_slot(store: Store, sweep_id: int, name: str, **fields: Any) -> None:
+    """Upsert one slot's row; `fields` among state, node, pid, trial_id, phase, done, detail."""
+    with store.tx() as db:
+        db.execute(
+            "INSERT OR IGNORE INTO slots (sweep_id, name, state, updated_at) VALUES (?,?,?,?)",
+            (sweep_id, name, "starting", time.time()),
+        )
+        for key, value in fields.items():
+            if key not in ("state", "node", "pid", "trial_id", "phase", "done", "detail"):
+                raise ValueError(f"unknown slot field {key!r}")
+            db.execute(
+                f"UPDATE slots SET {key}=?, updated_at=? WHERE sweep_id=? AND name=?",
+                (value, time.time(), sweep_id, name),
+            )
+
+
+def slot_rows(store: Store, sweep_id: int) -> list[sqlite3.Row]:
+    return store.db.execute(
+        "SELECT s.*, t.label, t.repeat FROM slots s LEFT JOIN trials t ON t.id = s.trial_id"
+        " WHERE s.sweep_id=? ORDER BY s.name",
+        (sweep_id,),
+    ).fetchall()
+
+
+def slot_table(store: Store, sweep_id: int) -> list[Table]:
+    """`sweep status`: one row per slot (state, node, current trial and phase); [] if none."""
+    rows = slot_rows(store, sweep_id)
+    if not rows:
+        return []
+    table = Table(title="slots", title_justify="left", show_lines=False)
+    for column in ("slot", "state", "node", "pid", "trial", "phase", "done", "detail", "updated"):
+        table.add_column(column, overflow="fold")
+    now = time.time()
+    for r in rows:
+        trial = f"{r['trial_id']} {r['label']} r{r['repeat']}" if r["trial_id"] else ""
+        table.add_row(
+            r["name"],
+            Text(r["state"], style=STATE_STYLE.get(r["state"], "")),
+            r["node"] or "",
+            str(r["pid"] or ""),
+            Text(trial),
+            Text(r["phase"] or ""),
+            str(r["done"]),
+            Text(r["detail"] or ""),
+            f"{now - r['updated_at']:.0f}s ago",
+        )
+    return [table]
+
+
+__all__ = [
+    "SLOT_STATES",
+    "attempt_slot",
+    "ensure_tables",
+    "record_attempt_slot",
+    "set_slot",
+    "slot_rows",
+    "slot_table",
+    "stop_all",
+]

@@ -1,0 +1,191 @@
+"""Race and search planners over a real store, with the simulated service standing in for
+the servers: passes planned from stored results, a search told its results (FAIL for a
+failed trial), its best confirmed by a race; cost estimates and `sweep plan`."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from ddtune.cli import main
+from ddtune.sweep.plan.grid import plan_spec
+from ddtune.sweep.plan.planners import estimate_text, estimates, make_planner, trial_costs
+from ddtune.sweep.plan.race_planner import RacePlanner
+from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX, SearchPlanner
+from ddtune.sweep.plan.simulate import NoiseModel, SimulatedService
+from ddtune.sweep.spec.load import parse_spec
+from ddtune.sweep.store.db import Store
+
+SERVICE = """
+[service]
+command = ["python", "-m", "ddtune.cli", "serve", "--port", "{port}", "--budget", "{budget}"]
+port = 18000
+expected_start_s = 420
+expected_bench_s = 60
+"""
+RACE = """
+[sweep]
+name = "r"
+strategy = "race"
+min_repeats = 3
+repeats = 8
+baseline = { mode = "ar" }
+[space]
+budget = [4, 8, 16, 32]
+topk = [2, 4]
+"""
+OPTUNA = """
+[sweep]
+name = "o"
+strategy = "optuna"
+repeats = 6
+baseline = { mode = "ar" }
+[space]
+budget = { low = 2, high = 64, log = true }
+topk = { low = 1, high = 8 }
+[optuna]
+n_trials = 12
+confirm_top = 2
+"""
+
+
+def _spec(body: str):
+    return parse_spec(textwrap.dedent(body) + SERVICE, source="t.toml")
+
+
+def _rate(label: str) -> float:
+    """True throughput: ar 50; ddtree best at budget 16, topk 4."""
+    if label == "ar":
+        return 50.0
+    budget, topk = (int(part[1:]) for part in label.split()[1:3])
+    return 100.0 - 2.5 * abs(budget - 16) ** 0.8 - 6.0 * abs(topk - 4)
+
+
+def _finish(store: Store, row, value: float | None) -> None:
+    attempt_id, _ = store.begin_attempt(row["id"])
+    if value is None:
+        store.fail_attempt(attempt_id, "crashed(1)", "simulated failure")
+        store.finish_trial(row["id"], "failed")
+        return
+    bench = {"aggregates": {"short_tps": value, "long_tps": value}, "samples": [], "outputs": []}
+    store.record_result(row["id"], attempt_id, bench, timings={"bench_s": 60.0})
+
+
+def _drive(planner, store: Store, first, service: SimulatedService, fail_every: int = 0) -> int:
+    """Run every batch the planner hands out against the simulator; returns trials run."""
+    batch, ran = list(first), 0
+    while batch:
+        for row in batch:
+            ran += 1
+            service.start(row["label"])
+            value = service.bench(row["label"]).value
+            _finish(store, row, None if fail_every and ran % fail_every == 0 else value)
+        batch = planner.next_batch()
+    return ran
+
+
+def test_race_plans_each_pass_from_the_store_and_stops(tmp_path):
+    spec = _spec(RACE)
+    store = Store(tmp_path / "store.sqlite")
+    try:
+        sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec))
+        assert len(store.trials(sweep_id)) == 9 * 3  # the first min_repeats passes
+        planner = make_planner(spec, store, tmp_path / "store.sqlite", sweep_id)
+        assert isinstance(planner, RacePlanner)
+        service = SimulatedService(
+            {c.label(): _rate(c.label()) for c, _ in spec.all_configs()}, NoiseModel(), 1
+        )
+        ran = _drive(planner, store, store.trials(sweep_id, ("pending",)), service)
+        state = planner.state()
+        assert state.stop is not None and ran == len(store.trials(sweep_id))
+        assert ran < 9 * 8  # fewer trials than the grid with the same maximum passes
+        assert "ddtree b16 k4 wnone" in state.alive
+        again = RacePlanner(spec, store, sweep_id)  # a fresh planner (a resumed run) agrees
+        assert again.state().history == state.history and again.next_batch() == []
+        assert "stopped" in planner.outcome()
+    finally:
+        store.close()
+
+
+def test_search_tells_results_and_confirms_the_best_by_a_race(tmp_path):
+    spec = _spec(OPTUNA)
+    path = tmp_path / "store.sqlite"
+    store = Store(path)
+    try:
+        sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec))
+        planner = SearchPlanner(spec, store, path, sweep_id)
+        rates = _RatesOnDemand()
+        service = SimulatedService(rates, NoiseModel(), 2)
+        _drive(planner, store, planner.next_batch(), service, fail_every=5)
+        search_trials = store.trials(sweep_id)
+        assert len(search_trials) == 12 and [r["repeat"] for r in search_trials] == list(
+            range(1, 13)
+        )
+        states = [t.state.name for t in planner.search.study.trials]
+        assert states.count("FAIL") == 2 and states.count("COMPLETE") == 10  # failures not zeros
+        confirm = store.sweep_row(spec.name + CONFIRM_SUFFIX)
+        labels = {r["label"] for r in store.trials(confirm["id"])}
+        assert "ar" in labels and len(labels) == 3  # baseline + confirm_top
+        assert planner.race is not None and planner.race.state().stop is not None
+        assert (path.parent / "store.optuna.sqlite").is_file()
+    finally:
+        store.close()
+
+
+class _RatesOnDemand(dict):
+    def __missing__(self, label: str) -> float:
+        return _rate(label)
+
+
+def test_estimates_for_grid_race_and_search():
+    race = _spec(RACE)
+    costs = trial_costs(race, None)
+    assert costs is not None and (costs.start_s, costs.bench_s) == (420, 60)
+    named = estimates(race, costs)
+    assert named["race, best case"].trials == 27 and named["race, worst case"].trials == 72
+    assert named["race, worst case"].hours == pytest.approx(72 * 480 / 3600)
+    grid = _spec(RACE.replace('strategy = "race"\nmin_repeats = 3\n', ""))
+    assert estimates(grid, costs)["grid"].trials == 9 * 8
+    search = estimates(_spec(OPTUNA), costs)
+    assert search["search"].trials == 12 and search["confirm race, best case"].trials == 3 * 3
+    text = estimate_text(race, None)
+    assert "race, worst case: 72 trial(s), 72 restart(s), ~9.6 h" in text
+
+
+def test_sweep_plan_prints_the_trials_and_the_estimate(tmp_path, capsys):
+    path = tmp_path / "race.toml"
+    path.write_text(textwrap.dedent(RACE) + SERVICE)
+    assert main(["sweep", "plan", str(path), "--store", str(tmp_path / "none.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "race, best case: 27 trial(s)" in out and "planned now: 27 trial(s), 27 restart(s)" in out
+    )
+    assert "pass 1" in out and "pass 3" in out and "(baseline)" in out
+
+
+def test_a_hot_sweep_counts_reconfigures_not_restarts(tmp_path, capsys):
+    path = tmp_path / "hot.toml"
+    path.write_text(
+        textwrap.dedent(RACE) + SERVICE.replace("[service]\n", '[service]\nkind = "hot"\n')
+    )
+    assert main(["sweep", "plan", str(path), "--store", str(tmp_path / "none.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert "27 trial(s), 27 hot reconfigure(s)" in out and "restart(s)" not in out
+
+
+def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():
+    from ddtune.params import DecodeParams
+    from ddtune.report.inputs import TrialRecord
+    from ddtune.sweep.plan.search_planner import pass_rate_constraint
+
+    def rec(i, passed, total=20):
+        metrics = {"coding_passed": passed, "coding_total": total}
+        return TrialRecord(i, "x", DecodeParams(), False, i, "done", metrics=metrics)
+
+    records = {1: rec(1, 20), 2: rec(2, 19), 3: rec(3, 5)}
+    assert pass_rate_constraint(records[1], records) < 0  # the best: feasible
+    assert pass_rate_constraint(records[2], records) < 0  # 19/20 vs 20/20: not significant
+    assert pass_rate_constraint(records[3], records) > 0  # 5/20 vs 20/20: infeasible
+    no_coding = TrialRecord(4, "x", DecodeParams(), False, 4, "done", metrics={})
+    assert pass_rate_constraint(no_coding, records) is None

@@ -1,0 +1,171 @@
+"""The package's import graph: cycles, private names across modules, and folder sizes.
+
+    python tools/import_graph.py          # prints the report, exit 1 on a cycle or a private import
+
+Every `import` statement counts, inside functions too; only imports under
+`if TYPE_CHECKING:` are left out (they never run). `from pkg import name`
+counts as importing `pkg` (its `__init__` runs) and, when `name` is a
+submodule, `pkg.name` as well: so a package face that imports its modules,
+which in turn import names through the face, is a cycle here even though
+Python resolves it at run time. The layer contract between packages is
+import-linter's job (`lint-imports`, configured in pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "ddtune"
+
+
+def module_files(root: Path = ROOT, package: str = PACKAGE) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package (`__init__` = the package)."""
+    modules = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node except the bodies of `if TYPE_CHECKING:` blocks."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                stack.extend(child.orelse)
+                continue
+            stack.append(child)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _absolute(module: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base[: len(base) - node.level + (1 if _is_package(module) else 0)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+_PACKAGES: set[str] = set()
+
+
+def _is_package(module: str) -> bool:
+    return module in _PACKAGES
+
+
+def imports_of(module: str, path: Path, modules: set[str]) -> list[tuple[str, str | None]]:
+    """(imported module, private name or None) for each runtime import of `module`."""
+    found: list[tuple[str, str | None]] = []
+    for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            source = _absolute(module, node)
+            for alias in node.names:
+                sub = f"{source}.{alias.name}"
+                if sub in modules:
+                    found.append((sub, None))
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                found.append((source, alias.name if private and sub not in modules else None))
+    return [(target, name) for target, name in found if target in modules]
+
+
+def graph(root: Path = ROOT) -> tuple[dict[str, set[str]], list[str]]:
+    """(module -> modules it imports, one line per private name imported across modules)."""
+    files = module_files(root)
+    _PACKAGES.update(m for m, p in files.items() if p.name == "__init__.py")
+    edges: dict[str, set[str]] = defaultdict(set)
+    private = []
+    for module, path in files.items():
+        for target, name in imports_of(module, path, set(files)):
+            if target != module:
+                edges[module].add(target)
+            if name is not None and target != module:
+                private.append(f"{module} imports {target}.{name}")
+    return {m: edges[m] for m in files}, private
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in edges:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(edges.get(child, ())))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def folders(root: Path = ROOT) -> dict[str, tuple[int, int]]:
+    """Folder (relative to src/) -> (modules directly in it, their lines)."""
+    sizes: dict[str, tuple[int, int]] = {}
+    for folder in sorted({p.parent for p in (root / PACKAGE).rglob("*.py")}):
+        files = sorted(folder.glob("*.py"))
+        lines = sum(len(f.read_text().splitlines()) for f in files)
+        sizes[str(folder.relative_to(root))] = (len(files), lines)
+    return sizes
+
+
+def main() -> int:
+    edges, private = graph()
+    found = cycles(edges)
+    print(f"{len(edges)} modules, {sum(map(len, edges.values()))} imports")
+    print(f"{'folder':<32} {'modules':>7} {'lines':>7}")
+    for folder, (count, lines) in folders().items():
+        print(f"{folder:<32} {count:>7} {lines:>7}")
+    print(f"import cycles: {len(found)}")
+    for component in found:
+        print("  " + " <-> ".join(component))
+    print(f"private names imported from another module: {len(private)}")
+    for line in private:
+        print("  " + line)
+    return 1 if found or private else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
