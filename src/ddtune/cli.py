@@ -18,7 +18,8 @@ from ddtune.errors import UserError
 from ddtune.tables import validation_to_user_error
 
 COMMAND_MODULES = [
-    "ddtune.engine.commands",  # generate, bench-engine
+    "ddtune.engine.commands",  # generate
+    "ddtune.engine.bench.commands",  # bench-engine
     "ddtune.train.commands",  # train tokenizer|target|drafter
     "ddtune.server.commands",  # serve
     "ddtune.bench.commands",  # bench

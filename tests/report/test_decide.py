@@ -159,7 +159,7 @@ def test_pareto_front_is_empty_when_nothing_was_measured():
 def test_a_race_objective_decides_among_the_race_contenders_only(synth):
     """Configs a race eliminated are out of its objective's verdict (their tests are in the
     race table): with one contender left the verdict is separated, and says why."""
-    from ddtune.report.inputs import RaceExit, SweepContext
+    from ddtune.report.inputs import Elimination, SweepContext
 
     Effect, make_records = synth.Effect, synth.make_records
     effects = [
@@ -169,7 +169,7 @@ def test_a_race_objective_decides_among_the_race_contenders_only(synth):
     records = make_records(effects, repeats=2, seed=3)
     plain = analyze(records, ReportOptions()).recommendation("throughput")
     assert plain.status == "inconclusive"  # 2 passes, 3.5% apart: the data alone cannot tell
-    exit_ = RaceExit("ddtree b8 k2 wnone", 2, "worse", "Holm p = 0.01")
+    exit_ = Elimination("ddtree b8 k2 wnone", 2, "worse", "Holm p = 0.01")
     context = SweepContext("race", "throughput", passes=2, stop="one_left", exits=[exit_])
     summary = analyze(records, ReportOptions(), context)
     rec = summary.recommendation("throughput")

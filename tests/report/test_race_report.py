@@ -7,7 +7,7 @@ import math
 
 from ddtune.params import DecodeParams
 from ddtune.report import ReportOptions, TrialRecord, build_report
-from ddtune.report.inputs import RaceExit, SweepContext
+from ddtune.report.inputs import Elimination, SweepContext
 
 FAST, SLOW = DecodeParams("ddtree", 16, 4), DecodeParams("ddtree", 4, 2)
 
@@ -44,7 +44,9 @@ def test_race_history_is_in_the_document_and_results_json(tmp_path):
         passes=6,
         stop="one_left",
         exits=[
-            RaceExit(SLOW.label(), 3, "worse", "ddtree b16 k4 wnone / ddtree b4 k2 wnone = 1.100")
+            Elimination(
+                SLOW.label(), 3, "worse", "ddtree b16 k4 wnone / ddtree b4 k2 wnone = 1.100"
+            )
         ],
     )
     summary = build_report(_records(), tmp_path, ReportOptions(plots=False), context)

@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 from rich.progress import Progress
 
+import ddtune.bench.acceptance as acc
 from ddtune.assets import default_tasks_file
-from ddtune.bench import acceptance as acc
 from ddtune.bench.client import RequestSpec, StreamRecord, discover_model, stream_request
 from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, load_tasks, pass_at_k_summary
 from ddtune.bench.gaps import record_gaps

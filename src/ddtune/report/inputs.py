@@ -9,8 +9,9 @@ carries its configuration as objects (`params: DecodeParams` + user `vars`);
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from ddtune.params import DecodeParams
 
@@ -54,6 +55,14 @@ class TrialRecord:
         """The configuration in wire form: `params.to_wire()` plus the user variables."""
         return {**self.params.to_wire(), **self.vars}
 
+    @property
+    def coding(self) -> tuple[int, int] | None:
+        """(tasks passed, tasks run) of a done trial's coding bench; None when it ran none."""
+        passed, total = self.metrics.get("coding_passed"), self.metrics.get("coding_total")
+        if self.status != "done" or not _finite(passed) or not _finite(total) or not total:
+            return None
+        return int(passed), int(total)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able; `params` in wire form. `from_dict` reads it back."""
         return {**asdict(self), "params": self.params.to_wire()}
@@ -64,13 +73,14 @@ class TrialRecord:
 
 
 @dataclass(frozen=True)
-class RaceExit:
-    """When and why a config left a race (`ddtune.sweep.plan.race.Elimination`)."""
+class Elimination:
+    """When and why a config left a race (`ddtune.sweep.plan.race` decides, the report tells)."""
 
     label: str
     at_pass: int
     reason: str  # "worse" | "pass_rate" | "failed"
     detail: str
+    p_value: float | None = None  # Holm-adjusted
 
 
 @dataclass
@@ -81,8 +91,13 @@ class SweepContext:
     objective: str = "throughput"
     passes: int = 0  # finished passes (blocks)
     stop: str | None = None  # why a race stopped
-    exits: list[RaceExit] = field(default_factory=list)
+    exits: list[Elimination] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. what an Optuna search explored
 
-    def exit_of(self, label: str) -> RaceExit | None:
+    def exit_of(self, label: str) -> Elimination | None:
         return next((e for e in self.exits if e.label == label), None)
+
+
+def _finite(value: Any) -> TypeGuard[float]:
+    """A real number (not a bool, not NaN or infinite)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -17,6 +17,7 @@ from typing import Any
 
 from ddtune.params import MODES, DecodeParams
 from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.stats.blocked import block_of
 from ddtune.stats.intervals import (
     MeanCI,
     VarianceComponents,
@@ -187,11 +188,6 @@ def record_values(record: TrialRecord) -> dict[str, float]:
     return values
 
 
-def block_of(repeat: int, passes_per_start: int = 1) -> int:
-    """The block (1-based) of a pass: `passes_per_start` consecutive passes share one start."""
-    return (repeat - 1) // passes_per_start + 1
-
-
 def _by_pass(group: list[TrialRecord], passes_per_start: int) -> dict[str, dict[int, float]]:
     """metric -> block -> geometric mean of the done trials' positive values in the block."""
     logs: dict[str, dict[int, list[float]]] = {}
@@ -263,13 +259,9 @@ def _acceptance_distribution(done: list[TrialRecord]) -> AcceptanceDistribution 
 def _coding(done: list[TrialRecord], confidence: float) -> Coding | None:
     passed = total = 0
     for record in done:
-        p, t = (
-            _number(record.metrics.get("coding_passed")),
-            _number(record.metrics.get("coding_total")),
-        )
-        if p is None or t is None or t <= 0:
+        if record.coding is None or record.coding[1] <= 0:
             continue
-        passed, total = passed + int(p), total + int(t)
+        passed, total = passed + record.coding[0], total + record.coding[1]
     if total == 0:
         return None
     low, high = wilson_interval(passed, total, confidence)

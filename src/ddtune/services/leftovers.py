@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 import psutil
 
-from ddtune.services import procs
+import ddtune.services.procs as procs
 from ddtune.services.outcome import PhaseFailure
 
 OWNER_VAR = "DDTUNE_INSTANCE_OWNER"

@@ -30,10 +30,11 @@ from typing import Any, Literal
 
 import httpx
 
+import ddtune.services.procs as procs
+import ddtune.services.readiness as readiness
 from ddtune.errors import UserError
 from ddtune.kinds import Launch, get_kind
 from ddtune.params import DecodeParams
-from ddtune.services import procs, readiness
 from ddtune.services.gpu import GpuBaseline, GpuProbe, baseline, default_probe, not_released
 from ddtune.services.leftovers import WORKDIR_VAR, Owner, PortWatch
 from ddtune.services.outcome import Outcome, PhaseFailure, classify_exit, tail_lines

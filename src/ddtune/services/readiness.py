@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ddtune.services import procs
+import ddtune.services.procs as procs
 from ddtune.services.outcome import PhaseFailure
 
 if TYPE_CHECKING:

@@ -65,6 +65,11 @@ class Verdict:
     nearest: str | None = None
 
 
+def block_of(repeat: int, passes_per_start: int = 1) -> int:
+    """The block (1-based) of a pass: `passes_per_start` consecutive passes share one start."""
+    return (repeat - 1) // passes_per_start + 1
+
+
 def compare(a: Samples, b: Samples, options: BlockedOptions) -> RatioInterval:
     """Ratio a/b: paired over the passes both completed, else Welch over all values."""
     if not a or not b:
@@ -183,6 +188,7 @@ def _oriented(values: Samples, options: BlockedOptions) -> dict[int, float]:
 __all__ = [
     "BlockedOptions",
     "Verdict",
+    "block_of",
     "compare",
     "config_effects",
     "decide",

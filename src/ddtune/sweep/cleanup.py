@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ddtune.services import procs
+import ddtune.services.procs as procs
 from ddtune.services.controllers.process import scope_prefix
 from ddtune.services.leftovers import Holder, reclaim, tagged_instances
 from ddtune.sweep.store.db import Store

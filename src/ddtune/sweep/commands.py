@@ -20,7 +20,7 @@ from rich.console import Console
 from ddtune.errors import UserError
 
 if TYPE_CHECKING:
-    from ddtune.sweep.run.loop import RunSummary
+    from ddtune.sweep.run.common import RunSummary
     from ddtune.sweep.store.db import Store
 
 EXIT_CODES = """exit codes: 0 every trial done; 1 some trials failed (now or earlier, not
@@ -115,7 +115,7 @@ def _exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[
 
     @functools.wraps(handler)
     def wrapped(args: argparse.Namespace) -> int:
-        from ddtune.sweep.run.loop import EXIT_INTERRUPTED
+        from ddtune.sweep.run.common import EXIT_INTERRUPTED
 
         try:
             return handler(args)
@@ -128,7 +128,8 @@ def _exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[
 
 @_exit_3_on_ctrl_c
 def cmd_run(args: argparse.Namespace) -> int:
-    from ddtune.sweep.run.loop import default_store_path, run_sweep
+    from ddtune.sweep.run.common import default_store_path
+    from ddtune.sweep.run.loop import run_sweep
     from ddtune.sweep.spec.load import load_spec
 
     spec = load_spec(args.spec)
@@ -143,7 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.sweep.plan.grid import plan_spec
     from ddtune.sweep.plan.planners import estimate_text, restart_word
-    from ddtune.sweep.run.loop import default_store_path
+    from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.spec.load import load_spec
     from ddtune.sweep.store.db import Store
 
@@ -178,7 +179,7 @@ def _later(strategy: str) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from ddtune.sweep.views import status_table
+    from ddtune.sweep.status import status_table
 
     store = _open_store(args.store)
     try:
@@ -214,7 +215,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ddtune.sweep.views import export_csv, export_json
+    from ddtune.sweep.export import export_csv, export_json
 
     store = _open_store(args.store)
     try:
@@ -232,7 +233,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ddtune.sweep.views import write_report
+    from ddtune.sweep.reporting import write_report
 
     store = _open_store(args.store)
     try:

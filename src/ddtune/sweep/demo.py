@@ -27,10 +27,11 @@ from rich.console import Console
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.errors import UserError
-from ddtune.sweep.run.loop import RunSummary, run_sweep
+from ddtune.sweep.reporting import write_report
+from ddtune.sweep.run.common import RunSummary
+from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.spec.load import load_spec
 from ddtune.sweep.store.db import SpecChangedError, Store
-from ddtune.sweep.views import write_report
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 RESTART_SPEC = EXAMPLES / "demo.toml"

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ddtune.engine.commands import parse_budgets
+from ddtune.engine.bench.commands import parse_budgets
 from ddtune.errors import UserError
 from ddtune.train.configs import (
     DrafterTrainConfig,

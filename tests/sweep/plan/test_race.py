@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from ddtune.sweep.plan.race import PassResult, RaceSettings, block_order, replay
+from ddtune.sweep.plan.grid import block_order
+from ddtune.sweep.plan.race import PassResult, RaceSettings, replay
 
 CONFIGS = ["base", "a", "b", "c", "d"]
 

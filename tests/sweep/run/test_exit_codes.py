@@ -8,7 +8,7 @@ import signal
 
 from ddtune.cli import main
 from ddtune.services import procs
-from ddtune.sweep.views import attempt_dir
+from ddtune.sweep.store.files import attempt_dir
 
 GOOD = """
     [[configs]]

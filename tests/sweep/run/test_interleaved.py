@@ -12,10 +12,10 @@ import pytest
 from rich.console import Console
 
 from ddtune.errors import UserError
+from ddtune.sweep.reporting import write_report
 from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.spec.load import load_spec, parse_spec
 from ddtune.sweep.store.db import Store
-from ddtune.sweep.views import write_report
 
 SWEEP = """
     [sweep]

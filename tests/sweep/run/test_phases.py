@@ -12,7 +12,9 @@ from ddtune.params import DecodeParams
 from ddtune.services.outcome import Outcome
 from ddtune.services.protocol import PHASES
 from ddtune.sweep.plan.grid import plan_spec
-from ddtune.sweep.run.loop import PHASE_TEXT, RunSummary, TrialLoop
+from ddtune.sweep.run.attempt import PHASE_TEXT
+from ddtune.sweep.run.common import RunSummary
+from ddtune.sweep.run.loop import TrialLoop
 from ddtune.sweep.spec.load import parse_spec
 from ddtune.sweep.store.db import Store
 

@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 import psutil
 
-from ddtune.bench import acceptance as acc
+import ddtune.bench.acceptance as acc
 from ddtune.bench.client import RequestSpec, StreamRecord
 from ddtune.bench.load.config import LoadLevel, LoadTable
 from ddtune.bench.load.latency import LevelResult, meets_slo, request_figures, summarize_level

@@ -1,87 +1,45 @@
-"""`ddtune bench-engine --concurrency 1,2,4,8`: run `loadspeed` and print its tables.
+"""The tables `ddtune bench-engine` prints: single stream, and `--concurrency` with its summary.
 
-Prints one table with every (concurrency, config) row (wall tok/s and
+The concurrency table has every (concurrency, config) row (wall tok/s and
 tokens per CPU-second), then the summary, by CPU time (robust on a shared
-machine; see `loadspeed`):
-per concurrency AR's aggregate tok/s (and its ratio to concurrency 1), the
-best speculative config and its advantage over AR, the crossover
-concurrency, and the tree + mask + commit share of round time for the
-largest budget at the largest concurrency. See docs/architecture.md "Engine".
+machine; see `loadspeed`): per concurrency AR's aggregate tok/s (and its
+ratio to concurrency 1), the best speculative config and its advantage over
+AR, the crossover concurrency, and the tree + mask + commit share of round
+time for the largest budget at the largest concurrency. See
+docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-from ddtune.errors import UserError
-from ddtune.params import DecodeParams, SamplingParams
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from ddtune.engine.bench.loadspeed import LoadRow
+    from ddtune.engine.bench.speed import SpeedRow
 
 
-def parse_concurrency(text: str) -> list[int]:
-    """`--concurrency` text such as "1,2,4,8": positive integers, ascending, no repeats."""
-    try:
-        values = sorted({int(v) for v in text.split(",") if v.strip()})
-    except ValueError:
-        raise UserError(f"--concurrency must be comma-separated integers; got {text!r}") from None
-    if not values or values[0] < 1:
-        raise UserError(f"--concurrency must list integers >= 1; got {text!r}")
-    return values
+def print_speed_rows(console: Console, rows: list[SpeedRow]) -> None:
+    from rich.table import Table
 
-
-def cmd_concurrency(
-    console: Console,
-    args: argparse.Namespace,
-    configs: list[DecodeParams],
-    sampling: SamplingParams,
-) -> int:
-    import torch
-
-    from ddtune.engine.batch.budget import check_round_fits
-    from ddtune.engine.bench.loadspeed import run_concurrency_bench
-    from ddtune.engine.commands import _bench_models, _prompts
-    from ddtune.engine.engine import Engine
-
-    levels = parse_concurrency(args.concurrency)
-    wanted = 2 * levels[-1]
-    prompts, source = _prompts(args.prompts_file, count=wanted)
-    if len(prompts) < wanted:  # cycle them: 2 x the largest concurrency keeps batches full
-        source += f", cycled to {wanted}"
-        prompts = (prompts * (wanted // len(prompts) + 1))[:wanted]
-    with tempfile.TemporaryDirectory(prefix="ddtune-bench-") as tmp:
-        target, drafter, note = _bench_models(args, Path(tmp))
-        engine = Engine.load(target, drafter)
-        for params in configs:  # a bad budget is an error before any run
-            check_round_fits(params, engine.block_size, args.max_step_tokens)
-        console.print(note)
-        console.print(
-            f"prompts: {source}; {len(prompts)} prompts x {args.repeats} repeats x "
-            f"{sampling.max_new_tokens} tokens, T=0, concurrency {levels}, "
-            f"max_step_tokens {args.max_step_tokens}, torch threads {torch.get_num_threads()}"
+    ar = rows[0].tokens_per_second or 1.0
+    table = Table(title="bench-engine (T=0, same prompts)")
+    table.add_column("config", no_wrap=True, min_width=max(len(r.label) for r in rows))
+    for col in ("tok/s", "x AR", "tau", "tree+commit", "draft", "verify", "= AR"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(
+            r.label,
+            f"{r.tokens_per_second:.1f}",
+            f"{r.tokens_per_second / ar:.2f}",
+            f"{r.tau:.2f}",
+            f"{r.overhead_share:.1%}",
+            f"{r.draft_share:.1%}",
+            f"{r.verify_share:.1%}",
+            "yes" if r.lossless else "NO",
         )
-        rows = run_concurrency_bench(
-            engine,
-            prompts,
-            configs,
-            sampling,
-            levels,
-            args.repeats,
-            args.max_step_tokens,
-            on_progress=lambda label: console.print(f"  done {label}", style="dim"),
-        )
-    print_rows(console, rows)
-    print_summary(console, rows)
-    if args.json:
-        args.json.write_text(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
-    return 0
+    console.print(table)
 
 
 def print_rows(console: Console, rows: list[LoadRow]) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 from ddtune.bench.load.latency import Distribution, LevelResult
 from ddtune.report.inputs import TrialRecord
 from ddtune.report.render.plots import Plot
-from ddtune.report.summarize import block_of
+from ddtune.stats.blocked import block_of
 from ddtune.stats.intervals import MeanCI, mean_ci
 
 REPEAT_FIGURES = (  # LevelResult attribute (or distribution.p99) -> figure name

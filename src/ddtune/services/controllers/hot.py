@@ -19,8 +19,9 @@ from typing import Any
 
 import httpx
 
+import ddtune.services.leftovers as leftovers
+import ddtune.services.readiness as readiness
 from ddtune.params import DecodeParams
-from ddtune.services import leftovers, readiness
 from ddtune.services.controllers.process import ProcessController
 from ddtune.services.outcome import PhaseFailure
 from ddtune.services.protocol import Attempt

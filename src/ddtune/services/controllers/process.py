@@ -18,8 +18,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import ddtune.services.procs as procs
 from ddtune.kinds import Launch
-from ddtune.services import procs
 from ddtune.services.gpu import GpuProbe
 from ddtune.services.outcome import PhaseFailure
 from ddtune.services.protocol import Attempt, Controller

@@ -19,8 +19,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import ddtune.services.procs as procs
 from ddtune.kinds import Launch
-from ddtune.services import procs
 from ddtune.services.controllers.process import scope_prefix
 from ddtune.services.gpu import GpuProbe
 from ddtune.services.outcome import PhaseFailure, classify_exit, tail_lines

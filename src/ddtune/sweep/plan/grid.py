@@ -2,7 +2,7 @@
 
     sequential   config-major: c1r1 c1r2 c2r1 c2r2 ...  (drift lands on configs)
     interleaved  pass-major: each pass runs every config once, in a seeded shuffle
-                 of its own (`race.block_order`): a randomised complete block design
+                 of its own (`block_order`): a randomised complete block design
     random       a seeded shuffle of all trials (same seed, same order)
 
 With `passes_per_start = k` a block is k consecutive passes and each config's
@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ddtune.errors import UserError
-from ddtune.sweep.plan.race import block_order
 from ddtune.sweep.spec.load import ORDERS, Config, SweepSpec
+from ddtune.sweep.store.db import PlannedTrial
 
 
-@dataclass(frozen=True)
-class PlannedTrial:
-    order_index: int  # position in the run order, 0-based
-    config: Config
-    repeat: int  # 1-based pass number
-    is_baseline: bool
+def block_order(labels: Sequence[str], seed: int, pass_no: int) -> list[str]:
+    """The run order of one pass: a seeded shuffle (randomised complete block design)."""
+    order = list(labels)
+    random.Random(f"ddtune-block:{seed}:{pass_no}").shuffle(order)
+    return order
 
 
 def plan_trials(

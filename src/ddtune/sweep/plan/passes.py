@@ -13,7 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ddtune.report.inputs import TrialRecord
-from ddtune.report.summarize import THROUGHPUT, block_of, record_values
+from ddtune.report.summarize import THROUGHPUT, record_values
+from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.race import PassResult
 
 OBJECTIVE_METRICS = {  # [sweep] objective -> the per-trial value it optimises (higher is better)
@@ -79,13 +80,10 @@ def pass_results(
 def _coding(group: Sequence[TrialRecord]) -> dict[str, tuple[int, int]]:
     pooled: dict[str, tuple[int, int]] = {}
     for record in group:
-        if record.status != "done":
-            continue
-        passed, total = record.metrics.get("coding_passed"), record.metrics.get("coding_total")
-        if passed is None or not total:
+        if record.coding is None:
             continue
         p, t = pooled.get(record.label, (0, 0))
-        pooled[record.label] = (p + int(passed), t + int(total))
+        pooled[record.label] = (p + record.coding[0], t + record.coding[1])
     return pooled
 
 

@@ -25,10 +25,10 @@ its next pass exactly as the uninterrupted one would have. Rules
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ddtune.report.inputs import Elimination
 from ddtune.stats.blocked import BlockedOptions, compare, leader_of
 from ddtune.stats.intervals import fisher_exact_two_sided, holm_adjust, tost_equivalence
 
@@ -59,15 +59,6 @@ class PassResult:
     values: Mapping[str, float | None]
     coding: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # label -> passed, total
     seconds: float = 0.0  # summed trial durations (stored, so a replay sees the same)
-
-
-@dataclass(frozen=True)
-class Elimination:
-    label: str
-    at_pass: int
-    reason: str  # "worse" | "pass_rate" | "failed"
-    detail: str
-    p_value: float | None = None  # Holm-adjusted
 
 
 @dataclass(frozen=True)
@@ -118,13 +109,6 @@ def replay(
         state.history.append(RaceStep(pass_no, state.leader, tuple(state.alive), tuple(removed)))
         state.stop = _stop_reason(state, passes[:pass_no])
     return state
-
-
-def block_order(labels: Sequence[str], seed: int, pass_no: int) -> list[str]:
-    """The run order of one pass: a seeded shuffle (randomised complete block design)."""
-    order = list(labels)
-    random.Random(f"ddtune-block:{seed}:{pass_no}").shuffle(order)
-    return order
 
 
 def _record(state: RaceState, result: PassResult) -> None:
@@ -254,11 +238,9 @@ def _coding(passes: Sequence[PassResult]) -> dict[str, tuple[int, int]]:
 
 __all__ = [
     "STOP_REASONS",
-    "Elimination",
     "PassResult",
     "RaceSettings",
     "RaceState",
     "RaceStep",
-    "block_order",
     "replay",
 ]

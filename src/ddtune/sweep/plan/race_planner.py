@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from ddtune.report.inputs import RaceExit, SweepContext
+from ddtune.report.inputs import SweepContext
 from ddtune.sweep.plan.grid import plan_block
 from ddtune.sweep.plan.passes import OBJECTIVE_METRICS, pass_results
 from ddtune.sweep.plan.race import RaceSettings, RaceState, replay
@@ -102,7 +102,7 @@ class RacePlanner:
 
 def race_context(state: RaceState, objective: str) -> SweepContext:
     """What the report says about a race: passes, stop reason, who left when and why."""
-    exits = [RaceExit(e.label, e.at_pass, e.reason, e.detail) for e in state.eliminated.values()]
+    exits = list(state.eliminated.values())
     return SweepContext("race", objective, state.passes_done, state.stop, exits)
 
 

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from ddtune.report.inputs import TrialRecord
 from ddtune.stats.intervals import fisher_exact_two_sided
-from ddtune.sweep.plan.grid import PlannedTrial, plan_trials
+from ddtune.sweep.plan.grid import plan_trials
 from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.race_planner import ALPHA, RacePlanner
 from ddtune.sweep.plan.study import Proposal, Search
 from ddtune.sweep.spec.load import Config, SweepSpec
-from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.records import trial_records
 
 CONFIRM_SUFFIX = ".confirm"
@@ -111,21 +111,14 @@ def pass_rate_constraint(record: TrialRecord, records: dict[int, TrialRecord]) -
     None when the trial measured no pass rate. The best is the highest pass
     rate among the search's done trials at the time of the tell.
     """
-    counts = _coding(record)
+    counts = record.coding
     if counts is None:
         return None
-    measured = [c for r in records.values() if (c := _coding(r)) is not None]
+    measured = [c for r in records.values() if (c := r.coding) is not None]
     best = max(measured, key=lambda c: (c[0] / c[1], c[1]))
     if counts[0] / counts[1] >= best[0] / best[1]:
         return -ALPHA
     return ALPHA - fisher_exact_two_sided(*counts, *best)
-
-
-def _coding(record: TrialRecord) -> tuple[int, int] | None:
-    passed, total = record.metrics.get("coding_passed"), record.metrics.get("coding_total")
-    if record.status != "done" or passed is None or not total:
-        return None
-    return int(passed), int(total)
 
 
 __all__ = ["CONFIRM_SUFFIX", "SearchPlanner", "pass_rate_constraint", "study_path"]

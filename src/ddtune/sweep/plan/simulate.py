@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ddtune.stats.blocked import BlockedOptions, Verdict, decide
-from ddtune.sweep.plan.race import PassResult, RaceSettings, RaceState, block_order, replay
+from ddtune.sweep.plan.grid import block_order
+from ddtune.sweep.plan.race import PassResult, RaceSettings, RaceState, replay
 
 
 @dataclass(frozen=True)

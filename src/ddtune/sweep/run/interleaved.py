@@ -37,7 +37,7 @@ import httpx
 
 from ddtune.bench.alternate import Arm, run_alternated
 from ddtune.sweep.run.attempt import AttemptReport, Phase, become_ready, note_ready
-from ddtune.sweep.views import attempt_dir
+from ddtune.sweep.store.files import attempt_dir
 
 if TYPE_CHECKING:
     from ddtune.params import DecodeParams

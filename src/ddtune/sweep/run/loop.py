@@ -33,16 +33,11 @@ See docs/architecture.md "Sweep".
 
 from __future__ import annotations
 
-import signal
 import sqlite3
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -54,93 +49,32 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from ddtune.report.summarize import block_of
+from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.grid import plan_spec
 from ddtune.sweep.plan.planners import estimate_text, live_eta, make_planner
 from ddtune.sweep.run.attempt import (
-    PHASE_TEXT,
     AttemptReport,
     Phase,
     execute_attempt,
     note_ready,
     store_report,
 )
+from ddtune.sweep.run.common import (
+    RESUMABLE,
+    RunSummary,
+    SweepBlocked,
+    blocked_by,
+    hardware_now,
+    signals_ignored,
+    signals_raise,
+)
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import Store
-from ddtune.sweep.views import attempt_dir, failure_counts
+from ddtune.sweep.store.files import attempt_dir
 
 if TYPE_CHECKING:
     from ddtune.services import Controller, Outcome
     from ddtune.sweep.run.ray.driver import SlotLoop
-
-RESUMABLE = ("pending", "interrupted")
-EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_BLOCKED = 0, 1, 2, 3, 4
-
-
-class SweepInterrupted(KeyboardInterrupt):
-    """Raised in the main thread on SIGTERM (SIGINT already raises KeyboardInterrupt)."""
-
-
-class SweepBlocked(Exception):
-    """An attempt found the port held by a process ddtune never stops: retrying cannot help."""
-
-
-@dataclass
-class RunSummary:
-    sweep_id: int
-    store_path: Path
-    planned: int  # trials in the sweep
-    already_done: int  # finished before this run (resume)
-    done: int = 0
-    failed: int = 0
-    interrupted: bool = False
-    seconds: float = 0.0
-    failures: list[str] = field(default_factory=list)  # one line per failed trial
-    failure_classes: Counter[str] = field(default_factory=Counter)  # this run's failed trials
-    failed_before: int = 0  # failed in an earlier run and not reopened
-    blocked: str | None = None  # why the sweep stopped early (the port's holder)
-
-    @property
-    def exit_code(self) -> int:
-        """See the module docstring: 0 done, 1 failed, 3 interrupted, 4 blocked."""
-        if self.interrupted:
-            return EXIT_INTERRUPTED
-        if self.blocked:
-            return EXIT_BLOCKED
-        return EXIT_FAILED if self.failed or self.failed_before else EXIT_DONE
-
-    def count(self, store: Store, trial: sqlite3.Row, status: str) -> None:
-        """One finished trial: done, or failed with its last attempt's class and detail."""
-        if status == "done":
-            self.done += 1
-            return
-        self.failed += 1
-        last = store.attempts(trial["id"])[-1]
-        self.failure_classes[last["failure"]] += 1
-        self.failures.append(
-            f"{trial['label']} r{trial['repeat']}: {last['failure']} — {last['detail']} "
-            f"(log: {last['log_tail_path'] or 'none'})"
-        )
-
-    def print(self, console: Console, title: str = "sweep") -> None:
-        """The counts, then one line per failed trial (class, detail, log path)."""
-        console.print(
-            f"{title}: {self.done} trial(s) done now, {self.already_done} earlier, "
-            f"{self.failed} failed, of {self.planned}; {self.seconds:.0f} s; store {self.store_path}"
-        )
-        if self.failure_classes:
-            console.print(f"  failure classes: {escape(failure_counts(self.failure_classes))}")
-        for line in self.failures:
-            console.print(f"  [red]failed[/] {escape(line)}")
-        if self.failed_before:
-            console.print(
-                f"  {self.failed_before} trial(s) failed in an earlier run and were not rerun "
-                f"(ddtune sweep retry --failed --store {self.store_path})"
-            )
-
-
-def default_store_path(spec: SweepSpec) -> Path:
-    return Path("runs") / spec.name / "store.sqlite"
 
 
 def run_sweep(
@@ -215,7 +149,7 @@ class TrialLoop:
     ) -> None:
         self.spec, self.store, self.workdir = spec, store, workdir
         self.console, self.summary = console, summary
-        self.hardware = _hardware_now()
+        self.hardware = hardware_now()
         self._serving: tuple[tuple[str, int], Outcome] | None = None  # passes_per_start reuse
 
     def run(
@@ -228,7 +162,7 @@ class TrialLoop:
         controller = build_controller(self.spec.service, self.workdir, owner=owner)
         current: list[int] = []  # the trials in flight: one, or a request-interleaved pass
         try:
-            with _signals_raise(), self._progress() as progress:
+            with signals_raise(), self._progress() as progress:
                 task = progress.add_task(
                     "sweep", total=len(todo), phase="starting", trial="", eta=""
                 )
@@ -257,7 +191,7 @@ class TrialLoop:
             for trial_id in current:
                 self.store.finish_trial(trial_id, "interrupted")
         finally:
-            with _signals_ignored():
+            with signals_ignored():
                 controller.close()
 
     def _progress(self) -> Progress:
@@ -385,54 +319,4 @@ def _unit_label(unit: list[sqlite3.Row]) -> str:
     return f"pass {first['repeat']} ({len(unit)} configs in turns)"
 
 
-def blocked_by(report: AttemptReport) -> str | None:
-    """`failure — detail` when the attempt found the port held by a process ddtune never stops."""
-    outcome = report.outcome
-    if outcome.get("ready") or not outcome.get("port_holders"):
-        return None
-    return f"{outcome.get('failure') or 'not_ready'} — {outcome.get('detail') or ''}"
-
-
-def _hardware_now() -> dict[str, Any]:
-    """Recorded with every attempt, failed ones included."""
-    from ddtune.bench.hardware import hardware_fingerprint
-
-    return hardware_fingerprint()
-
-
-@contextmanager
-def _signals_raise() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C for the duration (main thread only)."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise SweepInterrupted(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def _signals_ignored() -> Iterator[None]:
-    """While cleaning up, a second Ctrl-C must not leave a server running."""
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-__all__ = [
-    "PHASE_TEXT",  # re-exported: the progress texts live in attempt.py
-    "RESUMABLE",
-    "RunSummary",
-    "SweepBlocked",
-    "SweepInterrupted",
-    "TrialLoop",
-    "default_store_path",
-    "run_sweep",
-    "trial_loop",
-]
+__all__ = ["TrialLoop", "run_sweep", "trial_loop"]

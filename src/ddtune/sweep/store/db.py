@@ -1,6 +1,6 @@
 """The results store: one SQLite file per sweep directory (stdlib sqlite3, WAL).
 
-Tables (see SCHEMA): sweeps (spec text + hash), trials (one per config ×
+Tables (`schema.py`): sweeps (spec text + hash), trials (one per config ×
 repeat, with a status), attempts (one per reconfigure+bench try: timings,
 failure class, log tail path, server identity, hardware), samples (raw
 per-request rows), results (aggregates + T=0 outputs of the successful attempt),
@@ -28,6 +28,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,43 +36,24 @@ import ddtune.sweep.store.records as records
 import ddtune.sweep.store.slot_tables as slots
 from ddtune.errors import UserError
 from ddtune.report.inputs import TrialRecord
-from ddtune.sweep.plan.grid import PlannedTrial
 from ddtune.sweep.spec.load import Config
-from ddtune.sweep.store.load_rows import ensure_load_table, insert_load_rows, split_load_rows
+from ddtune.sweep.store.load_rows import insert_load_rows, split_load_rows
+from ddtune.sweep.store.schema import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    TRIAL_STATUSES,
+    ensure_additive_tables,
+)
 
-SCHEMA_VERSION = 1
-TRIAL_STATUSES = ("pending", "running", "done", "failed", "interrupted")
-SCHEMA = """
-CREATE TABLE schema_version (version INTEGER NOT NULL);
-CREATE TABLE sweeps (
-    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
-    spec_text TEXT NOT NULL, spec_hash TEXT NOT NULL, spec_dir TEXT, created_at REAL NOT NULL);
-CREATE TABLE trials (
-    id INTEGER PRIMARY KEY, sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
-    order_index INTEGER NOT NULL, config_json TEXT NOT NULL, config_hash TEXT NOT NULL,
-    label TEXT NOT NULL, repeat INTEGER NOT NULL, is_baseline INTEGER NOT NULL,
-    status TEXT NOT NULL CHECK (status IN
-        ('pending', 'running', 'done', 'failed', 'interrupted')),
-    updated_at REAL NOT NULL,
-    UNIQUE (sweep_id, config_hash, repeat), UNIQUE (sweep_id, order_index));
-CREATE TABLE attempts (
-    id INTEGER PRIMARY KEY, trial_id INTEGER NOT NULL REFERENCES trials(id),
-    number INTEGER NOT NULL, runner_pid INTEGER NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('running', 'done', 'failed', 'interrupted')),
-    started_at REAL NOT NULL, ended_at REAL,
-    timings_json TEXT NOT NULL DEFAULT '{}', failure TEXT, detail TEXT, log_tail_path TEXT,
-    identity_json TEXT NOT NULL DEFAULT '{}', hardware_json TEXT NOT NULL DEFAULT '{}',
-    UNIQUE (trial_id, number));
-CREATE TABLE samples (
-    id INTEGER PRIMARY KEY, attempt_id INTEGER NOT NULL REFERENCES attempts(id),
-    idx INTEGER NOT NULL, row_json TEXT NOT NULL);
-CREATE TABLE results (
-    trial_id INTEGER PRIMARY KEY REFERENCES trials(id),
-    attempt_id INTEGER NOT NULL REFERENCES attempts(id),
-    aggregates_json TEXT NOT NULL, outputs_json TEXT NOT NULL, bench_json TEXT NOT NULL);
-CREATE INDEX trials_by_sweep ON trials (sweep_id, order_index);
-CREATE INDEX samples_by_attempt ON samples (attempt_id, idx);
-"""
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    """One trial a plan asks for (a grid up front, a race pass by pass, a search one by one)."""
+
+    order_index: int  # position in the run order, 0-based
+    config: Config
+    repeat: int  # 1-based pass number
+    is_baseline: bool
 
 
 class SpecChangedError(UserError):
@@ -95,8 +77,7 @@ class Store:
         self.db.execute("PRAGMA synchronous=FULL")
         self._migrate()
         with self.tx() as db:
-            slots.ensure_tables(db)  # the ray backend's slot tables (slots.py)
-            ensure_load_table(db)  # [bench.load] per-request rows (load_rows.py)
+            ensure_additive_tables(db)  # load rows and the ray backend's slot tables
         self._lock_fd: int | None = None
         self.recover_if_unlocked()
 
@@ -423,4 +404,4 @@ def _update_attempt(db: sqlite3.Connection, attempt_id: int, fields: dict[str, A
         db.execute(f"UPDATE attempts SET {column}=? WHERE id=?", (value, attempt_id))
 
 
-__all__ = ["SCHEMA_VERSION", "Store", "TRIAL_STATUSES"]
+__all__ = ["PlannedTrial", "SpecChangedError", "Store"]

@@ -15,20 +15,6 @@ import json
 import sqlite3
 from typing import Any
 
-LOAD_TABLE = (
-    "CREATE TABLE IF NOT EXISTS load_requests ("
-    " id INTEGER PRIMARY KEY, attempt_id INTEGER NOT NULL REFERENCES attempts(id),"
-    " level TEXT NOT NULL, idx INTEGER NOT NULL, row_json TEXT NOT NULL)"
-)
-LOAD_INDEX = (
-    "CREATE INDEX IF NOT EXISTS load_requests_by_attempt ON load_requests (attempt_id, idx)"
-)
-
-
-def ensure_load_table(db: sqlite3.Connection) -> None:
-    db.execute(LOAD_TABLE)
-    db.execute(LOAD_INDEX)
-
 
 def split_load_rows(bench: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the bench dict without the load rows, the rows)."""
@@ -63,4 +49,4 @@ def read_load(db: sqlite3.Connection, attempt_id: int, bench: dict[str, Any]) ->
     return {**load, "requests": rows}
 
 
-__all__ = ["ensure_load_table", "insert_load_rows", "read_load", "split_load_rows"]
+__all__ = ["insert_load_rows", "read_load", "split_load_rows"]

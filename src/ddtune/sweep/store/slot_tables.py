@@ -5,7 +5,7 @@
                    retired | stopped), node, actor pid, current trial, phase,
                    trials done, detail, updated_at
 
-The tables are created on open when missing (`ensure_tables`), so stores
+The tables (`schema.py`) are created on open when missing, so stores
 written before them read as before. Only the driver writes them (its
 `SlotLoop`); `sweep status` reads them (`slot_table`), and the report reads
 each done trial's slot through `records.py` (`conditions["slot"]`).
@@ -24,24 +24,7 @@ from rich.text import Text
 if TYPE_CHECKING:
     from ddtune.sweep.store.db import Store
 
-SLOT_STATES = ("starting", "idle", "busy", "backoff", "retired", "stopped")
-TABLES = (
-    """CREATE TABLE IF NOT EXISTS attempt_slots (
-        attempt_id INTEGER PRIMARY KEY REFERENCES attempts(id),
-        slot TEXT NOT NULL, node TEXT)""",
-    """CREATE TABLE IF NOT EXISTS slots (
-        sweep_id INTEGER NOT NULL REFERENCES sweeps(id), name TEXT NOT NULL,
-        state TEXT NOT NULL, node TEXT, pid INTEGER, trial_id INTEGER, phase TEXT,
-        done INTEGER NOT NULL DEFAULT 0, detail TEXT, updated_at REAL NOT NULL,
-        PRIMARY KEY (sweep_id, name))""",
-)
 STATE_STYLE = {"idle": "dim", "busy": "cyan", "backoff": "yellow", "retired": "red"}
-
-
-def ensure_tables(db: sqlite3.Connection) -> None:
-    """Create the slot tables if this store has none (inside the caller's transaction)."""
-    for statement in TABLES:
-        db.execute(statement)
 
 
 def stop_all(db: sqlite3.Connection) -> None:
@@ -119,9 +102,7 @@ def slot_table(store: Store, sweep_id: int) -> list[Table]:
 
 
 __all__ = [
-    "SLOT_STATES",
     "attempt_slot",
-    "ensure_tables",
     "record_attempt_slot",
     "set_slot",
     "slot_rows",

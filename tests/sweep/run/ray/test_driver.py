@@ -20,11 +20,13 @@ import ddtune.sweep.run.ray.driver as dispatch
 from ddtune.errors import UserError
 from ddtune.services.controllers.process import scope_prefix
 from ddtune.services.procs import find_instance
-from ddtune.sweep.run.loop import EXIT_INTERRUPTED, run_sweep
+from ddtune.sweep.export import export_json
+from ddtune.sweep.run.common import EXIT_INTERRUPTED
+from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.status import status_table
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.slot_tables import slot_rows
-from ddtune.sweep.views import export_json, status_table
 
 
 def quiet() -> Console:

@@ -39,17 +39,17 @@ from rich.markup import escape
 import ddtune.sweep.store.slot_tables as slot_store
 from ddtune.errors import UserError
 from ddtune.sweep.run.attempt import AttemptReport, note_ready, store_report
-from ddtune.sweep.run.loop import (
+from ddtune.sweep.run.common import (
     RunSummary,
     SweepBlocked,
-    _hardware_now,
-    _signals_ignored,
-    _signals_raise,
     blocked_by,
+    hardware_now,
+    signals_ignored,
+    signals_raise,
 )
 from ddtune.sweep.run.ray.slot import AttemptTask, Event, Finished, Lost, Progress, SlotInfo
 from ddtune.sweep.run.ray.view import SlotProgress
-from ddtune.sweep.views import attempt_dir
+from ddtune.sweep.store.files import attempt_dir
 
 if TYPE_CHECKING:
     from ddtune.sweep.spec.load import SweepSpec
@@ -89,7 +89,7 @@ class InFlight:
 @dataclass
 class SlotState:
     info: SlotInfo
-    state: str = "idle"  # slots.SLOT_STATES
+    state: str = "idle"  # schema.SLOT_STATES
     task: InFlight | None = None
     retry: tuple[sqlite3.Row, float] | None = None  # (trial, not before) after a failure
     done: int = 0
@@ -117,7 +117,7 @@ class SlotLoop:
         self.used: dict[int, int] = {}  # trial id → attempts counted against retry.attempts
         self.lost: dict[int, int] = {}  # trial id → attempts lost with their slot
         self.view: SlotProgress | None = None
-        self.hardware = _hardware_now()
+        self.hardware = hardware_now()
 
     # --- the loop ------------------------------------------------------------------
 
@@ -134,7 +134,7 @@ class SlotLoop:
         self.queue = list(todo)
         pool = self.pool_factory(self.spec, self.root, str(self.store.path.resolve()))
         try:
-            with _signals_raise(), SlotProgress(self.console, len(todo)) as self.view:
+            with signals_raise(), SlotProgress(self.console, len(todo)) as self.view:
                 self._start(pool)
                 self._loop(pool)
         except KeyboardInterrupt:
@@ -147,7 +147,7 @@ class SlotLoop:
             self._interrupt_in_flight()
             raise
         finally:
-            with _signals_ignored():
+            with signals_ignored():
                 self._close(pool)
 
     def _start(self, pool: SlotPool) -> None:

@@ -1,0 +1,100 @@
+"""The report hand-off: a sweep's records, options and race history to `ddtune.report`.
+
+The report options come from the spec kept with the sweep (`[report]` and
+what the strategy implies: tolerance, blocked analysis, passes per start,
+interleave); a race's history is replayed from the store, so a report of an
+unfinished or interrupted sweep tells the same story the runner would.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from ddtune.report.inputs import SweepContext
+from ddtune.report.options import ReportOptions
+from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.store.db import Store
+
+if TYPE_CHECKING:
+    from ddtune.report.result import ReportSummary
+
+
+def report_setup(
+    store: Store, sweep: sqlite3.Row, overrides: dict[str, Any] | None = None
+) -> tuple[ReportOptions, SweepContext]:
+    """Report options and race history from the spec kept with the sweep; the spec's
+    `[report]` table (e.g. `load_weights`) and then `overrides` win over the derived ones."""
+    from ddtune.sweep.spec.load import parse_spec
+
+    base_dir = Path(sweep["spec_dir"]) if sweep["spec_dir"] else None
+    spec = parse_spec(
+        sweep["spec_text"], source=f"{store.path} ({sweep['name']})", base_dir=base_dir
+    )
+    searched = spec.strategy == "optuna" and not sweep["name"].endswith(".confirm")
+    derived = {
+        "tolerance": spec.tolerance,
+        "blocked": spec.order == "interleaved" and not searched,
+        "passes_per_start": spec.passes_per_start,
+        "interleave": spec.interleave,
+    }
+    spec_report = tomllib.loads(sweep["spec_text"]).get("report", {})
+    options = ReportOptions.from_dict({**derived, **spec_report, **(overrides or {})})
+    return options, sweep_context(store, sweep, spec)
+
+
+def sweep_context(store: Store, sweep: sqlite3.Row, spec: SweepSpec) -> SweepContext:
+    from ddtune.sweep.plan.race_planner import RacePlanner, race_context
+    from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX
+
+    confirm = sweep["name"].endswith(CONFIRM_SUFFIX)
+    if spec.strategy == "grid":
+        return SweepContext("grid", spec.objective)
+    if spec.strategy == "optuna" and not confirm:
+        note = (
+            "Optuna search trials, one per proposal (not blocked: the analysis is Welch); the "
+            f"race over the best configs is sweep {sweep['name']}{CONFIRM_SUFFIX} in this store."
+        )
+        return SweepContext("optuna", spec.objective, notes=[note])
+    configs = sweep_configs(store, sweep["id"])
+    state = RacePlanner(spec, store, sweep["id"], configs).state()
+    context = race_context(state, spec.objective)
+    if confirm:
+        context.notes.append(
+            f"Confirmation race over the best configs of the Optuna search ({spec.name})."
+        )
+    return context
+
+
+def sweep_configs(store: Store, sweep_id: int) -> list[tuple[Config, bool]]:
+    """The distinct configs of a sweep's trials, in run order of their first trial."""
+    seen: dict[str, tuple[Config, bool]] = {}
+    for row in store.trials(sweep_id):
+        seen.setdefault(row["label"], (store.trial_config(row), bool(row["is_baseline"])))
+    return list(seen.values())
+
+
+def write_report(
+    store: Store,
+    sweep: sqlite3.Row,
+    out_dir: Path,
+    console: Console,
+    overrides: dict[str, Any] | None = None,
+) -> ReportSummary:
+    """Hand the store's TrialRecords to `ddtune.report.build_report`; say where it wrote."""
+    from ddtune.report import build_report
+
+    records = store.trial_records(sweep["id"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    options, context = report_setup(store, sweep, overrides)
+    result = build_report(records, out_dir, options, context)
+    console.print(result.terminal_table(), markup=False, highlight=False)
+    files = sorted(p.name for p in out_dir.iterdir())
+    console.print(
+        f"report for sweep {sweep['name']} ({len(records)} trials) in {out_dir}: {', '.join(files)}"
+    )
+    return result

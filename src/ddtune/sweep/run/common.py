@@ -1,0 +1,144 @@
+"""What every sweep loop shares: the run summary, exit codes, signals and the hardware note.
+
+The local loop (`loop.py`) and the Ray driver (`ray/driver.py`) both count
+finished trials into one `RunSummary`, whose `exit_code` is the command's:
+0 every trial asked for is done and none of the sweep is failed; 1 some
+trials failed (now, or earlier and not retried); 2 bad input (spec,
+arguments, store; printed by the CLI); 3 interrupted (Ctrl-C or SIGTERM);
+4 blocked by a process on the port that ddtune never stops.
+"""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+
+if TYPE_CHECKING:
+    from ddtune.sweep.run.attempt import AttemptReport
+    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.store.db import Store
+
+RESUMABLE = ("pending", "interrupted")
+
+EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_BLOCKED = 0, 1, 2, 3, 4
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM (SIGINT already raises KeyboardInterrupt)."""
+
+
+class SweepBlocked(Exception):
+    """An attempt found the port held by a process ddtune never stops: retrying cannot help."""
+
+
+@dataclass
+class RunSummary:
+    sweep_id: int
+    store_path: Path
+    planned: int  # trials in the sweep
+    already_done: int  # finished before this run (resume)
+    done: int = 0
+    failed: int = 0
+    interrupted: bool = False
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)  # one line per failed trial
+    failure_classes: Counter[str] = field(default_factory=Counter)  # this run's failed trials
+    failed_before: int = 0  # failed in an earlier run and not reopened
+    blocked: str | None = None  # why the sweep stopped early (the port's holder)
+
+    @property
+    def exit_code(self) -> int:
+        """See the module docstring: 0 done, 1 failed, 3 interrupted, 4 blocked."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.blocked:
+            return EXIT_BLOCKED
+        return EXIT_FAILED if self.failed or self.failed_before else EXIT_DONE
+
+    def count(self, store: Store, trial: sqlite3.Row, status: str) -> None:
+        """One finished trial: done, or failed with its last attempt's class and detail."""
+        if status == "done":
+            self.done += 1
+            return
+        self.failed += 1
+        last = store.attempts(trial["id"])[-1]
+        self.failure_classes[last["failure"]] += 1
+        self.failures.append(
+            f"{trial['label']} r{trial['repeat']}: {last['failure']} — {last['detail']} "
+            f"(log: {last['log_tail_path'] or 'none'})"
+        )
+
+    def print(self, console: Console, title: str = "sweep") -> None:
+        """The counts, then one line per failed trial (class, detail, log path)."""
+        console.print(
+            f"{title}: {self.done} trial(s) done now, {self.already_done} earlier, "
+            f"{self.failed} failed, of {self.planned}; {self.seconds:.0f} s; store {self.store_path}"
+        )
+        if self.failure_classes:
+            console.print(f"  failure classes: {escape(failure_counts(self.failure_classes))}")
+        for line in self.failures:
+            console.print(f"  [red]failed[/] {escape(line)}")
+        if self.failed_before:
+            console.print(
+                f"  {self.failed_before} trial(s) failed in an earlier run and were not rerun "
+                f"(ddtune sweep retry --failed --store {self.store_path})"
+            )
+
+
+def default_store_path(spec: SweepSpec) -> Path:
+    return Path("runs") / spec.name / "store.sqlite"
+
+
+def blocked_by(report: AttemptReport) -> str | None:
+    """`failure — detail` when the attempt found the port held by a process ddtune never stops."""
+    outcome = report.outcome
+    if outcome.get("ready") or not outcome.get("port_holders"):
+        return None
+    return f"{outcome.get('failure') or 'not_ready'} — {outcome.get('detail') or ''}"
+
+
+def hardware_now() -> dict[str, Any]:
+    """Recorded with every attempt, failed ones included."""
+    from ddtune.bench.hardware import hardware_fingerprint
+
+    return hardware_fingerprint()
+
+
+@contextmanager
+def signals_raise() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C for the duration (main thread only)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise SweepInterrupted(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def signals_ignored() -> Iterator[None]:
+    """While cleaning up, a second Ctrl-C must not leave a server running."""
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def failure_counts(classes: Counter[str]) -> str:
+    """`crashed(2): 2, port_in_use: 1`, most frequent first."""
+    return ", ".join(f"{name}: {count}" for name, count in classes.most_common())
