@@ -3,11 +3,13 @@
     python tools/import_graph.py          # prints the report, exit 1 on a cycle or a private import
 
 Every `import` statement counts, inside functions too; only imports under
-`if TYPE_CHECKING:` are left out (they never run). `from pkg import name`
-counts as importing `pkg` (its `__init__` runs) and, when `name` is a
-submodule, `pkg.name` as well: so a package face that imports its modules,
-which in turn import names through the face, is a cycle here even though
-Python resolves it at run time. The layer contract between packages is
+`if TYPE_CHECKING:` are left out (they never run). Importing `a.b.c` runs the
+faces (`__init__`) of `a.b` and `a` first, so it counts as importing each
+face that is not already one of the importer's own packages; `from pkg
+import name` counts as importing `pkg`, and `pkg.name` as well when `name`
+is a submodule. So a face that imports its modules, which import a sibling
+package whose face imports back, is a cycle here, as it is when Python
+meets it in a fresh interpreter. The layer contract between packages is
 import-linter's job (`lint-imports`, configured in pyproject.toml).
 """
 
@@ -93,11 +95,21 @@ def graph(root: Path = ROOT) -> tuple[dict[str, set[str]], list[str]]:
     private = []
     for module, path in files.items():
         for target, name in imports_of(module, path, set(files)):
+            for face in _faces_run(module, target):
+                edges[module].add(face)
             if target != module:
                 edges[module].add(target)
             if name is not None and target != module:
                 private.append(f"{module} imports {target}.{name}")
     return {m: edges[m] for m in files}, private
+
+
+def _faces_run(importer: str, target: str) -> list[str]:
+    """The package faces that importing `target` runs which `importer` is not inside."""
+    own = {".".join(importer.split(".")[:i]) for i in range(1, importer.count(".") + 2)}
+    parts = target.split(".")
+    faces = [".".join(parts[:i]) for i in range(1, len(parts))]
+    return [f for f in faces if f not in own and f in _PACKAGES]
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:

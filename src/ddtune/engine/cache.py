@@ -13,12 +13,14 @@ cache (`length`, `write`, `advance`); the slotted cache of batched decoding
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
-from ddtune.engine.models.config import ModelConfig
 from ddtune.errors import UserError
+
+if TYPE_CHECKING:
+    from ddtune.engine.models.config import ModelConfig
 
 
 class KVStore(Protocol):

@@ -24,18 +24,18 @@ from ddtune.report.load.document import add_load_section, write_load_csv
 from ddtune.report.load.plots import write_load_plots
 from ddtune.report.lossless import check_losslessness, correctness_note, load_compare
 from ddtune.report.options import ReportOptions
-from ddtune.report.render.document import build_document
 from ddtune.report.render.html import render_html
 from ddtune.report.render.markdown import render_markdown
 from ddtune.report.render.plots import write_plots
-from ddtune.report.render.tables import write_csv, write_json
 from ddtune.report.result import ReportSummary
+from ddtune.report.sections import build_document
 from ddtune.report.summarize import (
     ConfigSummary,
     start_variance,
     summarize_configs,
     unknown_metric_names,
 )
+from ddtune.report.tables import write_csv, write_json
 
 
 def build_report(

@@ -19,7 +19,7 @@ from ddtune.report.lossless import LosslessCheck
 from ddtune.report.options import ReportOptions
 from ddtune.report.render.plots import Plot
 from ddtune.report.summarize import ConfigSummary
-from ddtune.stats.intervals import MeanCI, VarianceComponents
+from ddtune.stats.intervals import VarianceComponents, format_ci
 
 
 @dataclass
@@ -124,12 +124,3 @@ def load_lines(load: LoadReport) -> list[str]:
     if load.mix is not None:
         lines.append(load.mix.text)
     return lines + load.crossovers + [f"NOTE: {s}" for s in load.serialisation]
-
-
-def format_ci(ci: MeanCI | None, digits: int = 1) -> str:
-    """'170.2 [165.1, 175.3]', '170.2 (n=1)' or '-'."""
-    if ci is None:
-        return "-"
-    if not ci.has_interval:
-        return f"{ci.mean:.{digits}f} (n=1)"
-    return f"{ci.mean:.{digits}f} [{ci.low:.{digits}f}, {ci.high:.{digits}f}]"

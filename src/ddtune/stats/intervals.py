@@ -73,6 +73,15 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> MeanCI:
     return MeanCI(mean, mean - half, mean + half, n, sd)
 
 
+def format_ci(ci: MeanCI | None, digits: int = 1) -> str:
+    """'170.2 [165.1, 175.3]', '170.2 (n=1)' or '-'."""
+    if ci is None:
+        return "-"
+    if not ci.has_interval:
+        return f"{ci.mean:.{digits}f} (n=1)"
+    return f"{ci.mean:.{digits}f} [{ci.low:.{digits}f}, {ci.high:.{digits}f}]"
+
+
 def welch_difference(
     a: Sequence[float], b: Sequence[float], confidence: float = 0.95
 ) -> Difference:

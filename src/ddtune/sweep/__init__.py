@@ -1,0 +1,52 @@
+"""Sweeps: a spec of configs in, a store of measured trials and a report out.
+
+    from ddtune.sweep import load_spec, run_sweep, Store, write_report
+    spec = load_spec("examples/demo.toml")
+    summary = run_sweep(spec, Path("runs/demo/store.sqlite"))   # resumable; summary.exit_code
+    store = Store("runs/demo/store.sqlite")
+    write_report(store, store.sweep(spec.name), Path("runs/demo/report"), Console())
+
+`spec/` (the TOML spec), `plan/` (grid, race, search, costs), `run/` (the
+trial loop, local or on Ray slots), `store/` (SQLite); `status`, `export`,
+`reporting` (read a store), `cleanup`, `demo`, `commands` (the CLI).
+The names are imported on first use, so `ddtune --help` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ddtune.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ddtune.sweep.plan.grid import plan_spec
+    from ddtune.sweep.reporting import write_report
+    from ddtune.sweep.run.common import RunSummary
+    from ddtune.sweep.run.loop import run_sweep
+    from ddtune.sweep.spec.load import Config, SweepSpec, load_spec, parse_spec
+    from ddtune.sweep.store.db import Store
+
+_NAMES = {
+    "Config": "spec.load",
+    "SweepSpec": "spec.load",
+    "load_spec": "spec.load",
+    "parse_spec": "spec.load",
+    "plan_spec": "plan.grid",
+    "run_sweep": "run.loop",
+    "RunSummary": "run.common",
+    "Store": "store.db",
+    "write_report": "reporting",
+}
+__getattr__ = lazy_names(__name__, _NAMES)
+
+__all__ = [
+    "Config",
+    "RunSummary",
+    "Store",
+    "SweepSpec",
+    "load_spec",
+    "parse_spec",
+    "plan_spec",
+    "run_sweep",
+    "write_report",
+]

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import psutil
@@ -38,10 +38,12 @@ from ddtune.bench.load.config import LoadLevel, LoadTable
 from ddtune.bench.load.latency import LevelResult, meets_slo, request_figures, summarize_level
 from ddtune.bench.load.search import search_max_rate
 from ddtune.bench.load.stream import LeanStreamer
-from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.prompts import PromptSet
 from ddtune.errors import UserError
 from ddtune.kinds import ServerKind
+
+if TYPE_CHECKING:
+    from ddtune.bench.matrix import BenchMatrix
 
 
 @dataclass(frozen=True)

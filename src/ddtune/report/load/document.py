@@ -26,7 +26,7 @@ from ddtune.report.render.document import (
     Section,
     Table,
 )
-from ddtune.report.result import format_ci
+from ddtune.stats.intervals import format_ci
 
 TITLE = "Load levels"
 

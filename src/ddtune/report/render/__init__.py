@@ -1,1 +1,21 @@
-"""report.render"""
+"""How the report looks: one neutral document, two tiny renderers, and the plots.
+
+`document` (sections of paragraphs, lists, tables and images), `markdown`
+and `html` (render that one document), `plots` (PNG, matplotlib's Agg
+canvas, no pyplot state). What the report says is `report/sections.py`; the
+machine-readable files are `report/tables.py`.
+"""
+
+from ddtune.report.render.document import Document, Section
+from ddtune.report.render.html import render_html
+from ddtune.report.render.markdown import render_markdown
+from ddtune.report.render.plots import Plot, write_plots
+
+__all__ = [
+    "Document",
+    "Plot",
+    "Section",
+    "render_html",
+    "render_markdown",
+    "write_plots",
+]
