@@ -55,29 +55,24 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _absolute(module: str, node: ast.ImportFrom) -> str:
+def _absolute(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     if not node.level:
         return node.module or ""
     base = module.split(".")
-    base = base[: len(base) - node.level + (1 if _is_package(module) else 0)]
+    base = base[: len(base) - node.level + (1 if is_package else 0)]
     return ".".join(base + ([node.module] if node.module else []))
 
 
-_PACKAGES: set[str] = set()
-
-
-def _is_package(module: str) -> bool:
-    return module in _PACKAGES
-
-
-def imports_of(module: str, path: Path, modules: set[str]) -> list[tuple[str, str | None]]:
+def imports_of(
+    module: str, path: Path, modules: set[str], is_package: bool = False
+) -> list[tuple[str, str | None]]:
     """(imported module, private name or None) for each runtime import of `module`."""
     found: list[tuple[str, str | None]] = []
     for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found += [(alias.name, None) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            source = _absolute(module, node)
+            source = _absolute(module, node, is_package)
             for alias in node.names:
                 sub = f"{source}.{alias.name}"
                 if sub in modules:
@@ -87,15 +82,15 @@ def imports_of(module: str, path: Path, modules: set[str]) -> list[tuple[str, st
     return [(target, name) for target, name in found if target in modules]
 
 
-def graph(root: Path = ROOT) -> tuple[dict[str, set[str]], list[str]]:
+def graph(root: Path = ROOT, package: str = PACKAGE) -> tuple[dict[str, set[str]], list[str]]:
     """(module -> modules it imports, one line per private name imported across modules)."""
-    files = module_files(root)
-    _PACKAGES.update(m for m, p in files.items() if p.name == "__init__.py")
+    files = module_files(root, package)
+    packages = {m for m, p in files.items() if p.name == "__init__.py"}
     edges: dict[str, set[str]] = defaultdict(set)
     private = []
     for module, path in files.items():
-        for target, name in imports_of(module, path, set(files)):
-            for face in _faces_run(module, target):
+        for target, name in imports_of(module, path, set(files), module in packages):
+            for face in _faces_run(module, target, packages):
                 edges[module].add(face)
             if target != module:
                 edges[module].add(target)
@@ -104,12 +99,12 @@ def graph(root: Path = ROOT) -> tuple[dict[str, set[str]], list[str]]:
     return {m: edges[m] for m in files}, private
 
 
-def _faces_run(importer: str, target: str) -> list[str]:
+def _faces_run(importer: str, target: str, packages: set[str]) -> list[str]:
     """The package faces that importing `target` runs which `importer` is not inside."""
     own = {".".join(importer.split(".")[:i]) for i in range(1, importer.count(".") + 2)}
     parts = target.split(".")
     faces = [".".join(parts[:i]) for i in range(1, len(parts))]
-    return [f for f in faces if f not in own and f in _PACKAGES]
+    return [f for f in faces if f not in own and f in packages]
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:

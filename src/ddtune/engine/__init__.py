@@ -1,16 +1,14 @@
 """The DDTree engine: own Qwen3/Llama decoders, the DFlash drafter, tree drafting and exact verification.
 
-Modules, in reading order: `config` (HF config.json), `layers`, `model` (target
-decoder), `drafter` (DFlash), `cache` (the KV cache of both), `loading` (HF folders),
-`tokenizer`, `testing` (random tiny checkpoints), then decoding: `tree`,
-`sampling`, `choice` (one request's token choice: sampler, min_tokens ban,
-logprobs), `logprobs`, `stops`, `decoding` (one request's rounds), `engine` (`Engine`);
-batching: `budget` (step token budget), `slots` (slotted KV cache), `packing`
-(padded verify/draft inputs and masks), `batch` (batched rounds), `walk`
-(the batched walk), `scheduler`
-(continuous batching); `speed` and `loadspeed` (in-process speed for
-`ddtune bench-engine`, single-stream and `--concurrency`), `commands` and
-`loadbench` (CLI).
+Reading order: `models/` (the networks: HF config, layers, target decoder,
+DFlash drafter, HF folders, tokenizer), `cache` (the KV cache of both),
+`testing` (random tiny checkpoints), then decoding: `tree`, `sampling`,
+`choice` (one request's token choice: sampler, min_tokens ban, logprobs),
+`logprobs`, `stops`, `walk` (follow the target's choices down the verified
+tree), `decoding` (one request's rounds), `engine` (`Engine`); `batch/`
+(continuous batching: step token budget, slotted KV cache, packing, batched
+rounds, the scheduler); `bench/` (`ddtune bench-engine`); `commands`
+(`ddtune generate`).
 
 `from ddtune.engine import Engine` works; torch is imported only on first use
 so that `ddtune --help` stays fast. Contracts: docs/architecture.md "Engine".
@@ -18,17 +16,15 @@ so that `ddtune --help` stays fast. Contracts: docs/architecture.md "Engine".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-_LAZY = {"Engine", "GenerationResult", "GenerationStats"}
+from ddtune.lazy import lazy_names
 
+if TYPE_CHECKING:
+    from ddtune.engine.engine import Engine, GenerationResult, GenerationStats
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from ddtune.engine import engine
+__getattr__ = lazy_names(
+    __name__, {name: "engine" for name in ("Engine", "GenerationResult", "GenerationStats")}
+)
 
-        return getattr(engine, name)
-    raise AttributeError(f"module 'ddtune.engine' has no attribute {name!r}")
-
-
-__all__ = sorted(_LAZY)
+__all__ = ["Engine", "GenerationResult", "GenerationStats"]

@@ -156,7 +156,7 @@ def test_an_address_that_does_not_answer_fails_fast(scheme):
 def test_auto_without_a_cluster_says_how_to_start_one(monkeypatch, tmp_path):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
-    import ray._private.services as services
+    import ray._private.services as services  # noqa: PLC2701 (what pool._resolve reads)
 
     monkeypatch.setattr(services, "canonicalize_bootstrap_address", lambda *a, **k: None)
     with pytest.raises(UserError, match=r"ray start --head"):

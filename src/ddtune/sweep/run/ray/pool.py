@@ -282,7 +282,9 @@ def _resolve(address: str) -> str:
     if address != "auto":
         return address
     try:
-        from ray._private.services import canonicalize_bootstrap_address
+        # Ray has no public call that resolves "auto" without connecting, and a
+        # connect to nothing would hang instead of failing with the line below.
+        from ray._private.services import canonicalize_bootstrap_address  # noqa: PLC2701
 
         found = canonicalize_bootstrap_address("auto")
     except Exception:  # nothing recorded, or another Ray layout
