@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.ddtune-installed
 
-.PHONY: test demo lint test-integration clean
+.PHONY: test demo lint layout test-integration clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -16,9 +16,14 @@ lint: $(STAMP)
 	$(PY) -m ruff check src tests
 	$(PY) -m ruff format --check src tests
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports --no-cache
+	$(PY) tools/import_graph.py --quiet
 
 test: lint
 	$(PY) -m pytest -m "not slow and not gpu" -q
+
+layout: $(STAMP)
+	$(PY) tools/import_graph.py
 
 test-integration: $(STAMP)
 	$(PY) -m pytest -m slow -q

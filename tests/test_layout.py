@@ -55,9 +55,7 @@ def test_every_package_has_a_face_with_a_docstring_and_its_public_names():
         assert len(docstring.split()) >= 5, f"{init}: the face says what the folder is for"
         if init.parent.name in {"assets", "launchers"}:  # data locators, `python -m` entry
             continue
-        names = [
-            node for node in tree.body if isinstance(node, ast.Assign) and _targets_all(node)
-        ]
+        names = [node for node in tree.body if isinstance(node, ast.Assign) and _targets_all(node)]
         assert names, f"{init}: no __all__"
 
 

@@ -1,6 +1,7 @@
 """The package's import graph: cycles, private names across modules, and folder sizes.
 
-    python tools/import_graph.py          # prints the report, exit 1 on a cycle or a private import
+    python tools/import_graph.py          # the report; exit 1 on a cycle or a private import
+    python tools/import_graph.py --quiet  # only the verdict line (make lint)
 
 Every `import` statement counts, inside functions too; only imports under
 `if TYPE_CHECKING:` are left out (they never run). Importing `a.b.c` runs the
@@ -158,13 +159,14 @@ def folders(root: Path = ROOT) -> dict[str, tuple[int, int]]:
     return sizes
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     edges, private = graph()
     found = cycles(edges)
     print(f"{len(edges)} modules, {sum(map(len, edges.values()))} imports")
-    print(f"{'folder':<32} {'modules':>7} {'lines':>7}")
-    for folder, (count, lines) in folders().items():
-        print(f"{folder:<32} {count:>7} {lines:>7}")
+    if "--quiet" not in argv:
+        print(f"{'folder':<32} {'modules':>7} {'lines':>7}")
+        for folder, (count, lines) in folders().items():
+            print(f"{folder:<32} {count:>7} {lines:>7}")
     print(f"import cycles: {len(found)}")
     for component in found:
         print("  " + " <-> ".join(component))
@@ -175,4 +177,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -69,34 +69,34 @@ def run_alternated(
                 arm.error = f"{type(exc).__name__}: {exc}"
             return arms
         send = sender(client, plan)
-
-        def turn(arm: Arm, spec: RequestSpec | None) -> None:
-            """Switch to the arm's config, then send `spec` (if any) under it."""
-            if arm.error is not None:
-                return
-            started = time.perf_counter()
-            try:
-                fingerprint = arm.switch()
-                if spec is not None:
-                    record = send(spec)
-                    _check_fingerprint(spec, record, fingerprint)
-                    if spec.workload != "warmup":
-                        arm.records.append(record)
-            except Exception as exc:  # this arm is out; the pass goes on with the others
-                arm.error = f"{type(exc).__name__}: {exc}"
-            arm.seconds += time.perf_counter() - started
-
         for arm in arms:  # 2
-            turn(arm, None)
+            _turn(arm, send, None)
             for spec in plan.warmup:
-                turn(arm, spec)
+                _turn(arm, send, spec)
         for r, spec in enumerate(plan.measured):  # 3
             for arm in arms[r % len(arms) :] + arms[: r % len(arms)]:
-                turn(arm, spec)
+                _turn(arm, send, spec)
         for arm in arms:  # 4
-            turn(arm, None)
+            _turn(arm, send, None)
             _finish(arm, plan, client, started_at)
     return arms
+
+
+def _turn(arm: Arm, send: Callable[[RequestSpec], StreamRecord], spec: RequestSpec | None) -> None:
+    """Switch to the arm's config, then send `spec` (if any) under it; a failure ends the arm."""
+    if arm.error is not None:
+        return
+    started = time.perf_counter()
+    try:
+        fingerprint = arm.switch()
+        if spec is not None:
+            record = send(spec)
+            _check_fingerprint(spec, record, fingerprint)
+            if spec.workload != "warmup":
+                arm.records.append(record)
+    except Exception as exc:  # this arm is out; the pass goes on with the others
+        arm.error = f"{type(exc).__name__}: {exc}"
+    arm.seconds += time.perf_counter() - started
 
 
 def _finish(arm: Arm, plan: BenchPlan, client: httpx.Client, started_at: float) -> None:

@@ -54,6 +54,7 @@ log = logging.getLogger("ddtune.server")
 
 
 def create_app(state: ServerState) -> FastAPI:
+    """The app: body limits, OpenAI-style errors, the OpenAI routes and ddtune's own."""
     app = DocumentedApp(title="ddtune serve", version=__version__, redoc_url=None)
     _install_error_handlers(app)
     app.add_middleware(
@@ -61,37 +62,13 @@ def create_app(state: ServerState) -> FastAPI:
         max_bytes=state.config.max_request_bytes,
         timeout_s=state.config.body_timeout_seconds,
     )
+    _add_openai_routes(app, state)
+    _add_admin_routes(app, state)
+    return app
 
-    @app.get("/health", responses=ok(Health))
-    async def health() -> JSONResponse:
-        status = 200 if state.phase == "serving" else 503
-        return JSONResponse({"status": state.phase}, status_code=status)
 
-    @app.get("/health_generate", responses=ok(Health))
-    async def health_generate() -> JSONResponse:
-        state.require_serving()
-        started = time.monotonic()
-        try:
-            outcome = await asyncio.to_thread(
-                state.generate_blocking, state.warmup_ids(), 1, state.config.health_timeout_s
-            )
-        except QueueFull:
-            raise unavailable("the request queue is full", "queue_full", retry_after=1) from None
-        if outcome is None or outcome.error is not None or outcome.result is None:
-            why = "timed out" if outcome is None else f"failed: {outcome.error}"
-            raise unavailable(f"the 1-token health generation {why}", "generation_failed")
-        seconds = round(time.monotonic() - started, 4)
-        return JSONResponse(
-            {"status": "ok", "seconds": seconds, "instance_id": state.identity.instance_id}
-        )
-
-    @app.get("/server_info", responses=ok(ServerInfo))
-    async def server_info() -> JSONResponse:
-        return JSONResponse(state.server_info())
-
-    @app.get("/metrics", responses={200: {"content": {"text/plain": {}}, "description": "OK"}})
-    async def metrics() -> Response:
-        return Response(state.metrics.render(), media_type=state.metrics.content_type)
+def _add_openai_routes(app: FastAPI, state: ServerState) -> None:
+    """`/v1/models[/{id}]`, `/v1/completions`, `/v1/chat/completions`."""
 
     @app.get("/v1/models", responses=ok(ModelList))
     async def models() -> JSONResponse:
@@ -118,6 +95,27 @@ def create_app(state: ServerState) -> FastAPI:
     async def chat_completions(request: Request) -> Response:
         return await generation.handle(request, state, "chat")
 
+
+def _add_admin_routes(app: FastAPI, state: ServerState) -> None:
+    """Health, identity, metrics and the hot reconfigure endpoint."""
+
+    @app.get("/health", responses=ok(Health))
+    async def health() -> JSONResponse:
+        status = 200 if state.phase == "serving" else 503
+        return JSONResponse({"status": state.phase}, status_code=status)
+
+    @app.get("/health_generate", responses=ok(Health))
+    async def health_generate() -> JSONResponse:
+        return JSONResponse(await _one_token_health(state))
+
+    @app.get("/server_info", responses=ok(ServerInfo))
+    async def server_info() -> JSONResponse:
+        return JSONResponse(state.server_info())
+
+    @app.get("/metrics", responses={200: {"content": {"text/plain": {}}, "description": "OK"}})
+    async def metrics() -> Response:
+        return Response(state.metrics.render(), media_type=state.metrics.content_type)
+
     @app.get("/v1/ddtree/config", responses=ok(ConfigReply))
     async def get_config() -> JSONResponse:
         return JSONResponse(_config_reply(state))
@@ -129,7 +127,22 @@ def create_app(state: ServerState) -> FastAPI:
         log.info("reconfigured to %s (generation %d)", params.label(), generation_)
         return JSONResponse(_config_reply(state))
 
-    return app
+
+async def _one_token_health(state: ServerState) -> dict[str, Any]:
+    """A real 1-token generation through the worker queue; 503 when it cannot run."""
+    state.require_serving()
+    started = time.monotonic()
+    try:
+        outcome = await asyncio.to_thread(
+            state.generate_blocking, state.warmup_ids(), 1, state.config.health_timeout_s
+        )
+    except QueueFull:
+        raise unavailable("the request queue is full", "queue_full", retry_after=1) from None
+    if outcome is None or outcome.error is not None or outcome.result is None:
+        why = "timed out" if outcome is None else f"failed: {outcome.error}"
+        raise unavailable(f"the 1-token health generation {why}", "generation_failed")
+    seconds = round(time.monotonic() - started, 4)
+    return {"status": "ok", "seconds": seconds, "instance_id": state.identity.instance_id}
 
 
 def _model_card(state: ServerState) -> dict[str, Any]:

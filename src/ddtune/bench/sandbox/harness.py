@@ -105,9 +105,16 @@ def set_limits(limits: dict[str, int | None]) -> None:
         resource.setrlimit(which, (value, value))
 
 
-def make_guard(workdir: str) -> Any:
-    """An audit hook: deny writes outside `workdir`, sockets and new programs."""
+def make_guard(workdir: str) -> Any:  # noqa: C901 (one closure on purpose, see below)
+    """An audit hook: deny writes outside `workdir`, sockets and new programs.
+
+    The tested code runs in this process, so the hook reads nothing it could
+    rebind later: the functions and event tables are bound here, once, and the
+    checks stay inside this one closure instead of module-level helpers.
+    """
     realpath, join, isinstance_, str_ = os.path.realpath, os.path.join, isinstance, str
+    opens, denied, write_flags = frozenset(OPEN_EVENTS), frozenset(DENIED_EVENTS), WRITE_FLAGS
+    path_events = dict(PATH_EVENTS)
     prefix = workdir.rstrip("/") + "/"
 
     def inside(path: Any) -> bool:
@@ -119,18 +126,18 @@ def make_guard(workdir: str) -> Any:
         return full == workdir or full.startswith(prefix)
 
     def guard(event: str, args: tuple[Any, ...]) -> None:
-        if event in OPEN_EVENTS:
+        if event in opens:
             path, mode, flags = args
             writing = (mode is not None and any(c in str_(mode) for c in "wax+")) or (
-                mode is None and isinstance_(flags, int) and flags & WRITE_FLAGS
+                mode is None and isinstance_(flags, int) and flags & write_flags
             )
             if writing and path is not None and not inside(path):
                 raise PermissionError(f"sandbox: writing outside the task directory: {path}")
-        elif event in PATH_EVENTS:
-            for i in PATH_EVENTS[event]:
+        elif event in path_events:
+            for i in path_events[event]:
                 if i < len(args) and args[i] is not None and not inside(args[i]):
                     raise PermissionError(f"sandbox: {event} outside the task directory")
-        elif event in DENIED_EVENTS:
+        elif event in denied:
             raise PermissionError(f"sandbox: {event} is not allowed")
 
     return guard
