@@ -83,7 +83,9 @@ def analyze(
         lossless=lossless,
         correctness_notes={},
         pareto=pareto_front(configs),
-        recommendations=recommend(configs, pass_rates, options, _race(context)),
+        recommendations=recommend(
+            configs, pass_rates, options, _race(context), context.verdict if context else None
+        ),
         conditions=condition_values(records),
         warnings=_warnings(records, baselines),
         notes=notes,

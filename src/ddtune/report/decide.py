@@ -118,10 +118,13 @@ def recommend(
     pass_rates: dict[str, PassRateComparison],
     options: ReportOptions,
     race: tuple[str, Sequence[str]] | None = None,
+    race_verdict: Verdict | None = None,
 ) -> list[Recommendation]:
     """One recommendation per objective. `race` = (the objective a race ran on, the
     configs it eliminated): that objective decides among the race's contenders
-    only, as the race did; each eliminated config's test is in the race table."""
+    only, as the race did; each eliminated config's test is in the race table.
+    `race_verdict`: a restart-bound race's own answer on that objective (its mixed
+    model of the starts), which the report repeats instead of pairing by pass."""
     recommendations = []
     for objective, metric, description in OBJECTIVES:
         candidates = [s for s in summaries if s.mean(metric) is not None]
@@ -130,10 +133,11 @@ def recommend(
             candidates, excluded = _pass_rate_eligible(candidates, summaries, pass_rates)
         left = list(race[1]) if race is not None and race[0] == objective else []
         candidates = [s for s in candidates if s.label not in left] or candidates
-        rec = _recommend_one(objective, metric, description, candidates, options)
+        own = race_verdict if race is not None and race[0] == objective else None
+        rec = _recommend_one(objective, metric, description, candidates, options, own)
         rec.excluded, rec.left_race = excluded, left
         if left and len(candidates) == 1:
-            rec.text = _last_one_text(candidates[0], metric)
+            rec.text = _last_one_text(candidates[0], metric, own is not None)
         if excluded:
             rec.text += f" Not eligible (pass rate significantly below the best, or not measured): {', '.join(excluded)}."
         if left:
@@ -148,6 +152,7 @@ def _recommend_one(
     description: str,
     candidates: list[ConfigSummary],
     options: ReportOptions,
+    own: Verdict | None = None,
 ) -> Recommendation:
     if not candidates:
         return Recommendation(
@@ -155,7 +160,11 @@ def _recommend_one(
         )
     by_label = {s.label: s for s in candidates}
     samples = {s.label: s.by_pass.get(metric, {}) for s in candidates}
-    verdict = decide(samples, lambda label: by_label[label].cost, blocked_options(options))
+    verdict = (
+        own
+        if own is not None and own.label in by_label
+        else decide(samples, lambda label: by_label[label].cost, blocked_options(options))
+    )
     label = verdict.label or candidates[0].label
     rec = Recommendation(objective, metric, description, verdict.status, label, "")
     rec.leader, rec.equivalent, rec.contenders = (
@@ -168,12 +177,17 @@ def _recommend_one(
     return rec
 
 
-def _last_one_text(winner: ConfigSummary, metric: str) -> str:
+def _last_one_text(winner: ConfigSummary, metric: str, restart_bound: bool = False) -> str:
+    how = (
+        "by the mixed model of the starts, after any bench, Holm-corrected"
+        if restart_bound
+        else "paired by pass, Holm-corrected"
+    )
     return (
         f"{winner.label}: {_value_text(winner, metric)}. The one config left in the race: "
-        "every other config left it as significantly slower than the leader of that pass "
-        "(paired by pass, Holm-corrected), with a pass rate significantly below the best "
-        "(Fisher) or failing. Analysis: the race's eliminations."
+        f"every other config left it as significantly slower than the leader ({how}), "
+        "with a pass rate significantly below the best (Fisher) or failing. "
+        "Analysis: the race's eliminations."
     )
 
 
@@ -188,6 +202,11 @@ def blocked_options(options: ReportOptions) -> BlockedOptions:
 
 
 def _analysis(verdict: Verdict, options: ReportOptions) -> str:
+    if verdict.method == "mixed":
+        return (
+            "the restart-bound race's mixed model of its starts (config effect + start effect "
+            "+ bench noise + drift in time; the start variance pooled over the configs)"
+        )
     passes = max((c.n for c in verdict.comparisons.values()), default=0)
     if verdict.method == "paired":
         return f"paired by pass over up to {passes} passes (interleaved blocks: drift between passes cancels)"
@@ -253,6 +272,8 @@ def _passes_text(
     if ratio.se is None:
         return "Run at least 2 passes per config to estimate the spread."
     against = f"from {nearest} (the nearest, {ratio.ratio:.3f}x)"
+    if ratio.method == "mixed":
+        return f"More starts of both would be needed to separate it {against}."
     if verdict.required_passes is None:
         return f"Separating it {against} would take more passes than is practical at the observed spread."
     have = min(by_label[verdict.leader or nearest].done, by_label[nearest].done)

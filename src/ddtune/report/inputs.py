@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeGuard
 
 from ddtune.params import DecodeParams
+from ddtune.stats.blocked import Verdict
 
 METRIC_NAMES = (
     "short_tps",  # mean decode tokens/s over the short-context requests
@@ -93,6 +94,8 @@ class SweepContext:
     stop: str | None = None  # why a race stopped
     exits: list[Elimination] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. what an Optuna search explored
+    efforts: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> starts, benches
+    verdict: Verdict | None = None  # a restart-bound race's own answer (its mixed model)
 
     def exit_of(self, label: str) -> Elimination | None:
         return next((e for e in self.exits if e.label == label), None)

@@ -244,15 +244,28 @@ def _race(summary: ReportSummary) -> Section:
         blocks.append(
             Paragraph(f"Strategy {ctx.strategy}: {ctx.passes} pass(es), stopped: {stop}.")
         )
-        rows: list[list[Cell]] = [
-            [e.label, str(e.at_pass), e.reason, e.detail]
-            for e in sorted(ctx.exits, key=lambda e: e.at_pass)
-        ]
-        rows += [
-            [s.label, "-", "stayed", ""] for s in summary.configs if ctx.exit_of(s.label) is None
-        ]
-        blocks.append(Table(["config", "left at pass", "why", "detail"], rows))
+        blocks.append(_race_table(summary, stop))
     return Section("Race", blocks)
+
+
+def _race_table(summary: ReportSummary, stop: str) -> Table:
+    """Who left when and why; a restart-bound race also says each config's starts and benches."""
+    ctx = summary.context
+    rows: list[list[Cell]] = [
+        [e.label, str(e.at_pass), e.reason, e.detail]
+        for e in sorted(ctx.exits, key=lambda e: e.at_pass)
+    ]
+    stayed = f"in the race when it stopped ({stop})" if ctx.efforts else ""
+    rows += [
+        [s.label, "-", "stayed", stayed] for s in summary.configs if ctx.exit_of(s.label) is None
+    ]
+    headers = ["config", "left at pass", "why", "detail"]
+    if not ctx.efforts:
+        return Table(headers, rows)
+    for row in rows:
+        starts, benches = ctx.efforts.get(str(row[0]), (0, 0))
+        row[1:1] = [str(starts), str(benches)]
+    return Table(["config", "starts", "benches", *headers[1:]], rows)
 
 
 STOP_WORDS = {

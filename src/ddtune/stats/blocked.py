@@ -96,10 +96,24 @@ def decide(
     if not present:
         return Verdict("no data", None, None)
     leader = leader_of(present, options.maximize, options.blocked)
+    comparisons = {
+        label: compare(present[leader], values, options)
+        for label, values in present.items()
+        if label != leader
+    }
+    return verdict_of(leader, comparisons, cost, options)
+
+
+def verdict_of(
+    leader: str,
+    comparisons: Mapping[str, RatioInterval],
+    cost: Callable[[str], Any],
+    options: BlockedOptions,
+) -> Verdict:
+    """The verdict from the leader's ratio to every other config (leader / config)."""
     verdict = Verdict("separated", leader, leader)
-    for label, values in present.items():
-        if label != leader:
-            _classify(verdict, label, compare(present[leader], values, options), options)
+    for label, ratio in comparisons.items():
+        _classify(verdict, label, ratio, options)
     methods = sorted({c.method for c in verdict.comparisons.values()})
     verdict.method = "+".join(methods) if methods else ("paired" if options.blocked else "welch")
     if verdict.contenders:
@@ -164,7 +178,7 @@ def _passes_needed(verdict: Verdict, options: BlockedOptions) -> None:
     nearest = min(verdict.contenders, key=lambda s: verdict.comparisons[s].log_estimate)
     ratio = verdict.comparisons[nearest]
     verdict.nearest = nearest
-    if ratio.se is None:
+    if ratio.se is None or ratio.method == "mixed":  # a restart-bound race: starts, not passes
         return
     if ratio.method == "paired":
         sd = ratio.se * math.sqrt(ratio.n)
@@ -194,4 +208,5 @@ __all__ = [
     "decide",
     "geometric_mean",
     "leader_of",
+    "verdict_of",
 ]

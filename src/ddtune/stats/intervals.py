@@ -15,6 +15,7 @@ small frozen dataclasses, so each one can be checked against a textbook value.
     holm_adjust             Holm step-down adjusted p-values for a family of tests
     required_pairs          passes for a paired t-test to separate a log ratio
     variance_components     one-way random effects: between-group vs within-group variance
+    ratio_interval          a log ratio with its standard error and df as a `RatioInterval`
 
 See docs/architecture.md "Report".
 """
@@ -193,6 +194,9 @@ def required_repeats(
     return None
 
 
+RatioMethod = Literal["paired", "welch", "mixed"]  # mixed: `stats/mixed.py` (restart-bound races)
+
+
 @dataclass(frozen=True)
 class RatioInterval:
     """Ratio a/b estimated on the log scale (geometric means).
@@ -202,7 +206,7 @@ class RatioInterval:
     `low`/`high`/`p_value` are None when the spread can't be estimated (n < 2).
     """
 
-    method: Literal["paired", "welch"]
+    method: RatioMethod
     log_estimate: float
     se: float | None
     df: float | None
@@ -266,7 +270,7 @@ def paired_log_ratio(
     if len(diffs) < 2:
         return RatioInterval("paired", mean, None, None, 1, confidence, None, None, None)
     se = _sample_sd(diffs, mean) / math.sqrt(len(diffs))
-    return _ratio_interval("paired", mean, se, len(diffs) - 1, len(diffs), confidence)
+    return ratio_interval("paired", mean, se, len(diffs) - 1, len(diffs), confidence)
 
 
 def welch_log_ratio(
@@ -284,7 +288,7 @@ def welch_log_ratio(
     vb = _sample_sd(lb, math.fsum(lb) / len(lb)) ** 2 / len(lb)
     se = math.sqrt(va + vb)
     df = math.inf if se == 0 else (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
-    return _ratio_interval("welch", mean, se, df, n, confidence)
+    return ratio_interval("welch", mean, se, df, n, confidence)
 
 
 def tost_equivalence(ratio: RatioInterval, tolerance: float, alpha: float = 0.05) -> Equivalence:
@@ -367,9 +371,10 @@ def variance_components(groups: Sequence[Sequence[float]]) -> VarianceComponents
     return VarianceComponents(between, ms_within, k, total)
 
 
-def _ratio_interval(
-    method: Literal["paired", "welch"], mean: float, se: float, df: float, n: int, confidence: float
+def ratio_interval(
+    method: RatioMethod, mean: float, se: float, df: float, n: int, confidence: float
 ) -> RatioInterval:
+    """A log ratio `mean` with standard error `se` and `df` degrees of freedom as an interval."""
     if se == 0:
         p = 1.0 if mean == 0 else 0.0
         ratio = math.exp(mean)

@@ -143,7 +143,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.sweep.plan.grid import plan_spec
-    from ddtune.sweep.plan.planners import estimate_text, restart_word
+    from ddtune.sweep.plan.mode import run_spec
+    from ddtune.sweep.plan.planners import estimate_text, restart_word, sweep_mode
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.spec.load import load_spec
     from ddtune.sweep.store.db import Store
@@ -152,22 +153,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
     path = Path(args.store) if args.store else default_store_path(spec)
     store = Store(path, create=False) if path.is_file() else None
     try:
-        print(estimate_text(spec, store))
+        mode = sweep_mode(spec, store)
+        print(estimate_text(spec, store, mode))
     finally:
         if store is not None:
             store.close()
-    trials = plan_spec(spec)
+    spec = run_spec(spec, mode)
+    trials = plan_spec(spec, mode.restart_bound)
     restarts = sum(1 for t in trials if (t.repeat - 1) % spec.passes_per_start == 0)
-    print(
-        f"planned now: {len(trials)} trial(s), {restarts} {restart_word(spec)}"
-        + _later(spec.strategy)
-    )
+    later = _RESTART_BOUND_LATER if mode.restart_bound else _later(spec.strategy)
+    print(f"planned now: {len(trials)} trial(s), {restarts} {restart_word(spec)}" + later)
     for t in trials:
         print(
             f"  {t.order_index + 1:4d}  pass {t.repeat:<3d} {t.config.label()}"
             + (" (baseline)" if t.is_baseline else "")
         )
     return 0
+
+
+_RESTART_BOUND_LATER = (
+    "; a restart-bound race plans one bench at a time from the results (pass 1 starts every "
+    "config once, later passes only the configs still in the race)"
+)
 
 
 def _later(strategy: str) -> str:

@@ -2,8 +2,9 @@
 
 The report options come from the spec kept with the sweep (`[report]` and
 what the strategy implies: tolerance, blocked analysis, passes per start,
-interleave); a race's history is replayed from the store, so a report of an
-unfinished or interrupted sweep tells the same story the runner would.
+interleave; a restart-bound race's benches per start, from the mode stored
+with the sweep); a race's history is replayed from the store, so a report of
+an unfinished or interrupted sweep tells the same story the runner would.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from rich.console import Console
 
 from ddtune.report.inputs import SweepContext
 from ddtune.report.options import ReportOptions
+from ddtune.sweep.plan.mode import run_spec
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.modes import SweepMode, read_mode
 
 if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
@@ -36,6 +39,8 @@ def report_setup(
         sweep["spec_text"], source=f"{store.path} ({sweep['name']})", base_dir=base_dir
     )
     searched = spec.strategy == "optuna" and not sweep["name"].endswith(".confirm")
+    mode = read_mode(store, sweep["id"])
+    spec = run_spec(spec, mode)  # restart-bound: one start serves up to `most_benches` trials
     derived = {
         "tolerance": spec.tolerance,
         "blocked": spec.order == "interleaved" and not searched,
@@ -44,16 +49,22 @@ def report_setup(
     }
     spec_report = tomllib.loads(sweep["spec_text"]).get("report", {})
     options = ReportOptions.from_dict({**derived, **spec_report, **(overrides or {})})
-    return options, sweep_context(store, sweep, spec)
+    return options, sweep_context(store, sweep, spec, mode)
 
 
-def sweep_context(store: Store, sweep: sqlite3.Row, spec: SweepSpec) -> SweepContext:
+def sweep_context(
+    store: Store, sweep: sqlite3.Row, spec: SweepSpec, mode: SweepMode | None = None
+) -> SweepContext:
     from ddtune.sweep.plan.race_planner import RacePlanner, race_context
     from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX
+    from ddtune.sweep.plan.start_planner import StartPlanner
 
     confirm = sweep["name"].endswith(CONFIRM_SUFFIX)
     if spec.strategy == "grid":
         return SweepContext("grid", spec.objective)
+    if mode is not None and mode.restart_bound:
+        configs = sweep_configs(store, sweep["id"])
+        return StartPlanner(spec, store, sweep["id"], mode, configs).context()
     if spec.strategy == "optuna" and not confirm:
         note = (
             "Optuna search trials, one per proposal (not blocked: the analysis is Welch); the "

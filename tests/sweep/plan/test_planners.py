@@ -30,6 +30,7 @@ name = "r"
 strategy = "race"
 min_repeats = 3
 repeats = 8
+restart_bound = false
 baseline = { mode = "ar" }
 [space]
 budget = [4, 8, 16, 32]
@@ -145,7 +146,11 @@ def test_estimates_for_grid_race_and_search():
     named = estimates(race, costs)
     assert named["race, best case"].trials == 27 and named["race, worst case"].trials == 72
     assert named["race, worst case"].hours == pytest.approx(72 * 480 / 3600)
-    grid = _spec(RACE.replace('strategy = "race"\nmin_repeats = 3\n', ""))
+    grid = _spec(
+        RACE.replace('strategy = "race"\nmin_repeats = 3\n', "").replace(
+            "restart_bound = false\n", ""
+        )
+    )
     assert estimates(grid, costs)["grid"].trials == 9 * 8
     search = estimates(_spec(OPTUNA), costs)
     assert search["search"].trials == 12 and search["confirm race, best case"].trials == 3 * 3

@@ -5,11 +5,14 @@ from a previous store of the same service or taken from the spec), used by
 `ddtune sweep plan` and the live ETA of `sweep run` (the remaining trials at
 the costs measured so far in the run). A race has a best case
 (every contender but one leaves after `min_passes`) and a worst case (nobody
-leaves before `max_passes`). See docs/architecture.md "Sweep".
+leaves before `max_passes`). A restart-bound race (`starts.py`) also has an
+expected case, from a stated typical landscape (`start_race_estimates`).
+See docs/architecture.md "Sweep" and docs/_notes_issue27.md.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +27,9 @@ class TrialCosts:
 
 @dataclass(frozen=True)
 class Estimate:
-    trials: int  # one trial = one server start + `passes_per_start` benches
+    trials: (
+        int  # one trial = one server start + `passes_per_start` benches (restart-bound: a bench)
+    )
     restarts: int
     benches: int
     seconds: float
@@ -72,6 +77,51 @@ def race_estimates(
     return estimate(best, costs, passes_per_start), estimate(worst, costs, passes_per_start)
 
 
+def start_race_estimates(
+    configs: int,
+    costs: TrialCosts,
+    per_start: int,
+    most_benches: int,
+    max_passes: int,
+    caps: tuple[int | None, float | None] = (None, None),
+) -> tuple[Estimate, Estimate, Estimate]:
+    """(best, expected, worst) of a restart-bound race over `configs` configs.
+
+    One trial is one bench; `per_start` is the benches a contender's start gets.
+    Best: pass 1 only, every config but the leader out after one bench.
+    Expected (a typical landscape: a quarter of the configs, at least 2, still
+    close after pass 1, and half of the configs out after their first bench):
+    pass 1, then the contenders halving pass by pass (2c - 1 more starts).
+    Worst: every config `max_passes` starts of `most_benches` benches. `caps`
+    (max_trials, max_hours) bound each case.
+    """
+    contenders = max(2, math.ceil(configs / 4))
+    later = min(2 * contenders - 1, contenders * (max_passes - 1))
+    cases = (
+        (configs, configs - 1 + per_start),
+        (configs + later, math.ceil(configs * (1 + per_start) / 2) + later * per_start),
+        (configs * max_passes, configs * max_passes * most_benches),
+    )
+    best, expected, worst = (_capped(s, b, costs, caps) for s, b in cases)
+    return best, expected, worst
+
+
+def _capped(
+    starts: int, benches: int, costs: TrialCosts, caps: tuple[int | None, float | None]
+) -> Estimate:
+    """`starts` restarts and `benches` benches, cut at max_trials (benches) or max_hours."""
+    max_trials, max_hours = caps
+    fraction = 1.0
+    if max_trials is not None and benches > max_trials:
+        fraction = max_trials / benches
+    seconds = starts * costs.start_s + benches * costs.bench_s
+    if max_hours is not None and seconds * fraction > max_hours * 3600:
+        fraction = max_hours * 3600 / seconds
+    if fraction < 1.0:  # whole trials that fit under the cap
+        starts, benches = max(1, int(starts * fraction)), max(1, int(benches * fraction))
+    return Estimate(benches, starts, benches, starts * costs.start_s + benches * costs.bench_s)
+
+
 def measured_costs(
     start_seconds: Sequence[float], bench_seconds: Sequence[float], source: str
 ) -> TrialCosts | None:
@@ -88,4 +138,5 @@ __all__ = [
     "grid_estimate",
     "measured_costs",
     "race_estimates",
+    "start_race_estimates",
 ]

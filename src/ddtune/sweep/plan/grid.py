@@ -74,9 +74,10 @@ def plan_block(
     return trials
 
 
-def plan_spec(spec: SweepSpec) -> list[PlannedTrial]:
-    """The trials known before the first one runs (grid: all; race: the first passes)."""
-    if spec.strategy == "optuna":
+def plan_spec(spec: SweepSpec, restart_bound: bool = False) -> list[PlannedTrial]:
+    """The trials known before the first one runs (grid: all; race: the first passes;
+    a restart-bound race and a search: none, they plan from the results)."""
+    if spec.strategy == "optuna" or restart_bound:
         return []
     repeats = spec.min_repeats if spec.strategy == "race" else spec.repeats
     return plan_trials(spec.all_configs(), repeats, spec.order, spec.seed, spec.passes_per_start)

@@ -1,8 +1,9 @@
 """Which planner adds trials while a sweep runs, and what the sweep will cost.
 
-    planner = make_planner(spec, store, store_path, sweep_id)   # None for a grid
+    mode = sweep_mode(spec, store)  # restart-bound or not: stored with the sweep, else chosen
+    planner = make_planner(spec, store, store_path, sweep_id, mode)   # None for a grid
     rows = planner.next_batch()     # trials to run next ([] = done); planner.outcome()
-    print(estimate_text(spec, store))   # trials, restarts, expected duration (sweep plan/run)
+    print(estimate_text(spec, store, mode))   # mode, trials, restarts, hours (sweep plan/run)
 
 Costs come from the finished trials of a store of the same service (median
 stop + start-to-READY and bench seconds), else `[service] expected_start_s` /
@@ -25,9 +26,12 @@ from ddtune.sweep.plan.costs import (
     grid_estimate,
     measured_costs,
     race_estimates,
+    start_race_estimates,
 )
+from ddtune.sweep.plan.mode import choose_mode
 from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.modes import SweepMode, read_mode
 
 
 class Planner(Protocol):
@@ -36,7 +40,14 @@ class Planner(Protocol):
     def outcome(self) -> str: ...
 
 
-def make_planner(spec: SweepSpec, store: Store, store_path: Path, sweep_id: int) -> Planner | None:
+def make_planner(
+    spec: SweepSpec, store: Store, store_path: Path, sweep_id: int, mode: SweepMode | None = None
+) -> Planner | None:
+    """The planner of the spec's strategy (a restart-bound race when `mode` says so)."""
+    if spec.strategy == "race" and mode is not None and mode.restart_bound:
+        from ddtune.sweep.plan.start_planner import StartPlanner
+
+        return StartPlanner(spec, store, sweep_id, mode)
     if spec.strategy == "race":
         from ddtune.sweep.plan.race_planner import RacePlanner
 
@@ -46,6 +57,15 @@ def make_planner(spec: SweepSpec, store: Store, store_path: Path, sweep_id: int)
 
         return SearchPlanner(spec, store, store_path, sweep_id)
     return None
+
+
+def sweep_mode(spec: SweepSpec, store: Store | None) -> SweepMode:
+    """The mode stored with this spec's sweep in `store`, else the one a new sweep gets now."""
+    if store is not None:
+        row = store.db.execute("SELECT id FROM sweeps WHERE name=?", (spec.name,)).fetchone()
+        if row is not None:
+            return read_mode(store, int(row["id"]))
+    return choose_mode(spec, trial_costs(spec, store))
 
 
 def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:
@@ -76,9 +96,17 @@ def measured_timings(store: Store) -> tuple[list[float], list[float]]:
     return starts, benches
 
 
-def estimates(spec: SweepSpec, costs: TrialCosts) -> dict[str, Estimate]:
-    """Named estimates: the grid, or a race's best and worst case, or a search + its race."""
+def estimates(
+    spec: SweepSpec, costs: TrialCosts, mode: SweepMode | None = None
+) -> dict[str, Estimate]:
+    """Named estimates: the grid, or a race's best and worst case, or a search + its race;
+    a restart-bound race's best, expected and worst case, then today's race for comparison."""
     n, k = len(spec.all_configs()), spec.passes_per_start
+    if mode is not None and mode.restart_bound:
+        return _start_estimates(spec, costs, mode) | {
+            f"today's race (restart_bound = false), {key.removeprefix('race, ')}": value
+            for key, value in estimates(spec, costs).items()
+        }
     if spec.strategy == "grid":
         return {"grid": grid_estimate(n, spec.repeats, costs, k)}
     if spec.strategy == "optuna" and spec.optuna is not None:
@@ -94,18 +122,43 @@ def estimates(spec: SweepSpec, costs: TrialCosts) -> dict[str, Estimate]:
     return out
 
 
-def estimate_text(spec: SweepSpec, store: Store | None) -> str:
+def _start_estimates(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
+    from ddtune.sweep.plan.start_planner import start_settings
+    from ddtune.sweep.plan.starts import prior_benches
+
+    timed = SweepMode(True, mode.reason, costs.start_s, costs.bench_s, mode.most_benches)
+    settings = start_settings(spec, timed)
+    cases = start_race_estimates(
+        len(spec.all_configs()),
+        costs,
+        prior_benches(settings),
+        mode.most_benches,
+        spec.repeats,
+        (spec.max_trials, spec.max_hours),
+    )
+    names = ("best case", "expected (median)", "worst case")
+    return {f"restart-bound race, {name}": e for name, e in zip(names, cases, strict=True)}
+
+
+def estimate_text(spec: SweepSpec, store: Store | None, mode: SweepMode | None = None) -> str:
+    """What `sweep plan` and `sweep run` print first: the mode and why, the costs, the cases."""
     costs = trial_costs(spec, store)
+    mode = mode or choose_mode(spec, costs)
     head = f"sweep {spec.name}: strategy {spec.strategy}, {len(spec.all_configs())} config(s)"
     if spec.interleave == "request":
         head += ", each pass's configs in turns request by request"
     if costs is None:
-        return head + " (no cost estimate: set [service] expected_start_s and expected_bench_s)"
-    lines = [
-        head
-        + f"; per trial {costs.start_s:.0f} s start + {costs.bench_s:.0f} s bench ({costs.source})"
-    ]
-    for name, e in estimates(spec, costs).items():
+        head += " (no cost estimate: set [service] expected_start_s and expected_bench_s)"
+    else:
+        head += f"; per trial {costs.start_s:.0f} s start + {costs.bench_s:.0f} s bench"
+        head += f" ({costs.source})"
+    lines = [head]
+    if spec.strategy == "race":
+        kind = "restart-bound" if mode.restart_bound else "passes (today's race)"
+        lines.append(f"  race mode: {kind}: {mode.reason}")
+    if costs is None:
+        return "\n".join(lines)
+    for name, e in estimates(spec, costs, mode).items():
         lines.append(
             f"  {name}: {e.trials} trial(s), {e.restarts} {restart_word(spec)}, "
             f"~{format_duration(e.seconds)}"
@@ -142,5 +195,6 @@ __all__ = [
     "live_eta",
     "make_planner",
     "restart_word",
+    "sweep_mode",
     "trial_costs",
 ]

@@ -126,7 +126,9 @@ def _step(state: RaceState, passes: Sequence[PassResult]) -> list[Elimination]:
         if len(samples.get(label, {})) < 2
     ]
     _drop(state, removed)
-    removed += _drop(state, _pass_rate_step(state.alive, _coding(passes), pass_no, state.settings))
+    removed += _drop(
+        state, pass_rate_step(state.alive, _coding(passes), pass_no, state.settings.alpha)
+    )
     alive = {label: samples[label] for label in state.alive}
     state.leader = leader_of(alive, state.settings.maximize) if alive else None
     if state.leader is not None:
@@ -159,12 +161,10 @@ def _objective_step(
     return removed
 
 
-def _pass_rate_step(
-    alive: Sequence[str],
-    coding: Mapping[str, tuple[int, int]],
-    pass_no: int,
-    settings: RaceSettings,
+def pass_rate_step(
+    alive: Sequence[str], coding: Mapping[str, tuple[int, int]], pass_no: int, alpha: float
 ) -> list[Elimination]:
+    """Configs whose pooled pass rate is below the best one's (Fisher, Holm p < alpha)."""
     measured = [label for label in alive if coding.get(label, (0, 0))[1] > 0]
     if len(measured) < 2:
         return []
@@ -175,7 +175,7 @@ def _pass_rate_step(
     removed = []
     for label, p in zip(others, holm_adjust(raw), strict=True):
         passed, total = coding[label]
-        if p < settings.alpha and passed / total < bp / bt:
+        if p < alpha and passed / total < bp / bt:
             detail = f"pass rate {passed}/{total} vs {bp}/{bt} ({best}), Fisher, Holm p = {p:.3g}"
             removed.append(Elimination(label, pass_no, "pass_rate", detail, p))
     return removed
@@ -242,5 +242,6 @@ __all__ = [
     "RaceSettings",
     "RaceState",
     "RaceStep",
+    "pass_rate_step",
     "replay",
 ]

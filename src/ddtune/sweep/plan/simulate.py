@@ -2,36 +2,51 @@
 
 Each config has a true throughput (and optionally a true pass rate). A bench of
 a config returns `rate × exp(drift + start effect) × mean of per-request
-factors`, where the drift is a slow Ornstein-Uhlenbeck process shared by all
-configs (a loaded machine, thermal state), the start effect is drawn once per
-server start and each request adds its own log-normal noise. No HTTP, no
-processes: the 40-seed benchmarks (`benchmarks/race_vs_grid.py`) would take
-days through real servers. See docs/architecture.md "Sweep" and
-docs/benchmarks.md.
+factors`, where the drift is shared by all configs (a loaded machine, thermal
+state: a slow Ornstein-Uhlenbeck process in trials or in hours, a steady trend
+and a random walk in hours), the start effect is drawn once per server start
+and each request adds its own log-normal noise. With `Costs` the service keeps
+a clock: a start takes `start_s`, a bench `bench_s` (a restart-bound race
+benches 1/`splits` of it at a time, with that share of the requests), so
+strategies compare in wall hours. No HTTP, no processes: the 50-seed
+benchmarks (`benchmarks/race_vs_grid.py`, `benchmarks/restart_bound.py`) would
+take days through real servers. See docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ddtune.stats.blocked import BlockedOptions, Verdict, decide
 from ddtune.sweep.plan.grid import block_order
 from ddtune.sweep.plan.race import PassResult, RaceSettings, RaceState, replay
+from ddtune.sweep.plan.starts import BenchResult, StartRace, StartSettings
 
 
 @dataclass(frozen=True)
 class NoiseModel:
     start_sd: float = 0.02  # log-sd of one server start's effect
     request_sd: float = 0.06  # log-sd of one request's throughput
-    requests: int = 8  # requests averaged by one bench
+    requests: int = 8  # requests averaged by one (whole) bench
     drift_sd: float = 0.05  # stationary log-sd of the drift shared by all configs
     drift_trials: float = 40.0  # correlation length of the drift, in trials
+    drift_hours: float | None = None  # ... in hours instead (needs Costs: the clock)
+    trend_per_hour: float = 0.0  # a steady drift of the log level; its sign drawn per seed
+    walk_per_hour: float = 0.0  # a random-walk drift: its log-sd after one hour
     fail_rate: float = 0.0  # probability that a trial fails (no measurement)
     coding_tasks: int = 0  # coding tasks per bench (0: pass rate not measured)
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Seconds of one restart (stop + start to READY) and of one whole bench."""
+
+    start_s: float = 0.0
+    bench_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -42,7 +57,7 @@ class Bench:
 
 
 class SimulatedService:
-    """True rates plus noise; every bench advances the shared clock by one trial."""
+    """True rates plus noise; every start and bench advances the shared clock."""
 
     def __init__(
         self,
@@ -50,36 +65,63 @@ class SimulatedService:
         noise: NoiseModel,
         seed: int,
         pass_rates: Mapping[str, float] | None = None,
+        costs: Costs | None = None,
     ) -> None:
         self.rates = rates  # a Mapping: a dict subclass may compute missing rates
         self.pass_rates = dict(pass_rates or {})
         self.noise = noise
+        self.costs = costs or Costs()
         self.rng = np.random.default_rng(seed)
         self.drift = float(self.rng.normal(0.0, noise.drift_sd))
+        self.trend = noise.trend_per_hour  # its sign drawn only when there is one (same streams)
+        if self.trend:
+            self.trend *= 1 if self.rng.random() < 0.5 else -1
+        self.walk = 0.0
         self.start_effect = 0.0
         self.trials = 0
         self.starts = 0
+        self.seconds = 0.0
+
+    @property
+    def hours(self) -> float:
+        return self.seconds / 3600
 
     def start(self, label: str) -> None:
-        """A fresh server start for `label`: a new start effect."""
+        """A fresh server start for `label`: a new start effect, `start_s` on the clock."""
         self.starts += 1
+        self._elapse(self.costs.start_s)
         self.start_effect = float(self.rng.normal(0.0, self.noise.start_sd))
 
-    def bench(self, label: str) -> Bench:
-        """One bench of the running server; fails with probability `fail_rate`."""
-        self._advance()
+    def bench(self, label: str, splits: int = 1) -> Bench:
+        """One bench (1/`splits` of one) of the running server; fails with `fail_rate`."""
+        self.trials += 1
+        self._elapse(self.costs.bench_s / splits)
+        if self.noise.drift_hours is None:
+            self._ou(1.0 / self.noise.drift_trials)
         if self.rng.random() < self.noise.fail_rate:
             return Bench(None)
-        n = self.noise.requests
+        n = max(1, round(self.noise.requests / splits))
         factors = np.exp(self.rng.normal(0.0, self.noise.request_sd, size=n))
-        value = self.rates[label] * math.exp(self.drift + self.start_effect) * float(factors.mean())
+        level = self.drift + self.trend * self.hours + self.walk + self.start_effect
+        value = self.rates[label] * math.exp(level) * float(factors.mean())
         total = self.noise.coding_tasks
         passed = int(self.rng.binomial(total, self.pass_rates.get(label, 1.0))) if total else 0
         return Bench(value, passed, total)
 
-    def _advance(self) -> None:
-        self.trials += 1
-        rho = math.exp(-1.0 / self.noise.drift_trials)
+    def _elapse(self, seconds: float) -> None:
+        """Advance the clock; the drift in hours moves with it."""
+        if seconds <= 0:
+            return
+        self.seconds += seconds
+        hours = seconds / 3600
+        if self.noise.walk_per_hour:
+            self.walk += float(self.rng.normal(0.0, self.noise.walk_per_hour * math.sqrt(hours)))
+        if self.noise.drift_hours is not None:
+            self._ou(hours / self.noise.drift_hours)
+
+    def _ou(self, steps: float) -> None:
+        """The Ornstein-Uhlenbeck drift over `steps` correlation lengths."""
+        rho = math.exp(-steps)
         step = math.sqrt(1 - rho * rho) * self.noise.drift_sd
         self.drift = rho * self.drift + float(self.rng.normal(0.0, step))
 
@@ -91,6 +133,7 @@ def run_pass(
     and the pass value is the geometric mean of its benches."""
     values: dict[str, float | None] = {}
     coding: dict[str, tuple[int, int]] = {}
+    before = service.seconds
     for label in block_order(labels, seed, pass_no):
         service.start(label)
         benches = [service.bench(label) for _ in range(per_start)]
@@ -100,7 +143,8 @@ def run_pass(
         )
         if good and good[0].total:
             coding[label] = (sum(b.passed for b in good), sum(b.total for b in good))
-    return PassResult(values, coding, seconds=float(len(labels)))
+    clocked = service.costs.start_s > 0 or service.costs.bench_s > 0
+    return PassResult(values, coding, service.seconds - before if clocked else float(len(labels)))
 
 
 def run_race(
@@ -117,6 +161,27 @@ def run_race(
         passes.append(run_pass(service, state.scheduled(), seed, len(passes) + 1))
         state = replay(contenders, baseline, passes, settings)
     return state, passes
+
+
+def run_start_race(
+    service: SimulatedService,
+    contenders: Sequence[str],
+    baseline: str | None,
+    settings: StartSettings,
+    seed: int,
+) -> StartRace:
+    """A restart-bound race, bench by bench: each bench 1/`most_benches` of a whole one."""
+    race = StartRace(tuple(contenders), baseline, settings, seed)
+    while (step := race.next()) is not None:
+        before = service.seconds
+        if step.bench == 1:
+            service.start(step.label)
+        bench = service.bench(step.label, splits=settings.most_benches)
+        coding = (bench.passed, bench.total) if bench.total else None
+        spent = service.seconds - before
+        result = BenchResult(step.label, step.start, step.bench, bench.value, coding)
+        race.add(replace(result, hours=service.hours, seconds=spent))
+    return race
 
 
 def run_grid(
@@ -148,11 +213,13 @@ def race_verdict(
 
 __all__ = [
     "Bench",
+    "Costs",
     "NoiseModel",
     "SimulatedService",
     "race_verdict",
     "run_grid",
     "run_pass",
     "run_race",
+    "run_start_race",
     "samples_of",
 ]

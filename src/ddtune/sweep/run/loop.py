@@ -14,7 +14,9 @@
           failure class, detail, timings and log tail, and retried after a backoff;
        d. all attempts failed → the trial is `failed`; the sweep goes on;
        e. `passes_per_start` > 1: the next trial of the same config and block
-          benches the same server start (no reconfigure);
+          benches the same server start (no reconfigure); a restart-bound race
+          (the mode stored with the sweep, `plan/mode.py`) plans one trial at a
+          time and reuses a start the same way (`plan/start_planner.py`);
        f. `interleave = "request"`: a pass's trials run as one unit
           (`interleaved.py`: each READY in turn, then their requests in turns).
     3. Ctrl-C / SIGTERM: the current trial (or pass) becomes `interrupted`, the service is
@@ -51,7 +53,8 @@ from rich.progress import (
 
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.grid import plan_spec
-from ddtune.sweep.plan.planners import estimate_text, live_eta, make_planner
+from ddtune.sweep.plan.mode import run_spec
+from ddtune.sweep.plan.planners import estimate_text, live_eta, make_planner, sweep_mode
 from ddtune.sweep.run.attempt import (
     AttemptReport,
     Phase,
@@ -92,7 +95,10 @@ def run_sweep(
     try:
         store.acquire()  # 1
         store.recover_if_unlocked()
-        sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec), spec.base_dir)
+        mode = sweep_mode(spec, store)  # a new sweep's mode is stored with it; then it stays
+        spec = run_spec(spec, mode)
+        plan = plan_spec(spec, mode.restart_bound)
+        sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan, spec.base_dir, mode)
         reopened = store.reset_trials(sweep_id, ("failed",)) if reopen_failed else []
         if reopen_failed:
             console.print(f"reopened {len(reopened)} failed trial(s)")
@@ -106,8 +112,8 @@ def run_sweep(
             len(store.trials(sweep_id, ("done",))),
             failed_before=len(store.trials(sweep_id, ("failed",))),
         )
-        planner = None if only_reopened else make_planner(spec, store, store_path, sweep_id)
-        console.print(escape(estimate_text(spec, store)))
+        planner = None if only_reopened else make_planner(spec, store, store_path, sweep_id, mode)
+        console.print(escape(estimate_text(spec, store, mode)))
         more = None if planner is None else planner.next_batch
         if todo or planner is not None:
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)

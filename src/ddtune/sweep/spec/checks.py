@@ -41,6 +41,7 @@ def check_strategy(doc: SpecDocument) -> None:
             )
     if strategy == "optuna":
         _search_inputs(doc)
+    _restart_bound(doc)
     _passes_per_start(doc)
     if sweep.objective == "speedup" and sweep.baseline is None:
         _fail(
@@ -93,6 +94,23 @@ def _search_inputs(doc: SpecDocument) -> None:
         _fail("space", 'strategy = "optuna" needs a [space] with ranges or lists to search')
 
 
+def _restart_bound(doc: SpecDocument) -> None:
+    """`restart_bound` belongs to a race; pinned on, it reuses starts in this process."""
+    sweep = doc.sweep
+    if "restart_bound" in sweep.model_fields_set and sweep.strategy != "race":
+        _fail("sweep.restart_bound", 'only applies to strategy = "race"')
+    if sweep.restart_bound is not True:
+        return
+    if doc.cluster.backend != "local":
+        _fail("sweep.restart_bound", "reuses a start in this process: use cluster.backend local")
+    if sweep.interleave == "request":
+        _fail(
+            "sweep.restart_bound",
+            "= true restarts for every config; configs taking turns request by request "
+            "(interleave = 'request') share one hot server: set one of them differently",
+        )
+
+
 def _passes_per_start(doc: SpecDocument) -> None:
     sweep = doc.sweep
     k = sweep.passes_per_start
@@ -102,6 +120,8 @@ def _passes_per_start(doc: SpecDocument) -> None:
         _fail("sweep.passes_per_start", "needs order interleaved or sequential, not random")
     if doc.cluster.backend != "local":
         _fail("sweep.passes_per_start", "reuses a start in this process: use cluster.backend local")
+    if sweep.restart_bound is True:
+        return  # the most benches of one start: the restart-bound race decides 1..k
     counts = [("repeats", effective_repeats(doc))]
     if sweep.strategy != "grid":
         counts.append(("min_repeats", sweep.min_repeats))

@@ -3,7 +3,8 @@
     [sweep]    name, repeats, order (interleaved|random|sequential), seed, baseline,
                strategy (grid|race|optuna), min_repeats, tolerance, max_trials,
                max_hours, passes_per_start, objective, interleave (trial|request:
-               a pass's configs take turns request by request; hot services only)
+               a pass's configs take turns request by request; hot services only),
+               restart_bound (auto|true|false: a race decided start by start, `RestartBound`)
     [space]    a grid: lists of mode/budget/topk/window (+ [space.vars] user variables),
                expanded to their cartesian product; strategy "optuna" also takes
                `{low, high, log}` ranges and searches the space instead
@@ -49,10 +50,12 @@ from ddtune.sweep.spec.schema import (
     Objective,
     OptunaTable,
     Order,
+    RestartBoundSetting,
     RetryPolicy,
     SpaceTable,
     SpecDocument,
     Strategy,
+    SweepTable,
 )
 from ddtune.sweep.spec.space import SearchSpace
 from ddtune.tables import parse_table
@@ -91,6 +94,23 @@ class Config:
         return config_hash(self.to_wire())
 
 
+RESTART_BENCHES = 4  # a restart-bound race's most benches on one start, unless written
+
+
+@dataclass(frozen=True)
+class RestartBound:
+    """`[sweep] restart_bound` and the keys a restart-bound race reads its own way.
+
+    `most_benches`: `passes_per_start` as written, else 4 (the race decides 1..most
+    per start); `min_passes`: `min_repeats` as written, else 1 (the fewest passes
+    before the race may stop as equivalent; eliminations never wait).
+    """
+
+    setting: RestartBoundSetting = "auto"
+    most_benches: int = RESTART_BENCHES
+    min_passes: int = 1
+
+
 @dataclass
 class SweepSpec:
     name: str
@@ -110,6 +130,7 @@ class SweepSpec:
     passes_per_start: int = 1
     objective: Objective = "throughput"
     interleave: Interleave = "trial"
+    restart_bound: RestartBound = field(default_factory=RestartBound)
     optuna: OptunaTable | None = None  # strategy "optuna": the search settings
     search: SearchSpace | None = None  # strategy "optuna": the space searched
     text: str = ""  # the TOML as written, stored with the sweep
@@ -192,12 +213,22 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
         passes_per_start=sweep.passes_per_start,
         objective=sweep.objective,
         interleave=sweep.interleave,
+        restart_bound=_restart_bound(sweep),
         optuna=(doc.optuna or OptunaTable()) if searched else None,
         search=search,
         text=text,
         source=source,
         base_dir=str(base_dir) if base_dir else None,
         cluster=build_cluster(doc.cluster, doc.service, _service),
+    )
+
+
+def _restart_bound(sweep: SweepTable) -> RestartBound:
+    written = sweep.model_fields_set
+    return RestartBound(
+        sweep.restart_bound,
+        sweep.passes_per_start if "passes_per_start" in written else RESTART_BENCHES,
+        sweep.min_repeats if "min_repeats" in written else 1,
     )
 
 
@@ -268,4 +299,13 @@ def _check_vars_used(found: list[tuple[Config, str]], service: ServiceSpec) -> N
                 )
 
 
-__all__ = ["ORDERS", "Config", "RetryPolicy", "SweepSpec", "load_spec", "parse_spec"]
+__all__ = [
+    "ORDERS",
+    "RESTART_BENCHES",
+    "Config",
+    "RestartBound",
+    "RetryPolicy",
+    "SweepSpec",
+    "load_spec",
+    "parse_spec",
+]

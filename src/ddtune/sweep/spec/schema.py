@@ -2,7 +2,8 @@
 
     [sweep]      SweepTable: name, description, repeats, order, seed, baseline,
                  strategy (grid|race|optuna), min_repeats, tolerance, max_trials,
-                 max_hours, passes_per_start, objective, interleave (trial|request)
+                 max_hours, passes_per_start, objective, interleave (trial|request),
+                 restart_bound (auto|true|false)
     [space]      SpaceTable: lists (or single values) of mode/budget/topk/window,
                  `{low, high, log, step}` integer ranges (strategy "optuna" only),
                  [space.vars] lists of user variables
@@ -36,6 +37,7 @@ from ddtune.tables import StrictModel
 
 ORDERS = ("interleaved", "random", "sequential")
 Order = Literal["interleaved", "random", "sequential"]
+RestartBoundSetting = bool | Literal["auto"]  # true / false pin it; "auto": from the costs
 STRATEGIES = ("grid", "race", "optuna")
 Strategy = Literal["grid", "race", "optuna"]
 OBJECTIVES = ("throughput", "long_context", "short_context", "speedup")
@@ -71,6 +73,12 @@ def _axis(value: Any) -> tuple[Any, ...]:
     if not values:
         raise ValueError("is an empty list; give at least one value or remove the key")
     return values
+
+
+def _restart_bound(value: Any) -> Any:
+    if isinstance(value, bool) or value == "auto":
+        return value
+    raise ValueError('must be true, false or "auto" (chosen from the start and bench costs)')
 
 
 VarValue = Annotated[Any, AfterValidator(_scalar)]
@@ -150,6 +158,7 @@ class SweepTable(StrictModel):
     passes_per_start: Annotated[int, Field(ge=1, le=100)] = 1
     objective: Objective = "throughput"
     interleave: Interleave = "trial"  # "request": a pass's configs alternate request by request
+    restart_bound: Annotated[RestartBoundSetting, BeforeValidator(_restart_bound)] = "auto"
 
 
 class OptunaTable(StrictModel):
@@ -188,6 +197,7 @@ __all__ = [
     "OptunaTable",
     "Strategy",
     "Order",
+    "RestartBoundSetting",
     "RetryPolicy",
     "SpaceTable",
     "SpecDocument",

@@ -38,6 +38,7 @@ from ddtune.errors import UserError
 from ddtune.report.inputs import TrialRecord
 from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.load_rows import insert_load_rows, split_load_rows
+from ddtune.sweep.store.modes import SweepMode, write_mode
 from ddtune.sweep.store.schema import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -176,8 +177,10 @@ class Store:
         spec_hash: str,
         plan: list[PlannedTrial],
         spec_dir: str | None = None,
+        mode: SweepMode | None = None,
     ) -> int:
-        """The sweep's id; creates it with all its trials (pending) the first time."""
+        """The sweep's id; creates it with all its trials (pending) and its race mode
+        (`modes.py`) the first time."""
         with self.tx() as db:
             row = db.execute("SELECT id, spec_hash FROM sweeps WHERE name=?", (name,)).fetchone()
             if row:
@@ -195,6 +198,8 @@ class Store:
                 )
             )
             _insert_trials(db, int(sweep_id), plan)
+            if mode is not None:
+                write_mode(db, int(sweep_id), mode)
             return int(sweep_id)
 
     def add_trials(self, sweep_id: int, plan: list[PlannedTrial]) -> list[sqlite3.Row]:

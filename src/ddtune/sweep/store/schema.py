@@ -9,8 +9,9 @@
     load_requests  `[bench.load]` per-request rows (`load_rows.py`)
     attempt_slots  attempt -> slot name, node (ray backend only; `slot_tables.py`)
     slots          per sweep and slot: what it is doing now (ray backend only)
+    sweep_modes    per sweep: a race restart-bound or not, why, and its costs (`modes.py`)
 
-The first five are the store's schema version 1; the last three are created
+The first five are the store's schema version 1; the last four are created
 on open when missing (`ensure_additive_tables`), so stores written before
 them read as before.
 """
@@ -74,7 +75,14 @@ SLOT_TABLES = (
 )
 
 
+MODE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS sweep_modes ("
+    " sweep_id INTEGER PRIMARY KEY REFERENCES sweeps(id), restart_bound INTEGER NOT NULL,"
+    " reason TEXT NOT NULL, start_s REAL, bench_s REAL, most_benches INTEGER NOT NULL)"
+)
+
+
 def ensure_additive_tables(db: sqlite3.Connection) -> None:
     """Create the tables added after version 1 if missing (inside the caller's transaction)."""
-    for statement in (*SLOT_TABLES, LOAD_TABLE, LOAD_INDEX):
+    for statement in (*SLOT_TABLES, LOAD_TABLE, LOAD_INDEX, MODE_TABLE):
         db.execute(statement)

@@ -1,0 +1,234 @@
+"""Restart-bound sweeps: the restart-bound race vs today's race vs a grid, in wall hours.
+
+    PYTHONPATH=src python benchmarks/restart_bound.py [--seeds 50] [--scenario production]
+
+Measurement-level simulation (`ddtune.sweep.plan.simulate`, no servers): every
+config change is a restart that costs `start_s`; a whole bench costs `bench_s`
+and a restart-bound race benches a quarter of it at a time (a sub-bench, with a
+quarter of the requests); a start moves the config's level by `start_sd`, each
+request by `request_sd`, and the machine drifts (a steady trend of random sign
+plus a random walk, both per hour; or a slow Ornstein-Uhlenbeck wander). The
+three strategies run the sweep's own decision code: `ddtune.sweep.plan.starts`
+(the restart-bound race), `ddtune.sweep.plan.race` (today's race: every pass
+restarts every contender and benches it whole) and `ddtune.stats.blocked.decide`
+over a grid. Per strategy, over the seeds: conclusive and right (separated on the
+true best, or an equivalence set all truly within the tolerance of the best),
+wrong (conclusive, not right), inconclusive, median and 90th-percentile wall
+hours, median starts and benches. Results: docs/benchmarks.md "Restart-bound".
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from ddtune.params import DecodeParams
+from ddtune.stats.blocked import BlockedOptions, Verdict, decide
+from ddtune.sweep.plan.race import RaceSettings
+from ddtune.sweep.plan.simulate import (
+    Costs,
+    NoiseModel,
+    SimulatedService,
+    race_verdict,
+    run_grid,
+    run_race,
+    run_start_race,
+    samples_of,
+)
+from ddtune.stats.mixed import VariancePrior
+from ddtune.sweep.plan.starts import PRIORS, StartSettings
+
+SPLITS = 4  # sub-benches of one whole bench
+
+
+@dataclass(frozen=True)
+class Scenario:
+    title: str
+    rates: dict[str, float]
+    noise: NoiseModel
+    costs: Costs
+    tolerance: float = 0.03
+    grid_passes: tuple[int, ...] = (2, 3)
+
+
+def production_rates() -> dict[str, float]:
+    """examples/sglang-ddtree-systemd.toml: ar + budget {4,8,12,16} x topk {4,6} x window
+    {2048, none}; the best (b12 k4 wnone) 5% ahead of the runner-up (b12 k6 wnone), then
+    6%, 8%, 10%, ... behind it."""
+    budget = {4: 0.75, 8: 0.90, 12: 1.00, 16: 0.94}
+    topk = {4: 1.00, 6: 0.95}
+    window = {None: 1.00, 2048: 0.92}
+    rates = {DecodeParams("ar").label(): 45.0}
+    for b in budget:
+        for k in topk:
+            for w in window:
+                label = DecodeParams("ddtree", b, k, w).label()
+                rates[label] = 100.0 * budget[b] * topk[k] * window[w]
+    return rates
+
+
+def fake_rates(n: int = 11) -> dict[str, float]:
+    """The issue's fake: 11 configs, the best 5% ahead, the others 8-40% behind; ar at 50%."""
+    rates = {"ar": 50.0, "best": 100.0, "runner-up": 95.0}
+    for i in range(n - 3):
+        rates[f"c{i}"] = 92.0 - 4.0 * i
+    return rates
+
+
+SCENARIOS = {
+    "production": Scenario(
+        "production: 17 configs, start 480 s, bench 300 s, noise 1.5% a start, 3% a request "
+        "(24 a bench), drift 1%/h steady + 1%/h random walk",
+        production_rates(),
+        NoiseModel(
+            start_sd=0.015,
+            request_sd=0.03,
+            requests=24,
+            drift_sd=0.0,
+            trend_per_hour=0.01,
+            walk_per_hour=0.01,
+        ),
+        Costs(480.0, 300.0),
+    ),
+    "fake": Scenario(
+        "fake: 11 configs, start 8 s, bench 2.5 s, noise 1% a start, 2% a request (8 a bench), "
+        "1% slow drift (OU, 5 min)",
+        fake_rates(),
+        NoiseModel(start_sd=0.01, request_sd=0.02, requests=8, drift_sd=0.01, drift_hours=5 / 60),
+        Costs(8.0, 2.5),
+    ),
+    "fake-drift": Scenario(
+        "fake, 10% slow drift (OU, 5 min)",
+        fake_rates(),
+        NoiseModel(start_sd=0.01, request_sd=0.02, requests=8, drift_sd=0.10, drift_hours=5 / 60),
+        Costs(8.0, 2.5),
+    ),
+}
+
+
+@dataclass
+class Run:
+    verdict: Verdict
+    hours: float
+    starts: int
+    benches: int
+
+
+def correct(rates: dict[str, float], verdict: Verdict, tol: float) -> bool:
+    """The true best, or an equivalence set whose members are all truly within tolerance."""
+    best = max(rates.values())
+    if verdict.status == "equivalent":
+        members = [verdict.label, *verdict.equivalent]
+        return all(m is not None and rates[m] * (1 + tol) >= best for m in members)
+    return verdict.label is not None and rates[verdict.label] == best
+
+
+def cost(label: str) -> tuple[int, str]:
+    return (len(label), label)
+
+
+def new_design(s: Scenario, seed: int, settings: StartSettings) -> Run:
+    service = SimulatedService(s.rates, s.noise, seed, costs=s.costs)
+    race = run_start_race(service, list(s.rates), None, settings, seed)
+    return Run(race.verdict(cost), service.hours, service.starts, service.trials)
+
+
+def todays_race(s: Scenario, seed: int) -> Run:
+    service = SimulatedService(s.rates, s.noise, seed, costs=s.costs)
+    settings = RaceSettings(3, 10, s.tolerance)
+    state, passes = run_race(service, list(s.rates), None, settings, seed)
+    return Run(race_verdict(state, passes, cost), service.hours, service.starts, service.trials)
+
+
+def grid(s: Scenario, seed: int, passes: int) -> Run:
+    service = SimulatedService(s.rates, s.noise, seed, costs=s.costs)
+    results = run_grid(service, list(s.rates), passes, seed)
+    verdict = decide(samples_of(results), cost, BlockedOptions(tolerance=s.tolerance))
+    return Run(verdict, service.hours, service.starts, service.trials)
+
+
+def figures(s: Scenario, runs: list[Run]) -> dict[str, float]:
+    done = [r for r in runs if r.verdict.status in ("separated", "equivalent")]
+    right = sum(correct(s.rates, r.verdict, s.tolerance) for r in done)
+    conclusive = len(done)
+    hours = [r.hours for r in runs]
+    return {
+        "right": right / len(runs),
+        "wrong": (conclusive - right) / len(runs),
+        "inconclusive": 1 - conclusive / len(runs),
+        "median h": statistics.median(hours),
+        "p90 h": float(np.percentile(hours, 90)),
+        "starts": statistics.median(r.starts for r in runs),
+        "benches": statistics.median(r.benches for r in runs),
+    }
+
+
+def settings_for(s: Scenario, **overrides: object) -> StartSettings:
+    base = StartSettings(
+        tolerance=s.tolerance,
+        most_benches=SPLITS,
+        start_s=s.costs.start_s,
+        bench_s=s.costs.bench_s / SPLITS,
+    )
+    return replace(base, **overrides)  # type: ignore[arg-type]
+
+
+def strategies(s: Scenario, args: argparse.Namespace) -> dict[str, Callable[[int], Run]]:
+    settings = settings_for(s)
+    out: dict[str, Callable[[int], Run]] = {
+        "restart-bound race": lambda seed: new_design(s, seed, settings),
+    }
+    if args.ablations:
+        no_drift = replace(PRIORS, drift=VariancePrior(1e-5, 1e9))
+        out["  without the drift model"] = lambda seed: new_design(
+            s, seed, replace(settings, priors=no_drift)
+        )
+        out["  shuffled passes, no fold-over"] = lambda seed: new_design(
+            s, seed, replace(settings, fold=False)
+        )
+        out["  no sequential test in a start"] = lambda seed: new_design(
+            s, seed, replace(settings, sequential=False)
+        )
+        out["  always 4 benches a start"] = lambda seed: new_design(
+            s, seed, replace(settings, start_s=1e9)
+        )
+        out["  prior only (start sd 3%, fixed)"] = lambda seed: new_design(
+            s, seed, replace(settings, priors=replace(PRIORS, start=VariancePrior(0.03, 1e9)))
+        )
+    if not args.new_only:
+        out["today's race (3..10 passes)"] = lambda seed: todays_race(s, seed)
+        for n in s.grid_passes:
+            out[f"grid, {n} passes"] = lambda seed, n=n: grid(s, seed, n)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument("--scenario", choices=list(SCENARIOS), action="append")
+    parser.add_argument("--new-only", action="store_true")
+    parser.add_argument("--ablations", action="store_true", help="each part of the design off")
+    args = parser.parse_args()
+    for name in args.scenario or list(SCENARIOS):
+        s = SCENARIOS[name]
+        print(f"\n== {s.title}; tolerance {s.tolerance:.0%}, {args.seeds} seeds")
+        print(f"   noise {asdict(s.noise)}")
+        print(f"   {'strategy':<28} right  wrong  inconcl  median h  p90 h  starts  benches   (s)")
+        for label, run in strategies(s, args).items():
+            started = time.monotonic()
+            f = figures(s, [run(seed) for seed in range(args.seeds)])
+            took = time.monotonic() - started
+            print(
+                f"   {label:<28} {f['right']:5.0%}  {f['wrong']:5.0%}  {f['inconclusive']:7.0%}"
+                f"  {f['median h']:8.2f}  {f['p90 h']:5.2f}  {f['starts']:6.0f}"
+                f"  {f['benches']:7.0f}  {took:4.0f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+"""Restart-bound measurements: config effects under a start effect, bench noise and drift in time.
+
+When every config change is a server restart, configs cannot take turns by
+request, and a pass over all of them takes hours. What blocking cannot
+remove is modelled instead (docs/_notes_issue27.md):
+
+    log y[bench b of start s of config c] = effect[c] + drift(t_s) + start[s] + noise[b]
+
+    noise  ~ N(0, bench_var)  inside one start: pooled over every start with 2+ benches
+    start  ~ N(0, start_var)  one server start's own level: a random effect pooled over configs
+    drift  Brownian motion in hours (drift_var per hour), shared by every config
+
+1. `within_variance`: bench_var from the spread inside starts, moderated by a prior.
+2. `estimate_components`: start_var and drift_var by restricted maximum
+   likelihood on the start means of configs with 2+ starts (the mode under
+   scaled-inverse-chi-square priors: the stated prior holds until second
+   starts say otherwise).
+   `fit_effects`: the config effects by generalised least squares under those
+   components, with their covariance.
+3. `MixedFit.contrast(a, b)`: the log ratio a/b as a `RatioInterval` (se, df),
+   the input of Holm, TOST and the verdict.
+4. `benches_per_start`: how many benches one start is worth (two-stage sampling:
+   sqrt(start cost / bench cost x bench_var / start_var)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg, optimize
+
+from ddtune.stats.intervals import RatioInterval, ratio_interval
+
+
+@dataclass(frozen=True)
+class VariancePrior:
+    """A stated guess of a log-sd, worth `df` degrees of freedom of data."""
+
+    sd: float
+    df: float
+
+
+@dataclass(frozen=True)
+class Priors:
+    """The stated guesses before the data: per bench, per start, drift per hour (log-sd)."""
+
+    bench: VariancePrior
+    start: VariancePrior
+    drift: VariancePrior
+
+
+@dataclass(frozen=True)
+class Component:
+    var: float
+    df: float  # prior df + data df
+
+    @property
+    def sd(self) -> float:
+        return math.sqrt(self.var)
+
+
+@dataclass(frozen=True)
+class StartMean:
+    """One server start: the mean log value of its `benches` benches, at `hours`."""
+
+    label: str
+    log_mean: float
+    benches: int
+    hours: float
+
+
+@dataclass(frozen=True)
+class Components:
+    bench: Component  # per bench, inside one start
+    start: Component  # between starts of one config at the same moment
+    drift: Component  # per hour of the random walk shared by every config
+
+
+@dataclass(frozen=True)
+class MixedFit:
+    labels: tuple[str, ...]
+    effects: np.ndarray  # log scale; only differences carry meaning
+    cov: np.ndarray
+    components: Components
+
+    def effect(self, label: str) -> float:
+        return float(self.effects[self.labels.index(label)])
+
+    def contrast(self, a: str, b: str, confidence: float = 0.95) -> RatioInterval:
+        """a / b with the GLS standard error and the start variance's degrees of freedom."""
+        i, j = self.labels.index(a), self.labels.index(b)
+        var = self.cov[i, i] + self.cov[j, j] - 2 * self.cov[i, j]
+        se = math.sqrt(max(float(var), 0.0))
+        estimate = float(self.effects[i] - self.effects[j])
+        return ratio_interval("mixed", estimate, se, self.components.start.df, 1, confidence)
+
+
+def within_variance(groups: Sequence[Sequence[float]], prior: VariancePrior) -> Component:
+    """Pooled variance of log values inside their group (start), moderated by `prior`."""
+    ss, df = 0.0, 0
+    for group in groups:
+        if len(group) >= 2:
+            mean = math.fsum(group) / len(group)
+            ss += math.fsum((v - mean) ** 2 for v in group)
+            df += len(group) - 1
+    return Component((prior.df * prior.sd**2 + ss) / (prior.df + df), prior.df + df)
+
+
+def estimate_components(
+    starts: Sequence[StartMean],
+    groups: Sequence[Sequence[float]],
+    priors: Priors,
+) -> Components:
+    """bench_var from `groups` (log values per start); start_var and drift_var from the
+    configs with 2+ starts (REML), each moderated by its prior."""
+    bench = within_variance(groups, priors.bench)
+    counts: dict[str, int] = {}
+    for s in starts:
+        counts[s.label] = counts.get(s.label, 0) + 1
+    repeated = [s for s in starts if counts[s.label] >= 2]
+    start, drift = _start_and_drift(repeated, bench.var, priors.start, priors.drift)
+    return Components(bench, start, drift)
+
+
+def fit_effects(starts: Sequence[StartMean], components: Components) -> MixedFit:
+    """Every config's effect by GLS under `components`, with the covariance of the effects."""
+    labels, effects, cov = _gls(
+        starts, components.bench.var, components.start.var, components.drift.var
+    )
+    return MixedFit(labels, effects, cov, components)
+
+
+def benches_per_start(components: Components, start_s: float, bench_s: float, most: int) -> int:
+    """The benches that minimise cost per unit of information about a config (1..most)."""
+    if bench_s <= 0 or components.start.var <= 0:
+        return most
+    ideal = math.sqrt(start_s / bench_s * components.bench.var / components.start.var)
+    return max(1, min(most, math.floor(ideal + 0.5)))
+
+
+def _start_and_drift(
+    repeated: Sequence[StartMean],
+    bench_var: float,
+    start_prior: VariancePrior,
+    drift_prior: VariancePrior,
+) -> tuple[Component, Component]:
+    """(start, drift) variance: the priors' modes, moved by the repeated configs' REML."""
+    labels = sorted({s.label for s in repeated})
+    residual_df = len(repeated) - len(labels)
+    if residual_df <= 0:
+        return (
+            Component(start_prior.sd**2, start_prior.df),
+            Component(drift_prior.sd**2, drift_prior.df),
+        )
+    y, x, noise, kernel = _design(repeated, bench_var)
+    args = (y, x, noise, kernel, (start_prior, drift_prior))
+    span = max(float(kernel.max()), 1e-6)  # hours from the first repeated start to the last
+    grid = [
+        np.array([a, b - math.log(span)])
+        for a in np.linspace(math.log(1e-6), math.log(0.04), 7)
+        for b in np.linspace(math.log(1e-7), 0.0, 8)
+    ]
+    x0 = min(grid, key=lambda theta: _objective(theta, *args))  # the drift's scale varies
+    result = optimize.minimize(_objective, x0, args=args, method="L-BFGS-B", bounds=_BOUNDS)
+    start_var, drift_var = (float(math.exp(v)) for v in result.x)
+    return (
+        Component(start_var, start_prior.df + residual_df),
+        Component(drift_var, drift_prior.df + residual_df),
+    )
+
+
+_BOUNDS = [(-20.0, 0.0), (-20.0, 12.0)]  # log start var, log drift var per hour
+
+
+def _objective(
+    theta: np.ndarray,
+    y: np.ndarray,
+    x: np.ndarray,
+    noise: np.ndarray,
+    kernel: np.ndarray,
+    priors: tuple[VariancePrior, VariancePrior],
+) -> float:
+    """Negative restricted log likelihood plus the priors (scaled inverse chi-square, log scale)."""
+    log_start, log_drift = float(theta[0]), float(theta[1])
+    v = np.diag(noise + math.exp(log_start)) + math.exp(log_drift) * kernel
+    try:
+        factor = linalg.cho_factor(v, lower=True)
+    except linalg.LinAlgError:
+        return 1e12
+    vi_x, vi_y = linalg.cho_solve(factor, x), linalg.cho_solve(factor, y)
+    info = x.T @ vi_x
+    beta = np.linalg.solve(info, x.T @ vi_y)
+    residual = y - x @ beta
+    quad = float(residual @ linalg.cho_solve(factor, residual))
+    logdet = 2 * float(np.sum(np.log(np.diag(factor[0])))) + float(np.linalg.slogdet(info)[1])
+    penalty = sum(
+        p.df / 2 * (t + p.sd**2 / math.exp(t))
+        for p, t in zip(priors, (log_start, log_drift), strict=True)
+    )
+    return 0.5 * (logdet + quad) + penalty
+
+
+def _design(
+    starts: Sequence[StartMean], bench_var: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(y, config indicator X, per-start bench noise variance, Brownian kernel in hours)."""
+    labels = list(dict.fromkeys(s.label for s in starts))
+    y = np.array([s.log_mean for s in starts])
+    x = np.zeros((len(starts), len(labels)))
+    for row, s in enumerate(starts):
+        x[row, labels.index(s.label)] = 1.0
+    noise = np.array([bench_var / max(s.benches, 1) for s in starts])
+    t = np.array([s.hours for s in starts])
+    t = t - t.min()
+    kernel = np.minimum.outer(t, t)
+    return y, x, noise, kernel
+
+
+def _gls(
+    starts: Sequence[StartMean], bench_var: float, start_var: float, drift_var: float
+) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """Config effects and their covariance: (X' V^-1 X)^-1 X' V^-1 y."""
+    labels = tuple(dict.fromkeys(s.label for s in starts))
+    y, x, noise, kernel = _design(starts, bench_var)
+    v = np.diag(noise + start_var) + drift_var * kernel
+    factor = linalg.cho_factor(v, lower=True)
+    info = x.T @ linalg.cho_solve(factor, x)
+    cov = np.linalg.inv(info)
+    effects = cov @ (x.T @ linalg.cho_solve(factor, y))
+    return labels, effects, cov
+
+
+__all__ = [
+    "Component",
+    "Components",
+    "MixedFit",
+    "StartMean",
+    "VariancePrior",
+    "Priors",
+    "benches_per_start",
+    "estimate_components",
+    "fit_effects",
+    "within_variance",
+]

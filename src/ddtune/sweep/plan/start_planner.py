@@ -1,0 +1,181 @@
+"""A restart-bound race run from the store: replay the finished trials, plan the next one.
+
+    planner = StartPlanner(spec, store, sweep_id, mode)
+    race = planner.state()          # StartRace from the stored trials (a pure replay)
+    rows = planner.next_batch()     # the next trial, added to the store; [] = stopped
+
+A trial is one bench: bench b of the config's start s is stored as repeat
+(s - 1) · most_benches + b, so the runner benches the start still serving
+when the next trial has the same config and start (`passes_per_start` reuse)
+and restarts otherwise. Each finished trial is folded in with its objective,
+its coding counts, when it ended (hours since the sweep's first attempt) and
+whether its attempt restarted the server (`store/modes.py: trial_times`): a
+bench rerun on a new start after a resume is analysed with that new start.
+Nothing decides from memory: the cached race is reused only while the stored
+trials it folded are unchanged, so a race killed at any moment and resumed
+plans exactly what the uninterrupted one would have. See docs/_notes_issue27.md.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from ddtune.errors import UserError
+from ddtune.report.inputs import SweepContext, TrialRecord
+from ddtune.report.summarize import cost_key
+from ddtune.stats.blocked import block_of
+from ddtune.sweep.plan.passes import objective_value
+from ddtune.sweep.plan.starts import BenchResult, StartRace, StartSettings
+from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.store.db import PlannedTrial, Store
+from ddtune.sweep.store.modes import SweepMode, trial_times
+from ddtune.sweep.store.records import trial_records
+
+ALPHA = 0.05
+FINISHED = ("done", "failed")
+
+
+def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
+    """The spec's race, restart-bound: repeats = most passes, passes_per_start = most benches."""
+    start_s, bench_s = mode.start_s, mode.bench_s
+    if start_s is None or bench_s is None:  # pinned on without costs: a start counts as a bench
+        start_s = bench_s = 1.0
+    return StartSettings(
+        tolerance=spec.tolerance,
+        alpha=ALPHA,
+        most_benches=mode.most_benches,
+        max_passes=spec.repeats,
+        min_passes=min(spec.restart_bound.min_passes, spec.repeats),
+        max_trials=spec.max_trials,
+        max_hours=spec.max_hours,
+        start_s=start_s,
+        bench_s=bench_s,
+    )
+
+
+class StartPlanner:
+    def __init__(
+        self,
+        spec: SweepSpec,
+        store: Store,
+        sweep_id: int,
+        mode: SweepMode,
+        configs: Sequence[tuple[Config, bool]] | None = None,
+    ) -> None:
+        self.spec, self.store, self.sweep_id, self.mode = spec, store, sweep_id, mode
+        self.configs = list(configs if configs is not None else spec.all_configs())
+        self.settings = start_settings(spec, mode)
+        self._race: StartRace | None = None
+        self._folded: list[BenchResult] = []
+
+    def results(self) -> list[BenchResult]:
+        """The finished trials in run order, up to the first unfinished one."""
+        times = trial_times(self.store, self.sweep_id)
+        seconds = self.store.trial_seconds(self.sweep_id)
+        out = []
+        for record in trial_records(self.store, self.sweep_id):
+            if record.status not in FINISHED:
+                break
+            hours, fresh = times.get(record.trial_id, (0.0, True))
+            out.append(self._result(record, hours, fresh, seconds.get(record.trial_id, 0.0)))
+        return out
+
+    def state(self) -> StartRace:
+        """The race after the stored trials (the cached fold when it is a prefix of them)."""
+        results = self.results()
+        if self._race is None or results[: len(self._folded)] != self._folded:
+            labels = [config.label() for config, _ in self.configs]
+            baseline = next((c.label() for c, is_base in self.configs if is_base), None)
+            self._race = StartRace(tuple(labels), baseline, self.settings, self.spec.seed)
+            self._folded = []
+        for result in results[len(self._folded) :]:
+            self._fold(result)
+        return self._race
+
+    def next_batch(self) -> list[sqlite3.Row]:
+        """The race's unfinished trial (a resumed one), else the next one ([] = stopped)."""
+        unfinished = self.store.trials(self.sweep_id, ("pending", "interrupted"))
+        if unfinished or self.store.trials(self.sweep_id, ("running",)):
+            return unfinished
+        step = self.state().next()
+        if step is None:
+            return []
+        config, is_baseline = next((c, b) for c, b in self.configs if c.label() == step.label)
+        repeat = (step.start - 1) * self.settings.most_benches + step.bench
+        index = self.store.next_order_index(self.sweep_id)
+        return self.store.add_trials(
+            self.sweep_id, [PlannedTrial(index, config, repeat, is_baseline)]
+        )
+
+    def outcome(self) -> str:
+        race = self.state()
+        starts = sum(e.starts for e in race.efforts.values())
+        benches = sum(e.benches for e in race.efforts.values())
+        left = ", ".join(
+            f"{e.label} (pass {e.at_pass}, {e.reason})" for e in race.eliminated.values()
+        )
+        return (
+            f"restart-bound race: {race.pass_no} pass(es), {starts} start(s), {benches} "
+            f"bench(es), stopped: {race.stop or 'not yet'}; still in: "
+            f"{', '.join(race.alive) or 'none'}; left: {left or 'none'}"
+        )
+
+    def context(self) -> SweepContext:
+        """What the report says about this race: its verdict, who left when and why, efforts."""
+        race = self.state()
+        params = {config.label(): config.params for config, _ in self.configs}
+        verdict = race.verdict(lambda label: (cost_key(params[label]), label))
+        efforts = {label: (e.starts, e.benches) for label, e in race.efforts.items() if e.starts}
+        context = SweepContext("race", self.spec.objective, race.pass_no, race.stop)
+        context.exits = list(race.eliminated.values())
+        context.efforts, context.verdict = efforts, verdict
+        context.notes.append(f"Restart-bound race ({self.mode.reason}): {_words(race)}")
+        return context
+
+    def _fold(self, result: BenchResult) -> None:
+        assert self._race is not None
+        try:
+            self._race.add(result)
+        except ValueError as exc:
+            raise UserError(
+                f"{self.store.path}: sweep {self.spec.name} does not follow its restart-bound "
+                f"race ({exc}); resume it with the ddtune that started it, or start afresh "
+                "with --store NEW_PATH"
+            ) from None
+        self._folded.append(result)
+
+    def _result(
+        self, record: TrialRecord, hours: float, fresh: bool, seconds: float
+    ) -> BenchResult:
+        k = self.settings.most_benches
+        return BenchResult(
+            record.label,
+            block_of(record.repeat, k),
+            (record.repeat - 1) % k + 1,
+            objective_value(record, self.spec.objective),
+            record.coding,
+            hours,
+            seconds,
+            fresh,
+        )
+
+
+def _words(race: StartRace) -> str:
+    """How the race spent its starts, for the report's notes."""
+    cut = sum(e.cut for e in race.efforts.values())
+    components = race.components
+    spread = (
+        ""
+        if components is None
+        else f" Model: {components.start.sd:.1%} between starts ({components.start.df:.0f} df "
+        f"with the prior), {components.bench.sd:.1%} between benches of a start, drift "
+        f"{components.drift.sd:.1%} per sqrt(hour)."
+    )
+    return (
+        f"each config started once in pass 1, then only the configs still in the race; "
+        f"{cut} start(s) stopped early by the sequential test.{spread}"
+    )
+
+
+__all__ = ["StartPlanner", "start_settings"]

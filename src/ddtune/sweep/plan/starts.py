@@ -1,0 +1,383 @@
+"""A restart-bound race: server starts spent only where they buy information (pure).
+
+Where a config change is a restart that costs more than its bench
+(`[sweep] restart_bound`, chosen by `mode.py`), a pass of today's race buys one
+measurement per restart. This race decides bench by bench instead. Its state is
+a fold of the finished benches (`StartRace.add`), so a resumed race plans
+exactly what the uninterrupted one would (`replay`); `next()` says what runs
+next. Rules (docs/_notes_issue27.md):
+
+1. Passes: pass 1 starts every config once, in the seeded shuffle of the block
+   design (`grid.block_order`); pass p + 1 starts the configs still in the race
+   in the reverse order of pass p (a fold-over: a steady drift lands on both
+   ends alike). The baseline is a config like any other: pass 1 measures it.
+2. Benches on one start: after each bench the start goes on while its config
+   is in the race, no bench failed and fewer than `benches_per_start` ran
+   (two-stage sampling over the pooled bench and start variances and the costs;
+   at most `most_benches`). A config found clearly out after any bench stops
+   there (the sequential test: the same Holm test as 3, run early).
+3. After every start, the mixed model (`ddtune.stats.mixed`: config + drift in
+   time + start effect + bench noise; the start variance pooled over configs,
+   a stated conservative prior until second starts estimate it) gives each
+   config's effect; a config leaves (`worse`) when the leader beats it with a
+   Holm-corrected p < alpha, (`failed`) when its start completed no bench.
+4. After every bench, pass rates (Fisher vs the best, Holm) act at once (`pass_rate`).
+5. Stop: one config left (`one_left`); every config left within `tolerance` of
+   the leader by TOST (`equivalent`, not before `min_passes` passes);
+   `max_passes` passes; or the next start would pass `max_trials` / `max_hours`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddtune.report.inputs import Elimination
+from ddtune.stats.blocked import BlockedOptions, Verdict, verdict_of
+from ddtune.stats.intervals import holm_adjust, tost_equivalence
+from ddtune.stats.mixed import (
+    Component,
+    Components,
+    MixedFit,
+    Priors,
+    StartMean,
+    VariancePrior,
+    benches_per_start,
+    estimate_components,
+    fit_effects,
+)
+from ddtune.sweep.plan.grid import block_order
+from ddtune.sweep.plan.race import pass_rate_step
+
+# The stated priors (log-sd) before the data: a start is assumed to move a
+# config's level by 3% (GPU services measure 1-2%; worth 10 df), a bench by 3%
+# (2 df: the first starts' own benches replace it), the machine by 1% an hour.
+PRIORS = Priors(
+    bench=VariancePrior(0.03, 2.0),
+    start=VariancePrior(0.03, 10.0),
+    drift=VariancePrior(0.01, 2.0),
+)
+
+
+@dataclass(frozen=True)
+class StartSettings:
+    tolerance: float = 0.03
+    alpha: float = 0.05
+    most_benches: int = 4  # `[sweep] passes_per_start`: benches one start may get
+    max_passes: int = 10  # `[sweep] repeats`
+    min_passes: int = 1  # `[sweep] min_repeats` when written: passes before `equivalent`
+    max_trials: int | None = None  # benches
+    max_hours: float | None = None
+    start_s: float = 480.0  # expected seconds of one restart (stop + start to READY)
+    bench_s: float = 75.0  # ... of one bench (one trial)
+    priors: Priors = PRIORS
+    fold: bool = True  # pass p + 1 in the reverse order of pass p (False: a fresh shuffle)
+    sequential: bool = True  # the test after each bench (False: only after a start)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_passes <= self.max_passes:
+            raise ValueError("need 1 <= min_passes <= max_passes")
+        if self.most_benches < 1 or self.tolerance <= 0:
+            raise ValueError("need most_benches >= 1 and tolerance > 0")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One trial to run: bench `bench` of the config's start `start` (bench 1: restart)."""
+
+    label: str
+    start: int
+    bench: int
+    pass_no: int
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """One finished trial as the store holds it: bench `bench` of the config's start `start`."""
+
+    label: str
+    start: int
+    bench: int
+    value: float | None  # the objective; None: the trial failed
+    coding: tuple[int, int] | None = None  # tasks passed, run
+    hours: float = 0.0  # when it ended, hours since the race's first trial began
+    seconds: float = 0.0  # what it took (restart included), for `max_hours`
+    fresh: bool | None = None  # its attempt restarted the server (None: bench == 1)
+
+
+@dataclass
+class Effort:
+    starts: int = 0
+    benches: int = 0  # completed
+    cut: int = 0  # starts the sequential test stopped before their planned benches
+
+
+@dataclass
+class StartRace:
+    """The race after the benches `add`ed so far; `next()` is the trial to run next."""
+
+    contenders: tuple[str, ...]
+    baseline: str | None
+    settings: StartSettings
+    seed: int
+    alive: list[str] = field(default_factory=list)
+    eliminated: dict[str, Elimination] = field(default_factory=dict)
+    efforts: dict[str, Effort] = field(default_factory=dict)
+    pass_no: int = 0
+    queue: list[str] = field(default_factory=list)  # this pass's configs not yet started
+    order: list[str] = field(default_factory=list)  # this pass's order
+    current: Step | None = None  # the start that goes on, at its last bench
+    start_benches: int = 0  # completed benches of the latest start
+    groups: dict[str, list[list[tuple[float, float]]]] = field(default_factory=dict)
+    coding: dict[str, tuple[int, int]] = field(default_factory=dict)
+    components: Components | None = None
+    fit: MixedFit | None = None
+    leader: str | None = None
+    trials_done: int = 0
+    seconds_done: float = 0.0
+    stop: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.baseline is not None and self.baseline not in self.contenders:
+            raise ValueError(f"baseline {self.baseline!r} is not among the contenders")
+        self.alive = list(self.contenders)
+        self.efforts = {label: Effort() for label in self.contenders}
+        self._open_pass()
+
+    # --- what runs next ------------------------------------------------------------
+
+    def next(self) -> Step | None:
+        """The next trial; None once the race stopped."""
+        if self.stop is not None:
+            return None
+        if self.current is not None:
+            c = self.current
+            return Step(c.label, c.start, c.bench + 1, c.pass_no)
+        label = self.queue[0]
+        return Step(label, self.efforts[label].starts + 1, 1, self.pass_no)
+
+    def add(self, result: BenchResult) -> None:
+        """Fold in one finished trial; it must be the one `next()` planned."""
+        step = self.next()
+        ran = (result.label, result.start, result.bench)
+        if step is None or ran != (step.label, step.start, step.bench):
+            raise ValueError(f"{_named(ran)} ran where the race planned {_named(step)}")
+        self._record(step, result)
+        self._drop(pass_rate_step(self.alive, self.coding, self.pass_no, self.settings.alpha))
+        self.current = step if self._goes_on(step, result) else None
+        if self.current is None:
+            self._end_start(step)
+
+    # --- bookkeeping ---------------------------------------------------------------
+
+    def _record(self, step: Step, result: BenchResult) -> None:
+        effort = self.efforts[step.label]
+        self.trials_done += 1
+        self.seconds_done += result.seconds
+        if step.bench == 1:
+            effort.starts += 1
+            self.start_benches = 0
+            self.queue.remove(step.label)
+        if result.coding is not None and result.coding[1] > 0:
+            passed, total = self.coding.get(step.label, (0, 0))
+            self.coding[step.label] = (passed + result.coding[0], total + result.coding[1])
+        if result.value is None or not math.isfinite(result.value) or result.value <= 0:
+            return
+        effort.benches += 1
+        self.start_benches += 1
+        starts = self.groups.setdefault(step.label, [])
+        fresh = result.fresh if result.fresh is not None else step.bench == 1
+        if fresh or not starts:
+            starts.append([])
+        starts[-1].append((math.log(result.value), result.hours))
+
+    def _drop(self, removed: Sequence[Elimination]) -> None:
+        for elimination in removed:
+            self.alive.remove(elimination.label)
+            self.eliminated[elimination.label] = elimination
+            if elimination.label in self.queue:
+                self.queue.remove(elimination.label)
+
+    def _open_pass(self) -> None:
+        self.pass_no += 1
+        if self.pass_no == 1 or not self.settings.fold:
+            self.order = block_order(self.alive, self.seed, self.pass_no)
+        else:
+            self.order = [label for label in reversed(self.order) if label in self.alive]
+        self.queue = list(self.order)
+
+    # --- the start in progress: go on, or stop (sequential test) -------------------
+
+    def _goes_on(self, step: Step, result: BenchResult) -> bool:
+        if result.value is None or step.label not in self.alive:
+            return False
+        wanted = benches_per_start(
+            self._components(),
+            self.settings.start_s,
+            self.settings.bench_s,
+            self.settings.most_benches,
+        )
+        if step.bench >= wanted:
+            return False
+        out = self._clearly_out(step) if self.settings.sequential else None
+        if out is not None:
+            self.efforts[step.label].cut += 1
+            self._drop([out])
+            return False
+        return True
+
+    def _clearly_out(self, step: Step) -> Elimination | None:
+        """The config of the start in progress, if its leader already beats it (Bonferroni)."""
+        fit = fit_effects(self._start_means(), self._components())
+        measured = [label for label in self.alive if label in fit.labels]
+        leader = max(measured, key=fit.effect)
+        if leader == step.label:
+            return None
+        ratio = fit.contrast(leader, step.label)
+        p = (ratio.p_value or 1.0) * (len(measured) - 1)
+        if p >= self.settings.alpha or ratio.log_estimate <= 0:
+            return None
+        detail = _detail(leader, step.label, ratio, min(p, 1.0))
+        detail += f"; after bench {step.bench} of start {step.start} (sequential test)"
+        return Elimination(step.label, self.pass_no, "worse", detail, min(p, 1.0))
+
+    # --- after a start: the model, eliminations, the pass, the stop ------------------
+
+    def _end_start(self, step: Step) -> None:
+        label = step.label
+        if label in self.alive and self.start_benches == 0:
+            detail = f"start {step.start}: no bench completed"
+            self._drop([Elimination(label, self.pass_no, "failed", detail)])
+        self.components = self._estimate()
+        self.fit = fit_effects(self._start_means(), self.components) if self.groups else None
+        self._drop(self._worse())
+        if not self.queue and self.alive:
+            if self.pass_no >= self.settings.max_passes:
+                self.stop = "max_passes"
+                return
+            self._open_pass()
+        self.stop = self._stop_reason()
+
+    def _worse(self) -> list[Elimination]:
+        fit = self.fit
+        measured = [label for label in self.alive if fit is not None and label in fit.labels]
+        if fit is None or len(measured) < 2:
+            return []
+        self.leader = max(measured, key=fit.effect)
+        others = [label for label in measured if label != self.leader]
+        ratios = [fit.contrast(self.leader, label) for label in others]
+        raw = [1.0 if r.p_value is None else r.p_value for r in ratios]
+        removed = []
+        for label, ratio, p in zip(others, ratios, holm_adjust(raw), strict=True):
+            if p < self.settings.alpha and ratio.log_estimate > 0:
+                detail = _detail(self.leader, label, ratio, p)
+                removed.append(Elimination(label, self.pass_no, "worse", detail, p))
+        return removed
+
+    def _stop_reason(self) -> str | None:
+        if len(self.alive) <= 1:
+            return "one_left"
+        if self.pass_no > self.settings.min_passes and self._all_equivalent():
+            return "equivalent"
+        next_cost = self.settings.start_s + self.settings.bench_s
+        if self.settings.max_trials is not None and self.trials_done >= self.settings.max_trials:
+            return "max_trials"
+        hours = self.settings.max_hours
+        if hours is not None and self.seconds_done + next_cost > hours * 3600:
+            return "max_hours"
+        return None
+
+    def _all_equivalent(self) -> bool:
+        fit, leader = self.fit, self.leader
+        if fit is None or leader is None or any(x not in fit.labels for x in self.alive):
+            return False
+        return all(
+            tost_equivalence(
+                fit.contrast(leader, label), self.settings.tolerance, self.settings.alpha
+            ).equivalent
+            for label in self.alive
+            if label != leader
+        )
+
+    # --- the model's inputs -----------------------------------------------------------
+
+    def _start_means(self) -> list[StartMean]:
+        means = []
+        for label, starts in self.groups.items():
+            for group in starts:
+                if group:
+                    logs = [v for v, _ in group]
+                    hours = math.fsum(h for _, h in group) / len(group)
+                    means.append(StartMean(label, math.fsum(logs) / len(logs), len(logs), hours))
+        return means
+
+    def _estimate(self) -> Components:
+        logs = [[v for v, _ in group] for starts in self.groups.values() for group in starts]
+        return estimate_components(self._start_means(), logs, self.settings.priors)
+
+    def _components(self) -> Components:
+        return self.components or self._estimate()
+
+    # --- the answer -------------------------------------------------------------------
+
+    def verdict(self, cost: Callable[[str], Any]) -> Verdict:
+        """The race's answer among the configs still in it (the report's headline)."""
+        if len(self.alive) == 1:
+            return Verdict("separated", self.alive[0], self.alive[0], method="mixed")
+        fit, leader = self.fit, self.leader
+        if fit is None or leader is None or leader not in self.alive:
+            return Verdict("no data", None, None, method="mixed")
+        options = BlockedOptions(tolerance=self.settings.tolerance, alpha=self.settings.alpha)
+        others = [label for label in self.alive if label != leader and label in fit.labels]
+        return verdict_of(leader, {x: fit.contrast(leader, x) for x in others}, cost, options)
+
+
+def prior_benches(settings: StartSettings) -> int:
+    """The benches a start gets before any data: the priors' variances and the costs."""
+    p = settings.priors
+    components = Components(
+        Component(p.bench.sd**2, p.bench.df),
+        Component(p.start.sd**2, p.start.df),
+        Component(p.drift.sd**2, p.drift.df),
+    )
+    return benches_per_start(components, settings.start_s, settings.bench_s, settings.most_benches)
+
+
+def replay(
+    contenders: Sequence[str],
+    baseline: str | None,
+    results: Sequence[BenchResult],
+    settings: StartSettings,
+    seed: int,
+) -> StartRace:
+    """The race after `results` (finished trials, in run order)."""
+    race = StartRace(tuple(contenders), baseline, settings, seed)
+    for result in results:
+        race.add(result)
+    return race
+
+
+def _named(step: Step | tuple[str, int, int] | None) -> str:
+    if step is None:
+        return "nothing (it had stopped)"
+    label, start, bench = (step.label, step.start, step.bench) if isinstance(step, Step) else step
+    return f"bench {bench} of start {start} of {label}"
+
+
+def _detail(leader: str, label: str, ratio: Any, p: float) -> str:
+    interval = f" [{ratio.low:.3f}, {ratio.high:.3f}]" if ratio.low is not None else ""
+    return f"{leader} / {label} = {ratio.ratio:.3f}{interval} (mixed model), Holm p = {p:.3g}"
+
+
+__all__ = [
+    "PRIORS",
+    "BenchResult",
+    "Effort",
+    "StartRace",
+    "StartSettings",
+    "Step",
+    "prior_benches",
+    "replay",
+]

@@ -1,0 +1,91 @@
+"""How a race runs, fixed when its sweep is created, and when each trial ran.
+
+    sweep_modes   sweep_id → restart_bound (0/1), the reason, the costs it was chosen
+                  from (start_s, bench_s) and the most benches one start may get
+
+`sweep/plan/mode.py` chooses the mode; `Store.open_sweep` writes it in the
+transaction that creates the sweep, so a resumed race runs (and a report
+replays) the mode it started with even when the costs measured since would
+choose otherwise. A sweep without a row (a grid, or a store written before the
+table) runs as it always did: not restart-bound. `trial_times` gives the
+restart-bound race its clock: when each finished trial ended, and whether its
+attempt restarted the server. See docs/_notes_issue27.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ddtune.sweep.store.db import Store
+
+
+@dataclass(frozen=True)
+class SweepMode:
+    restart_bound: bool
+    reason: str  # why, in words, for `sweep plan`, the run and the report
+    start_s: float | None = None  # the costs the choice was made from (None: unknown)
+    bench_s: float | None = None
+    most_benches: int = 1  # restart-bound: the most benches on one start
+
+
+NOT_RESTART_BOUND = SweepMode(False, "passes of restarts (the sweep predates restart-bound races)")
+
+
+def write_mode(db: sqlite3.Connection, sweep_id: int, mode: SweepMode) -> None:
+    """Inside the transaction that creates the sweep."""
+    db.execute(
+        "INSERT INTO sweep_modes (sweep_id, restart_bound, reason, start_s, bench_s, most_benches)"
+        " VALUES (?,?,?,?,?,?)",
+        (
+            sweep_id,
+            int(mode.restart_bound),
+            mode.reason,
+            mode.start_s,
+            mode.bench_s,
+            mode.most_benches,
+        ),
+    )
+
+
+def read_mode(store: Store, sweep_id: int) -> SweepMode:
+    row = store.db.execute("SELECT * FROM sweep_modes WHERE sweep_id=?", (sweep_id,)).fetchone()
+    if row is None:
+        return NOT_RESTART_BOUND
+    return SweepMode(
+        bool(row["restart_bound"]),
+        row["reason"],
+        row["start_s"],
+        row["bench_s"],
+        int(row["most_benches"]),
+    )
+
+
+def trial_times(store: Store, sweep_id: int) -> dict[int, tuple[float, bool]]:
+    """trial id → (hours from the sweep's first attempt to the trial's end, restarted?).
+
+    The end is the trial's result attempt (done) or its last attempt (failed);
+    "restarted" is whether that attempt started the server (its timings hold
+    `start_to_ready_s`) rather than benching a start already serving."""
+    first = store.db.execute(
+        "SELECT MIN(a.started_at) FROM attempts a JOIN trials t ON t.id = a.trial_id"
+        " WHERE t.sweep_id=?",
+        (sweep_id,),
+    ).fetchone()[0]
+    rows = store.db.execute(
+        "SELECT t.id, a.ended_at, a.timings_json FROM trials t JOIN attempts a ON a.trial_id = t.id"
+        " LEFT JOIN results r ON r.trial_id = t.id WHERE t.sweep_id=? AND a.ended_at IS NOT NULL"
+        " AND (r.attempt_id = a.id OR (r.attempt_id IS NULL AND a.number ="
+        " (SELECT MAX(number) FROM attempts WHERE trial_id = t.id)))",
+        (sweep_id,),
+    )
+    return {
+        int(trial_id): ((ended - first) / 3600, "start_to_ready_s" in json.loads(timings))
+        for trial_id, ended, timings in rows
+    }
+
+
+__all__ = ["NOT_RESTART_BOUND", "SweepMode", "read_mode", "trial_times", "write_mode"]
