@@ -20,6 +20,7 @@ readiness protocol, and misbehaves on demand:
     --instance-id ID          report a fixed instance id (e.g. persisted across restarts)
     --hang-after S            SIGSTOP itself S seconds after start
     --hot / --hot-ignore      accept POST /v1/ddtree/config (or accept it and change nothing)
+    --token-delay S           sleep S seconds before each streamed token (a known throughput)
 
 `stream: true` completions answer an OpenAI SSE stream of `max_tokens` chunks
 " x" with `usage.spec`, enough for the bench (so sweeps can run against it).
@@ -69,6 +70,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--hang-after", type=float, default=None)
     p.add_argument("--hot", action="store_true")
     p.add_argument("--hot-ignore", action="store_true")
+    p.add_argument("--token-delay", type=float, default=0.0)
     return p.parse_args()
 
 
@@ -186,6 +188,7 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             for i in range(tokens):
+                time.sleep(state.args.token_delay)
                 done = "length" if i == tokens - 1 else None
                 self.event({"choices": [{"index": 0, "text": " x", "finish_reason": done}]})
             spec = {"rounds": tokens, "accepted_tokens": 0, "mean_acceptance_length": 1.0}

@@ -164,7 +164,9 @@ def _start_and_drift(
         for b in np.linspace(math.log(1e-7), 0.0, 8)
     ]
     x0 = min(grid, key=lambda theta: _objective(theta, *args))  # the drift's scale varies
-    result = optimize.minimize(_objective, x0, args=args, method="L-BFGS-B", bounds=_BOUNDS)
+    result = optimize.minimize(
+        _objective, x0, args=args, method="Nelder-Mead", bounds=_BOUNDS, options=_SIMPLEX
+    )
     start_var, drift_var = (float(math.exp(v)) for v in result.x)
     return (
         Component(start_var, start_prior.df + residual_df),
@@ -173,6 +175,7 @@ def _start_and_drift(
 
 
 _BOUNDS = [(-20.0, 0.0), (-20.0, 12.0)]  # log start var, log drift var per hour
+_SIMPLEX = {"xatol": 0.02, "fatol": 1e-6}  # log-variance steps of 2%: far below what decides
 
 
 def _objective(

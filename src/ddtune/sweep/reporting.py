@@ -62,9 +62,8 @@ def sweep_context(
     confirm = sweep["name"].endswith(CONFIRM_SUFFIX)
     if spec.strategy == "grid":
         return SweepContext("grid", spec.objective)
-    if mode is not None and mode.restart_bound:
-        configs = sweep_configs(store, sweep["id"])
-        return StartPlanner(spec, store, sweep["id"], mode, configs).context()
+    if mode is not None and mode.restart_bound:  # the spec's configs: the race's own order
+        return StartPlanner(spec, store, sweep["id"], mode).context()
     if spec.strategy == "optuna" and not confirm:
         note = (
             "Optuna search trials, one per proposal (not blocked: the analysis is Welch); the "

@@ -253,12 +253,12 @@ class StartRace:
         self.components = self._estimate()
         self.fit = fit_effects(self._start_means(), self.components) if self.groups else None
         self._drop(self._worse())
-        if not self.queue and self.alive:
+        self.stop = self._stop_reason()
+        if self.stop is None and not self.queue:  # the pass is over
             if self.pass_no >= self.settings.max_passes:
                 self.stop = "max_passes"
-                return
-            self._open_pass()
-        self.stop = self._stop_reason()
+            else:
+                self._open_pass()
 
     def _worse(self) -> list[Elimination]:
         fit = self.fit
@@ -279,7 +279,8 @@ class StartRace:
     def _stop_reason(self) -> str | None:
         if len(self.alive) <= 1:
             return "one_left"
-        if self.pass_no > self.settings.min_passes and self._all_equivalent():
+        passes_done = self.pass_no - (1 if self.queue else 0)
+        if passes_done >= self.settings.min_passes and self._all_equivalent():
             return "equivalent"
         next_cost = self.settings.start_s + self.settings.bench_s
         if self.settings.max_trials is not None and self.trials_done >= self.settings.max_trials:
