@@ -108,25 +108,39 @@ def fake_spec_writer():
 
 
 def write_fake_spec(
-    folder: Path, name: str, configs: str, port: int, service: str = "", attempts: int = 1
+    folder: Path,
+    name: str,
+    configs: str,
+    port: int,
+    service: str = "",
+    attempts: int = 1,
+    sweep: str = "repeats = 1",
+    args: str = "",
+    defaults: str = "",
 ) -> Path:
     """A sweep spec whose service is the FAKE fault server (stdlib, starts in ~0.1 s).
 
     `{delay}` is the server's --ready-delay: `vars = { delay = "bogus" }` makes it
     exit 2 on its arguments (crashed(2)); `delay = "60"` keeps it loading.
-    `service` adds lines to the [service] table (e.g. `reclaim_leftovers = true`).
+    `service` adds lines to the [service] table (e.g. `reclaim_leftovers = true`),
+    `sweep` to the [sweep] table, `args` to the server's command (e.g.
+    `"--token-delay", "{tok}"` with a `tok` variable per config: a known throughput)
+    and `defaults` to [service.vars] (e.g. `tok = "0"`).
     """
-    text = f'[sweep]\nname = "{name}"\nrepeats = 1\n\n' + textwrap.dedent(configs).strip()
+    head = f'[sweep]\nname = "{name}"\n' + textwrap.dedent(sweep).strip() + "\n\n"
+    text = head + textwrap.dedent(configs).strip()
+    extra = f", {args}" if args else ""
+    more_vars = f", {defaults}" if defaults else ""
     text += textwrap.dedent(f"""
 
         [service]
         command = ["{{python}}", "-S", "{FAKE_SERVER}", "--port", "{{port}}",
                    "--mode", "{{mode}}", "--budget", "{{budget}}", "--topk", "{{topk}}",
-                   "--window", "{{window}}", "--ready-delay", "{{delay}}"]
+                   "--window", "{{window}}", "--ready-delay", "{{delay}}"{extra}]
         port = {port}
         generations = 1
         gpu = "off"
-        vars = {{ delay = "0" }}
+        vars = {{ delay = "0"{more_vars} }}
         """)
     text += textwrap.dedent(service).strip() + "\n"
     text += textwrap.dedent(f"""

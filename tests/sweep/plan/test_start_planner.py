@@ -1,0 +1,167 @@
+"""The restart-bound race over a real store: the mode chosen from the costs and kept with
+the sweep, one trial planned at a time from the stored results, `sweep plan`'s words and
+hours, and its expected hours against the simulated wall time."""
+
+from __future__ import annotations
+
+import statistics
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ddtune.cli import main
+from ddtune.params import DecodeParams
+from ddtune.sweep.plan.mode import choose_mode, run_spec
+from ddtune.sweep.plan.planners import estimates, sweep_mode, trial_costs
+from ddtune.sweep.plan.simulate import Costs, NoiseModel, SimulatedService, run_start_race
+from ddtune.sweep.plan.start_planner import StartPlanner, start_settings
+from ddtune.sweep.spec.load import load_spec, parse_spec
+from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.modes import SweepMode
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "sglang-ddtree-systemd.toml"
+SERVICE = """
+[service]
+command = ["python", "-m", "ddtune.cli", "serve", "--port", "{port}", "--budget", "{budget}"]
+port = 18000
+"""
+RACE = """
+[sweep]
+name = "rb"
+strategy = "race"
+seed = 3
+baseline = { mode = "ar" }
+[space]
+budget = [4, 8, 16]
+topk = [2, 4]
+"""
+
+
+def _spec(sweep: str = RACE, service: str = SERVICE, costs: str = "", extra: str = ""):
+    text = textwrap.dedent(sweep) + extra + textwrap.dedent(service) + costs
+    return parse_spec(text, source="t.toml")
+
+
+COSTS = "expected_start_s = 420\nexpected_bench_s = 60\n"
+
+
+@pytest.mark.parametrize(
+    ("service", "costs", "extra", "restart_bound", "words"),
+    [
+        (SERVICE, COSTS, "", True, "auto: a restart (420 s) takes at least one bench (60 s)"),
+        (SERVICE, "expected_start_s = 30\nexpected_bench_s = 60\n", "", False, "less than"),
+        (SERVICE, "", "", False, "no costs known"),
+        (SERVICE.replace("[service]\n", '[service]\nkind = "hot"\n'), COSTS, "", False, "hot"),
+        (SERVICE, "", "restart_bound = true\n", True, "restart_bound = true"),
+        (SERVICE, COSTS, "restart_bound = false\n", False, "restart_bound = false"),
+    ],
+)
+def test_the_mode_follows_the_costs_unless_pinned(service, costs, extra, restart_bound, words):
+    sweep = RACE.replace("seed = 3\n", "seed = 3\n" + extra)
+    spec = _spec(sweep, service, costs)
+    mode = choose_mode(spec, trial_costs(spec, None))
+    assert mode.restart_bound is restart_bound and words in mode.reason
+    assert mode.most_benches == (4 if restart_bound else 1)
+
+
+def test_a_stored_mode_stays_with_its_sweep(tmp_path):
+    spec = _spec(costs=COSTS)
+    store = Store(tmp_path / "store.sqlite")
+    kept = SweepMode(False, "chosen earlier")
+    store.open_sweep(spec.name, spec.text, spec.hash, [], None, kept)
+    assert sweep_mode(spec, store) == kept  # the costs would now choose restart-bound
+    assert sweep_mode(replace(spec, name="other"), store).restart_bound
+
+
+def test_the_planner_plans_one_trial_at_a_time_from_the_store(tmp_path):
+    spec = _spec(costs=COSTS)
+    mode = choose_mode(spec, trial_costs(spec, None))
+    spec = run_spec(spec, mode)
+    store = Store(tmp_path / "store.sqlite")
+    sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, [], None, mode)
+    planner = StartPlanner(spec, store, sweep_id, mode)
+    service = SimulatedService(_rates(spec), NoiseModel(drift_sd=0.0), seed=3)
+    ran = 0
+    while rows := planner.next_batch():
+        assert len(rows) == 1
+        row = rows[0]
+        start, bench = divmod(row["repeat"] - 1, mode.most_benches)
+        if bench == 0:
+            service.start(row["label"])
+        _finish(store, row, service.bench(row["label"], splits=4).value, fresh=bench == 0)
+        ran += 1
+    race = planner.state()
+    assert race.stop is not None and ran == race.trials_done
+    fresh = StartPlanner(spec, store, sweep_id, mode).state()  # a resumed runner's replay
+    assert (fresh.alive, fresh.stop, fresh.pass_no) == (race.alive, race.stop, race.pass_no)
+    assert race.alive == ["ddtree b16 k4 wnone"]
+    context = planner.context()
+    assert context.efforts["ar"] == (1, 1) and context.verdict is not None
+    assert "Restart-bound race" in context.notes[0]
+
+
+def test_sweep_plan_says_the_mode_and_the_hours_of_the_example(capsys, tmp_path):
+    store = tmp_path / "none.sqlite"
+    assert main(["sweep", "plan", str(EXAMPLE), "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "race mode: restart-bound: auto: a restart (480 s) takes at least one bench" in out
+    for case in ("best case", "expected (median)", "worst case"):
+        assert f"restart-bound race, {case}:" in out
+    assert "today's race (restart_bound = false), best case: 51 trial(s)" in out
+    assert "planned now: 0 trial(s)" in out
+
+
+def test_the_expected_hours_are_within_25_percent_of_the_simulated_median():
+    """The example's spec against the production landscape (the best 5% ahead, noise 1.5%
+    a start, 3% a request, drift 1%/h): `sweep plan`'s expected case vs 12 simulated races."""
+    spec = load_spec(EXAMPLE)
+    costs = trial_costs(spec, None)
+    assert costs is not None
+    mode = choose_mode(spec, costs)
+    expected = estimates(spec, costs, mode)["restart-bound race, expected (median)"]
+    settings = start_settings(spec, mode)
+    rates = _production_rates()
+    noise = NoiseModel(
+        start_sd=0.015, request_sd=0.03, requests=24, drift_sd=0.0, trend_per_hour=0.01
+    )
+    hours = []
+    for seed in range(12):
+        service = SimulatedService(rates, noise, seed, costs=Costs(480.0, 300.0))
+        run_start_race(service, list(rates), "ar", settings, seed)
+        hours.append(service.hours)
+    simulated = statistics.median(hours)
+    assert abs(expected.hours - simulated) / simulated < 0.25, (expected.hours, simulated)
+
+
+def _production_rates() -> dict[str, float]:
+    budget, topk, window = (
+        {4: 0.75, 8: 0.9, 12: 1.0, 16: 0.94},
+        {4: 1.0, 6: 0.95},
+        {None: 1, 2048: 0.92},
+    )
+    rates = {"ar": 45.0}
+    for b, fb in budget.items():
+        for k, fk in topk.items():
+            for w, fw in window.items():
+                rates[DecodeParams("ddtree", b, k, w).label()] = 100.0 * fb * fk * fw
+    return rates
+
+
+def _rates(spec) -> dict[str, float]:
+    """ar 50; ddtree best at budget 16, topk 4, the rest 8-40% behind."""
+    out = {}
+    for config, _ in spec.all_configs():
+        p = config.params
+        out[config.label()] = (
+            50.0 if p.mode == "ar" else 100.0 - 4.0 * abs(p.budget - 16) ** 0.6 - 8.0 * (4 - p.topk)
+        )
+    return out
+
+
+def _finish(store: Store, row, value: float | None, fresh: bool) -> None:
+    attempt_id, _ = store.begin_attempt(row["id"])
+    timings = {"bench_s": 60.0} | ({"start_to_ready_s": 420.0} if fresh else {"reused_start": 1.0})
+    bench = {"aggregates": {"short_tps": value, "long_tps": value}, "samples": [], "outputs": []}
+    store.record_result(row["id"], attempt_id, bench, timings=timings)
