@@ -20,15 +20,17 @@ hours, median starts and benches. Results: docs/benchmarks.md "Restart-bound".
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ddtune.params import DecodeParams
 from ddtune.stats.blocked import BlockedOptions, Verdict, decide
+from ddtune.stats.mixed import VariancePrior
 from ddtune.sweep.plan.race import RaceSettings
 from ddtune.sweep.plan.simulate import (
     Costs,
@@ -40,7 +42,6 @@ from ddtune.sweep.plan.simulate import (
     run_start_race,
     samples_of,
 )
-from ddtune.stats.mixed import VariancePrior
 from ddtune.sweep.plan.starts import PRIORS, StartSettings
 
 SPLITS = 4  # sub-benches of one whole bench
@@ -111,6 +112,13 @@ SCENARIOS = {
 }
 
 
+STRESS = {  # production, each with one thing worse than the issue's numbers
+    "production, start noise 4% (above the 3% prior)": {"start_sd": 0.04},
+    "production, drift 4%/h steady (no walk)": {"trend_per_hour": 0.04, "walk_per_hour": 0.0},
+    "production, drift 3%/h random walk (no trend)": {"trend_per_hour": 0.0, "walk_per_hour": 0.03},
+}
+
+
 @dataclass
 class Run:
     verdict: Verdict
@@ -178,56 +186,85 @@ def settings_for(s: Scenario, **overrides: object) -> StartSettings:
     return replace(base, **overrides)  # type: ignore[arg-type]
 
 
-def strategies(s: Scenario, args: argparse.Namespace) -> dict[str, Callable[[int], Run]]:
+def ablations(settings: StartSettings) -> dict[str, StartSettings]:
+    """The restart-bound race with one part of it off (or fixed), to see what it buys."""
+    return {
+        "  - no drift term in the model": replace(
+            settings, priors=replace(PRIORS, drift=VariancePrior(1e-5, math.inf))
+        ),
+        "  - shuffled passes, no fold-over": replace(settings, fold=False),
+        "  - no sequential test in a start": replace(settings, sequential=False),
+        "  - always 4 benches a start": replace(settings, start_s=1e9),
+        "  - start sd fixed at the 3% prior": replace(
+            settings, priors=replace(PRIORS, start=VariancePrior(0.03, math.inf))
+        ),
+    }
+
+
+def strategies(
+    s: Scenario, args: argparse.Namespace, others: bool = True
+) -> dict[str, Callable[[int], Run]]:
     settings = settings_for(s)
     out: dict[str, Callable[[int], Run]] = {
         "restart-bound race": lambda seed: new_design(s, seed, settings),
     }
     if args.ablations:
-        no_drift = replace(PRIORS, drift=VariancePrior(1e-5, 1e9))
-        out["  without the drift model"] = lambda seed: new_design(
-            s, seed, replace(settings, priors=no_drift)
-        )
-        out["  shuffled passes, no fold-over"] = lambda seed: new_design(
-            s, seed, replace(settings, fold=False)
-        )
-        out["  no sequential test in a start"] = lambda seed: new_design(
-            s, seed, replace(settings, sequential=False)
-        )
-        out["  always 4 benches a start"] = lambda seed: new_design(
-            s, seed, replace(settings, start_s=1e9)
-        )
-        out["  prior only (start sd 3%, fixed)"] = lambda seed: new_design(
-            s, seed, replace(settings, priors=replace(PRIORS, start=VariancePrior(0.03, 1e9)))
-        )
-    if not args.new_only:
+        for name, changed in ablations(settings).items():
+            out[name] = lambda seed, changed=changed: new_design(s, seed, changed)
+    if others:
         out["today's race (3..10 passes)"] = lambda seed: todays_race(s, seed)
+    if others and not args.stress_only:
         for n in s.grid_passes:
             out[f"grid, {n} passes"] = lambda seed, n=n: grid(s, seed, n)
     return out
+
+
+def scenarios(args: argparse.Namespace) -> list[Scenario]:
+    chosen = [] if args.stress_only else [SCENARIOS[n] for n in args.scenario or SCENARIOS]
+    if args.stress or args.stress_only:
+        base = SCENARIOS["production"]
+        chosen += [
+            replace(base, title=title, noise=replace(base.noise, **changes))  # type: ignore[arg-type]
+            for title, changes in STRESS.items()
+        ]
+    return chosen
+
+
+def print_table(s: Scenario, args: argparse.Namespace) -> None:
+    print(f"\n== {s.title}; tolerance {s.tolerance:.0%}, {args.seeds} seeds")
+    print(f"   {'strategy':<34} right  wrong  inconcl   median     p90  starts  benches")
+    for label, run in strategies(s, args).items():
+        f = figures(s, [run(seed) for seed in range(args.seeds)])
+        print(
+            f"   {label:<34} {f['right']:5.0%}  {f['wrong']:5.0%}  {f['inconclusive']:7.0%}"
+            f"  {_wall(f['median h']):>7}  {_wall(f['p90 h']):>6}  {f['starts']:6.0f}"
+            f"  {f['benches']:7.0f}"
+        )
+
+
+def _wall(hours: float) -> str:
+    return f"{hours:.2f} h" if hours >= 1 else f"{hours * 60:.1f} min"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=50)
     parser.add_argument("--scenario", choices=list(SCENARIOS), action="append")
-    parser.add_argument("--new-only", action="store_true")
+    parser.add_argument("--stress", action="store_true", help="also production, made harder")
+    parser.add_argument("--stress-only", action="store_true")
     parser.add_argument("--ablations", action="store_true", help="each part of the design off")
     args = parser.parse_args()
-    for name in args.scenario or list(SCENARIOS):
-        s = SCENARIOS[name]
-        print(f"\n== {s.title}; tolerance {s.tolerance:.0%}, {args.seeds} seeds")
-        print(f"   noise {asdict(s.noise)}")
-        print(f"   {'strategy':<28} right  wrong  inconcl  median h  p90 h  starts  benches   (s)")
-        for label, run in strategies(s, args).items():
-            started = time.monotonic()
-            f = figures(s, [run(seed) for seed in range(args.seeds)])
-            took = time.monotonic() - started
-            print(
-                f"   {label:<28} {f['right']:5.0%}  {f['wrong']:5.0%}  {f['inconclusive']:7.0%}"
-                f"  {f['median h']:8.2f}  {f['p90 h']:5.2f}  {f['starts']:6.0f}"
-                f"  {f['benches']:7.0f}  {took:4.0f}"
-            )
+    started = time.monotonic()
+    print(
+        "production landscape (true rates): "
+        + ", ".join(
+            f"{label} {rate:.1f}"
+            for label, rate in sorted(production_rates().items(), key=lambda kv: -kv[1])
+        )
+    )
+    for s in scenarios(args):
+        print_table(s, args)
+    print(f"\n({time.monotonic() - started:.0f} s)")
 
 
 if __name__ == "__main__":

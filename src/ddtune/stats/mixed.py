@@ -25,6 +25,7 @@ remove is modelled instead (docs/_notes_issue27.md):
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from ddtune.stats.intervals import RatioInterval, ratio_interval
 
 @dataclass(frozen=True)
 class VariancePrior:
-    """A stated guess of a log-sd, worth `df` degrees of freedom of data."""
+    """A stated guess of a log-sd, worth `df` degrees of freedom of data (inf: fixed)."""
 
     sd: float
     df: float
@@ -156,22 +157,43 @@ def _start_and_drift(
             Component(drift_prior.sd**2, drift_prior.df),
         )
     y, x, noise, kernel = _design(repeated, bench_var)
-    args = (y, x, noise, kernel, (start_prior, drift_prior))
-    span = max(float(kernel.max()), 1e-6)  # hours from the first repeated start to the last
-    grid = [
-        np.array([a, b - math.log(span)])
-        for a in np.linspace(math.log(1e-6), math.log(0.04), 7)
-        for b in np.linspace(math.log(1e-7), 0.0, 8)
-    ]
-    x0 = min(grid, key=lambda theta: _objective(theta, *args))  # the drift's scale varies
-    result = optimize.minimize(
-        _objective, x0, args=args, method="Nelder-Mead", bounds=_BOUNDS, options=_SIMPLEX
-    )
-    start_var, drift_var = (float(math.exp(v)) for v in result.x)
+    priors = (start_prior, drift_prior)
+    axes = _axes(priors, max(float(kernel.max()), 1e-6))
+    free = [i for i, axis in enumerate(axes) if len(axis) > 1]
+
+    def full(theta: np.ndarray) -> np.ndarray:
+        values = [float(axis[0]) for axis in axes]
+        for i, value in zip(free, theta, strict=True):
+            values[i] = float(value)
+        return np.array(values)
+
+    def objective(theta: np.ndarray) -> float:
+        return _objective(full(theta), y, x, noise, kernel, priors)
+
+    grid = [np.array(point) for point in itertools.product(*(axes[i] for i in free))]
+    x0 = min(grid, key=objective)  # a coarse grid first: the drift's scale varies a lot
+    bounds = [_BOUNDS[i] for i in free]
+    theta = optimize.minimize(
+        objective, x0, method="Nelder-Mead", bounds=bounds, options=_SIMPLEX
+    ).x
+    start_var, drift_var = (float(math.exp(v)) for v in full(theta))
     return (
         Component(start_var, start_prior.df + residual_df),
         Component(drift_var, drift_prior.df + residual_df),
     )
+
+
+def _axes(priors: tuple[VariancePrior, VariancePrior], span: float) -> list[np.ndarray]:
+    """Starting log variances per component: a grid, or the one value of a fixed prior
+    (df = inf). The drift's grid is scaled to `span`, the hours its data cover."""
+    grids = (
+        np.linspace(math.log(1e-6), math.log(0.04), 7),
+        np.linspace(math.log(1e-7), 0.0, 8) - math.log(span),
+    )
+    return [
+        np.array([2 * math.log(p.sd)]) if math.isinf(p.df) else grid
+        for p, grid in zip(priors, grids, strict=True)
+    ]
 
 
 _BOUNDS = [(-20.0, 0.0), (-20.0, 12.0)]  # log start var, log drift var per hour
@@ -202,6 +224,7 @@ def _objective(
     penalty = sum(
         p.df / 2 * (t + p.sd**2 / math.exp(t))
         for p, t in zip(priors, (log_start, log_drift), strict=True)
+        if math.isfinite(p.df)  # a fixed component (df = inf) is not estimated
     )
     return 0.5 * (logdet + quad) + penalty
 
