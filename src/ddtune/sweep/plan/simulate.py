@@ -5,7 +5,7 @@ a config returns `rate × exp(drift + start effect) × mean of per-request
 factors`, where the drift is a slow Ornstein-Uhlenbeck process shared by all
 configs (a loaded machine, thermal state), the start effect is drawn once per
 server start and each request adds its own log-normal noise. No HTTP, no
-processes: the 40-seed benchmarks (`benchmarks/race_vs_grid.py`) would take
+processes: the 50-seed benchmarks (`benchmarks/race_vs_grid.py`) would take
 days through real servers. See docs/architecture.md "Sweep" and
 docs/benchmarks.md.
 """
