@@ -15,7 +15,7 @@ printed on its own). It prints, from the stores' own timestamps:
     1 slot vs local    Ray's overhead per trial, as a share of the local trial time:
                        (ray − local) / trials, for the whole run and the trial loop
 
-See docs/architecture.md "Scale out".
+See docs/benchmarks.md "Scale out with Ray (one machine)".
 """
 
 from __future__ import annotations

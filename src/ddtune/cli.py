@@ -20,10 +20,10 @@ from ddtune.tables import validation_to_user_error
 COMMAND_MODULES = [
     "ddtune.engine.commands",  # generate
     "ddtune.engine.bench.commands",  # bench-engine
-    "ddtune.train.commands",  # train tokenizer|target|drafter
+    "ddtune.train.commands",  # train tokenizer|tasks|target|drafter|eval
     "ddtune.server.commands",  # serve
     "ddtune.bench.commands",  # bench
-    "ddtune.sweep.commands",  # sweep run|status|retry|export|report, demo
+    "ddtune.sweep.commands",  # sweep plan|run|status|retry|export|report|cleanup, demo
 ]
 
 

@@ -111,115 +111,122 @@ def _sleep_until(target: float) -> None:
         time.sleep(delay)
 
 
-def _handler(server: FakeLoadServer):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def _handler(server: FakeLoadServer) -> type[BaseHTTPRequestHandler]:
+    """The request handler class bound to `server`."""
+    return type("Handler", (_Handler,), {"fake": server})
 
-        def log_message(self, *args) -> None:
-            pass
 
-        def do_GET(self) -> None:
-            if self.path in ("/v1/models", "/health"):
-                body = {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
-                return self._json(200, body)
-            if self.path == "/stats":  # what a test in another process compares against
-                with server.lock:
-                    body = {
-                        "intended": server.intended,
-                        "arrivals": server.arrivals,
-                        "max_generating": server.max_generating,
-                    }
-                return self._json(200, body)
-            self._json(404, {"error": {"message": "not found"}})
+class _Handler(BaseHTTPRequestHandler):
+    """Answers for `fake`: models/health, /stats, and completions (JSON or a chunked stream)."""
 
-        def do_POST(self) -> None:
-            received = time.perf_counter()
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with server.lock:
-                number = server.posts
-                server.posts += 1
-            if server.fail_from is not None and number >= server.fail_from:
-                return self._json(500, {"error": {"message": "injected overload"}})
-            tokens = int(body.get("max_tokens") or 16)
-            if not body.get("stream"):
-                text = " tok" * tokens
-                choice = {"index": 0, "text": text, "finish_reason": "length"}
-                return self._json(200, {"choices": [choice], "usage": _usage(tokens, 1)})
-            with server.lock:
-                server.arrivals.append(received)
-            if server.latency.serialise:
-                with server.queue:
-                    return self._stream(number, tokens, body)
-            self._stream(number, tokens, body)
+    protocol_version = "HTTP/1.1"
+    fake: FakeLoadServer
 
-        def _stream(self, number: int, tokens: int, body: dict) -> None:
-            lat = server.latency
-            ttft, delays = server.draw(number, tokens)
-            started = time.perf_counter()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")  # keep-alive, as real servers do
-            self.end_headers()
-            self._generating(+1)
-            try:
-                gaps = self._chunks(started + ttft, tokens, delays, lat)
-            finally:
-                self._generating(-1)
-            rounds = -(-tokens // lat.tokens_per_chunk)
-            if (body.get("stream_options") or {}).get("include_usage"):
-                self._event({"choices": [], "usage": _usage(tokens, rounds, server.kind)})
-            self._write("data: [DONE]\n\n")
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-            with server.lock:
-                server.intended.append({"number": number, "ttft": ttft, "gaps": gaps})
-            if server.drop_idle:
-                self.close_connection = True
+    def log_message(self, *args) -> None:
+        pass
 
-        def _chunks(
-            self, target: float, tokens: int, delays: list[float], lat: Latency
-        ) -> list[float]:
-            sizes = [
-                min(lat.tokens_per_chunk, tokens - i)
-                for i in range(0, tokens, lat.tokens_per_chunk)
-            ]
-            gaps, used = [], 0
-            for j, size in enumerate(sizes):
-                if j:
-                    factor = 1 + lat.contention * max(0, server.generating - 1)
-                    gap = sum(delays[used : used + size]) * factor
-                    used += size
-                    target += gap
-                    gaps.append(gap)
-                _sleep_until(target)
-                finish = "length" if j == len(sizes) - 1 else None
-                self._event(
-                    {"choices": [{"index": 0, "text": " tok" * size, "finish_reason": finish}]}
-                )
-            return gaps
+    def do_GET(self) -> None:
+        routes = {"/v1/models": self._models, "/health": self._models, "/stats": self._stats}
+        routes.get(self.path, self._not_found)()
 
-        def _generating(self, step: int) -> None:
-            with server.lock:
-                server.generating += step
-                server.max_generating = max(server.max_generating, server.generating)
+    def _models(self) -> None:
+        self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
 
-        def _event(self, payload: dict) -> None:
-            self._write(f"data: {json.dumps(payload)}\n\n")
+    def _stats(self) -> None:
+        """What a test in another process compares against."""
+        with self.fake.lock:
+            body = {
+                "intended": self.fake.intended,
+                "arrivals": self.fake.arrivals,
+                "max_generating": self.fake.max_generating,
+            }
+        self._json(200, body)
 
-        def _write(self, text: str) -> None:
-            data = text.encode()
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
+    def _not_found(self) -> None:
+        self._json(404, {"error": {"message": "not found"}})
 
-        def _json(self, status: int, body: dict) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def do_POST(self) -> None:
+        server = self.fake
+        received = time.perf_counter()
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with server.lock:
+            number = server.posts
+            server.posts += 1
+        if server.fail_from is not None and number >= server.fail_from:
+            return self._json(500, {"error": {"message": "injected overload"}})
+        tokens = int(body.get("max_tokens") or 16)
+        if not body.get("stream"):
+            text = " tok" * tokens
+            choice = {"index": 0, "text": text, "finish_reason": "length"}
+            return self._json(200, {"choices": [choice], "usage": _usage(tokens, 1)})
+        with server.lock:
+            server.arrivals.append(received)
+        if server.latency.serialise:
+            with server.queue:
+                return self._stream(number, tokens, body)
+        self._stream(number, tokens, body)
 
-    return Handler
+    def _stream(self, number: int, tokens: int, body: dict) -> None:
+        server, lat = self.fake, self.fake.latency
+        ttft, delays = server.draw(number, tokens)
+        started = time.perf_counter()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")  # keep-alive, as real servers do
+        self.end_headers()
+        self._generating(+1)
+        try:
+            gaps = self._chunks(started + ttft, tokens, delays, lat)
+        finally:
+            self._generating(-1)
+        rounds = -(-tokens // lat.tokens_per_chunk)
+        if (body.get("stream_options") or {}).get("include_usage"):
+            self._event({"choices": [], "usage": _usage(tokens, rounds, server.kind)})
+        self._write("data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        with server.lock:
+            server.intended.append({"number": number, "ttft": ttft, "gaps": gaps})
+        if server.drop_idle:
+            self.close_connection = True
+
+    def _chunks(self, target: float, tokens: int, delays: list[float], lat: Latency) -> list[float]:
+        sizes = [
+            min(lat.tokens_per_chunk, tokens - i) for i in range(0, tokens, lat.tokens_per_chunk)
+        ]
+        gaps, used = [], 0
+        for j, size in enumerate(sizes):
+            if j:
+                factor = 1 + lat.contention * max(0, self.fake.generating - 1)
+                gap = sum(delays[used : used + size]) * factor
+                used += size
+                target += gap
+                gaps.append(gap)
+            _sleep_until(target)
+            finish = "length" if j == len(sizes) - 1 else None
+            self._event({"choices": [{"index": 0, "text": " tok" * size, "finish_reason": finish}]})
+        return gaps
+
+    def _generating(self, step: int) -> None:
+        with self.fake.lock:
+            self.fake.generating += step
+            self.fake.max_generating = max(self.fake.max_generating, self.fake.generating)
+
+    def _event(self, payload: dict) -> None:
+        self._write(f"data: {json.dumps(payload)}\n\n")
+
+    def _write(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _json(self, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 def _usage(tokens: int, rounds: int, kind: str = "openai") -> dict:

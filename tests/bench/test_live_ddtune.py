@@ -7,14 +7,7 @@ comes from the server's `usage.spec`.
 
 from __future__ import annotations
 
-import os
-import queue
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -32,54 +25,18 @@ MATRIX = {
 }
 
 
-@contextmanager
-def start_serve(args: list[str], log_path: Path) -> Iterator[str]:
-    """`ddtune serve --port 0 ARGS` in its own process group; yields its base URL, then kills the group."""
-    argv = [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", *args]
-    log = log_path.open("w")
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
-    try:
-        line = lines.get(timeout=180)
-        assert line.startswith("ready "), line
-        port = dict(p.split("=", 1) for p in line.split()[1:])["port"]
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        log.close()
-
-
 @pytest.fixture(scope="module")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def live_server(tmp_path_factory: pytest.TempPathFactory, common) -> Iterator[str]:  # noqa: ANN001
+    """`ddtune serve` (DDTree, budget 8, topk 3) on a random checkpoint; yields its base URL."""
     from ddtune.engine.testing import ALPHABET, write_random_checkpoint
 
     folder = tmp_path_factory.mktemp("bench-live")
     target, drafter = write_random_checkpoint(
         folder, seed=5, vocab_size=len(ALPHABET) + 2, max_position_embeddings=2048
     )
-    args = [
-        "--target",
-        str(target),
-        "--drafter",
-        str(drafter),
-        "--mode",
-        "ddtree",
-        "--budget",
-        "8",
-        "--topk",
-        "3",
-    ]
-    with start_serve(args, folder / "serve.log") as url:
-        yield url
+    args = common.serve_args(target, drafter, mode="ddtree", budget=8, topk=3)
+    with common.serving(args, folder / "serve.log") as server:
+        yield server.base_url
 
 
 def test_live_ddtree_vs_ar_is_lossless(live_server: str, fixtures_dir: Path) -> None:
@@ -123,10 +80,10 @@ def test_live_ddtree_vs_ar_is_lossless(live_server: str, fixtures_dir: Path) -> 
 @pytest.mark.skipif(
     not (MODELS_DIR / "target" / "config.json").is_file(), reason="bundled models not trained yet"
 )
-def test_live_bundled_models_default_matrix(tmp_path: Path) -> None:
+def test_live_bundled_models_default_matrix(tmp_path: Path, common) -> None:  # noqa: ANN001
     """The default matrix fits the bundled model's context, and its drafter gets accepted."""
-    with start_serve([], tmp_path / "serve.log") as url:
-        result = run_bench(url, BenchMatrix(), server_kind="ddtune", progress=False)
+    with common.serving([], tmp_path / "serve.log") as server:
+        result = run_bench(server.base_url, BenchMatrix(), server_kind="ddtune", progress=False)
         assert result.aggregates["acceptance_length"] > 1.0
         assert result.aggregates["coding_total"] == BenchMatrix().coding.limit
         assert all(s["prompt_tokens"] + s["output_tokens"] <= 512 for s in result.samples)

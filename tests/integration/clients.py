@@ -1,24 +1,19 @@
-"""Helpers for the real-client tests: the clients' venv, a `ddtune serve` on loopback, runs.
+"""Helpers for the real-client tests: the clients' venv and their runs.
 
 The clients (guidellm, aiperf, lm-eval, schemathesis) live in their own venv,
 never in ddtune's: `DDTUNE_CLIENTS_VENV` names an existing one; otherwise
 `clients_python()` creates `<cache>/ddtune/clients-venv` (`XDG_CACHE_HOME`,
 default `~/.cache`) once, pip-installing the pinned versions below, and later
 calls only check that they import. The clients run unmodified as subprocesses
-against `Served`, a `ddtune serve --port 0` bound to 127.0.0.1.
+against a `ddtune serve --port 0` bound to 127.0.0.1 (the `common.serving` fixture helper).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import queue
-import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
-from types import TracebackType
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED_TARGET = REPO / "src" / "ddtune" / "assets" / "models" / "target"
@@ -61,57 +56,6 @@ def client_bin(name: str) -> str:
 def _cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "ddtune"
-
-
-class Served:
-    """`with Served(args, log_path) as base_url:` a ddtune server; nothing left after."""
-
-    def __init__(self, args: list[str], log_path: Path, timeout: float = 300.0) -> None:
-        self.args = args
-        self.log_path = log_path
-        self.timeout = timeout
-        self.port = 0
-
-    def __enter__(self) -> str:
-        self._log = self.log_path.open("w")
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", *self.args],
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            start_new_session=True,
-            env=env,
-        )
-        lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=_pump, args=(self.proc, lines), daemon=True).start()
-        try:
-            line = lines.get(timeout=self.timeout)
-        except queue.Empty:
-            self.__exit__(None, None, None)
-            raise AssertionError(f"no ready line; log:\n{self.log_tail()}") from None
-        self.port = int(line.split("port=")[1])
-        return f"http://127.0.0.1:{self.port}"
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-        self._log.close()
-
-    def log_tail(self, n: int = 60) -> str:
-        return "\n".join(self.log_path.read_text().splitlines()[-n:])
-
-
-def _pump(proc: subprocess.Popen[str], lines: queue.Queue[str]) -> None:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        lines.put(line.strip())
 
 
 def run_client(

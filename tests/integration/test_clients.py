@@ -19,24 +19,24 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from clients import BUNDLED_TARGET, Served, client_bin, run_client  # noqa: E402
+from clients import BUNDLED_TARGET, client_bin, run_client  # noqa: E402
 from lm_eval_tasks import write_tasks  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def bundled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Served]]:
+def bundled(tmp_path_factory: pytest.TempPathFactory, common) -> Iterator[tuple[str, Any]]:  # noqa: ANN001
     """(base URL, server) of `ddtune serve` with the bundled models (model id "target")."""
     log = tmp_path_factory.mktemp("clients") / "serve.log"
-    served = Served([], log)
-    with served as url:
-        yield url, served
+    with common.serving([], log, timeout=300) as served:
+        yield served.base_url, served
 
 
 def report(client: str, command: list[str], figures: dict[str, object]) -> None:
@@ -44,9 +44,9 @@ def report(client: str, command: list[str], figures: dict[str, object]) -> None:
     print(f"\nCLIENT {client} | {shown} | {json.dumps(figures)}")
 
 
-def check(done, served: Served) -> None:  # noqa: ANN001 - CompletedProcess
+def check(done, served) -> None:  # noqa: ANN001 - CompletedProcess, ServerProcess
     assert done.returncode == 0, (
-        f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}\nserver:\n{served.log_tail()}"
+        f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}\nserver:\n{served.log_tail(60)}"
     )
 
 
@@ -182,7 +182,7 @@ def test_lm_eval_local_completions(bundled, tmp_path: Path) -> None:  # noqa: AN
 
 
 @pytest.fixture(scope="module")
-def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Served]]:
+def small_server(tmp_path_factory: pytest.TempPathFactory, common) -> Iterator[tuple[str, Any]]:  # noqa: ANN001
     """A random tiny model with a 128-token context: schemathesis sends many generations."""
     from ddtune.engine.testing import ALPHABET, write_random_checkpoint
 
@@ -190,9 +190,8 @@ def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     target, drafter = write_random_checkpoint(
         folder, seed=1, vocab_size=len(ALPHABET) + 2, max_position_embeddings=128
     )
-    served = Served(["--target", str(target), "--drafter", str(drafter)], folder / "serve.log")
-    with served as url:
-        yield url, served
+    with common.serving(common.serve_args(target, drafter), folder / "serve.log", 300) as served:
+        yield served.base_url, served
 
 
 CHECKS = (

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -35,7 +34,13 @@ from ddtune.kinds.vllm import (
 from ddtune.params import DecodeParams, SamplingParams
 
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import REPO, ensure_vllm_venv, nice_prefix, serving_model  # noqa: E402
+from vllm_setup import (  # noqa: E402
+    REPO,
+    ensure_vllm_venv,
+    free_port,
+    nice_prefix,
+    serving_model,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2700)]
 PROMPTS = [
@@ -44,12 +49,6 @@ PROMPTS = [
     "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n",
 ]
 MAX_TOKENS = 48
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def start_vllm(python: Path, target: Path, drafter: Path, block: int, context: int, log: Path):

@@ -12,54 +12,27 @@ that the report renders.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from ddtune.sweep.spec.load import load_spec
 from ddtune.sweep.store.db import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import (  # noqa: E402
-    REPO,
-    ensure_vllm_venv,
-    example_spec,
-    nice_prefix,
-    serving_model,
-)
+from vllm_setup import REPO, live_example, sweep_report, sweep_run  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "vllm-ngram-cpu.toml"
-DDTUNE = Path(sys.executable).parent / "ddtune"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
 
 
-def spec_for(target: Path, context: int, folder: Path) -> Path:
-    return example_spec(EXAMPLE, 18741, target, context, folder)
-
-
 def test_live_vllm_ngram_sweep(tmp_path):
-    ensure_vllm_venv()
-    target, _, context = serving_model(tmp_path / "models")
-    spec_path = spec_for(target, context, tmp_path)
-    spec = load_spec(spec_path)
-    store_path = tmp_path / "store.sqlite"
+    spec_path, spec, store_path = live_example(EXAMPLE, 18741, tmp_path)
 
     # 1. run the sweep as a user would, at low priority
-    started = time.monotonic()
-    run = subprocess.run(
-        [*nice_prefix(), str(DDTUNE), "sweep", "run", str(spec_path), "--store", str(store_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=5000,
-    )
-    elapsed = time.monotonic() - started
+    elapsed = sweep_run(spec_path, store_path, timeout=5000)
     print(f"vLLM sweep: {elapsed:.0f} s for {len(spec.all_configs()) * spec.repeats} trials")
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
 
     # 2. every trial READY with a verified identity and a measured acceptance length
     store = Store(store_path, create=False)
@@ -83,13 +56,7 @@ def test_live_vllm_ngram_sweep(tmp_path):
 
     # 3. the report renders
     out = tmp_path / "report"
-    report = subprocess.run(
-        [str(DDTUNE), "sweep", "report", "--store", str(store_path), "--out", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    report = sweep_report(store_path, out)
     assert report.returncode == 0, report.stderr[-4000:]
     html = (out / "report.html").read_text()
     assert "K=2" in html and "acceptance" in html.lower()

@@ -14,54 +14,26 @@ from __future__ import annotations
 
 import csv
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from ddtune.bench.load.latency import LevelResult
-from ddtune.sweep.spec.load import load_spec
 from ddtune.sweep.store.db import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import (  # noqa: E402
-    REPO,
-    ensure_vllm_venv,
-    example_spec,
-    nice_prefix,
-    serving_model,
-)
+from vllm_setup import REPO, live_example, sweep_report, sweep_run  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "vllm-load-cpu.toml"
-DDTUNE = Path(sys.executable).parent / "ddtune"
 LEVELS = ["c1", "c4", "r0.5"]
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(7200)]
 
 
-def spec_for(target: Path, context: int, folder: Path) -> Path:
-    return example_spec(EXAMPLE, 18742, target, context, folder)
-
-
 def test_live_vllm_load_levels(tmp_path):
-    ensure_vllm_venv()
-    target, _, context = serving_model(tmp_path / "models")
-    spec_path = spec_for(target, context, tmp_path)
-    spec = load_spec(spec_path)
-    store_path = tmp_path / "store.sqlite"
-
-    started = time.monotonic()
-    run = subprocess.run(
-        [*nice_prefix(), str(DDTUNE), "sweep", "run", str(spec_path), "--store", str(store_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=7000,
-    )
-    print(f"vLLM load sweep: {time.monotonic() - started:.0f} s")
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    spec_path, spec, store_path = live_example(EXAMPLE, 18742, tmp_path)
+    print(f"vLLM load sweep: {sweep_run(spec_path, store_path, timeout=7000):.0f} s")
 
     store = Store(store_path, create=False)
     records = store.trial_records(store.sweep_row(spec.name)["id"])
@@ -84,13 +56,7 @@ def test_live_vllm_load_levels(tmp_path):
         assert len(record.load["requests"]) == 12 * len(LEVELS)
 
     out = tmp_path / "report"
-    report = subprocess.run(
-        [str(DDTUNE), "sweep", "report", "--store", str(store_path), "--out", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    report = sweep_report(store_path, out)
     assert report.returncode == 0, report.stderr[-4000:]
     md = (out / "report.md").read_text().replace("\\_", "_")
     assert "## Load levels" in md

@@ -6,7 +6,9 @@ import beside that torch) once; later calls only check that it imports.
 `serving_model(folder)` returns the bundled target/drafter when they exist;
 before the bundled models are trained it writes a random Qwen3 pair with
 head_dim 32 (vLLM's CPU attention supports 32, 64, 80, ...; the engine's
-random checkpoints use 16) and a character tokenizer.
+random checkpoints use 16) and a character tokenizer. `live_example(example,
+port, folder)` is an example sweep spec on that model; `sweep_run` and
+`sweep_report` run the CLI on it from the repo root as a user would.
 """
 
 from __future__ import annotations
@@ -16,12 +18,18 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ddtune.sweep.spec.load import SweepSpec
 
 REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".venv-vllm"
 VLLM_PYTHON = VENV / "bin" / "python"
+DDTUNE = Path(sys.executable).parent / "ddtune"
 STAMP = VENV / ".ddtune-vllm-ok"
 INSTALL_STEPS = (
     ["-m", "pip", "install", "-q", "torch==2.13.0"],
@@ -119,3 +127,29 @@ def example_spec(example: Path, port: int, target: Path, context: int, folder: P
     path = folder / example.name
     path.write_text(text)
     return path
+
+
+def live_example(example: Path, port: int, folder: Path) -> tuple[Path, SweepSpec, Path]:
+    """(spec path, spec, store path): the vLLM venv ready, `example` on the serving model."""
+    from ddtune.sweep.spec.load import load_spec
+
+    ensure_vllm_venv()
+    target, _, context = serving_model(folder / "models")
+    spec_path = example_spec(example, port, target, context, folder)
+    return spec_path, load_spec(spec_path), folder / "store.sqlite"
+
+
+def sweep_run(spec: Path, store: Path, timeout: float) -> float:
+    """`ddtune sweep run SPEC --store STORE` at low priority; it must exit 0. Its seconds."""
+    argv = [*nice_prefix(), str(DDTUNE), "sweep", "run", str(spec), "--store", str(store)]
+    started = time.monotonic()
+    run = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    seconds = time.monotonic() - started
+    assert run.returncode == 0, f"after {seconds:.0f} s: " + run.stdout[-4000:] + run.stderr[-4000:]
+    return seconds
+
+
+def sweep_report(store: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """`ddtune sweep report --store STORE --out OUT`, output captured."""
+    argv = [str(DDTUNE), "sweep", "report", "--store", str(store), "--out", str(out)]
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)

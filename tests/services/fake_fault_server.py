@@ -129,78 +129,96 @@ class State:
 
 
 def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, fmt: str, *args: object) -> None:  # keep the log short
-            pass
+    """The request handler class bound to `state`."""
+    return type("Handler", (Handler,), {"state": state})
 
-        def send_json(self, code: int, body: dict) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
 
-        def do_GET(self) -> None:
-            loading = {"error": "loading"}
-            if self.path in ("/health", "/health_generate"):
-                self.send_json(200 if state.ready else 503, {} if state.ready else loading)
-            elif self.path == "/server_info":
-                self.send_json(200, state.server_info())
-            elif self.path == "/get_server_info":
-                self.send_json(200, state.sglang_info())
-            elif self.path == "/v1/models":
-                ok = state.ready or state.args.models_before_ready
-                self.send_json(
-                    200 if ok else 503, {"data": [{"id": "fake-model"}]} if ok else loading
-                )
-            else:
-                self.send_json(404, {"error": "not found"})
+LOADING = {"error": "loading"}
+NOT_FOUND = {"error": "not found"}
+CONFIG_KEYS = ("mode", "budget", "topk", "window")
 
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            if self.path == "/v1/completions" and state.ready and body.get("stream"):
-                self.stream(int(body.get("max_tokens") or 1))
-            elif self.path == "/v1/completions" and state.ready:
-                self.send_json(
-                    200, {"choices": [{"index": 0, "text": " x", "finish_reason": "length"}]}
-                )
-            elif self.path == "/v1/completions":
-                self.send_json(503, {"error": "loading"})
-            elif self.path == "/v1/ddtree/config" and state.args.hot:
-                with state.lock:
-                    if not state.args.hot_ignore:
-                        state.config.update(
-                            {k: body[k] for k in ("mode", "budget", "topk", "window") if k in body}
-                        )
-                        state.generation += 1
-                    info = state.server_info()
-                self.send_json(
-                    200, {k: info[k] for k in ("config", "config_hash", "config_generation")}
-                )
-            else:
-                self.send_json(404, {"error": "not found"})
 
-        def stream(self, tokens: int) -> None:
-            """An OpenAI completions SSE stream, then usage (with ddtune's spec block)."""
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            for i in range(tokens):
-                time.sleep(state.args.token_delay)
-                done = "length" if i == tokens - 1 else None
-                self.event({"choices": [{"index": 0, "text": " x", "finish_reason": done}]})
-            spec = {"rounds": tokens, "accepted_tokens": 0, "mean_acceptance_length": 1.0}
-            usage = {"prompt_tokens": 1, "completion_tokens": tokens, "spec": spec}
-            self.event({"choices": [], "usage": {**usage, "total_tokens": tokens + 1}})
-            self.wfile.write(b"data: [DONE]\n\n")
+class Handler(BaseHTTPRequestHandler):
+    """The endpoints, answered from `state` (set by make_handler)."""
 
-        def event(self, payload: dict) -> None:
-            self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
-            self.wfile.flush()
+    state: State
 
-    return Handler
+    def log_message(self, fmt: str, *args: object) -> None:  # keep the log short
+        pass
+
+    def send_json(self, code: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        routes = {
+            "/health": self.health,
+            "/health_generate": self.health,
+            "/server_info": lambda: self.send_json(200, self.state.server_info()),
+            "/get_server_info": lambda: self.send_json(200, self.state.sglang_info()),
+            "/v1/models": self.models,
+        }
+        routes.get(self.path, self.not_found)()
+
+    def health(self) -> None:
+        ready = self.state.ready
+        self.send_json(200 if ready else 503, {} if ready else LOADING)
+
+    def models(self) -> None:
+        ok = self.state.ready or self.state.args.models_before_ready
+        self.send_json(200 if ok else 503, {"data": [{"id": "fake-model"}]} if ok else LOADING)
+
+    def not_found(self) -> None:
+        self.send_json(404, NOT_FOUND)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        routes = {"/v1/completions": self.complete, "/v1/ddtree/config": self.reconfigure}
+        routes.get(self.path, lambda _: self.not_found())(body)
+
+    def complete(self, body: dict) -> None:
+        if not self.state.ready:
+            self.send_json(503, LOADING)
+        elif body.get("stream"):
+            self.stream(int(body.get("max_tokens") or 1))
+        else:
+            choice = {"index": 0, "text": " x", "finish_reason": "length"}
+            self.send_json(200, {"choices": [choice]})
+
+    def reconfigure(self, body: dict) -> None:
+        """POST /v1/ddtree/config with --hot (with --hot-ignore: accepted, nothing changes)."""
+        state = self.state
+        if not state.args.hot:
+            return self.not_found()
+        with state.lock:
+            if not state.args.hot_ignore:
+                state.config.update({k: body[k] for k in CONFIG_KEYS if k in body})
+                state.generation += 1
+            info = state.server_info()
+        self.send_json(200, {k: info[k] for k in ("config", "config_hash", "config_generation")})
+
+    def stream(self, tokens: int) -> None:
+        """An OpenAI completions SSE stream, then usage (with ddtune's spec block)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for i in range(tokens):
+            time.sleep(self.state.args.token_delay)
+            done = "length" if i == tokens - 1 else None
+            self.event({"choices": [{"index": 0, "text": " x", "finish_reason": done}]})
+        spec = {"rounds": tokens, "accepted_tokens": 0, "mean_acceptance_length": 1.0}
+        usage = {"prompt_tokens": 1, "completion_tokens": tokens, "spec": spec}
+        self.event({"choices": [], "usage": {**usage, "total_tokens": tokens + 1}})
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def event(self, payload: dict) -> None:
+        self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+        self.wfile.flush()
 
 
 def say(text: str) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from ddtune.params import DecodeParams
@@ -14,31 +12,15 @@ testing = pytest.importorskip(
 pytestmark = pytest.mark.slow
 
 
-def serve_command(target, drafter) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "ddtune.cli",
-        "serve",
-        "--target",
-        str(target),
-        "--drafter",
-        str(drafter),
-        "--mode",
-        "{mode}",
-        "--budget",
-        "{budget}",
-        "--topk",
-        "{topk}",
-        "--window",
-        "{window}",
-        "--port",
-        "{port}",
-    ]
+def serve_command(common, target, drafter) -> list[str]:  # noqa: ANN001
+    """`ddtune serve` on the checkpoint with the controller's placeholders."""
+    placeholders = {name: f"{{{name}}}" for name in ("mode", "budget", "topk", "window")}
+    return common.serve_argv(*common.serve_args(target, drafter, **placeholders), port="{port}")
 
 
-def test_restart_then_hot_reconfigure_real_server(svc, port, controllers, tmp_path):
+def test_restart_then_hot_reconfigure_real_server(svc, port, controllers, tmp_path, common):
     target, drafter = testing.write_random_checkpoint(tmp_path / "ckpt", seed=0)
+    command = serve_command(common, target, drafter)
     slow = {
         "start": 120,
         "health": 120,
@@ -48,9 +30,7 @@ def test_restart_then_hot_reconfigure_real_server(svc, port, controllers, tmp_pa
         "stop": 10,
         "quiesce": 10,
     }
-    ctl = controllers(
-        svc.make_spec(port, serve_command(target, drafter), timeouts=slow), name="process"
-    )
+    ctl = controllers(svc.make_spec(port, command, timeouts=slow), name="process")
     first = ctl.reconfigure(svc.params, tmp_path / "a1")
     assert first.ready, first
     second = ctl.reconfigure(DecodeParams("ddtree", 8, 2, 16), tmp_path / "a2")
@@ -63,9 +43,7 @@ def test_restart_then_hot_reconfigure_real_server(svc, port, controllers, tmp_pa
     assert second.identity["versions"]["ddtune"]
     ctl.close()
 
-    hot = controllers(
-        svc.make_spec(port, serve_command(target, drafter), kind="hot", timeouts=slow), name="hot"
-    )
+    hot = controllers(svc.make_spec(port, command, kind="hot", timeouts=slow), name="hot")
     started = hot.reconfigure(svc.params, tmp_path / "h1")
     applied = hot.reconfigure(DecodeParams("dflash", 16, 4, 32), tmp_path / "h2")
     assert started.ready and applied.ready, (started, applied)

@@ -1,5 +1,7 @@
-"""Fixtures for the sweep's end-to-end tests: a random tiny checkpoint, one coding
-task, a free port, and a spec writer whose service is a real `ddtune serve`."""
+"""Fixtures for the sweep tests: a random tiny checkpoint, one coding task, a free port,
+spec writers whose service is a real `ddtune serve` or the fake fault server, and
+`spec_text`, the TOML pieces the spec writers here and below share: a [service]
+table for specs that are parsed but never run, a tiny [bench], a [retry]."""
 
 from __future__ import annotations
 
@@ -12,8 +14,13 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from ddtune.sweep.spec.load import SweepSpec
 
 TASK = {
     "task_id": "tiny/0",
@@ -42,18 +49,80 @@ def port() -> int:
     return free_port()
 
 
+SERVICE = """
+[service]
+command = ["python", "-m", "ddtune.cli", "serve", "--port", "{port}", "--budget", "{budget}"]
+port = 18000
+"""
+Sizes = tuple[int, int, int]  # a workload's n_prompts, prompt_tokens, max_tokens
+
+
+def spec_toml(body: str, service: str = "") -> str:
+    """`body` (dedented), then a [service] table of `ddtune serve` with `service` lines added."""
+    return textwrap.dedent(body) + SERVICE + service
+
+
+def parse_toml(body: str, service: str = "") -> SweepSpec:
+    """`spec_toml(body, service)` parsed as the sweep spec `t.toml`."""
+    from ddtune.sweep.spec.load import parse_spec
+
+    return parse_spec(spec_toml(body, service), source="t.toml")
+
+
+def bench_tables(
+    warmup: int, short: Sizes, long: Sizes | None, coding: str = "enabled = false"
+) -> str:
+    """A tiny [bench]: short and long workloads of one repeat each (None: disabled), then
+    [bench.coding] with the `coding` lines."""
+    text = f"[bench]\nwarmup = {warmup}\nchars_per_token = 1.0\n"
+    for name, sizes in (("short", short), ("long", long)):
+        text += f"[bench.{name}]\n" + (_workload(*sizes) if sizes else "enabled = false\n")
+    return text + f"[bench.coding]\n{textwrap.dedent(coding).strip()}\n"
+
+
+def _workload(n_prompts: int, prompt_tokens: int, max_tokens: int) -> str:
+    return (
+        f"n_prompts = {n_prompts}\nprompt_tokens = {prompt_tokens}\n"
+        f"max_tokens = {max_tokens}\nrepeats = 1\n"
+    )
+
+
+def retry_table(attempts: int) -> str:
+    """[retry]: `attempts` tries a trial, no backoff."""
+    return f"[retry]\nattempts = {attempts}\nbackoff = 0\n"
+
+
+@pytest.fixture(scope="session")
+def spec_text() -> SimpleNamespace:
+    """The TOML pieces above (importlib mode: conftest is not importable)."""
+    return SimpleNamespace(
+        service=SERVICE,
+        toml=spec_toml,
+        parse=parse_toml,
+        bench=bench_tables,
+        retry=retry_table,
+        free_port=free_port,
+    )
+
+
 @pytest.fixture(scope="session")
 def spec_writer():
     return write_spec
 
 
 def write_spec(
-    folder: Path, models: tuple[Path, Path], sweep: str, configs: str, attempts: int = 1
+    folder: Path,
+    models: tuple[Path, Path],
+    sweep: str,
+    configs: str,
+    attempts: int = 1,
+    service: str = "",
 ) -> Path:
     """A sweep spec against `ddtune serve` on the tiny checkpoint, with a tiny bench.
 
     `{queue}` (the server's --max-queue) lets a config crash the server on purpose:
     `vars = { queue = "bogus" }` makes `ddtune serve` exit 2 on its arguments.
+    `service` adds lines to the [service] table (e.g. `kind = "hot"`).
     """
     (folder / "tasks.jsonl").write_text(json.dumps(TASK) + "\n")
     target, drafter = models
@@ -68,32 +137,11 @@ def write_spec(
         generations = 1
         env = {{ OMP_NUM_THREADS = "1" }}  # contended torch worker threads spin: ~10x CPU
         vars = {{ target = "{target}", drafter = "{drafter}", queue = "64" }}
-        [service.timeouts]
-        stop = 10
-        quiesce = 20
-
-        [bench]
-        warmup = 1
-        chars_per_token = 1.0
-        [bench.short]
-        n_prompts = 1
-        prompt_tokens = 20
-        max_tokens = 8
-        repeats = 1
-        [bench.long]
-        n_prompts = 1
-        prompt_tokens = 80
-        max_tokens = 8
-        repeats = 1
-        [bench.coding]
-        tasks_file = "tasks.jsonl"
-        limit = 1
-        max_tokens = 8
-
-        [retry]
-        attempts = {attempts}
-        backoff = 0
         """)
+    text += textwrap.dedent(service).strip() + "\n"
+    text += "[service.timeouts]\nstop = 10\nquiesce = 20\n\n"
+    coding = 'tasks_file = "tasks.jsonl"\nlimit = 1\nmax_tokens = 8'
+    text += bench_tables(1, (1, 20, 8), (1, 80, 8), coding) + "\n" + retry_table(attempts)
     path = folder / "spec.toml"
     path.write_text(text)
     return path
@@ -143,33 +191,8 @@ def write_fake_spec(
         vars = {{ delay = "0"{more_vars} }}
         """)
     text += textwrap.dedent(service).strip() + "\n"
-    text += textwrap.dedent(f"""
-        [service.timeouts]
-        stop = 5
-        quiesce = 60
-        start = 60
-        health = 120
-
-        [bench]
-        warmup = 0
-        chars_per_token = 1.0
-        [bench.short]
-        n_prompts = 1
-        prompt_tokens = 20
-        max_tokens = 4
-        repeats = 1
-        [bench.long]
-        n_prompts = 1
-        prompt_tokens = 40
-        max_tokens = 4
-        repeats = 1
-        [bench.coding]
-        enabled = false
-
-        [retry]
-        attempts = {attempts}
-        backoff = 0
-        """)
+    text += "[service.timeouts]\nstop = 5\nquiesce = 60\nstart = 60\nhealth = 120\n\n"
+    text += bench_tables(0, (1, 20, 4), (1, 40, 4)) + "\n" + retry_table(attempts)
     path = folder / f"{name}.toml"
     path.write_text(text)
     return path

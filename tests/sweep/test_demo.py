@@ -68,8 +68,7 @@ def test_demo_runs_a_restart_pass_and_a_hot_pass(tmp_path, tiny_models, spec_wri
     restart_dir.mkdir(), hot_dir.mkdir()
     sweep = '[sweep]\nname = "{}"\nrepeats = 2\nbaseline = {{ mode = "ar" }}\n'
     restart = spec_writer(restart_dir, tiny_models, sweep.format("r"), CONFIGS)
-    hot = spec_writer(hot_dir, tiny_models, sweep.format("h"), CONFIGS)
-    hot.write_text(hot.read_text().replace("[service]\n", '[service]\nkind = "hot"\n'))
+    hot = spec_writer(hot_dir, tiny_models, sweep.format("h"), CONFIGS, service='kind = "hot"')
     out = tmp_path / "demo"
     cmd = [
         sys.executable,

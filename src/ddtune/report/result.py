@@ -44,7 +44,7 @@ class ReportSummary:
     files: dict[str, Path] = field(
         default_factory=dict
     )  # "html", "markdown", "csv", "json", plot names
-    load: LoadReport | None = None  # [bench.load] levels (report/load*.py)
+    load: LoadReport | None = None  # [bench.load] levels (report/load/)
 
     def config(self, label: str) -> ConfigSummary:
         for summary in self.configs:

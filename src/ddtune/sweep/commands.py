@@ -2,7 +2,7 @@
 
 Each handler parses its arguments, calls one function of the sweep package
 and prints the result; errors in the user's input are `UserError`s. `run`,
-`retry` and `demo` exit with `EXIT_CODES` (runner.py), Ctrl-C anywhere included.
+`retry` and `demo` exit with `EXIT_CODES` (`run/common.py`), Ctrl-C anywhere included.
 See docs/architecture.md "Sweep".
 """
 

@@ -41,7 +41,7 @@ HOT_SPEC = EXAMPLES / "demo-hot.toml"
 def run_demo(
     out: Path, restart_spec: Path | None = None, hot_spec: Path | None = None, fresh: bool = False
 ) -> int:
-    """Both passes and both reports; the exit code is the sweep's (runner.py): 0 all done,
+    """Both passes and both reports; the exit code is the sweep's (`run/common.py`): 0 all done,
     1 a pass had failed trials, 3 interrupted, 4 blocked (2, bad input, from the CLI)."""
     console = Console(stderr=True)
     started = time.monotonic()

@@ -4,8 +4,6 @@ failed trial), its best confirmed by a race; cost estimates and `sweep plan`."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from ddtune.cli import main
@@ -14,16 +12,9 @@ from ddtune.sweep.plan.planners import estimate_text, estimates, make_planner, t
 from ddtune.sweep.plan.race_planner import RacePlanner
 from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX, SearchPlanner
 from ddtune.sweep.plan.simulate import NoiseModel, SimulatedService
-from ddtune.sweep.spec.load import parse_spec
 from ddtune.sweep.store.db import Store
 
-SERVICE = """
-[service]
-command = ["python", "-m", "ddtune.cli", "serve", "--port", "{port}", "--budget", "{budget}"]
-port = 18000
-expected_start_s = 420
-expected_bench_s = 60
-"""
+COSTS = "expected_start_s = 420\nexpected_bench_s = 60\n"  # the [service] table's estimates
 RACE = """
 [sweep]
 name = "r"
@@ -49,10 +40,6 @@ topk = { low = 1, high = 8 }
 n_trials = 12
 confirm_top = 2
 """
-
-
-def _spec(body: str):
-    return parse_spec(textwrap.dedent(body) + SERVICE, source="t.toml")
 
 
 def _rate(label: str) -> float:
@@ -86,8 +73,8 @@ def _drive(planner, store: Store, first, service: SimulatedService, fail_every: 
     return ran
 
 
-def test_race_plans_each_pass_from_the_store_and_stops(tmp_path):
-    spec = _spec(RACE)
+def test_race_plans_each_pass_from_the_store_and_stops(tmp_path, spec_text):
+    spec = spec_text.parse(RACE, COSTS)
     store = Store(tmp_path / "store.sqlite")
     try:
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec))
@@ -109,8 +96,8 @@ def test_race_plans_each_pass_from_the_store_and_stops(tmp_path):
         store.close()
 
 
-def test_search_tells_results_and_confirms_the_best_by_a_race(tmp_path):
-    spec = _spec(OPTUNA)
+def test_search_tells_results_and_confirms_the_best_by_a_race(tmp_path, spec_text):
+    spec = spec_text.parse(OPTUNA, COSTS)
     path = tmp_path / "store.sqlite"
     store = Store(path)
     try:
@@ -139,28 +126,29 @@ class _RatesOnDemand(dict):
         return _rate(label)
 
 
-def test_estimates_for_grid_race_and_search():
-    race = _spec(RACE)
+def test_estimates_for_grid_race_and_search(spec_text):
+    race = spec_text.parse(RACE, COSTS)
     costs = trial_costs(race, None)
     assert costs is not None and (costs.start_s, costs.bench_s) == (420, 60)
     named = estimates(race, costs)
     assert named["race, best case"].trials == 27 and named["race, worst case"].trials == 72
     assert named["race, worst case"].hours == pytest.approx(72 * 480 / 3600)
-    grid = _spec(
+    grid = spec_text.parse(
         RACE.replace('strategy = "race"\nmin_repeats = 3\n', "").replace(
             "restart_bound = false\n", ""
-        )
+        ),
+        COSTS,
     )
     assert estimates(grid, costs)["grid"].trials == 9 * 8
-    search = estimates(_spec(OPTUNA), costs)
+    search = estimates(spec_text.parse(OPTUNA, COSTS), costs)
     assert search["search"].trials == 12 and search["confirm race, best case"].trials == 3 * 3
     text = estimate_text(race, None)
     assert "race, worst case: 72 trial(s), 72 restart(s), ~9.6 h" in text
 
 
-def test_sweep_plan_prints_the_trials_and_the_estimate(tmp_path, capsys):
+def test_sweep_plan_prints_the_trials_and_the_estimate(tmp_path, capsys, spec_text):
     path = tmp_path / "race.toml"
-    path.write_text(textwrap.dedent(RACE) + SERVICE)
+    path.write_text(spec_text.toml(RACE, COSTS))
     assert main(["sweep", "plan", str(path), "--store", str(tmp_path / "none.sqlite")]) == 0
     out = capsys.readouterr().out
     assert (
@@ -169,11 +157,9 @@ def test_sweep_plan_prints_the_trials_and_the_estimate(tmp_path, capsys):
     assert "pass 1" in out and "pass 3" in out and "(baseline)" in out
 
 
-def test_a_hot_sweep_counts_reconfigures_not_restarts(tmp_path, capsys):
+def test_a_hot_sweep_counts_reconfigures_not_restarts(tmp_path, capsys, spec_text):
     path = tmp_path / "hot.toml"
-    path.write_text(
-        textwrap.dedent(RACE) + SERVICE.replace("[service]\n", '[service]\nkind = "hot"\n')
-    )
+    path.write_text(spec_text.toml(RACE, COSTS + 'kind = "hot"\n'))
     assert main(["sweep", "plan", str(path), "--store", str(tmp_path / "none.sqlite")]) == 0
     out = capsys.readouterr().out
     assert "27 trial(s), 27 hot reconfigure(s)" in out and "restart(s)" not in out

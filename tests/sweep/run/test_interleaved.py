@@ -33,8 +33,7 @@ CONFIGS = """
 
 
 def test_a_pass_benches_its_configs_in_turns(tmp_path, tiny_models, spec_writer):
-    spec_path = spec_writer(tmp_path, tiny_models, SWEEP, CONFIGS)
-    spec_path.write_text(spec_path.read_text().replace("[service]\n", '[service]\nkind = "hot"\n'))
+    spec_path = spec_writer(tmp_path, tiny_models, SWEEP, CONFIGS, service='kind = "hot"')
     spec = load_spec(spec_path)
     with open(tmp_path / "out.txt", "w") as out:
         summary = run_sweep(spec, tmp_path / "store.sqlite", Console(file=out, width=200))
@@ -136,8 +135,9 @@ def test_a_config_that_fails_in_a_pass_is_retried_alone_and_the_rest_bench_in_tu
         budget = 600
         topk = 2
     """
-    spec_path = spec_writer(tmp_path, tiny_models, sweep, configs, attempts=2)
-    spec_path.write_text(spec_path.read_text().replace("[service]\n", '[service]\nkind = "hot"\n'))
+    spec_path = spec_writer(
+        tmp_path, tiny_models, sweep, configs, attempts=2, service='kind = "hot"'
+    )
     with open(tmp_path / "out.txt", "w") as out:
         summary = run_sweep(load_spec(spec_path), tmp_path / "store.sqlite", Console(file=out))
     assert (summary.done, summary.failed, summary.exit_code) == (4, 2, 1)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import textwrap
 from pathlib import Path
 
@@ -19,13 +18,6 @@ from ddtune.sweep.spec.load import load_spec
 from ddtune.sweep.store.db import Store
 
 SERVER = Path(__file__).parents[2] / "bench" / "fake_load_server.py"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 SPEC = """
     [sweep]
@@ -54,19 +46,9 @@ SPEC = """
     [service.timeouts]
     stop = 10
     start = 60
-
-    [bench]
-    warmup = 1
-    chars_per_token = 1.0
-    [bench.short]
-    n_prompts = 2
-    prompt_tokens = 20
-    max_tokens = 8
-    repeats = 1
-    [bench.long]
-    enabled = false
-    [bench.coding]
-    enabled = false
+"""
+LOAD = """
+    # after the tiny [bench]: two load levels, an SLO and the report's weights of the levels
     [bench.load]
     concurrency = [1, 4]
     requests = 8
@@ -75,17 +57,15 @@ SPEC = """
     e2e_p99_s = 5.0
 
     [report]
-    load_weights = {{ c1 = 1, c4 = 1 }}
-
-    [retry]
-    attempts = 1
-    backoff = 0
+    load_weights = { c1 = 1, c4 = 1 }
 """
 
 
-def test_sweep_with_two_load_levels(tmp_path: Path, capsys) -> None:
+def test_sweep_with_two_load_levels(tmp_path: Path, capsys, port: int, spec_text) -> None:  # noqa: ANN001
     path = tmp_path / "spec.toml"
-    path.write_text(textwrap.dedent(SPEC.format(server=SERVER, port=free_port())))
+    text = textwrap.dedent(SPEC.format(server=SERVER, port=port))
+    text += spec_text.bench(1, (2, 20, 8), None) + textwrap.dedent(LOAD) + spec_text.retry(1)
+    path.write_text(text)
     store_path = tmp_path / "runs" / "store.sqlite"
     with open(tmp_path / "out.txt", "w") as out:
         summary = run_sweep(load_spec(path), store_path, Console(file=out, width=200))

@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from ddtune.errors import UserError
-from ddtune.sweep.spec.load import parse_spec
 
-SERVICE = """
-[service]
-command = ["python", "-m", "ddtune.cli", "serve", "--port", "{port}", "--budget", "{budget}"]
-port = 18000
-"""
 RACE = """
 [sweep]
 name = "r"
@@ -43,26 +35,22 @@ confirm_top = 3
 """
 
 
-def _spec(body: str):
-    return parse_spec(textwrap.dedent(body) + SERVICE, source="t.toml")
-
-
-def _error(body: str) -> UserError:
+def _error(spec_text, body: str) -> UserError:  # noqa: ANN001
     with pytest.raises(UserError) as info:
-        _spec(body)
+        spec_text.parse(body)
     assert "\n" not in str(info.value)
     return info.value
 
 
-def test_race_keys_are_read():
-    spec = _spec(RACE)
+def test_race_keys_are_read(spec_text):
+    spec = spec_text.parse(RACE)
     assert (spec.strategy, spec.repeats, spec.min_repeats, spec.tolerance) == ("race", 8, 2, 0.05)
     assert (spec.max_trials, spec.max_hours, spec.objective) == (60, 1.5, "long_context")
     assert len(spec.configs) == 3 and spec.search is None and spec.optuna is None
 
 
-def test_defaults_keep_the_grid():
-    spec = _spec('[sweep]\nname = "g"\n[space]\nbudget = [4, 8]\n')
+def test_defaults_keep_the_grid(spec_text):
+    spec = spec_text.parse('[sweep]\nname = "g"\n[space]\nbudget = [4, 8]\n')
     assert (spec.strategy, spec.min_repeats, spec.tolerance, spec.passes_per_start) == (
         "grid",
         3,
@@ -72,8 +60,8 @@ def test_defaults_keep_the_grid():
     assert spec.objective == "throughput"
 
 
-def test_optuna_keys_and_space_are_read():
-    spec = _spec(OPTUNA)
+def test_optuna_keys_and_space_are_read(spec_text):
+    spec = spec_text.parse(OPTUNA)
     assert spec.strategy == "optuna" and spec.configs == []
     assert spec.baseline is not None and spec.search is not None
     assert spec.search.size() == 255 * 8 * 2
@@ -136,13 +124,13 @@ def test_optuna_keys_and_space_are_read():
         ),
     ],
 )
-def test_bad_strategy_settings_name_the_key(body: str, key: str, message: str):
-    error = _error(body)
+def test_bad_strategy_settings_name_the_key(body: str, key: str, message: str, spec_text):
+    error = _error(spec_text, body)
     assert error.key == key
     assert message in str(error)
     assert str(error).startswith("t.toml:")
 
 
-def test_passes_per_start_must_divide_the_passes():
-    spec = _spec(RACE.replace('name = "r"', 'name = "r"\npasses_per_start = 2'))
+def test_passes_per_start_must_divide_the_passes(spec_text):
+    spec = spec_text.parse(RACE.replace('name = "r"', 'name = "r"\npasses_per_start = 2'))
     assert spec.passes_per_start == 2

@@ -4,7 +4,7 @@
     result.levels     # one LevelResult per level (and per max-rate probe), latency.py
     result.requests   # measured per-request rows, each tagged with its level key
 
-Requests go through `load_stream.LeanStreamer` (stdlib http.client, one
+Requests go through `stream.LeanStreamer` (stdlib http.client, one
 keep-alive connection per client thread). Closed loop (`concurrency = N`): N client threads; each sends its next request
 when its previous one finished. Open loop (`rate = λ`): arrivals at seeded
 exponential gaps (a Poisson process; the same schedule for every config), each

@@ -1,7 +1,7 @@
 """Runs one coding task inside the sandbox (docs/architecture.md, bench).
 
 Invocation: `python -I -S -B harness.py CONFIG_FD TEST_FD VERDICT_FD`, from
-`sandbox.py`, inside `unshare(1)`'s namespaces when the machine has them (this
+`checker.py`, inside `unshare(1)`'s namespaces when the machine has them (this
 process is then PID 1 there). Stdlib only: nothing of ddtune is importable
 inside the sandbox.
 

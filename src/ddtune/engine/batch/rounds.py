@@ -1,6 +1,6 @@
 """Batched rounds: one drafter forward and one target verify forward for many requests.
 
-`BatchDecoder` owns the slotted caches (`slots.py`) of up to `slots`
+`BatchDecoder` owns the slotted caches (`slot_cache.py`) of up to `slots`
 requests and runs what `decoding.Session` runs for one request, for all
 decoding requests at once. Each request (`SeqState`) keeps its own
 `DecodeParams`, token chooser (`choice.py`: sampler, generator, min_tokens,

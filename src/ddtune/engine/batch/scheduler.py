@@ -7,7 +7,7 @@
         scheduler.step()
 
 One `step()` is (1) requests whose `cancelled()` turned true finish
-"cancelled"; (2) ONE batched round (`batch.BatchDecoder.round`: one drafter
+"cancelled"; (2) ONE batched round (`rounds.BatchDecoder.round`: one drafter
 forward, one verify forward) for every request past its prefill; (3)
 prefill, in admission order, with the step's token budget that the round
 left: a prompt longer than that is prefilled in chunks over several steps;

@@ -1,5 +1,5 @@
 """Decisions per load level: one recommendation per level, one for `load_weights`,
-the AR/DFlash/DDTree crossover sentences, and the serialisation warning.
+the crossover sentences and the serialisation warning (written by `findings.py`).
 
 Objective at a level: goodput tok/s when the levels ran against an SLO, else
 output tok/s (closed loop) or mean e2e latency (open loop, lower is better:

@@ -19,7 +19,7 @@ in turns against 9.7% back to back the same hour; docs/benchmarks.md "The demo")
 3. Each trial's result (or failure) is stored as its own attempt.
 4. A trial that failed is retried alone, the ordinary way, while attempts are left.
 
-Only the hot controller switches configs between requests; `spec.py` refuses
+Only the hot controller switches configs between requests; `spec/checks.py` refuses
 the key for other services. See docs/architecture.md "Sweep".
 """
 

@@ -17,7 +17,7 @@
 
 These models check the shape (unknown keys, types, ranges, variable names);
 the decoding parameters themselves are checked by `DecodeParams.from_wire`
-when `spec.py` builds the configurations, so both kinds of error carry the
+when `load.py` builds the configurations, so both kinds of error carry the
 full key path in `UserError.key`. See docs/architecture.md "Sweep".
 """
 

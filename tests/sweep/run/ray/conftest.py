@@ -4,8 +4,8 @@ thread-backed slot pool (the dispatcher without Ray), and a shared local Ray ses
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
-import socket
 import sys
 import textwrap
 import threading
@@ -19,13 +19,8 @@ from ddtune.sweep.run.ray.slot import Finished, Lost, Progress, SlotRunner
 SERVER = Path(__file__).with_name("sleepy_server.py")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def write_spec(
+    spec_text,  # noqa: ANN001 - the sweep conftest's TOML pieces
     folder: Path,
     *,
     backend: str = "ray",
@@ -39,6 +34,7 @@ def write_spec(
     name: str = "sleepy",
 ) -> Path:
     """A sweep of `budgets` × `repeats` trials against sleepy_server.py."""
+    free_port = spec_text.free_port
     slot_tables = "".join(
         f'\n[[cluster.slots]]\nname = "s{i}"\nservice = {{ port = {free_port()} }}\n'
         for i in range(slots)
@@ -70,34 +66,17 @@ def write_spec(
         start = 30
         health = 30
 
-        [bench]
-        warmup = 0
-        chars_per_token = 1.0
-        [bench.short]
-        n_prompts = 2
-        prompt_tokens = 20
-        max_tokens = 8
-        repeats = 1
-        [bench.long]
-        n_prompts = 1
-        prompt_tokens = 40
-        max_tokens = 8
-        repeats = 1
-        [bench.coding]
-        enabled = false
-
-        [retry]
-        attempts = {attempts}
-        backoff = 0
         """)
+    text += spec_text.bench(0, (2, 20, 8), (1, 40, 8)) + "\n" + spec_text.retry(attempts)
     path = folder / "spec.toml"
     path.write_text(text + "\n" + cluster_text)
     return path
 
 
 @pytest.fixture
-def sleepy_spec() -> Callable[..., Path]:
-    return write_spec
+def sleepy_spec(spec_text) -> Callable[..., Path]:  # noqa: ANN001
+    """`write_spec(folder, **options)`: a spec against sleepy_server.py."""
+    return functools.partial(write_spec, spec_text)
 
 
 class ThreadPool:

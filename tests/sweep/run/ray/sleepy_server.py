@@ -40,63 +40,73 @@ def tokens_for(prompt: str, count: int) -> list[str]:
 
 
 def make_handler(args: argparse.Namespace, info: dict) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"
+    """The request handler class bound to the command line and the /server_info reply."""
+    return type("Handler", (Handler,), {"args": args, "info": info})
 
-        def log_message(self, fmt: str, *rest: object) -> None:
-            pass
 
-        def send_json(self, body: dict) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+class Handler(BaseHTTPRequestHandler):
+    """The endpoints; `args` and `info` are set by make_handler."""
 
-        def do_GET(self) -> None:
-            if self.path == "/health_generate":
-                self.send_json({})
-            elif self.path == "/server_info":
-                self.send_json(info)
-            elif self.path == "/v1/models":
-                self.send_json({"data": [{"id": "sleepy"}]})
-            else:
-                self.send_error(404)
+    protocol_version = "HTTP/1.0"
+    args: argparse.Namespace
+    info: dict
 
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if self.path != "/v1/completions":
-                return self.send_error(404)
-            tokens = tokens_for(body["prompt"], int(body.get("max_tokens", 1)))
-            if not body.get("stream"):
-                text = "".join(tokens)
-                return self.send_json({"choices": [{"index": 0, "text": text}]})
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            for i, token in enumerate(tokens):
-                time.sleep(args.token_delay)
-                finish = "length" if i == len(tokens) - 1 else None
-                self.event({"choices": [{"index": 0, "text": token, "finish_reason": finish}]})
-            rounds = max(1, len(tokens) // 2)
-            usage = {
-                "prompt_tokens": len(body["prompt"]) // 4,
-                "completion_tokens": len(tokens),
-                "spec": {
-                    "rounds": rounds,
-                    "accepted_tokens": len(tokens) - rounds,
-                    "mean_acceptance_length": len(tokens) / rounds,
-                },
-            }
-            self.event({"choices": [], "usage": usage})
-            self.wfile.write(b"data: [DONE]\n\n")
+    def log_message(self, fmt: str, *rest: object) -> None:
+        pass
 
-        def event(self, payload: dict) -> None:
-            self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
-            self.wfile.flush()
+    def send_json(self, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
-    return Handler
+    def do_GET(self) -> None:
+        replies = {
+            "/health_generate": {},
+            "/server_info": self.info,
+            "/v1/models": {"data": [{"id": "sleepy"}]},
+        }
+        if self.path in replies:
+            self.send_json(replies[self.path])
+        else:
+            self.send_error(404)
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path != "/v1/completions":
+            return self.send_error(404)
+        tokens = tokens_for(body["prompt"], int(body.get("max_tokens", 1)))
+        if not body.get("stream"):
+            return self.send_json({"choices": [{"index": 0, "text": "".join(tokens)}]})
+        self.stream(tokens, len(body["prompt"]) // 4)
+
+    def stream(self, tokens: list[str], prompt_tokens: int) -> None:
+        """One SSE event a token, each after --token-delay, then usage with a spec block."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for i, token in enumerate(tokens):
+            time.sleep(self.args.token_delay)
+            finish = "length" if i == len(tokens) - 1 else None
+            self.event({"choices": [{"index": 0, "text": token, "finish_reason": finish}]})
+        rounds = max(1, len(tokens) // 2)
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": len(tokens),
+            "spec": {
+                "rounds": rounds,
+                "accepted_tokens": len(tokens) - rounds,
+                "mean_acceptance_length": len(tokens) / rounds,
+            },
+        }
+        self.event({"choices": [], "usage": usage})
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def event(self, payload: dict) -> None:
+        self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
+        self.wfile.flush()
 
 
 def main() -> None:

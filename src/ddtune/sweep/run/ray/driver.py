@@ -4,7 +4,7 @@
 
 The driver plans nothing itself (the runner gives it the trials to run, in
 order) and is the only writer of the store. Each slot runs one attempt at a
-time, next to its service (`slot_runner.py`, in a Ray actor: `ray_backend.py`).
+time, next to its service (`slot.py`, in a Ray actor: `pool.py`).
 
     schedule "by_pass"   a pass (the trials of one repeat) stays on one slot;
                          idle slots take the next unclaimed pass

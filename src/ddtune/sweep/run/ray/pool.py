@@ -80,7 +80,7 @@ class SlotActor:
 
 
 class RayPool:
-    """The `SlotPool` of `dispatch.py` on Ray; see the module docstring."""
+    """The `SlotPool` of `driver.py` on Ray; see the module docstring."""
 
     def __init__(self, spec: SweepSpec, root: Path, store: str | None = None) -> None:
         self.spec, self.root, self.store = spec, root, store

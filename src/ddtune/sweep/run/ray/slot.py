@@ -6,7 +6,7 @@
     runner.state()       # phase now; the READY outcome once the bench started
     runner.close()       # stop the service; nothing left running
 
-A Ray slot actor (`ray_backend.py`) wraps one `SlotRunner`; tests drive it in
+A Ray slot actor (`pool.py`) wraps one `SlotRunner`; tests drive it in
 threads. Each slot has its own workdir, so its process tag prefix
 (`ddtune.services.controllers.process.scope_prefix`) is its own: a slot started again
 (after its actor, node or driver died) finds and stops the processes its

@@ -1,0 +1,124 @@
+"""Helpers shared by tests in several packages, through the `common` fixture.
+
+`common.serve_argv(*args, port="0")` is `ddtune serve` as the tests run it (this
+interpreter, `-m ddtune.cli`); `common.serve_args(target, drafter, **flags)` its
+model arguments and `--flag value` pairs. `common.ServerProcess` is one
+`ddtune serve --port 0` subprocess in its own process group that waits for the
+single `ready instance_id=... port=...` stdout line and on close kills whatever
+is left of the group; `common.serving(args, log_path)` starts one, waits until it
+is ready and leaves nothing running afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+SERVER_ENV = {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def serve_argv(*args: str, port: str = "0") -> list[str]:
+    """`python -m ddtune.cli serve --port PORT ARGS` with this interpreter."""
+    return [sys.executable, "-m", "ddtune.cli", "serve", "--port", port, *args]
+
+
+def serve_args(target: object, drafter: object, **flags: object) -> list[str]:
+    """`--target T --drafter D`, then `--name value` per flag (`max_queue` -> `--max-queue`)."""
+    args = ["--target", str(target), "--drafter", str(drafter)]
+    for name, value in flags.items():
+        args += [f"--{name.replace('_', '-')}", str(value)]
+    return args
+
+
+class ServerProcess:
+    """One `ddtune serve` subprocess; `close()` leaves nothing running."""
+
+    def __init__(self, args: list[str], log_path: Path) -> None:
+        self.log_path = log_path
+        self._log = log_path.open("w")
+        self.proc = subprocess.Popen(
+            serve_argv(*args),
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            start_new_session=True,  # its own process group, like a controller would
+            env={**os.environ, **SERVER_ENV},
+        )
+        self.pgid = self.proc.pid
+        self.stdout_lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        self.instance_id, self.port = "", 0
+
+    def wait_ready(self, timeout: float = 180.0) -> ServerProcess:
+        try:
+            line = self.stdout_lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no ready line in {timeout}s; log:\n{self.log_tail()}") from None
+        assert line.startswith("ready "), f"unexpected stdout {line!r}; log:\n{self.log_tail()}"
+        fields = dict(part.split("=", 1) for part in line.split()[1:])
+        self.instance_id, self.port = fields["instance_id"], int(fields["port"])
+        return self
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def group_alive(self) -> bool:
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Poll `predicate` (about this server) until it holds; False after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.05)
+        return bool(predicate())
+
+    def log_tail(self, n: int = 40) -> str:
+        self._log.flush()
+        return "\n".join(self.log_path.read_text().splitlines()[-n:])
+
+    def close(self) -> None:
+        if self.group_alive():
+            os.killpg(self.pgid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self._log.close()
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.stdout_lines.put(line.rstrip("\n"))
+
+
+@contextmanager
+def serving(args: list[str], log_path: Path, timeout: float = 180.0) -> Iterator[ServerProcess]:
+    """A ready `ddtune serve --port 0 ARGS`; its process group is killed on the way out."""
+    server = ServerProcess(args, log_path)
+    try:
+        yield server.wait_ready(timeout)
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def common() -> SimpleNamespace:
+    """The helpers above (importlib mode: conftest is not importable)."""
+    return SimpleNamespace(
+        serve_argv=serve_argv, serve_args=serve_args, ServerProcess=ServerProcess, serving=serving
+    )
