@@ -7,6 +7,8 @@
 test, ratio intervals, TOST equivalence, Holm's correction, power and
 variance components. `blocked.py`: paired (blocked) comparisons of configs
 measured pass by pass and the separated / equivalent / inconclusive verdict.
+`mixed.py`: restart-bound measurements (config + start effect + bench noise +
+drift in time), pooled variance components and GLS contrasts.
 Nothing here knows where the numbers came from.
 """
 

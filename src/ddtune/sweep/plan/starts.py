@@ -236,12 +236,13 @@ class StartRace:
         if leader == step.label:
             return None
         ratio = fit.contrast(leader, step.label)
-        p = (ratio.p_value or 1.0) * (len(measured) - 1)
+        raw = 1.0 if ratio.p_value is None else ratio.p_value
+        p = min(1.0, raw * (len(measured) - 1))
         if p >= self.settings.alpha or ratio.log_estimate <= 0:
             return None
-        detail = _detail(leader, step.label, ratio, min(p, 1.0))
+        detail = _detail(leader, step.label, ratio, p, "Bonferroni")
         detail += f"; after bench {step.bench} of start {step.start} (sequential test)"
-        return Elimination(step.label, self.pass_no, "worse", detail, min(p, 1.0))
+        return Elimination(step.label, self.pass_no, "worse", detail, p)
 
     # --- after a start: the model, eliminations, the pass, the stop ------------------
 
@@ -367,9 +368,12 @@ def _named(step: Step | tuple[str, int, int] | None) -> str:
     return f"bench {bench} of start {start} of {label}"
 
 
-def _detail(leader: str, label: str, ratio: Any, p: float) -> str:
+def _detail(leader: str, label: str, ratio: Any, p: float, correction: str = "Holm") -> str:
     interval = f" [{ratio.low:.3f}, {ratio.high:.3f}]" if ratio.low is not None else ""
-    return f"{leader} / {label} = {ratio.ratio:.3f}{interval} (mixed model), Holm p = {p:.3g}"
+    return (
+        f"{leader} / {label} = {ratio.ratio:.3f}{interval} (mixed model), "
+        f"{correction} p = {p:.3g}"
+    )
 
 
 __all__ = [
