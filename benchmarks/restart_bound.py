@@ -109,6 +109,12 @@ SCENARIOS = {
         NoiseModel(start_sd=0.01, request_sd=0.02, requests=8, drift_sd=0.10, drift_hours=5 / 60),
         Costs(8.0, 2.5),
     ),
+    "fake-shared": Scenario(
+        "fake on a shared host: 30% drift (OU, 5 min; other tenants come and go)",
+        fake_rates(),
+        NoiseModel(start_sd=0.01, request_sd=0.02, requests=8, drift_sd=0.30, drift_hours=5 / 60),
+        Costs(8.0, 2.5),
+    ),
 }
 
 
@@ -192,11 +198,17 @@ def ablations(settings: StartSettings) -> dict[str, StartSettings]:
         "  - no drift term in the model": replace(
             settings, priors=replace(PRIORS, drift=VariancePrior(1e-5, math.inf))
         ),
+        "  - no anchor (leader's reference starts)": replace(settings, anchor_every=None),
+        "  - an unconfirmed leader eliminates": replace(settings, confirmed=False),
+        "  - 0.05 a look (not 0.02)": replace(settings, alpha=0.05),
         "  - shuffled passes, no fold-over": replace(settings, fold=False),
         "  - no sequential test in a start": replace(settings, sequential=False),
         "  - always 4 benches a start": replace(settings, start_s=1e9),
         "  - start sd fixed at the 3% prior": replace(
             settings, priors=replace(PRIORS, start=VariancePrior(0.03, math.inf))
+        ),
+        "  - start prior worth 10 df (not 4)": replace(
+            settings, priors=replace(PRIORS, start=VariancePrior(0.03, 10.0))
         ),
     }
 

@@ -42,15 +42,24 @@ def test_the_true_best_wins_with_few_restarts(seed):
 
 
 def test_a_clearly_slower_config_stops_after_its_first_bench():
-    """Measured after the leader, at 60% of it: out after bench 1 of its only start."""
-    rates = {"best": 100.0, "slow": 60.0, "next": 97.0}
-    seed = next(s for s in range(50) if block_order(list(rates), s, 1)[:2] == ["best", "slow"])
+    """Measured after the leader's second (reference) start, at 55% of it: out after
+    bench 1 of its only start. Before that no one leaves: a leader seen on one start only
+    may owe its lead to that start or to that moment of the machine."""
+    rates = {"best": 100.0, "x": 90.0, "y": 88.0, "slow": 55.0}
+    seed = next(s for s in range(200) if block_order(list(rates), s, 1) == list(rates))
     race, _ = _race(rates, seed=seed)
-    assert race.efforts["best"].benches >= 2  # the first start: no leader yet, benched in full
+    assert race.efforts["best"].starts >= 2  # the reference start came before "slow"
     assert race.efforts["slow"].starts == 1 and race.efforts["slow"].benches == 1
     out = race.eliminated["slow"]
     assert out.reason == "worse" and out.at_pass == 1
     assert "after bench 1 of start 1 (sequential test)" in out.detail
+
+
+def test_an_unconfirmed_leader_eliminates_no_one():
+    """Two configs, one pass: the leader gets its reference start before the pass ends."""
+    race, _ = _race({"best": 100.0, "slow": 50.0}, seed=0)
+    assert race.efforts["slow"].starts == 1  # no second start for a config 2x slower
+    assert race.efforts["best"].starts == 2 and race.alive == ["best"]
 
 
 def test_benches_per_start_follow_the_spread():

@@ -32,7 +32,6 @@ from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, trial_times
 from ddtune.sweep.store.records import trial_records
 
-ALPHA = 0.05
 FINISHED = ("done", "failed")
 
 
@@ -43,7 +42,6 @@ def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
         start_s = bench_s = 1.0
     return StartSettings(
         tolerance=spec.tolerance,
-        alpha=ALPHA,
         most_benches=mode.most_benches,
         max_passes=spec.repeats,
         min_passes=min(spec.restart_bound.min_passes, spec.repeats),

@@ -96,7 +96,7 @@ def run_sweep(
         store.acquire()  # 1
         store.recover_if_unlocked()
         mode = sweep_mode(spec, store)  # a new sweep's mode is stored with it; then it stays
-        spec = run_spec(spec, mode)
+        given, spec = spec, run_spec(spec, mode)
         plan = plan_spec(spec, mode.restart_bound)
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan, spec.base_dir, mode)
         reopened = store.reset_trials(sweep_id, ("failed",)) if reopen_failed else []
@@ -113,7 +113,7 @@ def run_sweep(
             failed_before=len(store.trials(sweep_id, ("failed",))),
         )
         planner = None if only_reopened else make_planner(spec, store, store_path, sweep_id, mode)
-        console.print(escape(estimate_text(spec, store, mode)))
+        console.print(escape(estimate_text(given, store, mode)))
         more = None if planner is None else planner.next_batch
         if todo or planner is not None:
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
