@@ -18,7 +18,8 @@ next. Rules (docs/_notes_issue27.md):
 2. Benches on one start: after each bench the start goes on while its config
    is in the race, no bench failed and fewer than `benches_per_start` ran
    (two-stage sampling over the pooled bench and start variances and the costs;
-   at most `most_benches`). A config found clearly out after any bench stops
+   at most `most_benches`; at least 2 until some start has 2, so the bench
+   spread is measured, not assumed). A config found clearly out after any bench stops
    there (the sequential test: the same Holm test as 3, run early).
 3. After every start, the mixed model (`ddtune.stats.mixed`: config + drift in
    time + start effect + bench noise; the start variance pooled over configs,
@@ -247,12 +248,12 @@ class StartRace:
     def _goes_on(self, step: Step, result: BenchResult) -> bool:
         if result.value is None or step.label not in self.alive:
             return False
+        components = self._components()
         wanted = benches_per_start(
-            self._components(),
-            self.settings.start_s,
-            self.settings.bench_s,
-            self.settings.most_benches,
+            components, self.settings.start_s, self.settings.bench_s, self.settings.most_benches
         )
+        if components.bench.df <= self.settings.priors.bench.df:  # no start has 2 benches yet:
+            wanted = max(wanted, min(2, self.settings.most_benches))  # a second one measures it
         if step.bench >= wanted:
             return False
         out = self._clearly_out(step) if self.settings.sequential else None
@@ -411,8 +412,7 @@ def _named(step: Step | tuple[str, int, int] | None) -> str:
 def _detail(leader: str, label: str, ratio: Any, p: float, correction: str = "Holm") -> str:
     interval = f" [{ratio.low:.3f}, {ratio.high:.3f}]" if ratio.low is not None else ""
     return (
-        f"{leader} / {label} = {ratio.ratio:.3f}{interval} (mixed model), "
-        f"{correction} p = {p:.3g}"
+        f"{leader} / {label} = {ratio.ratio:.3f}{interval} (mixed model), {correction} p = {p:.3g}"
     )
 
 
