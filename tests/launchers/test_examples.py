@@ -3,17 +3,20 @@ examples render exactly the command lines the launchers build."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from ddtune.kinds.sglang import sglang_argv
+from ddtune.kinds.engine_check import EngineInfo
+from ddtune.kinds.launch import build, launcher_parser
+from ddtune.kinds.sglang import WINDOW_FLAGS, sglang_argv
 from ddtune.kinds.vllm import speculative_config, vllm_argv
-from ddtune.launchers.__main__ import build, build_parser
 from ddtune.sweep.spec.load import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SGLANG_INFO = Path(__file__).parents[1] / "kinds" / "fixtures" / "sglang_engine_info.json"
 SWEEP_SPECS = sorted(p for p in EXAMPLES.glob("*.toml") if "sweep" in tomllib.loads(p.read_text()))
 
 
@@ -90,7 +93,9 @@ def test_sglang_example_command_builds_the_sglang_argv(index):
     config, _ = spec.all_configs()[index]
     rendered = spec.service.render_argv(config.params, config.user_vars())
     assert rendered[1:4] == ["-m", "ddtune.launchers", "sglang"]
-    argv, env = build(build_parser().parse_args(rendered[3:]))
+    info = json.loads(SGLANG_INFO.read_text())  # what SGLang 0.5.23's parser accepts
+    engine = EngineInfo("sglang", info["version"], info["options"], "python", "user")
+    argv, env = build(launcher_parser().parse_args(rendered[3:]), engine)
     model, drafter = spec.service.vars["model"], spec.service.vars["drafter"]
     extra = rendered[rendered.index("--") + 1 :]
     assert (argv, env) == sglang_argv(
@@ -99,4 +104,6 @@ def test_sglang_example_command_builds_the_sglang_argv(index):
     if config.params.mode == "ar":
         assert not [a for a in argv if a.startswith("--speculative")]
     if config.params.window is None:
-        assert "--speculative-dflash-draft-window-size" not in argv
+        assert not set(WINDOW_FLAGS) & set(argv)
+    else:
+        assert argv[argv.index(WINDOW_FLAGS[0]) + 1] == str(config.params.window)

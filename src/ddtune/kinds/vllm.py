@@ -33,6 +33,7 @@ from typing import Any
 
 from ddtune.errors import UserError
 from ddtune.kinds.base import Launch, check_extra, common_launch_options, process_cmdline
+from ddtune.kinds.engine_check import EngineInfo
 from ddtune.kinds.openai import OpenAIKind
 from ddtune.params import DecodeParams
 
@@ -40,6 +41,7 @@ VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 METHODS = ("ngram", "dflash", "draft_model", "eagle", "eagle3", "suffix")
 NEEDS_DRAFTER = ("dflash", "draft_model", "eagle", "eagle3")
 OWNED_FLAGS = ("--model", "--host", "--port", "--speculative-config", "--served-model-name")
+OWNED_FIELDS = ("model", "host", "port", "speculative_config", "served_model_name")
 VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
 
@@ -179,6 +181,9 @@ class VllmKind(OpenAIKind):
     acceptance_source = "prometheus"
     metrics_path = "/metrics"
     launch_help = "python -m vllm.entrypoints.openai.api_server with --speculative-config"
+    engine = "vllm"
+    engine_modules = (VLLM_MODULE,)
+    owned_fields = OWNED_FIELDS
 
     def add_launch_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--model", required=True)
@@ -190,7 +195,9 @@ class VllmKind(OpenAIKind):
         parser.add_argument("--served-model-name", default=None)
         parser.add_argument("--cpu-kvcache-gib", type=int, default=None, help="GiB, CPU builds")
 
-    def launch_command(self, args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+    def launch_command(
+        self, args: argparse.Namespace, engine: EngineInfo | None = None
+    ) -> tuple[list[str], dict[str, str]]:
         spec = None
         if args.method:
             if args.num_speculative_tokens is None:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ddtune.sweep.store.db import Store
 
 EXIT_CODES = """exit codes: 0 every trial done; 1 some trials failed (now or earlier, not
-retried); 2 bad input (spec, arguments, store); 3 interrupted (Ctrl-C, SIGTERM;
+retried); 2 bad input (spec, arguments, store, or a launch command the engine's own
+parser refuses: nothing is stopped or started); 3 interrupted (Ctrl-C, SIGTERM;
 rerun to resume); 4 blocked: the service's port is held by a process ddtune
 never stops (named in the summary; free the port, then rerun to resume)"""
 
@@ -43,7 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.set_defaults(func=cmd_run)
 
     plan = actions.add_parser(
-        "plan", help="the trials in order, the restarts and the expected duration of a spec"
+        "plan",
+        help="the trials in order, the restarts, the expected duration of a spec and the "
+        "engine's check of every launch command (exit 2 when it refuses one)",
     )
     plan.add_argument("spec", help="sweep spec (TOML)")
     plan.add_argument(
@@ -142,9 +145,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from ddtune.services.preflight import check_launches
     from ddtune.sweep.plan.grid import plan_spec
     from ddtune.sweep.plan.planners import estimate_text, restart_word
     from ddtune.sweep.run.common import default_store_path
+    from ddtune.sweep.run.preflight import planned_launches
     from ddtune.sweep.spec.load import load_spec
     from ddtune.sweep.store.db import Store
 
@@ -167,7 +172,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"  {t.order_index + 1:4d}  pass {t.repeat:<3d} {t.config.label()}"
             + (" (baseline)" if t.is_baseline else "")
         )
-    return 0
+    checked = check_launches(spec.service, planned_launches(spec), path.parent.resolve())
+    print("\n".join(checked.lines()))
+    return 0 if checked.ok else 2
 
 
 def _later(strategy: str) -> str:

@@ -1,5 +1,8 @@
 """The sweep runner: plan → for each unfinished trial: reconfigure → READY → bench → store.
 
+    0. Preflight (`preflight.py`): the engine's own parser accepts every planned
+       config's launch command, else `PreflightRefused` (exit 2) before the store is
+       opened or the service touched;
     1. Take the store's runner lock; trials a dead runner left `running` become
        `interrupted`; create the sweep and its trials on the first run.
     2. For each trial that is pending or interrupted (done and failed ones are
@@ -68,6 +71,7 @@ from ddtune.sweep.run.common import (
     signals_ignored,
     signals_raise,
 )
+from ddtune.sweep.run.preflight import preflight
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import attempt_dir
@@ -88,6 +92,9 @@ def run_sweep(
     """Run (or resume) the sweep; see the module docstring for the steps."""
     console = console or Console(stderr=True)
     started = time.monotonic()
+    checked = preflight(spec, store_path.parent.resolve())  # 0
+    if checked.engine is not None or not spec.service.preflight:
+        console.print(escape(checked.summary()))
     store = Store(store_path)
     try:
         store.acquire()  # 1
