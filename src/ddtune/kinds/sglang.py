@@ -93,6 +93,7 @@ OWNED_FLAGS = (
     "--port",
     "--host",
     "--tp-size",
+    "--tensor-parallel-size",
     "--tp",
     "--speculative-algorithm",
     DRAFTER_FLAG,

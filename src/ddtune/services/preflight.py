@@ -126,6 +126,7 @@ def check_launches(
     rendered = [_render(spec, launch) for launch in launches]
     with ExitStack() as stack:
         where = stack.enter_context(_service_context(spec, workdir))
+        where.env.update(rendered[0][3])  # service.env: PYTHONPATH and the like count at start
         probe = stack.enter_context(_probe(spec, rendered[0][1], where))
         report.engine = probe.info()
         report.notes += where.notes(report.engine)
