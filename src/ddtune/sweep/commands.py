@@ -1,4 +1,4 @@
-"""`ddtune sweep run|status|retry|export|report|cleanup` and `ddtune demo`.
+"""`ddtune sweep run|plan|status|retry|export|report|apply|cleanup` and `ddtune demo`.
 
 Each handler parses its arguments, calls one function of the sweep package
 and prints the result; errors in the user's input are `UserError`s. `run`,
@@ -80,6 +80,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _store_arg(report)
     report.set_defaults(func=cmd_report)
+
+    apply = actions.add_parser(
+        "apply",
+        help="make the recommended (or a named) config the service's lasting configuration",
+        description="systemd: a persistent drop-in beside the unit, daemon-reload and a "
+        "restart through the full readiness protocol (rolled back if not READY); process "
+        "and hooks: print the exact launch command; hot: apply in place. The engine's own "
+        "parser checks the command first.",
+        epilog="exit codes: 0 done; 1 not READY (a systemd apply is rolled back); 2 bad input",
+    )
+    apply.add_argument(
+        "--config", help="the trial label to apply (default: the report's recommendation)"
+    )
+    apply.add_argument(
+        "--dry-run", action="store_true", help="say what would happen, change nothing"
+    )
+    apply.add_argument("--revert", action="store_true", help="undo the last apply")
+    _store_arg(apply)
+    apply.set_defaults(func=cmd_apply)
 
     cleanup = actions.add_parser(
         "cleanup",
@@ -249,6 +268,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     finally:
         store.close()
     return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from ddtune.sweep.apply import apply_config, revert_config
+
+    if args.revert and args.config:
+        raise UserError("--revert restores what the last apply replaced; it takes no --config")
+    store = _open_store(args.store)
+    try:
+        row = store.sweep_row(args.sweep)
+        console = Console(stderr=True, soft_wrap=True)  # paths and commands stay whole
+        if args.revert:
+            return revert_config(store, row, args.dry_run, console)
+        return apply_config(store, row, args.config, args.dry_run, console)
+    finally:
+        store.close()
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
