@@ -21,6 +21,7 @@ carry the rest of the recipe: `SGLANG_USE_CPU_ENGINE=1` (the CPU platform),
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -61,8 +62,10 @@ def cpu_env() -> dict[str, str]:
     }
 
 
+@functools.cache
 def ensure_sglang_venv() -> Path:
-    """The venv's python, building it on first use (about 1.5 minutes here, 2.4 GB)."""
+    """The venv's python, building it on first use (about 1.5 minutes here, 2.4 GB); checked
+    once per test session."""
     if not STAMP.exists():
         if not SGLANG_PYTHON.exists():
             subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)

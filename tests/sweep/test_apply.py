@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -120,3 +121,40 @@ def test_process_kind_prints_the_exact_launch_command(tmp_path, fake_spec_writer
     assert command.startswith(f"{sys.executable} -S {FAULT_SERVER} --port {port} --mode ddtree")
     assert "--budget 8 --topk 2 --window none --ready-delay 0" in command
     assert apply(store, "--revert") == 0 and "nothing to revert" in capsys.readouterr().err
+
+
+def test_hot_kind_applies_in_place_and_reverts_to_the_previous_config(
+    tmp_path, fake_spec_writer, port, capsys
+):
+    configs = CONFIGS.split("[[configs]]          #")[0]
+    spec = fake_spec_writer(tmp_path, "hot", configs, port, 'kind = "hot"\nprofile = "ddtune"\n')
+    spec.write_text(spec.read_text().replace('"{delay}"]', '"{delay}", "--hot"]'))
+    store = tmp_path / "h" / "store.sqlite"
+    assert main(["sweep", "run", str(spec), "--store", str(store)]) == 0
+    assert apply(store, "--config", "ddtree b8 k2 wnone") == 2  # no server runs now
+    assert "no ddtune server answers" in capsys.readouterr().err
+    server = subprocess.Popen(
+        [sys.executable, "-S", str(FAULT_SERVER), "--port", str(port), "--budget", "5", "--hot"]
+    )
+    try:
+        wait_ready(port)
+        assert apply(store, "--config", "ddtree b8 k2 wnone") == 0
+        assert serving(port)["budget"] == 8
+        assert apply(store, "--revert") == 0
+        assert serving(port)["budget"] == 5 and "in place: READY" in capsys.readouterr().err
+        assert server.poll() is None  # the same server throughout
+    finally:
+        server.kill()
+        server.wait()
+
+
+def wait_ready(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"nothing healthy on port {port}")
