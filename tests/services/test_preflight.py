@@ -168,3 +168,28 @@ def test_the_probe_runs_in_the_services_directory(tmp_path):
     assert check_launches(sglang_spec(command), [AR], tmp_path).ok  # the workdir
     (refused,) = check_launches(sglang_spec(command), [AR], tmp_path / "not-yet").refusals
     assert "'models'" in refused.message  # an empty folder stands in for a workdir to come
+
+
+def test_an_unknown_flag_is_the_commands_fault_even_with_a_variable_value(tmp_path):
+    spec = sglang_spec(front("--max-runing-requests", "{mrr}"), vars={"mrr": 3})
+    (refusal,) = check_launches(spec, [PlannedLaunch("ar", DecodeParams("ar"))], tmp_path).refusals
+    assert (refusal.parameter, refusal.flag) == (None, "--max-runing-requests")
+    assert refusal.line().startswith("ar: service.command (--max-runing-requests): ")
+
+
+def test_service_env_set_from_a_parameter_is_checked_too(tmp_path):
+    """A direct SGLang command with top-k in service.env: 0.5.23 (its fake) would ignore it."""
+    command = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(MODELS / "target")]
+    spec = ServiceSpec.from_dict(
+        {
+            "profile": "sglang",
+            "command": command,
+            "env": {"PYTHONPATH": str(FAKE_SGLANG), "SGLANG_DDTREE_MAX_TOPK": "{topk}"},
+        }
+    )
+    (refusal,) = check_launches(spec, [DDTREE], tmp_path).refusals
+    assert (refusal.parameter, refusal.flag, refusal.stage) == (
+        "topk",
+        "SGLANG_DDTREE_MAX_TOPK",
+        "env",
+    )

@@ -64,9 +64,11 @@ class EngineCommand:
     """A launch command as the engine reads it: `python -m module args` in its environment.
 
     `env` is what the launch adds to the environment; `origins` names the
-    parameter behind a flag or variable (`budget`, `vars.mrr`, ...) so a refusal
-    can say which setting caused it; `checked_env` are the variables set from
-    parameters, which the engine must know (else they would be ignored).
+    parameter that makes ddtune emit a flag or variable (`budget`, `topk`, ...),
+    `value_origins` the parameter or user variable a flag's value comes from
+    (`vars.mrr`), so a refusal can say which setting caused it; `checked_env`
+    are the variables set from parameters, which the engine must know (else they
+    would be ignored).
     """
 
     python: str
@@ -74,6 +76,7 @@ class EngineCommand:
     args: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
     origins: Mapping[str, str] = field(default_factory=dict)
+    value_origins: Mapping[str, str] = field(default_factory=dict)
     checked_env: tuple[str, ...] = ()
 
     def flags(self) -> list[tuple[str, str | None]]:
@@ -256,13 +259,17 @@ def attribute(command: EngineCommand, verdict: Verdict) -> tuple[str | None, str
 
     The probe's own `flag` first; else the first flag of the command the message
     names; else the flag whose value the message names (a parameter's before a
-    fixed argument's, e.g. `DDTREE` -> `--speculative-algorithm`).
+    fixed argument's, e.g. `DDTREE` -> `--speculative-algorithm`). A flag the
+    parser does not know is its name's fault, not its value's: then only the
+    parameter that made ddtune emit it counts.
     """
     flag = verdict.flag or _named_flag(command, verdict.message)
     flag = flag or _named_value(command, verdict.message)
     if flag is None:
         return None, None
-    return flag, command.origins.get(flag)
+    if "unrecognized arguments" in verdict.message:
+        return flag, command.origins.get(flag)
+    return flag, command.origins.get(flag) or command.value_origins.get(flag)
 
 
 def _named_flag(command: EngineCommand, message: str) -> str | None:
@@ -281,7 +288,7 @@ def _named_value(command: EngineCommand, message: str) -> str | None:
         and len(value) > 1
         and re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w/.-])", message)
     ]
-    by_parameter = [name for name in named if name in command.origins]
+    by_parameter = [n for n in named if n in command.origins or n in command.value_origins]
     found = by_parameter or named
     return found[0] if found else None
 

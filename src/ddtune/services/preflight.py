@@ -227,7 +227,8 @@ def _dest(flag: str, options: Mapping[str, str]) -> str | None:
 
 
 def template_origins(spec: ServiceSpec) -> dict[str, str]:
-    """The parameter or variable behind each flag and variable of service.command / env."""
+    """The parameter or variable behind the value of each flag and variable of
+    service.command / service.env (`--device {device}` -> vars.device)."""
     origins: dict[str, str] = {}
     command = list(spec.command)
     for i, arg in enumerate(command):
@@ -253,7 +254,11 @@ def _name(placeholder: str) -> str:
 
 
 def _with_origins(command: EngineCommand, origins: Mapping[str, str]) -> EngineCommand:
-    return replace(command, origins={**origins, **command.origins})
+    """The template's origins added; its environment variables set from placeholders are
+    checked like the launcher's (`SGLANG_DDTREE_MAX_TOPK = "{topk}"` in service.env)."""
+    from_template = tuple(name for name in origins if not name.startswith("-"))
+    checked = tuple(dict.fromkeys((*command.checked_env, *from_template)))
+    return replace(command, value_origins={**origins, **command.value_origins}, checked_env=checked)
 
 
 # ---- where the probe runs: the service's environment, directory and user ------------------

@@ -9,8 +9,8 @@ through the stages the launcher itself runs before it starts any process
     resolve   ServerArgs.resolve_once(): reads <model-path>/config.json and the
               drafter's, checks platform, device and the speculative settings
     check     ServerArgs.check_server_args()
-    env       each variable of `check_env` (the ones ddtune sets from parameters,
-              e.g. SGLANG_DDTREE_MAX_TOPK) is one SGLang defines
+    env       each SGLANG_* variable of `check_env` (the ones ddtune sets from
+              parameters, e.g. SGLANG_DDTREE_MAX_TOPK) is one SGLang defines
               (sglang.srt.environ.Envs) and its value parses
 
 Older releases validate inside `prepare_server_args` (ServerArgs.__post_init__);
@@ -88,7 +88,7 @@ def _check_env(env: dict[str, str], names: list[str]) -> dict[str, Any] | None:
         from sglang.srt.environ import EnvField, Envs
     except ImportError:
         return None  # an SGLang without the registry: nothing to check against
-    for name in names:
+    for name in (n for n in names if n.startswith("SGLANG_")):
         field = vars(Envs).get(name)
         if not isinstance(field, EnvField):
             message = (
