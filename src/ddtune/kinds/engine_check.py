@@ -284,13 +284,28 @@ def _named_value(command: EngineCommand, message: str) -> str | None:
     named = [
         name
         for name, value in command.flags()
-        if value
-        and len(value) > 1
-        and re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w/.-])", message)
+        if value and any(_mentions(message, word) for word in _words_of(value))
     ]
     by_parameter = [n for n in named if n in command.origins or n in command.value_origins]
     found = by_parameter or named
     return found[0] if found else None
+
+
+def _words_of(value: str) -> list[str]:
+    """A flag's value as the message may name it: itself, or the keys of a JSON object
+    (vLLM's `--speculative-config '{"num_speculative_tokens": 0}'`)."""
+    if value.startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return [str(key) for key in parsed]
+    return [value] if len(value) > 1 else []
+
+
+def _mentions(message: str, word: str) -> bool:
+    return re.search(rf"(?<![\w/.-]){re.escape(word)}(?![\w/.-])", message) is not None
 
 
 def one_line(text: str, limit: int = 400) -> str:
