@@ -2,8 +2,8 @@
 
     parser = launcher_parser()                  # `python -m ddtune.launchers <kind> ...`
     argv, env = build(parser.parse_args(args))  # the engine's argv and environment additions
-    found = engine_of(argv)                     # (kind, the engine's Python) or None
-    command = engine_command(argv, env, info)   # an EngineCommand for the engine's own parser
+    found = engine_of(argv, profile)            # Recognised: kind, the engine's Python; or None
+    command = engine_command(found, argv, env, info)   # what the engine's own parser reads
 
 A service command is one of
     PY -m ddtune.launchers KIND ...   the front (its `--python` is the engine's Python;

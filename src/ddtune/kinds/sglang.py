@@ -283,13 +283,17 @@ class SglangKind(OpenAIKind):
         )
         for key in KNOB_KEYS:
             parser.add_argument(
-                "--" + key.replace("_", "-"), default="default", help=f"{KNOB_ENV[key]}"
+                "--" + key.replace("_", "-"),
+                default="default",
+                help=f"sets {KNOB_ENV[key]} (ddtree only); 'default' leaves it unset "
+                f"(SGLang's default: {SGLANG_DEFAULTS[key]})",
             )
         parser.add_argument("--tp", type=int, default=1)
         parser.add_argument(
             "--window-flag",
             default=None,
-            help="the engine's window flag; default: the one its parser knows (asked when needed)",
+            help="the engine's window flag, e.g. --window-flag=--speculative-draft-window-size; "
+            "default: the one its parser knows (asked when needed)",
         )
 
     def launch_command(
