@@ -44,7 +44,9 @@ def report_setup(
     }
     spec_report = tomllib.loads(sweep["spec_text"]).get("report", {})
     options = ReportOptions.from_dict({**derived, **spec_report, **(overrides or {})})
-    return options, sweep_context(store, sweep, spec)
+    context = sweep_context(store, sweep, spec)
+    context.store = str(store.path)
+    return options, context
 
 
 def sweep_context(store: Store, sweep: sqlite3.Row, spec: SweepSpec) -> SweepContext:
@@ -78,6 +80,17 @@ def sweep_configs(store: Store, sweep_id: int) -> list[tuple[Config, bool]]:
     return list(seen.values())
 
 
+def answer_text(summary: ReportSummary) -> str:
+    """The report's answer for the terminal: one line per objective, then the command."""
+    from ddtune.report.headline import headline
+
+    answer = headline(summary)
+    lines = [f"{line.title}: {line.text} — {line.status}" for line in answer.lines]
+    if answer.command is not None:
+        lines += [answer.command_caption, f"  {answer.command}"]
+    return "\n".join(["", "answer:", *lines])
+
+
 def write_report(
     store: Store,
     sweep: sqlite3.Row,
@@ -93,6 +106,7 @@ def write_report(
     options, context = report_setup(store, sweep, overrides)
     result = build_report(records, out_dir, options, context)
     console.print(result.terminal_table(), markup=False, highlight=False)
+    console.print(answer_text(result), markup=False, highlight=False)
     files = sorted(p.name for p in out_dir.iterdir())
     console.print(
         f"report for sweep {sweep['name']} ({len(records)} trials) in {out_dir}: {', '.join(files)}"
