@@ -62,9 +62,11 @@ def build_report(
 def _write_plots(summary: ReportSummary, out_dir: Path) -> None:
     """The verdict's plots (forest, race) first, then the per-config ones."""
     rec = summary.recommendations[0] if summary.recommendations else None
-    verdict: tuple[str, str | None, float] = (THROUGHPUT, None, summary.options.tolerance)
+    tolerance = summary.options.tolerance
+    verdict: tuple[str, str | None, float, str] = (THROUGHPUT, None, tolerance, "")
     if rec is not None:
-        verdict = (rec.metric, rec.label, summary.options.tolerance)
+        word = "leading" if rec.status == "inconclusive" else "run this"
+        verdict = (rec.metric, rec.label, tolerance, word)
     plots, skipped = write_verdict_plots(summary.configs, summary.context, verdict, out_dir)
     more, more_skipped = write_plots(summary.configs, out_dir)
     summary.plots, summary.skipped_plots = plots + more, skipped + more_skipped

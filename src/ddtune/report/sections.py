@@ -37,7 +37,7 @@ def build_document(summary: ReportSummary, out_dir: Path) -> Document:
     sections = [
         answer_section(summary),
         _recommendations(summary),
-        _race(summary),
+        race_section(summary),
         _configurations(summary),
         _variance(summary),
         Section("Plots", _plots(summary)),
@@ -259,7 +259,7 @@ def _slots(summary: ReportSummary) -> Section:
     return Section("Slots", blocks)
 
 
-def _race(summary: ReportSummary) -> Section:
+def race_section(summary: ReportSummary) -> Section:
     ctx = summary.context
     if ctx.strategy == "grid" and not ctx.notes:
         return Section("Race", [])

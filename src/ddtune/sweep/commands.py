@@ -1,4 +1,4 @@
-"""`ddtune sweep run|status|retry|export|report|cleanup` and `ddtune demo`.
+"""`ddtune sweep run|plan|status|retry|export|report|watch|cleanup` and `ddtune demo`.
 
 Each handler parses its arguments, calls one function of the sweep package
 and prints the result; errors in the user's input are `UserError`s. `run`,
@@ -78,6 +78,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_arg(report)
     report.set_defaults(func=cmd_report)
 
+    watch = actions.add_parser(
+        "watch",
+        help="a live page of a sweep (running, finished or interrupted) in the browser",
+        description="Serve a page that refreshes itself: the answer so far, each config's "
+        "state, the race so far, the ETA, failures with their log tails and the Ray slots. "
+        "Reads the store read-only, so it can run beside `sweep run`, and after it.",
+    )
+    _store_arg(watch)
+    watch.add_argument("--port", type=int, default=8780, help="port (default 8780; 0: any free)")
+    watch.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    watch.add_argument(
+        "--interval", type=float, default=2.0, help="seconds between refreshes (default 2)"
+    )
+    watch.set_defaults(func=cmd_watch)
+
     cleanup = actions.add_parser(
         "cleanup",
         help="stop ddtune servers left by killed sweep runs (never another process)",
@@ -128,6 +143,7 @@ def _exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[
 
 @_exit_3_on_ctrl_c
 def cmd_run(args: argparse.Namespace) -> int:
+    from ddtune.sweep.reporting import live_report
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.loop import run_sweep
     from ddtune.sweep.spec.load import load_spec
@@ -136,7 +152,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     store_path = Path(args.store) if args.store else default_store_path(spec)
     hint = f"ddtune sweep run {args.spec}" + (f" --store {args.store}" if args.store else "")
     console = Console(stderr=True)
-    summary = run_sweep(spec, store_path, console, resume_hint=hint)
+    live = live_report(store_path, spec.name, console)
+    summary = run_sweep(spec, store_path, console, resume_hint=hint, on_pass=live)
+    console.print(live.summary_line(), markup=False, highlight=False)
     _print_summary(console, summary)
     return summary.exit_code
 
@@ -194,6 +212,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 @_exit_3_on_ctrl_c
 def cmd_retry(args: argparse.Namespace) -> int:
+    from ddtune.sweep.reporting import live_report
     from ddtune.sweep.run.loop import run_sweep
     from ddtune.sweep.spec.load import parse_spec
 
@@ -207,9 +226,17 @@ def cmd_retry(args: argparse.Namespace) -> int:
     spec = parse_spec(row["spec_text"], source=source, base_dir=base_dir)
     console = Console(stderr=True)
     hint = f"ddtune sweep retry --store {store.path}"
+    live = live_report(store.path, spec.name, console)
     summary = run_sweep(
-        spec, store.path, console, hint, reopen_failed=True, only_reopened=args.failed
+        spec,
+        store.path,
+        console,
+        hint,
+        reopen_failed=True,
+        only_reopened=args.failed,
+        on_pass=live,
     )
+    console.print(live.summary_line(), markup=False, highlight=False)
     _print_summary(console, summary)
     return summary.exit_code
 
@@ -242,6 +269,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     finally:
         store.close()
     return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from ddtune.sweep.watch import serve_watch
+
+    if args.interval < 0.2:
+        raise UserError("--interval must be at least 0.2 seconds", key="interval")
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port {args.port} is not a port (0-65535)", key="port")
+    store = Path(args.store) if args.store else _newest_store()
+    return serve_watch(store, args.sweep, args.host, args.port, args.interval, say=_say)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:

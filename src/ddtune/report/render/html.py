@@ -9,6 +9,8 @@ See docs/architecture.md "Report".
 from __future__ import annotations
 
 import base64
+import re
+from collections.abc import Callable
 from html import escape
 from pathlib import Path
 
@@ -64,24 +66,39 @@ def render_html(document: Document, out_dir: Path) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(document.title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{escape(document.title)}</h1>",
-        render_sections(document.sections, out_dir),
+        render_sections(document.sections, embedded(out_dir)),
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
 
 
-def render_sections(sections: list[Section], out_dir: Path) -> str:
-    """The sections alone (a page's body part); `Answer` gets its own box."""
+ImageSource = Callable[[str], str]  # an image's file name -> its `src`
+
+
+def embedded(out_dir: Path) -> ImageSource:
+    """Images read from `out_dir` into data URIs (a page that needs no other file)."""
+
+    def source(file: str) -> str:
+        data = base64.b64encode((out_dir / file).read_bytes()).decode("ascii")
+        return f"data:image/png;base64,{data}"
+
+    return source
+
+
+def render_sections(sections: list[Section], image_src: ImageSource) -> str:
+    """The sections alone (a page's body part), each with an id from its title
+    ("Race so far" -> `race-so-far`); `Answer` gets its own box."""
     parts = []
     for section in sections:
-        css = ' class="answer"' if section.title == "Answer" else ""
-        parts.append(f"<section{css}><h2>{escape(section.title)}</h2>")
-        parts += [_block(block, out_dir) for block in section.blocks]
+        css = ' class="answer"' if section.title.startswith("Answer") else ""
+        slug = re.sub(r"[^a-z0-9]+", "-", section.title.lower()).strip("-")
+        parts.append(f'<section id="{slug}"{css}><h2>{escape(section.title)}</h2>')
+        parts += [_block(block, image_src) for block in section.blocks]
         parts.append("</section>")
     return "\n".join(parts)
 
 
-def _block(block: Block, out_dir: Path) -> str:
+def _block(block: Block, image_src: ImageSource) -> str:
     if isinstance(block, Paragraph):
         css = ' class="warning"' if block.warning else ""
         return f"<p{css}>{escape(block.text)}</p>"
@@ -100,9 +117,9 @@ def _block(block: Block, out_dir: Path) -> str:
         caption = f'<p class="code-caption">{escape(block.caption)}</p>' if block.caption else ""
         return f"{caption}<pre><code>{escape(block.text)}</code></pre>"
     if isinstance(block, Image):
-        data = base64.b64encode((out_dir / block.file).read_bytes()).decode("ascii")
+        src = escape(image_src(block.file), quote=True)
         return (
-            f'<figure><img alt="{escape(block.title)}" src="data:image/png;base64,{data}">'
+            f'<figure><img alt="{escape(block.title)}" src="{src}">'
             f"<figcaption><b>{escape(block.title)}.</b> {escape(block.caption)}</figcaption></figure>"
         )
     raise TypeError(f"unknown block {type(block).__name__}")

@@ -30,12 +30,13 @@ REASON_WORDS = {"worse": "slower", "pass_rate": "pass rate", "failed": "failed"}
 def write_verdict_plots(
     configs: Sequence[ConfigSummary],
     context: SweepContext,
-    verdict: tuple[str, str | None, float],
+    verdict: tuple[str, str | None, float, str],
     out_dir: Path,
 ) -> tuple[list[Plot], list[str]]:
     """forest.png and race.png into `out_dir`; the plots and a note per skipped one.
 
-    `verdict` = (the objective's metric, the recommended config, the tolerance)."""
+    `verdict` = (the objective's metric, the recommended config, the tolerance, and the
+    word its tick gets: "run this", or "leading" while not decided)."""
     makers = [partial(forest, configs, context, *verdict)]
     if context.strategy == "race":
         makers.append(partial(race_lanes, configs, context))
@@ -48,6 +49,7 @@ def forest(
     metric: str,
     recommended: str | None,
     tolerance: float,
+    word: str = "run this",
 ) -> Made:
     rows = [(s, r) for s in configs if (r := s.ratios.get(metric)) is not None]
     if not rows:
@@ -69,7 +71,8 @@ def forest(
             f"{ratio.mean:.2f}×", (ratio.mean + high, y), xytext=(5, -3),
             textcoords="offset points", fontsize=8, color=colour,
         )  # fmt: skip
-    ax.set_yticks(range(len(rows)), [_tick(s.label, context, recommended) for s, _ in rows])
+    ticks = [_tick(s.label, context, recommended, word) for s, _ in rows]
+    ax.set_yticks(range(len(rows)), ticks)
     ax.tick_params(axis="y", labelsize=8)
     words = "throughput" if metric == THROUGHPUT else metric.replace("_tps", "-context tok/s")
     ax.set_xlabel(f"{words} ÷ baseline (95% interval); dashed: the baseline")
@@ -135,8 +138,8 @@ def _colour(label: str, context: SweepContext, recommended: str | None) -> str:
     return "grey" if context.exit_of(label) is not None else "tab:blue"
 
 
-def _tick(label: str, context: SweepContext, recommended: str | None) -> str:
+def _tick(label: str, context: SweepContext, recommended: str | None, word: str) -> str:
     if label == recommended:
-        return f"{label}  (run this)"
+        return f"{label}  ({word})"
     exit_ = context.exit_of(label)
     return label if exit_ is None else f"{label}  (left at pass {exit_.at_pass})"
