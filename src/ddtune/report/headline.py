@@ -128,7 +128,8 @@ def _status(summary: ReportSummary, rec: Recommendation) -> str:
     if rec.status != "inconclusive":
         return rec.status
     if rec.more_passes is not None:
-        return f"not decided yet: about {rec.more_passes} more passes would decide"
+        passes = "pass" if rec.more_passes == 1 else "passes"
+        return f"not decided yet: about {rec.more_passes} more {passes} would decide"
     if rec.leader is None or summary.config(rec.leader).done < 2:
         return "not decided yet: run at least 2 passes per config"
     return "not decided yet: too close to settle with a practical number of passes"

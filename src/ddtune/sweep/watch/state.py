@@ -261,7 +261,11 @@ def _eta(
     left = sum(counts[s] for s in UNFINISHED)
     if per_trial is None:
         return f"{left} trial(s) planned now (no trial has finished: no time per trial yet)"
-    text = f"about {format_duration(per_trial * left)} for the {left} trial(s) planned now"
+    text = (
+        f"about {format_duration(per_trial * left)} for the {left} trial(s) planned now"
+        if left
+        else "the next pass is being planned"
+    )
     if spec.strategy == "race" and summary is not None:
         text += _race_more(spec, summary, per_trial, left, sum(counts.values()))
     elif spec.strategy == "optuna":
