@@ -134,16 +134,43 @@ def write_report(
 
 class LiveReport:
     """`run_sweep(..., on_pass=LiveReport(out_dir, name, console))`: the report folder
-    rewritten after every pass. A report that fails is one warning line: the sweep goes on."""
+    rewritten after every pass and at the end of the run (`final`).
+
+    Rebuilding never takes more than `MAX_SHARE` of the sweep's time: a pass that ends
+    sooner after the last rewrite than 1/MAX_SHARE - 1 times that rewrite's duration
+    waits for the next pass (or the end). A report that fails is one warning line: the
+    sweep goes on."""
+
+    MAX_SHARE = 0.1
 
     def __init__(self, out_dir: Path, sweep_name: str, console: Console) -> None:
         self.out_dir, self.sweep_name, self.console = out_dir, sweep_name, console
         self.seconds: list[float] = []  # how long each rewrite took
+        self.skipped = 0  # passes folded into a later rewrite (too soon after the last)
+        self.dirty = False  # a pass finished since the last rewrite
+        self._last_end: float | None = None
 
-    def __call__(self, store: Store) -> None:
+    def __call__(self, store: Store, final: bool = False) -> None:
+        self.dirty = self.dirty or not final
+        if not self.dirty and self.seconds:
+            return  # nothing new since the last rewrite
+        if not final and self._too_soon():
+            self.skipped += 1
+            return
+        started = time.monotonic()
+        if self._rewrite(store):
+            self.seconds.append(time.monotonic() - started)
+        self._last_end, self.dirty = time.monotonic(), False
+
+    def _too_soon(self) -> bool:
+        if self._last_end is None or not self.seconds:
+            return False
+        quiet = self.seconds[-1] * (1 / self.MAX_SHARE - 1)
+        return time.monotonic() - self._last_end < quiet
+
+    def _rewrite(self, store: Store) -> bool:
         from ddtune.report import build_report
 
-        started = time.monotonic()
         try:
             sweep = store.sweep_row(self.sweep_name)
             options, context = report_setup(store, sweep)
@@ -151,15 +178,16 @@ class LiveReport:
         except Exception as exc:  # noqa: BLE001 - a report must never stop the sweep
             why = escape(f"{type(exc).__name__}: {exc}")
             self.console.print(f"[yellow]live report not rewritten[/]: {why}")
-            return
-        self.seconds.append(time.monotonic() - started)
+            return False
+        return True
 
     def summary_line(self) -> str:
         """'live report: 12 rewrites of runs/x/report, median 0.84 s, longest 1.20 s'."""
         if not self.seconds:
             return f"live report: not written ({self.out_dir})"
         ordered = sorted(self.seconds)
+        folded = f"; {self.skipped} pass(es) folded into a later one" if self.skipped else ""
         return (
             f"live report: {len(ordered)} rewrite(s) of {self.out_dir}, median "
-            f"{ordered[len(ordered) // 2]:.2f} s, longest {ordered[-1]:.2f} s"
+            f"{ordered[len(ordered) // 2]:.2f} s, longest {ordered[-1]:.2f} s{folded}"
         )

@@ -109,9 +109,7 @@ def trials_done(driver) -> int:  # noqa: ANN001
     return int(found.group(1)) if found else 0
 
 
-def test_the_live_page_follows_a_running_race(
-    browser, watcher, runners, port, tmp_path
-) -> None:  # noqa: ANN001
+def test_the_live_page_follows_a_running_race(browser, watcher, runners, port, tmp_path) -> None:  # noqa: ANN001
     store = tmp_path / "runs" / "store.sqlite"
     runner = runners.start(short_demo(tmp_path, port), store)
     wait_for("the runner created its store", store.is_file, 120)

@@ -54,7 +54,7 @@ def save_plots(makers: Sequence[Callable[[], Made]], out_dir: Path) -> tuple[lis
             continue
         figure, plot = made
         with atomic_path(out_dir / plot.name) as tmp:
-            figure.savefig(tmp, dpi=DPI, bbox_inches="tight", format="png")
+            figure.savefig(tmp, dpi=DPI, format="png")  # constrained layout: no "tight" redraw
         plots.append(plot)
     return plots, notes
 

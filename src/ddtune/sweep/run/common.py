@@ -55,7 +55,8 @@ class RunSummary:
     failure_classes: Counter[str] = field(default_factory=Counter)  # this run's failed trials
     failed_before: int = 0  # failed in an earlier run and not reopened
     blocked: str | None = None  # why the sweep stopped early (the port's holder)
-    on_pass: Callable[[Store], None] | None = None  # after every finished pass: the live report
+    # after every finished pass, and (final=True) at the end of the run: the live report
+    on_pass: Callable[[Store, bool], None] | None = None
     unreported: bool = False  # trials finished since `on_pass` last ran
 
     @property
@@ -75,11 +76,16 @@ class RunSummary:
         if not store.unfinished_in_pass(self.sweep_id, trial["repeat"]):
             self.report(store)
 
-    def report(self, store: Store) -> None:
-        """Run `on_pass` if trials finished since it last ran (also the run's last word)."""
-        if self.on_pass is not None and self.unreported:
+    def report(self, store: Store, final: bool = False) -> None:
+        """`on_pass(store, False)` if trials finished since it last ran; then, at the end
+        of the run (`final`), `on_pass(store, True)`."""
+        if self.on_pass is None:
+            return
+        if self.unreported:
             self.unreported = False
-            self.on_pass(store)
+            self.on_pass(store, False)
+        if final:
+            self.on_pass(store, True)
 
     def _tally(self, store: Store, trial: sqlite3.Row, status: str) -> None:
         if status == "done":

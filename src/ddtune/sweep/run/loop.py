@@ -17,7 +17,7 @@
           benches the same server start (no reconfigure);
        f. `interleave = "request"`: a pass's trials run as one unit
           (`interleaved.py`: each READY in turn, then their requests in turns).
-       g. a pass's last trial finished: `on_pass(store)` (the CLI's live report,
+       g. a pass's last trial finished: `on_pass(store, False)` (the CLI's live report,
           the report folder rewritten: `sweep/reporting.py` `LiveReport`).
     3. Ctrl-C / SIGTERM: the current trial (or pass) becomes `interrupted`, the service is
        stopped (`controller.close()`), and the exit code is 3 with a resume hint.
@@ -86,10 +86,11 @@ def run_sweep(
     resume_hint: str | None = None,
     reopen_failed: bool = False,
     only_reopened: bool = False,
-    on_pass: Callable[[Store], None] | None = None,
+    on_pass: Callable[[Store, bool], None] | None = None,
 ) -> RunSummary:
-    """Run (or resume) the sweep; see the module docstring for the steps. `on_pass(store)`
-    runs after every finished pass and at the end (the live report, `sweep/reporting.py`)."""
+    """Run (or resume) the sweep; see the module docstring for the steps. `on_pass(store,
+    final)` runs after every finished pass and at the end (the live report,
+    `sweep/reporting.py`)."""
     console = console or Console(stderr=True)
     started = time.monotonic()
     store = Store(store_path)
@@ -119,7 +120,7 @@ def run_sweep(
             loop.run(todo, more)  # 2, 3
         summary.planned = len(store.trials(sweep_id))  # a race or search added trials
         if not summary.interrupted:
-            summary.report(store)  # the trials of an unfinished pass, too
+            summary.report(store, final=True)  # the trials of an unfinished pass, too
         if planner is not None and not summary.interrupted and not summary.blocked:
             console.print(escape(planner.outcome()))
         hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
