@@ -52,7 +52,8 @@ def test_an_open_race_says_how_many_more_passes_would_decide(synth) -> None:  # 
     answer = headline(summary)
     first = answer.lines[0]
     more = rec.required_repeats - 3
-    assert first.status == f"not decided yet: about {more} more passes would decide"
+    passes = "pass" if more == 1 else "passes"
+    assert first.status == f"not decided yet: about {more} more {passes} would decide"
     assert first.main == f"Leaning {rec.leader}" and first.tone == "open"
     assert answer.command is None  # no store known: no command to print
 
@@ -64,6 +65,8 @@ def test_the_answer_comes_first_in_both_renderings(synth, tmp_path) -> None:  # 
     assert markdown.index("## Answer") < markdown.index("## Recommendations")
     assert "- Throughput: **Run ddtree b16 k4 wnone**:" in markdown
     assert "```sh\nddtune sweep apply --store 'runs/my sweep/store.sqlite'" in markdown
-    assert html.index('<section class="answer">') < html.index("<h2>Recommendations</h2>")
+    assert html.index('<section id="answer" class="answer">') < html.index(
+        "<h2>Recommendations</h2>"
+    )
     assert '<span class="status">decided</span>' in html
     assert html.index('alt="Every config against the baseline"') < html.index("Recommendations")
