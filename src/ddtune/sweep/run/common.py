@@ -58,6 +58,7 @@ class RunSummary:
     # after every finished pass, and (final=True) at the end of the run: the live report
     on_pass: Callable[[Store, bool], None] | None = None
     unreported: bool = False  # trials finished since `on_pass` last ran
+    reported_passes: set[int] = field(default_factory=set)  # passes `on_pass` ran for
 
     @property
     def exit_code(self) -> int:
@@ -72,8 +73,12 @@ class RunSummary:
         """One finished trial: done, or failed with its last attempt's class and detail;
         when it was the last unfinished trial of its pass, `on_pass` runs."""
         self._tally(store, trial, status)
+        repeat = trial["repeat"]
+        if repeat in self.reported_passes:
+            return  # a request-interleaved pass: stored whole, then counted trial by trial
         self.unreported = True
-        if not store.unfinished_in_pass(self.sweep_id, trial["repeat"]):
+        if not store.unfinished_in_pass(self.sweep_id, repeat):
+            self.reported_passes.add(repeat)
             self.report(store)
 
     def report(self, store: Store, final: bool = False) -> None:
