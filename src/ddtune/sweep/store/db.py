@@ -142,16 +142,8 @@ class Store:
         self._lock_fd = fd
 
     def runner_pid(self) -> int | None:
-        """The pid of the runner holding this store's lock now, else None (read only:
-        the pid it wrote, alive and holding the lock file open)."""
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        try:
-            pid = int(lock_path.read_text().strip() or 0)
-            files = psutil.Process(pid).open_files() if pid else []
-        except (OSError, ValueError, psutil.Error):
-            return None
-        held = any(Path(f.path) == lock_path.resolve() for f in files)
-        return pid if held else None
+        """The pid of the runner holding this store's lock now, else None."""
+        return runner_pid(self.path)
 
     def release(self) -> None:
         if self._lock_fd is not None:
@@ -382,6 +374,19 @@ class Store:
     def trial_records(self, sweep_id: int) -> list[TrialRecord]:
         """One `TrialRecord` per trial, in run order (what `build_report` reads)."""
         return records.trial_records(self, sweep_id)
+
+
+def runner_pid(store_path: Path) -> int | None:
+    """The pid of the runner holding the store's lock now, else None. Read only: the pid
+    the runner wrote into `<store>.lock`, alive and holding that file open."""
+    lock_path = store_path.with_name(store_path.name + ".lock")
+    try:
+        pid = int(lock_path.read_text().strip() or 0)
+        files = psutil.Process(pid).open_files() if pid else []
+    except (OSError, ValueError, psutil.Error):
+        return None
+    held = any(Path(f.path) == lock_path.resolve() for f in files)
+    return pid if held else None
 
 
 def _insert_trials(db: sqlite3.Connection, sweep_id: int, plan: list[PlannedTrial]) -> None:

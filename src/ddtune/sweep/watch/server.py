@@ -30,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 from ddtune.errors import UserError
 from ddtune.report.headline import headline
 from ddtune.sweep.run.common import signals_raise
+from ddtune.sweep.store.db import runner_pid
 from ddtune.sweep.watch.page import fragment_html, page_html
 from ddtune.sweep.watch.state import LiveState, read_state
 
@@ -55,8 +56,9 @@ class Snapshot:
             return self._state
 
     def _stat(self) -> tuple[tuple[int, int], ...]:
-        """(size, mtime) of the store, its WAL and its lock (a runner starting or gone)."""
-        stats = []
+        """(size, mtime) of the store, its WAL and its lock, and the runner's pid (a runner
+        killed changes no file)."""
+        stats = [(runner_pid(self.store) or 0, 0)]
         for suffix in ("", "-wal", ".lock"):
             path = self.store.with_name(self.store.name + suffix)
             try:
