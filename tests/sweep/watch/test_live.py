@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from rich.console import Console
 
 from ddtune.sweep.reporting import LiveReport
@@ -56,6 +58,12 @@ class Recorder(LiveReport):
         self.seen.append((len(report["trials"]), done))
 
 
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, fake_spec_writer, spec_text) -> tuple[Path, Recorder]:  # noqa: ANN001
+    """One real sweep with the live report, shared by the tests below (which only read it)."""
+    return run_live(tmp_path_factory.mktemp("live"), fake_spec_writer, spec_text.free_port())
+
+
 def run_live(tmp_path: Path, fake_spec_writer, port: int) -> tuple[Path, Recorder]:  # noqa: ANN001
     spec_path = fake_spec_writer(tmp_path, "live", CONFIGS, port)
     spec_path.write_text(spec_path.read_text().replace("repeats = 1", f"repeats = {PASSES}"))
@@ -68,9 +76,9 @@ def run_live(tmp_path: Path, fake_spec_writer, port: int) -> tuple[Path, Recorde
 
 
 def test_the_report_is_rewritten_after_every_pass_and_watch_reads_every_phase(
-    tmp_path, fake_spec_writer, port
+    finished, tmp_path
 ) -> None:  # noqa: ANN001
-    store, recorder = run_live(tmp_path, fake_spec_writer, port)
+    store, recorder = finished
     # once per pass (interleaved order: both configs of a pass, then the next pass)
     assert [done for _, done in recorder.seen] == [2, 4, 6]
     assert all(len(seconds) for seconds in [recorder.seconds]) and len(recorder.seconds) == 3
@@ -89,6 +97,7 @@ def test_the_report_is_rewritten_after_every_pass_and_watch_reads_every_phase(
     assert crash.failure == "crashed(2)" and "bogus" in crash.tail, crash
     assert {c.state for c in finished.configs} == {"done"}
 
+    store = Path(shutil.copytree(store.parent, tmp_path / "copy")) / store.name  # to change
     _kill_mid_trial(store)  # as if SIGKILLed: a trial and its attempt left `running`
     killed = read_state(store)
     assert killed.phase == "interrupted" and "ddtune sweep retry --store" in killed.phase_text
@@ -106,10 +115,8 @@ def test_the_report_is_rewritten_after_every_pass_and_watch_reads_every_phase(
     assert "running now" in {c.state for c in live.configs}
 
 
-def test_watch_serves_the_page_its_live_part_the_state_and_the_report(
-    tmp_path, fake_spec_writer, port
-) -> None:  # noqa: ANN001
-    store, _ = run_live(tmp_path, fake_spec_writer, port)
+def test_watch_serves_the_page_its_live_part_the_state_and_the_report(finished) -> None:  # noqa: ANN001
+    store, _ = finished
     argv = [sys.executable, "-m", "ddtune.cli", "sweep", "watch", "--store", str(store)]
     watch = subprocess.Popen([*argv, "--port", "0"], stdout=subprocess.PIPE, text=True)
     try:
