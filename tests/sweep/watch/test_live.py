@@ -22,7 +22,9 @@ from ddtune.sweep.reporting import LiveReport
 from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.spec.load import load_spec
 from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.slot_tables import set_slot
 from ddtune.sweep.watch import read_state
+from ddtune.sweep.watch.page import fragment_html
 
 CONFIGS = """
     [[configs]]
@@ -107,12 +109,21 @@ def test_the_report_is_rewritten_after_every_pass_and_watch_reads_every_phase(
     try:
         runner.acquire()
         _kill_mid_trial(store)
+        sweep_id = runner.sweep_row()["id"]  # on Ray, the driver notes what each slot does
+        set_slot(runner, sweep_id, "slot-0", state="busy", node="10.0.0.2", trial_id=1)
+        set_slot(runner, sweep_id, "slot-0", phase="bench")
         live = read_state(store)
     finally:
         runner.close()
     assert live.phase == "running" and live.phase_text == f"running (runner pid {os.getpid()})"
     assert [t.trial_id for t in live.now] == [1] and live.eta.startswith("about ")
     assert "running now" in {c.state for c in live.configs}
+    assert (live.now[0].slot, live.now[0].phase) == ("slot-0", "bench")
+    assert [(s["name"], s["state"], s["node"]) for s in live.slots] == [
+        ("slot-0", "busy", "10.0.0.2")
+    ]
+    fragment = fragment_html(live, store.parent / "report")
+    assert '<section id="slots">' in fragment and "10.0.0.2" in fragment
 
 
 def test_watch_serves_the_page_its_live_part_the_state_and_the_report(finished) -> None:  # noqa: ANN001
