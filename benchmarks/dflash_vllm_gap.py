@@ -1,7 +1,7 @@
 """DFlash acceptance, ddtune's engine next to vLLM's, on the same drafter, prompts and tokens.
 
     PYTHONPATH=src python benchmarks/dflash_vllm_gap.py [--k 7] [--max-tokens 48]
-        [--vllm http://127.0.0.1:PORT --model NAME]
+        [--vllm http://127.0.0.1:PORT --model NAME [--steps]]
 
 ddtune side (always, in-process, bundled target + drafter, T=0, EOS ignored):
 for each convention of the last target layer's feature — `post-norm` (ddtune,
@@ -25,6 +25,11 @@ vLLM side (with `--vllm`): the same prompt token ids to a running vLLM server
 started with `--speculative-config '{"method":"dflash", ...}'`, one request at a
 time, its counters read before and after each (`/metrics`): accepted, drafts,
 per-position, 1 + accepted/drafts; and whether its greedy tokens equal ddtune's.
+With `--steps` it also streams each prompt (vLLM sends one chunk per engine
+step: the tokens of one verify round), prints vLLM's rounds next to ddtune's
+with vLLM's capture, and where they first part, the round, the depth and the
+drafter's top-1 minus top-2 logit there (a small gap: a near-tie that float
+differences between the two implementations can flip).
 See docs/engines.md "vLLM DFlash: the acceptance gap".
 """
 
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -131,7 +137,7 @@ def ddtune_side(
 
 def scrape(client: httpx.Client, url: str) -> Counts:
     """vLLM's cumulative spec-decode counters (per-position by its `position` label)."""
-    counts, per_pos = Counts(), {}
+    counts, per_pos = Counts(), dict[int, int]()
     for family in text_string_to_metric_families(client.get(url + "/metrics").text):
         for sample in family.samples:
             if sample.name == f"{ACCEPTED}_total":
@@ -170,12 +176,65 @@ def vllm_side(url: str, model: str, prompts: list[list[int]], max_tokens: int) -
     return results
 
 
+def vllm_steps(url: str, model: str, ids: list[int], max_tokens: int) -> list[int]:
+    """Tokens per engine step of one streamed request (the prefill's token first)."""
+    body = {"model": model, "prompt": ids, "max_tokens": max_tokens, "temperature": 0}
+    body |= {"ignore_eos": True, "stream": True, "return_token_ids": True}
+    sizes = []
+    with httpx.stream("POST", url + "/v1/completions", json=body, timeout=900) as reply:
+        for line in reply.iter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                choices = json.loads(line[len("data: ") :])["choices"]
+                if choices and choices[0].get("token_ids"):
+                    sizes.append(len(choices[0]["token_ids"]))
+    return sizes
+
+
+def draft_gaps(engine: Engine, ids: list[int], k: int, max_tokens: int) -> tuple[list, list]:
+    """ddtune's rounds with vLLM's capture (the prefill's token first) and, per round, the
+    drafter's top-1 minus top-2 logit at each depth."""
+    head, gaps = engine.target.lm_logits, []
+
+    def recording(hidden: torch.Tensor) -> torch.Tensor:
+        logits = head(hidden)
+        if logits.dim() == 2 and logits.shape[0] == k:  # the drafter's K depths
+            top = logits.float().topk(2, dim=-1).values
+            gaps.append((top[:, 0] - top[:, 1]).tolist())
+        return logits
+
+    engine.target.lm_logits = recording
+    try:
+        with drafter_block(engine, k), residual_capture(engine.target):
+            result = engine.generate(
+                ids, DecodeParams("dflash"), SamplingParams(max_tokens, ignore_eos=True)
+            )
+    finally:
+        del engine.target.lm_logits  # back to the class's method
+    return [1, *result.stats.acceptance_lengths], gaps
+
+
+def compare_steps(engine: Engine, url: str, model: str, prompts: list, k: int, n: int) -> None:
+    """vLLM's rounds next to ddtune's (vLLM's capture), and the drafter's gap where they part."""
+    for index, ids in enumerate(prompts):
+        theirs = vllm_steps(url, model, ids, n)
+        ours, gaps = draft_gaps(engine, ids, k, n)
+        print(f"  prompt {index}: vLLM   {theirs}\n            ddtune {ours}")
+        parted = next(
+            (r for r, (a, b) in enumerate(zip(theirs, ours, strict=False)) if a != b), None
+        )
+        if parted is not None:
+            depth = min(theirs[parted], ours[parted])  # the first depth one of them rejected
+            gap = gaps[parted - 1][depth - 1]
+            print(f"            part at round {parted}, depth {depth}: drafter gap {gap:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--k", type=int, default=None, help="num_speculative_tokens (block - 1)")
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--vllm", default=None, help="base URL of a running vLLM dflash server")
     parser.add_argument("--model", default="t", help="its served model name")
+    parser.add_argument("--steps", action="store_true", help="with --vllm: rounds side by side")
     args = parser.parse_args()
     torch.set_num_threads(1)
     engine = Engine.load(default_target_dir(), default_drafter_dir())
@@ -198,6 +257,9 @@ def main() -> None:
             total.add(counts)
             print(f"    {counts.row()}  same tokens as ddtune: {tokens == mine}")
         print(f"  all {total.row()}")
+        if args.steps:
+            print("rounds (tokens each), vLLM vs ddtune with vLLM's capture:")
+            compare_steps(engine, args.vllm, args.model, prompts, k, args.max_tokens)
 
 
 if __name__ == "__main__":

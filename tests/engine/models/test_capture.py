@@ -19,7 +19,9 @@ def test_reads_last_layer():
 def test_residual_capture_reports_the_last_layer_before_the_final_norm(tmp_path):
     target_dir, _ = write_random_checkpoint(tmp_path, seed=4, num_layers=3)
     model = load_decoder(target_dir)
-    ids = torch.randint(0, model.cfg.vocab_size, (1, 12), generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(
+        0, model.cfg.vocab_size, (1, 12), generator=torch.Generator().manual_seed(0)
+    )
     with torch.no_grad():
         ours = model(ids, hidden_layer_ids=[0, 2])
         with residual_capture(model):
