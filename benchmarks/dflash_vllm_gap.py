@@ -29,7 +29,9 @@ With `--steps` it also streams each prompt (vLLM sends one chunk per engine
 step: the tokens of one verify round), prints vLLM's rounds next to ddtune's
 with vLLM's capture, and where they first part, the round, the depth and the
 drafter's top-1 minus top-2 logit there (a small gap: a near-tie that float
-differences between the two implementations can flip).
+differences between the two implementations can flip), and how far the
+target's own log-probabilities of the chosen tokens are apart (vLLM
+`logprobs: 1` vs ddtune's AR `logprobs`).
 See docs/engines.md "vLLM DFlash: the acceptance gap".
 """
 
@@ -213,6 +215,19 @@ def draft_gaps(engine: Engine, ids: list[int], k: int, max_tokens: int) -> tuple
     return [1, *result.stats.acceptance_lengths], gaps
 
 
+def target_logprob_gap(engine: Engine, url: str, model: str, ids: list[int], n: int) -> float:
+    """Largest |vLLM - ddtune| log-probability of the same greedy tokens under the target."""
+    body = {"model": model, "prompt": ids, "max_tokens": n, "temperature": 0}
+    body |= {"ignore_eos": True, "logprobs": 1}
+    reply = httpx.post(url + "/v1/completions", json=body, timeout=900).raise_for_status().json()
+    theirs = reply["choices"][0]["logprobs"]["token_logprobs"]
+    result = engine.generate(
+        ids, DecodeParams("ar"), SamplingParams(n, ignore_eos=True, logprobs=1)
+    )
+    assert result.logprobs is not None
+    return max(abs(a - b.logprob) for a, b in zip(theirs, result.logprobs, strict=True))
+
+
 def compare_steps(engine: Engine, url: str, model: str, prompts: list, k: int, n: int) -> None:
     """vLLM's rounds next to ddtune's (vLLM's capture), and the drafter's gap where they part."""
     for index, ids in enumerate(prompts):
@@ -226,6 +241,8 @@ def compare_steps(engine: Engine, url: str, model: str, prompts: list, k: int, n
             depth = min(theirs[parted], ours[parted])  # the first depth one of them rejected
             gap = gaps[parted - 1][depth - 1]
             print(f"            part at round {parted}, depth {depth}: drafter gap {gap:.3f}")
+        logprob_gap = target_logprob_gap(engine, url, model, ids, n)
+        print(f"            target logprobs of the tokens: max |vLLM - ddtune| {logprob_gap:.1e}")
 
 
 def main() -> None:
