@@ -20,7 +20,11 @@ process's command line must equal the launch argv (its configuration: vLLM's
 settings are not `DecodeParams`). Bench: the OpenAI completions stream;
 acceptance from the Prometheus counters `vllm:spec_decode_num_accepted_tokens`
 and `vllm:spec_decode_num_drafts` read before and after the measured requests:
-1 + accepted/drafts over the differences. See docs/architecture.md "Kinds".
+1 + accepted/drafts over the differences (`round_counts`: what they add for
+given verify rounds, to count ddtune's rounds the same way). `last_layer_note`:
+a DFlash drafter that reads the target's last layer gets it before the final
+norm from vLLM, after it from ddtune (docs/engines.md "vLLM DFlash").
+See docs/architecture.md "Kinds".
 """
 
 from __future__ import annotations

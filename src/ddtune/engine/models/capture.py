@@ -8,8 +8,10 @@ last one:
   code: for the last layer, its output AFTER the model's final norm (Hugging
   Face reports the last hidden state normed).
 - vLLM 0.32 (`_maybe_add_hidden_state(aux, idx + 1, hidden, residual)` after each
-  layer) and SGLang ("capture before layer i + 1"): the residual stream, i.e.
-  for the last layer its output BEFORE the final norm.
+  layer): the residual stream, i.e. for the last layer its output BEFORE the
+  final norm. (SGLang 0.5.23 captures "before layer i + 1" inside its layer
+  loop, which has no such point for the last layer; read from its source, not
+  run: its DFLASH needs a GPU.)
 
 z-lab's own recipe picks ids in [1, num_layers - 3], where the two agree; a
 drafter that reads the last layer (ddtune's bundled one: [1, 3, 5] of 6) gets
