@@ -14,9 +14,7 @@ renders. Prints the wall time and each trial's start and bench seconds.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -24,31 +22,15 @@ import pytest
 
 from ddtune.kinds.vllm import last_layer_note
 from ddtune.report.lossless import check_losslessness, load_compare
-from ddtune.sweep.spec.load import load_spec
 from ddtune.sweep.store.db import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import REPO, ensure_vllm_venv, example_spec, nice_prefix  # noqa: E402
+from vllm_setup import REPO, live_example, sweep_report, sweep_run  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "vllm-dflash-cpu.toml"
 MODELS = REPO / "src" / "ddtune" / "assets" / "models"
-DDTUNE = Path(sys.executable).parent / "ddtune"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
-
-
-def run_sweep(spec_path: Path, store_path: Path) -> float:
-    """`ddtune sweep run` as a user would, at low priority; returns the wall seconds."""
-    started = time.monotonic()
-    run = subprocess.run(
-        [*nice_prefix(), str(DDTUNE), "sweep", "run", str(spec_path), "--store", str(store_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=5000,
-    )
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-    return time.monotonic() - started
 
 
 def check_trials(store: Store, sweep_id: int) -> None:
@@ -73,13 +55,10 @@ def check_trials(store: Store, sweep_id: int) -> None:
 
 
 def test_live_vllm_dflash_sweep(tmp_path):
-    ensure_vllm_venv()
     assert (MODELS / "drafter" / "config.json").is_file(), "the example serves the bundled pair"
-    spec_path = example_spec(EXAMPLE, 18743, MODELS / "target", 512, tmp_path)
-    spec = load_spec(spec_path)
-    store_path = tmp_path / "store.sqlite"
+    spec_path, spec, store_path = live_example(EXAMPLE, 18743, tmp_path)
 
-    elapsed = run_sweep(spec_path, store_path)
+    elapsed = sweep_run(spec_path, store_path, timeout=5000)
     print(f"vLLM dflash sweep: {elapsed:.0f} s for {len(spec.all_configs()) * spec.repeats} trials")
 
     store = Store(store_path, create=False)
@@ -118,13 +97,7 @@ def test_live_vllm_dflash_sweep(tmp_path):
     assert last_layer_note(MODELS / "target", speculative) is not None
 
     out = tmp_path / "report"
-    report = subprocess.run(
-        [str(DDTUNE), "sweep", "report", "--store", str(store_path), "--out", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    report = sweep_report(store_path, out)
     assert report.returncode == 0, report.stderr[-4000:]
     html = (out / "report.html").read_text()
     assert "K=7" in html and "acceptance" in html.lower()
