@@ -107,3 +107,37 @@ def test_sglang_example_command_builds_the_sglang_argv(index):
         assert not set(WINDOW_FLAGS) & set(argv)
     else:
         assert argv[argv.index(WINDOW_FLAGS[0]) + 1] == str(config.params.window)
+
+
+def test_vllm_dflash_example_renders_the_builder_argv_for_every_k():
+    spec = load_spec(EXAMPLES / "vllm-dflash-cpu.toml")
+    service = spec.service
+    assert (service.kind, service.profile, spec.passes_per_start) == ("process", "vllm", 2)
+    drafter = "src/ddtune/assets/models/drafter"
+    extra = ["--max-model-len", "512", "--dtype", "float32", "--max-num-seqs", "4"]
+    seen = []
+    for config, is_baseline in spec.all_configs():
+        k = config.user_vars()["K"]
+        seen.append((config.params.mode, k, is_baseline))
+        speculative = speculative_config("dflash", k, draft_path=drafter) if k else None
+        argv, env = vllm_argv(
+            service.vars["model"],
+            speculative,
+            service.port,
+            python=".venv-vllm/bin/python",
+            served_model_name="target",
+            cpu_kvcache_gib=1,
+        )
+        rendered = service.render_argv(config.params, config.user_vars())
+        # `{spec}` is one `--flag=value` argument (the baseline repeats --served-model-name)
+        assert _flags(_split_equals(rendered)) == _flags(argv + extra)
+        assert {name: service.env[name] for name in env} == env
+        assert service.render_env(config.params, config.user_vars())["DDTUNE_DFLASH_K"] == str(k)
+    assert seen == [("ar", 0, True), ("dflash", 3, False), ("dflash", 7, False)]
+
+
+def _split_equals(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    for arg in argv:
+        out += arg.split("=", 1) if arg.startswith("--") and "=" in arg else [arg]
+    return out

@@ -93,6 +93,7 @@ class SweepContext:
     stop: str | None = None  # why a race stopped
     exits: list[Elimination] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. what an Optuna search explored
+    store: str | None = None  # the sweep's store, for the command that applies the answer
 
     def exit_of(self, label: str) -> Elimination | None:
         return next((e for e in self.exits if e.label == label), None)

@@ -1,4 +1,4 @@
-"""`ddtune sweep run|plan|status|retry|export|report|apply|cleanup` and `ddtune demo`.
+"""`ddtune sweep run|plan|status|retry|export|report|apply|watch|cleanup` and `ddtune demo`.
 
 Each handler parses its arguments, calls one function of the sweep package
 and prints the result; errors in the user's input are `UserError`s. `run`,
@@ -100,6 +100,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_arg(apply)
     apply.set_defaults(func=cmd_apply)
 
+    watch = actions.add_parser(
+        "watch",
+        help="a live page of a sweep (running, finished or interrupted) in the browser",
+        description="Serve a page that refreshes itself: the answer so far, each config's "
+        "state, the race so far, the ETA, failures with their log tails and the Ray slots. "
+        "Reads the store read-only, so it can run beside `sweep run`, and after it.",
+    )
+    _store_arg(watch)
+    watch.add_argument("--port", type=int, default=8780, help="port (default 8780; 0: any free)")
+    watch.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    watch.add_argument(
+        "--interval", type=float, default=2.0, help="seconds between refreshes (default 2)"
+    )
+    watch.set_defaults(func=cmd_watch)
+
     cleanup = actions.add_parser(
         "cleanup",
         help="stop ddtune servers left by killed sweep runs (never another process)",
@@ -150,15 +165,20 @@ def _exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[
 
 @_exit_3_on_ctrl_c
 def cmd_run(args: argparse.Namespace) -> int:
+    from ddtune.sweep.reporting import live_report
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.loop import run_sweep
+    from ddtune.sweep.run.preflight import preflight
     from ddtune.sweep.spec.load import load_spec
 
     spec = load_spec(args.spec)
     store_path = Path(args.store) if args.store else default_store_path(spec)
     hint = f"ddtune sweep run {args.spec}" + (f" --store {args.store}" if args.store else "")
     console = Console(stderr=True)
-    summary = run_sweep(spec, store_path, console, resume_hint=hint)
+    checked = preflight(spec, store_path.parent.resolve())  # refused: exit 2, nothing ran
+    live = live_report(store_path, spec.name, console)
+    summary = run_sweep(spec, store_path, console, resume_hint=hint, on_pass=live, checked=checked)
+    console.print(live.summary_line(), markup=False, highlight=False)
     _print_summary(console, summary)
     return summary.exit_code
 
@@ -220,6 +240,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 @_exit_3_on_ctrl_c
 def cmd_retry(args: argparse.Namespace) -> int:
+    from ddtune.sweep.reporting import live_report
     from ddtune.sweep.run.loop import run_sweep
     from ddtune.sweep.spec.load import parse_spec
 
@@ -233,9 +254,17 @@ def cmd_retry(args: argparse.Namespace) -> int:
     spec = parse_spec(row["spec_text"], source=source, base_dir=base_dir)
     console = Console(stderr=True)
     hint = f"ddtune sweep retry --store {store.path}"
+    live = live_report(store.path, spec.name, console)
     summary = run_sweep(
-        spec, store.path, console, hint, reopen_failed=True, only_reopened=args.failed
+        spec,
+        store.path,
+        console,
+        hint,
+        reopen_failed=True,
+        only_reopened=args.failed,
+        on_pass=live,
     )
+    console.print(live.summary_line(), markup=False, highlight=False)
     _print_summary(console, summary)
     return summary.exit_code
 
@@ -284,6 +313,21 @@ def cmd_apply(args: argparse.Namespace) -> int:
         return apply_config(store, row, args.config, args.dry_run, console)
     finally:
         store.close()
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from ddtune.sweep.watch import serve_watch
+
+    if args.interval < 0.2:
+        raise UserError("--interval must be at least 0.2 seconds", key="interval")
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port {args.port} is not a port (0-65535)", key="port")
+    store = Path(args.store) if args.store else _newest_store()
+    return serve_watch(store, args.sweep, args.host, args.port, args.interval, say=_say)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:

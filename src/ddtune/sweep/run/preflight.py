@@ -49,4 +49,4 @@ def preflight(spec: SweepSpec, workdir: Path) -> PreflightReport:
     return report
 
 
-__all__ = ["PreflightRefused", "planned_launches", "preflight"]
+__all__ = ["PreflightRefused", "PreflightReport", "planned_launches", "preflight"]
