@@ -31,11 +31,25 @@ never stops (named in the summary; free the port, then rerun to resume)"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """`ddtune sweep ACTION ...` (one small function per action below) and `ddtune demo`."""
     sweep = subparsers.add_parser(
         "sweep", help="run, resume, inspect and report a configuration sweep"
     )
     actions = sweep.add_subparsers(dest="sweep_command", metavar="ACTION", required=True)
+    _add_run(actions)
+    _add_plan(actions)
+    _add_status(actions)
+    _add_retry(actions)
+    _add_export(actions)
+    _add_report(actions)
+    _add_apply(actions)
+    _add_watch(actions)
+    _add_cleanup(actions)
+    _add_demo(subparsers)
 
+
+def _add_run(actions: argparse._SubParsersAction) -> None:
+    """`sweep run SPEC [--store S]`."""
     run = actions.add_parser(
         "run", help="run or resume the sweep described by a TOML spec", epilog=EXIT_CODES
     )
@@ -43,6 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_arg(run, run=True)
     run.set_defaults(func=cmd_run)
 
+
+def _add_plan(actions: argparse._SubParsersAction) -> None:
+    """`sweep plan SPEC [--store PREV]`."""
     plan = actions.add_parser(
         "plan",
         help="the trials in order, the restarts, the expected duration of a spec and the "
@@ -55,10 +72,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     plan.set_defaults(func=cmd_plan)
 
+
+def _add_status(actions: argparse._SubParsersAction) -> None:
+    """`sweep status`."""
     status = actions.add_parser("status", help="table of trials, their status and failures")
     _store_arg(status)
     status.set_defaults(func=cmd_status)
 
+
+def _add_retry(actions: argparse._SubParsersAction) -> None:
+    """`sweep retry [--failed]`."""
     retry = actions.add_parser(
         "retry", help="rerun unfinished trials with the spec kept in the store", epilog=EXIT_CODES
     )
@@ -66,12 +89,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_arg(retry)
     retry.set_defaults(func=cmd_retry)
 
+
+def _add_export(actions: argparse._SubParsersAction) -> None:
+    """`sweep export [--format csv|json] [--out F]`."""
     export = actions.add_parser("export", help="write the trials and their metrics as CSV or JSON")
     export.add_argument("--format", choices=("csv", "json"), default="csv")
     export.add_argument("--out", help="output file (default: standard output)")
     _store_arg(export)
     export.set_defaults(func=cmd_export)
 
+
+def _add_report(actions: argparse._SubParsersAction) -> None:
+    """`sweep report --out DIR [--load-weights MIX]`."""
     report = actions.add_parser("report", help="HTML/Markdown/CSV report with uncertainty")
     report.add_argument("--out", required=True, help="directory for report.html, report.md, plots")
     report.add_argument(
@@ -81,6 +110,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_arg(report)
     report.set_defaults(func=cmd_report)
 
+
+def _add_apply(actions: argparse._SubParsersAction) -> None:
+    """`sweep apply [--config LABEL] [--dry-run] [--revert]`."""
     apply = actions.add_parser(
         "apply",
         help="make the recommended (or a named) config the service's lasting configuration",
@@ -100,6 +132,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_arg(apply)
     apply.set_defaults(func=cmd_apply)
 
+
+def _add_watch(actions: argparse._SubParsersAction) -> None:
+    """`sweep watch [--port P] [--host H] [--interval S]`."""
     watch = actions.add_parser(
         "watch",
         help="a live page of a sweep (running, finished or interrupted) in the browser",
@@ -115,6 +150,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     watch.set_defaults(func=cmd_watch)
 
+
+def _add_cleanup(actions: argparse._SubParsersAction) -> None:
+    """`sweep cleanup [--store S] [--dry-run]`."""
     cleanup = actions.add_parser(
         "cleanup",
         help="stop ddtune servers left by killed sweep runs (never another process)",
@@ -128,6 +166,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cleanup.add_argument("--dry-run", action="store_true", help="list them, stop nothing")
     cleanup.set_defaults(func=cmd_cleanup)
 
+
+def _add_demo(subparsers: argparse._SubParsersAction) -> None:
+    """`ddtune demo [--out DIR] [--spec S] [--hot-spec S] [--fresh]`."""
     demo = subparsers.add_parser(
         "demo", help="a real sweep on the bundled models, then its report", epilog=EXIT_CODES
     )
