@@ -6,11 +6,14 @@ model arguments and `--flag value` pairs. `common.ServerProcess` is one
 `ddtune serve --port 0` subprocess in its own process group that waits for the
 single `ready instance_id=... port=...` stdout line and on close kills whatever
 is left of the group; `common.serving(args, log_path)` starts one, waits until it
-is ready and leaves nothing running afterwards.
+is ready and leaves nothing running afterwards. `common.setup_fake_systemd(base,
+setenv)` installs the FAKE systemctl/journalctl of tests/services/fake_systemd.py
+(the `fake_systemd` fixture does it for one test).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import queue
 import signal
@@ -22,6 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -116,9 +120,42 @@ def serving(args: list[str], log_path: Path, timeout: float = 180.0) -> Iterator
         server.close()
 
 
+def setup_fake_systemd(base: Path, setenv) -> tuple[Path, Any]:
+    """Install FAKE systemctl/journalctl under `base`, put them first on PATH via `setenv`.
+
+    Returns (root, install_unit(name, exec_start, extra)).
+    """
+    spec = importlib.util.spec_from_file_location(
+        "fake_systemd", Path(__file__).parent / "services" / "fake_systemd.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    root, bin_dir = base / "systemd", base / "bin"
+    module.install(bin_dir, root)
+    setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    setenv("FAKE_SYSTEMD_ROOT", str(root))
+
+    def install_unit(name: str, exec_start: str, extra: str = "TimeoutStopSec=2\n") -> None:
+        unit = f"[Unit]\nDescription=fake\n[Service]\nType=simple\nExecStart={exec_start}\n{extra}"
+        (root / "units" / name).write_text(unit)
+        subprocess.run(["systemctl", "daemon-reload"], check=True)  # what boot would have done
+
+    return root, install_unit
+
+
 @pytest.fixture(scope="session")
 def common() -> SimpleNamespace:
     """The helpers above (importlib mode: conftest is not importable)."""
     return SimpleNamespace(
-        serve_argv=serve_argv, serve_args=serve_args, ServerProcess=ServerProcess, serving=serving
+        serve_argv=serve_argv,
+        serve_args=serve_args,
+        ServerProcess=ServerProcess,
+        serving=serving,
+        setup_fake_systemd=setup_fake_systemd,
     )
+
+
+@pytest.fixture
+def fake_systemd(tmp_path, monkeypatch):
+    """FAKE systemctl/journalctl on PATH for one test; returns (root, install_unit)."""
+    return setup_fake_systemd(tmp_path, monkeypatch.setenv)

@@ -8,11 +8,22 @@ for every engine (docs/architecture.md "Parameters"):
     topk    per-depth branching cap K, ddtree only
     window  drafter context window W (None = the whole context)
 
+Two DDTree knobs only some engines expose (`KNOB_KEYS`; SGLang's DDTree pull
+request reads them from its environment, ddtune's own engine has none). A
+server kind lists the knobs it can honour (`ServerKind.knobs`); the sweep spec
+refuses a knob for a kind that cannot. `None` = not set: the engine's default.
+
+    depth_bonus  log-probability bonus for going deeper in the tree (SGLang default 0.2;
+                 lower or negative = wider trees)
+    rank_probe   log where the target's token ranks in the draft top-k (default off)
+
 `SamplingParams` is the per-request rest (length, temperature, stops).
 
 Inside the process these objects travel as themselves. At a process boundary
 (TOML, JSON, argv, HTTP) they are rendered by `to_wire()` and read back by
-`from_wire()` and nowhere else; on the wire `window = None` is `"none"`.
+`from_wire()` and nowhere else; on the wire `window = None` is `"none"`, and
+a knob that is not set is left out (so configs without knobs keep their
+hashes); as a launch placeholder it renders as `"default"` (`placeholder_values`).
 """
 
 from __future__ import annotations
@@ -23,13 +34,16 @@ from collections.abc import Mapping
 from dataclasses import asdict, replace
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, FiniteFloat, ValidationError
 from pydantic.dataclasses import dataclass
 
 from ddtune.errors import UserError
 from ddtune.tables import validation_to_user_error
 
 PARAM_KEYS = ("mode", "budget", "topk", "window")
+KNOB_KEYS = ("depth_bonus", "rank_probe")  # engine-specific DDTree knobs (module docstring)
+DECODE_KEYS = (*PARAM_KEYS, *KNOB_KEYS)
+KNOB_DEFAULT = "default"  # a knob that is not set, as a launch placeholder
 MODES = ("ar", "dflash", "ddtree")
 Mode = Literal["ar", "dflash", "ddtree"]
 MAX_BUDGET = 1024
@@ -47,34 +61,56 @@ class DecodeParams:
     budget: Annotated[int, Field(ge=0, le=MAX_BUDGET)] = 16
     topk: Annotated[int, Field(ge=1, le=MAX_TOPK)] = 4
     window: Annotated[int, Field(ge=1, le=MAX_WINDOW)] | None = None
+    depth_bonus: FiniteFloat | None = None  # knob (module docstring); None = engine default
+    rank_probe: bool | None = None  # knob; None = engine default
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any], where: str = "") -> DecodeParams:
         """Strict: unknown keys are an error; `window` is an int, None or "none"."""
         if not isinstance(data, Mapping):
             raise UserError(f"{where or 'decoding parameters'} must be a table; got {data!r}")
-        unknown = sorted(set(data) - set(PARAM_KEYS))
+        unknown = sorted(set(data) - set(DECODE_KEYS))
         if unknown:
             name = ".".join(filter(None, [where, unknown[0]]))
             raise UserError(
-                f"unknown decoding parameter {name}; expected some of {', '.join(PARAM_KEYS)}",
+                f"unknown decoding parameter {name}; expected some of {', '.join(DECODE_KEYS)}",
                 key=name,
             )
         values = dict(data)
         if "window" in values:
             values["window"] = window_from_wire(values["window"], where)
+        if isinstance(values.get("depth_bonus"), int) and not isinstance(
+            values["depth_bonus"], bool
+        ):
+            values["depth_bonus"] = float(values["depth_bonus"])  # TOML `0` for 0.0
         return build(cls, values, where)
 
     def to_wire(self) -> dict[str, Any]:
-        """JSON/TOML-safe dict with every key; window None renders as "none"."""
-        return {**asdict(self), "window": window_to_wire(self.window)}
+        """JSON/TOML-safe dict: every key of `PARAM_KEYS` (window None as "none"), and the
+        knobs that are set."""
+        wire = {**asdict(self), "window": window_to_wire(self.window)}
+        return {k: v for k, v in wire.items() if k in PARAM_KEYS or v is not None}
+
+    def knobs(self) -> dict[str, Any]:
+        """The knobs that are set, by name (`KNOB_KEYS`)."""
+        return {key: getattr(self, key) for key in KNOB_KEYS if getattr(self, key) is not None}
+
+    def placeholder_values(self) -> dict[str, str]:
+        """Every key as a launch placeholder: the wire form, a knob not set as "default"."""
+        wire = self.to_wire()
+        values = {key: str(wire[key]) for key in PARAM_KEYS}
+        for key in KNOB_KEYS:
+            values[key] = knob_to_text(getattr(self, key))
+        return values
 
     def with_updates(self, updates: Mapping[str, Any], where: str = "") -> DecodeParams:
         """A copy with some wire-form keys replaced (validated like `from_wire`)."""
         return DecodeParams.from_wire({**self.to_wire(), **updates}, where)
 
     def canonical(self) -> DecodeParams:
-        """Drop the parameters a mode ignores, so equal behaviour hashes equal."""
+        """Drop the parameters a mode ignores, so equal behaviour hashes equal.
+
+        The knobs shape DDTree's tree: only `ddtree` keeps them."""
         if self.mode == "ar":
             return DecodeParams("ar", 0, 1, None)
         if self.mode == "dflash":
@@ -82,16 +118,23 @@ class DecodeParams:
         return self
 
     def label(self) -> str:
-        """Short human label, e.g. `ddtree b16 k4 wnone` or `ar`."""
+        """Short human label, e.g. `ddtree b16 k4 wnone`, `ddtree b8 k4 w64 bonus0.5 probe` or `ar`."""
         w = window_to_wire(self.window)
         if self.mode == "ar":
             return "ar"
         if self.mode == "dflash":
             return f"dflash w{w}"
-        return f"ddtree b{self.budget} k{self.topk} w{w}"
+        knobs = ""
+        if self.depth_bonus is not None:
+            knobs += f" bonus{self.depth_bonus:g}"
+        if self.rank_probe is not None:
+            knobs += " probe" if self.rank_probe else " noprobe"
+        return f"ddtree b{self.budget} k{self.topk} w{w}{knobs}"
 
     def hash(self) -> str:
-        return config_hash(asdict(self.canonical()))
+        """Of the canonical form; knobs that are not set are left out (stable old hashes)."""
+        fields = asdict(self.canonical())
+        return config_hash({k: v for k, v in fields.items() if k in PARAM_KEYS or v is not None})
 
     def cost(self) -> tuple[int, int, float]:
         """Sort key for "cheaper": smaller budget, then topk, then window (None = widest)."""
@@ -167,6 +210,35 @@ def window_from_wire(value: Any, where: str = "") -> int | None:
     return value
 
 
+def knob_to_text(value: float | bool | None) -> str:
+    """A knob as text (placeholders, the launcher): "default" when not set, true/false, 0.5."""
+    if value is None:
+        return KNOB_DEFAULT
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(float(value))
+
+
+def parse_knob(key: str, text: str | None) -> float | bool | None:
+    """The launcher's form of a knob (`knob_to_text`'s output) back to its value."""
+    if text is None or text.strip().lower() in (KNOB_DEFAULT, ""):
+        return None
+    cleaned = text.strip().lower()
+    if key == "rank_probe":
+        if cleaned in ("true", "1", "yes", "on"):
+            return True
+        if cleaned in ("false", "0", "no", "off"):
+            return False
+        raise UserError(f"{key} must be true, false or 'default'; got {text!r}", key=key)
+    try:
+        value = float(cleaned)
+    except ValueError:
+        value = float("nan")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise UserError(f"{key} must be a finite number or 'default'; got {text!r}", key=key)
+    return value
+
+
 def parse_window(text: str | int | None) -> int | None:
     """Command-line form: "none", "all" or a positive integer written as text."""
     if not isinstance(text, str):
@@ -187,6 +259,9 @@ def config_hash(config: Mapping[str, Any]) -> str:
 
 
 __all__ = [
+    "DECODE_KEYS",
+    "KNOB_DEFAULT",
+    "KNOB_KEYS",
     "MAX_LOGPROBS",
     "MODES",
     "PARAM_KEYS",
@@ -195,6 +270,8 @@ __all__ = [
     "Mode",
     "SamplingParams",
     "config_hash",
+    "knob_to_text",
+    "parse_knob",
     "parse_window",
     "window_from_wire",
     "window_to_wire",

@@ -1,8 +1,9 @@
 """Fixtures for the kinds tests: recorded engine replies and real witness processes.
 
-`witness(env, argv)` starts a real (sleeping) process with `env` added to its
-environment and returns the `Launch` a controller would hold for it, so the
-kinds read the process's environment and command line the way readiness does.
+`witness(env, argv, process_args=None)` starts a real (sleeping) process with
+`env` added to its environment (and `process_args` on its command line) and
+returns the `Launch` a controller would hold for it, so the kinds read the
+process's environment and command line the way readiness does.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -37,10 +39,17 @@ def fixture():
 def witness():
     started: list[subprocess.Popen] = []
 
-    def start(env: dict[str, str] | None = None, argv: list[str] | None = None) -> Launch:
-        proc = subprocess.Popen(["sleep", "60"], env={**os.environ, **(env or {})})
+    def start(
+        env: dict[str, str] | None = None,
+        argv: list[str] | None = None,
+        process_args: list[str] | None = None,
+    ) -> Launch:
+        command = ["sleep", "60"]
+        if process_args is not None:
+            command = [sys.executable, "-c", "import time; time.sleep(60)", *process_args]
+        proc = subprocess.Popen(command, env={**os.environ, **(env or {})})
         started.append(proc)
-        _wait_for_environ(proc.pid, env or {})
+        _wait_for_environ(proc.pid, env or {}, command)
         return Launch(main_pid=proc.pid, argv=argv)
 
     yield start
@@ -49,13 +58,15 @@ def witness():
         proc.wait()
 
 
-def _wait_for_environ(pid: int, env: dict[str, str], timeout: float = 10.0) -> None:
+def _wait_for_environ(
+    pid: int, env: dict[str, str], command: list[str], timeout: float = 10.0
+) -> None:
     """Popen returns once exec began; the kernel publishes the new environ and argv a moment later."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         process = psutil.Process(pid)
         found = process.environ()
-        if process.cmdline() == ["sleep", "60"] and all(found.get(k) == v for k, v in env.items()):
+        if process.cmdline() == command and all(found.get(k) == v for k, v in env.items()):
             return
         time.sleep(0.01)
     raise AssertionError(f"pid {pid} never showed the environment {sorted(env)}")

@@ -13,6 +13,8 @@ from ddtune.errors import UserError
 from ddtune.kinds import Launch, get_kind
 from ddtune.kinds.vllm import (
     counter_acceptance,
+    last_layer_note,
+    round_counts,
     running_speculative_config,
     spec_command_template,
     speculative_config,
@@ -134,3 +136,40 @@ def test_readiness_compares_the_process_command_line_with_the_launch(fixture, wi
 def test_counter_acceptance_without_a_scrape_is_unavailable():
     assert counter_acceptance(None, {})[0] is None
     assert VLLM.metrics_path == "/metrics" and VLLM.acceptance_source == "prometheus"
+
+
+def test_round_counts_are_what_vllms_counters_add():
+    # prefill token, then rounds of 2, 3, 8, 8 tokens: 21 >= 20 after the fourth round,
+    # whose 7 accepted drafts count whole although the reply stops at 20 tokens
+    assert round_counts([2, 3, 8, 8, 8], 20) == (1 + 2 + 7 + 7, 4)
+    assert round_counts([2, 3, 8, 8, 8], 6) == (1 + 2, 2)
+    assert round_counts([], 1) == (0, 0)  # the prefill's token alone: no draft verified
+    with pytest.raises(ValueError, match="fewer than max_tokens"):
+        round_counts([2, 3], 20)
+
+
+def _folder(root, name: str, config: dict):
+    folder = root / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("layer_ids", "noted"), [([1, 3, 5], True), ([1, 2, 3], False), ([5, 1], True)]
+)
+def test_last_layer_note_for_a_drafter_reading_the_last_layer(tmp_path, layer_ids, noted):
+    target = _folder(tmp_path, "target", {"num_hidden_layers": 6})
+    drafter = _folder(tmp_path, "drafter", {"dflash_config": {"target_layer_ids": layer_ids}})
+    note = last_layer_note(target, speculative_config("dflash", 7, draft_path=drafter))
+    assert (note is not None) == noted
+    if noted:
+        assert "last layer (5" in note and "before the final norm" in note
+
+
+def test_last_layer_note_needs_a_local_dflash_pair(tmp_path):
+    target = _folder(tmp_path, "target", {"num_hidden_layers": 6})
+    assert last_layer_note(target, None) is None
+    assert last_layer_note(target, ngram(3)) is None
+    remote = speculative_config("dflash", 7, draft_path="z-lab/Qwen3-8B-DFlash-b16")
+    assert last_layer_note(target, remote) is None  # no local config.json: nothing known

@@ -3,17 +3,20 @@ examples render exactly the command lines the launchers build."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from ddtune.kinds.sglang import sglang_argv
+from ddtune.kinds.engine_check import EngineInfo
+from ddtune.kinds.launch import build, launcher_parser
+from ddtune.kinds.sglang import WINDOW_FLAGS, sglang_argv
 from ddtune.kinds.vllm import speculative_config, vllm_argv
-from ddtune.launchers.__main__ import build, build_parser
 from ddtune.sweep.spec.load import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SGLANG_INFO = Path(__file__).parents[1] / "kinds" / "fixtures" / "sglang_engine_info.json"
 SWEEP_SPECS = sorted(p for p in EXAMPLES.glob("*.toml") if "sweep" in tomllib.loads(p.read_text()))
 
 
@@ -90,7 +93,9 @@ def test_sglang_example_command_builds_the_sglang_argv(index):
     config, _ = spec.all_configs()[index]
     rendered = spec.service.render_argv(config.params, config.user_vars())
     assert rendered[1:4] == ["-m", "ddtune.launchers", "sglang"]
-    argv, env = build(build_parser().parse_args(rendered[3:]))
+    info = json.loads(SGLANG_INFO.read_text())  # what SGLang 0.5.23's parser accepts
+    engine = EngineInfo("sglang", info["version"], info["options"], "python", "user")
+    argv, env = build(launcher_parser().parse_args(rendered[3:]), engine)
     model, drafter = spec.service.vars["model"], spec.service.vars["drafter"]
     extra = rendered[rendered.index("--") + 1 :]
     assert (argv, env) == sglang_argv(
@@ -99,4 +104,40 @@ def test_sglang_example_command_builds_the_sglang_argv(index):
     if config.params.mode == "ar":
         assert not [a for a in argv if a.startswith("--speculative")]
     if config.params.window is None:
-        assert "--speculative-dflash-draft-window-size" not in argv
+        assert not set(WINDOW_FLAGS) & set(argv)
+    else:
+        assert argv[argv.index(WINDOW_FLAGS[0]) + 1] == str(config.params.window)
+
+
+def test_vllm_dflash_example_renders_the_builder_argv_for_every_k():
+    spec = load_spec(EXAMPLES / "vllm-dflash-cpu.toml")
+    service = spec.service
+    assert (service.kind, service.profile, spec.passes_per_start) == ("process", "vllm", 2)
+    drafter = "src/ddtune/assets/models/drafter"
+    extra = ["--max-model-len", "512", "--dtype", "float32", "--max-num-seqs", "4"]
+    seen = []
+    for config, is_baseline in spec.all_configs():
+        k = config.user_vars()["K"]
+        seen.append((config.params.mode, k, is_baseline))
+        speculative = speculative_config("dflash", k, draft_path=drafter) if k else None
+        argv, env = vllm_argv(
+            service.vars["model"],
+            speculative,
+            service.port,
+            python=".venv-vllm/bin/python",
+            served_model_name="target",
+            cpu_kvcache_gib=1,
+        )
+        rendered = service.render_argv(config.params, config.user_vars())
+        # `{spec}` is one `--flag=value` argument (the baseline repeats --served-model-name)
+        assert _flags(_split_equals(rendered)) == _flags(argv + extra)
+        assert {name: service.env[name] for name in env} == env
+        assert service.render_env(config.params, config.user_vars())["DDTUNE_DFLASH_K"] == str(k)
+    assert seen == [("ar", 0, True), ("dflash", 3, False), ("dflash", 7, False)]
+
+
+def _split_equals(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    for arg in argv:
+        out += arg.split("=", 1) if arg.startswith("--") and "=" in arg else [arg]
+    return out

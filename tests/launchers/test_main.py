@@ -1,7 +1,8 @@
 """`python -m ddtune.launchers`: --print output, and exec into the engine under the same PID.
 
-The engine is a fake `sglang.launch_server` module written into a temp folder
-(SGLang itself needs a GPU); it reports its argv, PID and the top-k variable.
+The engine is the FAKE sglang of tests/kinds/fixtures/fake_sglang (SGLang itself
+needs a GPU): the launcher asks its parser for the window flag, then execs its
+`launch_server`, which reports its argv, PID and DDTree variables.
 """
 
 from __future__ import annotations
@@ -11,15 +12,9 @@ import os
 import shlex
 import subprocess
 import sys
-import textwrap
+from pathlib import Path
 
-FAKE_LAUNCH_SERVER = textwrap.dedent(
-    """
-    import json, os, sys
-    print(json.dumps({"argv": sys.argv[1:], "pid": os.getpid(),
-                      "topk": os.environ.get("SGLANG_DDTREE_MAX_TOPK")}))
-    """
-)
+FAKE_SGLANG = Path(__file__).parents[1] / "kinds" / "fixtures" / "fake_sglang"
 
 
 def run_launcher(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -45,7 +40,7 @@ def test_print_shows_env_and_argv():
     assert words[0] == "SGLANG_DDTREE_MAX_TOPK=4"
     assert words[1:4] == ["python3", "-m", "sglang.launch_server"]
     assert words[words.index("--speculative-ddtree-budget") + 1] == "12"
-    assert "--speculative-dflash-draft-window-size" not in words
+    assert not [w for w in words if "window" in w]
 
 
 def test_vllm_print_has_compact_speculative_json():
@@ -81,17 +76,30 @@ def test_bad_options_exit_2_with_one_line():
     assert "needs a drafter" in done.stderr
 
 
-def test_exec_replaces_the_launcher_with_the_engine(tmp_path):
-    (tmp_path / "sglang").mkdir()
-    (tmp_path / "sglang" / "__init__.py").write_text("")
-    (tmp_path / "sglang" / "launch_server.py").write_text(FAKE_LAUNCH_SERVER)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+def test_a_window_flag_the_engine_does_not_know_is_one_clear_line():
+    """The window flag comes from the engine's own parser: an engine without one refuses."""
+    done = run_launcher(
+        [*sglang_ddtree(8, 4, "64"), "--python", sys.executable, "--print"],
+        env={**os.environ, "PYTHONPATH": "/nonexistent"},
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "cannot read the sglang options" in done.stderr
+    assert "No module named 'sglang'" in done.stderr
+
+
+def test_exec_replaces_the_launcher_with_the_engine():
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{FAKE_SGLANG}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
     proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "ddtune.launchers",
             *sglang_ddtree(8, 6, "2048"),
+            "--depth-bonus",
+            "0.5",
             "--port",
             "30123",
             "--",
@@ -107,8 +115,9 @@ def test_exec_replaces_the_launcher_with_the_engine(tmp_path):
     assert proc.returncode == 0, err
     seen = json.loads(out)
     assert seen["pid"] == proc.pid  # same process: controllers see the engine itself
-    assert seen["topk"] == "6"
+    assert seen["env"] == {"SGLANG_DDTREE_MAX_TOPK": "6", "SGLANG_DDTREE_DEPTH_BONUS": "0.5"}
     argv = seen["argv"]
     assert argv[argv.index("--speculative-algorithm") + 1] == "DDTREE"
+    assert argv[argv.index("--speculative-draft-window-size") + 1] == "2048"  # its parser's
     assert argv[argv.index("--port") + 1] == "30123"
     assert argv[-2:] == ["--mem-fraction-static", "0.8"]

@@ -14,7 +14,13 @@ from ddtune.params import DecodeParams
 from ddtune.report import ReportOptions, TrialRecord, build_report
 
 FILES = ("report.html", "report.md", "results.csv", "results.json")
-PLOTS = ("tps_vs_budget.png", "acceptance_vs_budget.png", "tps_vs_acceptance.png", "pass_rate.png")
+PLOTS = (
+    "forest.png",
+    "tps_vs_budget.png",
+    "acceptance_vs_budget.png",
+    "tps_vs_acceptance.png",
+    "pass_rate.png",
+)
 
 
 def test_full_report_writes_every_file(synth, tmp_path):

@@ -167,3 +167,35 @@ def test_bad_start_is_one_clear_line(models, args, message, checkpoint, capsys) 
     assert out.out == ""
     assert out.err.startswith("ddtune: error:") and message in out.err
     assert out.err.count("\n") == 1
+
+
+def test_accepted_connections_send_without_nagle() -> None:
+    """The listening socket is a TCP socket by protocol, so asyncio sets TCP_NODELAY on every
+    connection: a response written as headers + body no longer waits for the client's delayed
+    ACK (a keep-alive `/health` took ~45 ms instead of ~1 ms before)."""
+    import asyncio
+    import socket
+
+    from ddtune.server.lifecycle import bind
+
+    listener = bind("127.0.0.1", 0)
+    seen: list[int] = []
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            server_side = transport.get_extra_info("socket")
+            seen.append(server_side.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    async def connect_once() -> None:
+        server = await asyncio.get_running_loop().create_server(Probe, sock=listener)
+        _, writer = await asyncio.open_connection(*listener.getsockname())
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+
+    asyncio.run(connect_once())
+    assert seen and seen[0] != 0

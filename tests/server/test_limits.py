@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from typing import Any
 
 import pytest
 
 from ddtune.server.api.errors import ApiError
 from ddtune.server.jsonbody import MAX_DEPTH, decode_json
-from ddtune.server.limits import BodyGuard
+from ddtune.server.limits import BodyGuard, linger_bytes
 
 Message = dict[str, Any]
 
@@ -24,6 +25,7 @@ class Client:
         self.chunks = chunks
         self.disconnect = disconnect
         self.received = 0  # receive() calls answered
+        self.received_at_answer: int | None = None  # receive() calls before the answer began
         self.sent: list[Message] = []
 
     async def receive(self) -> Message:
@@ -39,6 +41,8 @@ class Client:
         return {"type": "http.request", "body": chunk, "more_body": more}
 
     async def send(self, message: Message) -> None:
+        if not self.sent:
+            self.received_at_answer = self.received
         self.sent.append(message)
 
     @property
@@ -71,14 +75,20 @@ async def early_answer_app(scope: Message, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
-def run(client: Client, headers: dict[str, str], app: Any = read_all_app, timeout: float = 5.0):
+def run(
+    client: Client,
+    headers: dict[str, str],
+    app: Any = read_all_app,
+    timeout: float = 5.0,
+    linger: float = 0.3,
+):
     scope = {
         "type": "http",
         "method": "POST",
         "path": "/",
         "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
     }
-    guard = BodyGuard(app, max_bytes=1000, timeout_s=timeout)
+    guard = BodyGuard(app, max_bytes=1000, timeout_s=timeout, linger_s=linger)
     asyncio.run(asyncio.wait_for(guard(scope, client.receive, client.send), 10))
     return client
 
@@ -93,16 +103,41 @@ def test_a_body_within_the_limit_passes() -> None:
 
 
 def test_a_declared_length_over_the_limit_is_413_unread() -> None:
-    client = run(Client([b"x" * 2000]), {"Content-Length": "2000"})
-    assert client.received == 0  # not a byte read
+    client = run(Client([b"x" * 1000, b"x" * 1000]), {"Content-Length": "2000"})
+    assert client.received_at_answer == 0  # answered before a byte was read
     assert client.status == 413 and client.error()["code"] == "request_too_large"
     assert client.headers[b"connection"] == b"close"
+    assert client.received == 2  # then the rest was read and dropped (lingering close)
+    assert [m.get("more_body", False) for m in client.sent[1:]] == [True, False]
+    assert client.sent[-1]["body"] == b""  # the answer was complete before the drain
 
 
 def test_a_chunked_body_is_cut_at_the_limit() -> None:
     client = run(Client([b"x" * 600, b"x" * 600, b"x" * 600, b"x" * 600]), CHUNKED)
-    assert client.received == 2  # stopped reading the moment 1000 was passed
+    assert client.received_at_answer == 2  # answered the moment 1000 was passed
     assert client.status == 413 and "at least 1200" in client.error()["message"]
+    assert client.received == 4  # the rest drained before the close
+
+
+def test_the_drain_stops_at_its_byte_bound() -> None:
+    piece = b"x" * 65536
+    pieces = linger_bytes(1000) // len(piece) + 50
+    client = run(Client([piece] * pieces), {"Content-Length": str(len(piece) * pieces)})
+    assert client.status == 413
+    assert client.received == linger_bytes(1000) // len(piece)  # then the close, unread
+
+
+def test_the_drain_stops_at_its_deadline_and_on_disconnect() -> None:
+    started = time.monotonic()
+    client = run(Client([b"x" * 600, None]), {"Content-Length": "5000"}, linger=0.3)
+    assert client.status == 413 and client.received == 1
+    assert 0.3 <= time.monotonic() - started < 3
+    client = run(Client([b"x" * 600], disconnect=True), {"Content-Length": "5000"}, linger=30)
+    assert client.status == 413 and client.sent[-1] == {
+        "type": "http.response.body",
+        "body": b"",
+        "more_body": False,
+    }
 
 
 def test_a_slow_body_is_408() -> None:

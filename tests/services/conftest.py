@@ -9,11 +9,8 @@ the way a driver releases a dead context late or not at all. With
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import socket
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -116,29 +113,6 @@ def controllers(tmp_path):
         assert leftovers(ctl.workdir) == [], "a process was left behind after close()"
 
 
-def setup_fake_systemd(base: Path, setenv) -> tuple[Path, Any]:
-    """Install FAKE systemctl/journalctl under `base`, put them first on PATH via `setenv`.
-
-    Returns (root, install_unit(name, exec_start, extra)).
-    """
-    spec = importlib.util.spec_from_file_location(
-        "fake_systemd", Path(__file__).with_name("fake_systemd.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    root, bin_dir = base / "systemd", base / "bin"
-    module.install(bin_dir, root)
-    setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    setenv("FAKE_SYSTEMD_ROOT", str(root))
-
-    def install_unit(name: str, exec_start: str, extra: str = "TimeoutStopSec=2\n") -> None:
-        unit = f"[Unit]\nDescription=fake\n[Service]\nType=simple\nExecStart={exec_start}\n{extra}"
-        (root / "units" / name).write_text(unit)
-        subprocess.run(["systemctl", "daemon-reload"], check=True)  # what boot would have done
-
-    return root, install_unit
-
-
 def run_scenarios(scenarios: dict[str, Any], tmp_path_factory) -> dict[str, BaseException | None]:
     """Run each `scenario(controllers, tmp_path)` in its own thread; keep each one's exception.
 
@@ -176,7 +150,6 @@ class Helpers:
     make_spec = staticmethod(make_spec)
     leftovers = staticmethod(leftovers)
     free_port = staticmethod(free_port)
-    setup_fake_systemd = staticmethod(setup_fake_systemd)
     run_scenarios = staticmethod(run_scenarios)
     params = PARAMS
     fault_server = FAULT_SERVER
@@ -185,9 +158,3 @@ class Helpers:
 @pytest.fixture(scope="session")
 def svc() -> type[Helpers]:
     return Helpers
-
-
-@pytest.fixture
-def fake_systemd(tmp_path, monkeypatch):
-    """FAKE systemctl/journalctl on PATH for one test; returns (root, install_unit)."""
-    return setup_fake_systemd(tmp_path, monkeypatch.setenv)

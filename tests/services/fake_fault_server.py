@@ -15,7 +15,11 @@ readiness protocol, and misbehaves on demand:
     --gpu-ledger DIR          write a fake GPU allocation (--gpu-mib) to DIR/<pid>.json,
     --gpu-release-after S     ... released S seconds after exit, or "never"
     --report-config JSON      report these config keys instead of the requested ones
-    --speculative-draft-model-path P   the drafter (SGLang's flag; /get_server_info reports it)
+    --speculative-draft-model-path P   the drafter (SGLang's flag; its server info reports it)
+    --sglang 0.5.23|legacy    answer as SGLang: 0.5.23's /server_info (its field names, with
+                              the DDTree PR's budget), or an older one's /get_server_info only
+                              (/server_info 404, the window as speculative_dflash_draft_window_size)
+                              (without it: /server_info is ddtune's, /get_server_info the legacy one)
     --report-drafter P        report drafter P instead
     --instance-id ID          report a fixed instance id (e.g. persisted across restarts)
     --hang-after S            SIGSTOP itself S seconds after start
@@ -66,6 +70,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--report-config", default=None)
     p.add_argument("--speculative-draft-model-path", default=None)
     p.add_argument("--report-drafter", default=None)
+    p.add_argument("--sglang", choices=("0.5.23", "legacy"), default=None)
     p.add_argument("--instance-id", default=None)
     p.add_argument("--hang-after", type=float, default=None)
     p.add_argument("--hot", action="store_true")
@@ -116,7 +121,8 @@ class State:
     def sglang_info(self) -> dict:
         config = self.reported_config()
         algo = {"ar": None, "dflash": "DFLASH", "ddtree": "DDTREE"}[config["mode"]]
-        return {
+        window = "speculative_dflash_draft_window_size"
+        info = {
             "speculative_algorithm": algo,
             "speculative_draft_model_path": (
                 (self.args.report_drafter or self.args.speculative_draft_model_path)
@@ -124,8 +130,21 @@ class State:
                 else None
             ),
             "speculative_ddtree_budget": config["budget"] if algo == "DDTREE" else None,
-            "speculative_dflash_draft_window_size": config["window"] if algo else None,
         }
+        if self.args.sglang == "0.5.23":
+            window = "speculative_draft_window_size"
+            info["version"] = "0.5.23"
+        info[window] = config["window"] if algo else None
+        return info
+
+    def answer_info(self, path: str) -> tuple[int, dict]:
+        """/server_info and /get_server_info as the flavour asked for answers them."""
+        sglang = self.args.sglang
+        if path == "/server_info" and sglang == "legacy":
+            return 404, {"detail": "Not Found"}
+        if path == "/server_info":
+            return 200, self.sglang_info() if sglang else self.server_info()
+        return 200, self.sglang_info()
 
 
 def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
@@ -158,8 +177,8 @@ class Handler(BaseHTTPRequestHandler):
         routes = {
             "/health": self.health,
             "/health_generate": self.health,
-            "/server_info": lambda: self.send_json(200, self.state.server_info()),
-            "/get_server_info": lambda: self.send_json(200, self.state.sglang_info()),
+            "/server_info": lambda: self.send_json(*self.state.answer_info("/server_info")),
+            "/get_server_info": lambda: self.send_json(*self.state.answer_info("/get_server_info")),
             "/v1/models": self.models,
         }
         routes.get(self.path, self.not_found)()

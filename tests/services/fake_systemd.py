@@ -4,8 +4,9 @@ Installed on PATH as two shell shims (`systemctl`, `journalctl`) that call
 `python fake_systemd.py <tool> ARGS`. State lives under $FAKE_SYSTEMD_ROOT:
 
     units/<unit>           the unit file ([Service] ExecStart, Environment, TimeoutStopSec,
-                           KillMode, StartLimitBurst)
-    run/<unit>.d/*.conf    drop-ins (the controller's `systemd_dir` points at run/)
+                           KillMode, StartLimitBurst, User, WorkingDirectory)
+    units/<unit>.d/*.conf  persistent drop-ins beside the unit (`sweep apply` writes there)
+    run/<unit>.d/*.conf    runtime drop-ins (the controller's `systemd_dir` points at run/)
     state/<unit>.json      invocation, start history, result
     state/<unit>.loaded.json  the config as of the last daemon-reload
     state/<inv>.main|.exit main pid and exit status, written by the per-invocation supervisor
@@ -19,7 +20,10 @@ Documented behaviours reproduced:
   * more than StartLimitBurst (default 5) starts in StartLimitIntervalSec (10 s) fail with result
     `start-limit-hit` until `reset-failed`;
   * `stop` sends SIGTERM to the control group (KillMode=control-group) or only the
-    main process (KillMode=process), waits TimeoutStopSec, then SIGKILLs.
+    main process (KillMode=process), waits TimeoutStopSec, then SIGKILLs;
+  * drop-ins of both folders apply in the order of their file names; of two with the same
+    name the persistent one (beside the unit) wins;
+  * `show` reports User, WorkingDirectory and Environment as loaded, and FragmentPath.
 Set FAKE_SYSTEMD_BROKEN_RELOAD=1 to make `daemon-reload` do nothing.
 """
 
@@ -40,8 +44,10 @@ ROOT = Path(os.environ.get("FAKE_SYSTEMD_ROOT", "/nonexistent"))
 
 
 def unit_sources(unit: str) -> list[Path]:
-    dropins = sorted((ROOT / "run" / f"{unit}.d").glob("*.conf"))
-    return [ROOT / "units" / unit, *dropins]
+    found: dict[str, Path] = {}
+    for folder in (ROOT / "run" / f"{unit}.d", ROOT / "units" / f"{unit}.d"):
+        found.update({path.name: path for path in folder.glob("*.conf")})
+    return [ROOT / "units" / unit, *(found[name] for name in sorted(found))]
 
 
 def parse_config(unit: str) -> dict:
@@ -141,7 +147,15 @@ def properties(unit: str) -> dict[str, str]:
     result = state.get("result", "success")
     if status and not state.get("stopped") and status["code"] != 0 and result == "success":
         result = "signal" if status["killed"] else "exit-code"
+    config = load_loaded(unit).get("config") or {}
+    environment = " ".join(
+        shlex.quote(f"{k}={v}") for k, v in config.get("Environment", {}).items()
+    )
     return {
+        "User": config.get("User", ""),
+        "WorkingDirectory": config.get("WorkingDirectory", ""),
+        "Environment": environment,
+        "FragmentPath": str(ROOT / "units" / unit),
         "LoadState": "loaded" if (ROOT / "units" / unit).exists() else "not-found",
         "NeedDaemonReload": "yes" if load_loaded(unit).get("hash") != sources_hash(unit) else "no",
         "ActiveState": active,

@@ -3,7 +3,9 @@
 A kind answers, for the services, the bench and the launcher CLI alike
 (docs/architecture.md "Kinds"):
 
-    launch      launch_help, add_launch_options(parser), launch_command(args) -> (argv, env)
+    launch      launch_help, add_launch_options(parser), launch_command(args, engine) -> (argv, env)
+    engine      engine (its argument probe), engine_modules, owned_fields, knobs,
+                engine_info(python), parameter_origins(engine): the preflight's inputs
     readiness   health_url(base), read_identity(client, base, launch) -> (identity, info),
                 expected_config(params, launch), read_config(info, launch),
                 config_mismatches(params, info, launch), model_name, generate_one_token
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard
 import psutil
 
 from ddtune.errors import UserError
+from ddtune.kinds.engine_check import EngineInfo, EngineProbe, ProbeError
 from ddtune.params import DecodeParams, SamplingParams
 
 if TYPE_CHECKING:
@@ -75,6 +78,10 @@ class ServerKind(ABC):
     no_acceptance_note: ClassVar[str] = "acceptance length unavailable"
     launch_help: ClassVar[str | None] = None  # set when the kind builds a launch command
     default_port: ClassVar[int] = 8000
+    knobs: ClassVar[tuple[str, ...]] = ()  # the DecodeParams knobs (KNOB_KEYS) it honours
+    engine: ClassVar[str | None] = None  # its argument probe (kinds/probes); None: no check
+    engine_modules: ClassVar[tuple[str, ...]] = ()  # `python -m MODULE` runs the engine
+    owned_fields: ClassVar[tuple[str, ...]] = ()  # engine fields ddtune sets; extra may not
 
     # ---- launch -----------------------------------------------------------------
 
@@ -82,9 +89,26 @@ class ServerKind(ABC):
         """The kind's own options of `python -m ddtune.launchers <kind>`."""
         raise UserError(f"server kind {self.name!r} has no launch command")
 
-    def launch_command(self, args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
-        """(argv, environment additions) for parsed launcher options."""
+    def launch_command(
+        self, args: argparse.Namespace, engine: EngineInfo | None = None
+    ) -> tuple[list[str], dict[str, str]]:
+        """(argv, environment additions) for parsed launcher options; `engine` is what the
+        engine's parser accepts, when known (else asked where a flag name depends on it)."""
         raise UserError(f"server kind {self.name!r} has no launch command")
+
+    def parameter_origins(self, engine: EngineInfo | None = None) -> dict[str, str]:
+        """The parameter behind each flag or variable `launch_command` sets."""
+        return {}
+
+    def engine_info(self, python: str) -> EngineInfo:
+        """Version and options of the engine in `python`, from its own parser (`engine_check`)."""
+        if self.engine is None:
+            raise UserError(f"server kind {self.name!r} has no argument check")
+        try:
+            with EngineProbe(self.engine, python, timeout=600.0) as probe:
+                return probe.info()
+        except ProbeError as exc:
+            raise UserError(f"cannot read the {self.engine} options from {python}: {exc}") from None
 
     # ---- readiness --------------------------------------------------------------
 
@@ -212,12 +236,18 @@ def flag_value(argv: Sequence[str] | None, names: Sequence[str]) -> str | None:
 
 
 def check_extra(extra: Sequence[str], owned_flags: Sequence[str]) -> None:
-    """Refuse extra launch arguments that are one string or that set a flag ddtune owns."""
+    """Refuse extra launch arguments that are one string or that set a flag ddtune owns
+    (also by a unique prefix: argparse takes `--speculative-algo` for `--speculative-algorithm`)."""
     if isinstance(extra, str):
         raise UserError("extra arguments must be a list of strings, not one string")
     for arg in extra:
         name = str(arg).split("=", 1)[0]
-        if name in owned_flags:
+        owned = name in owned_flags or (
+            name.startswith("--")
+            and len(name) > 4
+            and sum(flag.startswith(name) for flag in owned_flags) == 1
+        )
+        if owned:
             raise UserError(
                 f"{name} is set by ddtune (from the trial's parameters or the service "
                 "settings); remove it from the extra arguments"

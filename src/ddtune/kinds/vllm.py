@@ -20,7 +20,11 @@ process's command line must equal the launch argv (its configuration: vLLM's
 settings are not `DecodeParams`). Bench: the OpenAI completions stream;
 acceptance from the Prometheus counters `vllm:spec_decode_num_accepted_tokens`
 and `vllm:spec_decode_num_drafts` read before and after the measured requests:
-1 + accepted/drafts over the differences. See docs/architecture.md "Kinds".
+1 + accepted/drafts over the differences (`round_counts`: what they add for
+given verify rounds, to count ddtune's rounds the same way). `last_layer_note`:
+a DFlash drafter that reads the target's last layer gets it before the final
+norm from vLLM, after it from ddtune (docs/engines.md "vLLM DFlash").
+See docs/architecture.md "Kinds".
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 
 from ddtune.errors import UserError
 from ddtune.kinds.base import Launch, check_extra, common_launch_options, process_cmdline
+from ddtune.kinds.engine_check import EngineInfo
 from ddtune.kinds.openai import OpenAIKind
 from ddtune.params import DecodeParams
 
@@ -40,6 +45,7 @@ VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 METHODS = ("ngram", "dflash", "draft_model", "eagle", "eagle3", "suffix")
 NEEDS_DRAFTER = ("dflash", "draft_model", "eagle", "eagle3")
 OWNED_FLAGS = ("--model", "--host", "--port", "--speculative-config", "--served-model-name")
+OWNED_FIELDS = ("model", "host", "port", "speculative_config", "served_model_name")
 VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
 
@@ -169,6 +175,57 @@ def counter_acceptance(
     )
 
 
+def round_counts(round_lengths: Sequence[int], max_tokens: int) -> tuple[int, int]:
+    """(accepted, drafts) that vLLM's counters add for one request with these verify rounds.
+
+    `round_lengths`: tokens each round commits (accepted drafts + the bonus), from a
+    decoding at least `max_tokens` long. vLLM's prefill gives the first token, every
+    later step verifies one draft, and the counters take a step's accepted
+    tokens before the output is cut at `max_tokens`: the last round counts whole.
+    """
+    accepted, drafts, made = 0, 0, 1  # the prefill's token
+    for length in round_lengths:
+        if made >= max_tokens:
+            break
+        accepted, drafts, made = accepted + length - 1, drafts + 1, made + length
+    if made < max_tokens:
+        raise ValueError(f"rounds make {made} tokens, fewer than max_tokens {max_tokens}")
+    return accepted, drafts
+
+
+def last_layer_note(model_path: str | Path, speculative: dict[str, Any] | None) -> str | None:
+    """A note when a DFlash drafter reads the target's last layer (None otherwise or unknown).
+
+    vLLM feeds the drafter that layer's residual stream before the final norm;
+    ddtune, Hugging Face and z-lab's training code give it the output after the
+    norm (`ddtune.engine.models.capture`). Such a drafter accepts fewer tokens
+    on vLLM than in ddtune: 3.56 vs 4.19 for the bundled one (docs/engines.md).
+    Reads the two config.json files when both are local folders.
+    """
+    if not speculative or speculative.get("method") != "dflash":
+        return None
+    target = _config_json(Path(model_path))
+    drafter = _config_json(Path(str(speculative.get("model", ""))))
+    layers = target.get("num_hidden_layers") if target else None
+    ids = ((drafter or {}).get("dflash_config") or {}).get("target_layer_ids")
+    if not isinstance(layers, int) or not isinstance(ids, list) or layers - 1 not in ids:
+        return None
+    return (
+        f"the DFlash drafter reads the target's last layer ({layers - 1}, target_layer_ids "
+        f"{ids}): vLLM gives it that layer's state before the final norm, ddtune and "
+        "Hugging Face after it, so vLLM's acceptance will be lower than ddtune's on the "
+        "same drafter (retrain with ids below the last layer to serve it on vLLM)"
+    )
+
+
+def _config_json(folder: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 class VllmKind(OpenAIKind):
     name = "vllm"
     health_path = "/health"
@@ -179,6 +236,9 @@ class VllmKind(OpenAIKind):
     acceptance_source = "prometheus"
     metrics_path = "/metrics"
     launch_help = "python -m vllm.entrypoints.openai.api_server with --speculative-config"
+    engine = "vllm"
+    engine_modules = (VLLM_MODULE,)
+    owned_fields = OWNED_FIELDS
 
     def add_launch_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--model", required=True)
@@ -190,7 +250,9 @@ class VllmKind(OpenAIKind):
         parser.add_argument("--served-model-name", default=None)
         parser.add_argument("--cpu-kvcache-gib", type=int, default=None, help="GiB, CPU builds")
 
-    def launch_command(self, args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+    def launch_command(
+        self, args: argparse.Namespace, engine: EngineInfo | None = None
+    ) -> tuple[list[str], dict[str, str]]:
         spec = None
         if args.method:
             if args.num_speculative_tokens is None:

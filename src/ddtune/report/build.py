@@ -24,12 +24,15 @@ from ddtune.report.load.document import add_load_section, write_load_csv
 from ddtune.report.load.plots import write_load_plots
 from ddtune.report.lossless import check_losslessness, correctness_note, load_compare
 from ddtune.report.options import ReportOptions
+from ddtune.report.render.atomic import write_atomic
 from ddtune.report.render.html import render_html
 from ddtune.report.render.markdown import render_markdown
 from ddtune.report.render.plots import write_plots
+from ddtune.report.render.verdict_plots import write_verdict_plots
 from ddtune.report.result import ReportSummary
 from ddtune.report.sections import build_document
 from ddtune.report.summarize import (
+    THROUGHPUT,
     ConfigSummary,
     start_variance,
     summarize_configs,
@@ -49,11 +52,24 @@ def build_report(
     out_dir = _prepare_out_dir(Path(out_dir))
     summary = analyze(records, options, context)
     if options.plots:
-        summary.plots, summary.skipped_plots = write_plots(summary.configs, out_dir)
+        _write_plots(summary, out_dir)
     if options.plots and summary.load is not None:
         summary.load.plots, summary.load.skipped_plots = write_load_plots(summary.load, out_dir)
     _write_files(summary, records, out_dir)
     return summary
+
+
+def _write_plots(summary: ReportSummary, out_dir: Path) -> None:
+    """The verdict's plots (forest, race) first, then the per-config ones."""
+    rec = summary.recommendations[0] if summary.recommendations else None
+    tolerance = summary.options.tolerance
+    verdict: tuple[str, str | None, float, str] = (THROUGHPUT, None, tolerance, "")
+    if rec is not None:
+        word = "leading" if rec.status == "inconclusive" else "run this"
+        verdict = (rec.metric, rec.label, tolerance, word)
+    plots, skipped = write_verdict_plots(summary.configs, summary.context, verdict, out_dir)
+    more, more_skipped = write_plots(summary.configs, out_dir)
+    summary.plots, summary.skipped_plots = plots + more, skipped + more_skipped
 
 
 def analyze(
@@ -160,8 +176,8 @@ def _write_files(summary: ReportSummary, records: Sequence[TrialRecord], out_dir
         "csv": out_dir / "results.csv",
         "json": out_dir / "results.json",
     }
-    files["markdown"].write_text(render_markdown(document), encoding="utf-8")
-    files["html"].write_text(render_html(document, out_dir), encoding="utf-8")
+    write_atomic(files["markdown"], render_markdown(document))
+    write_atomic(files["html"], render_html(document, out_dir))
     write_csv(summary, files["csv"])
     summary.files = files | {plot.name: out_dir / plot.name for plot in summary.plots}
     if summary.load is not None:

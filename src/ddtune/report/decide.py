@@ -59,6 +59,9 @@ class Recommendation:
     equivalent: list[str] = field(default_factory=list)  # within tolerance of the leader
     contenders: list[str] = field(default_factory=list)  # neither separated nor equivalent
     required_repeats: int | None = None  # passes per config to separate the nearest contender
+    more_passes: int | None = None  # inconclusive: passes beyond those done that would decide
+    runner_up: str | None = None  # the config nearest the leader, and leader / runner-up
+    runner_up_ratio: float | None = None
     excluded: list[str] = field(default_factory=list)  # failed the pass-rate condition
     left_race: list[str] = field(default_factory=list)  # eliminated by the race on this objective
     analysis: str = ""  # which comparison was used, and why
@@ -173,8 +176,24 @@ def _recommend_one(
         verdict.contenders,
     )
     rec.required_repeats, rec.analysis = verdict.required_passes, _analysis(verdict, options)
+    _note_runner_up(rec, verdict, by_label)
     rec.text = _verdict_text(verdict, by_label, metric, options) + f" Analysis: {rec.analysis}."
     return rec
+
+
+def _note_runner_up(
+    rec: Recommendation, verdict: Verdict, by_label: dict[str, ConfigSummary]
+) -> None:
+    """The nearest config to the leader, and how many more passes would decide."""
+    if not verdict.comparisons:
+        return
+    nearest = verdict.nearest or min(
+        verdict.comparisons, key=lambda s: verdict.comparisons[s].log_estimate
+    )
+    rec.runner_up, rec.runner_up_ratio = nearest, verdict.comparisons[nearest].ratio
+    if verdict.required_passes is not None and verdict.leader is not None:
+        have = min(by_label[verdict.leader].done, by_label[nearest].done)
+        rec.more_passes = max(verdict.required_passes - have, 1)
 
 
 def _last_one_text(winner: ConfigSummary, metric: str, restart_bound: bool = False) -> str:

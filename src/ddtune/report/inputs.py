@@ -96,6 +96,7 @@ class SweepContext:
     notes: list[str] = field(default_factory=list)  # e.g. what an Optuna search explored
     efforts: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> starts, benches
     verdict: Verdict | None = None  # a restart-bound race's own answer (its mixed model)
+    store: str | None = None  # the sweep's store, for the command that applies the answer
 
     def exit_of(self, label: str) -> Elimination | None:
         return next((e for e in self.exits if e.label == label), None)

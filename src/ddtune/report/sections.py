@@ -12,13 +12,17 @@ import os
 from pathlib import Path
 
 from ddtune.report.conditions import CONDITION_NAMES
+from ddtune.report.headline import headline
 from ddtune.report.options import Interleave
 from ddtune.report.render.document import (
     Block,
     Bullets,
     Cell,
+    Code,
     Document,
     Image,
+    Lead,
+    LeadItem,
     Link,
     Paragraph,
     Section,
@@ -31,8 +35,9 @@ from ddtune.stats.intervals import MeanCI, format_ci
 
 def build_document(summary: ReportSummary, out_dir: Path) -> Document:
     sections = [
+        answer_section(summary),
         _recommendations(summary),
-        _race(summary),
+        race_section(summary),
         _configurations(summary),
         _variance(summary),
         Section("Plots", _plots(summary)),
@@ -44,6 +49,24 @@ def build_document(summary: ReportSummary, out_dir: Path) -> Document:
         _methods(summary),
     ]
     return Document(summary.options.title, [s for s in sections if s.blocks])
+
+
+def answer_section(summary: ReportSummary) -> Section:
+    """The answer first: one line per objective, the command that applies it, the forest plot."""
+    answer = headline(summary)
+    items = [
+        LeadItem(line.title, line.main, line.detail, line.status, line.tone)
+        for line in answer.lines
+    ]
+    blocks: list[Block] = [Lead(items)]
+    if answer.command is not None:
+        blocks.append(Code(answer.command, answer.command_caption))
+    blocks += [Image(p.name, p.title, p.caption) for p in summary.plots if p.name == FOREST]
+    blocks.append(Paragraph("The evidence for each line is below, section by section."))
+    return Section("Answer", blocks)
+
+
+FOREST = "forest.png"  # shown with the answer; the other plots in "Plots"
 
 
 def _recommendations(summary: ReportSummary) -> Section:
@@ -152,7 +175,9 @@ def _correctness(summary: ReportSummary) -> Section:
 
 
 def _plots(summary: ReportSummary) -> list[Block]:
-    images: list[Block] = [Image(p.name, p.title, p.caption) for p in summary.plots]
+    images: list[Block] = [
+        Image(p.name, p.title, p.caption) for p in summary.plots if p.name not in (FOREST, RACE)
+    ]
     return images + [Paragraph(f"Plot skipped: {note}") for note in summary.skipped_plots]
 
 
@@ -234,7 +259,7 @@ def _slots(summary: ReportSummary) -> Section:
     return Section("Slots", blocks)
 
 
-def _race(summary: ReportSummary) -> Section:
+def race_section(summary: ReportSummary) -> Section:
     ctx = summary.context
     if ctx.strategy == "grid" and not ctx.notes:
         return Section("Race", [])
@@ -245,7 +270,11 @@ def _race(summary: ReportSummary) -> Section:
             Paragraph(f"Strategy {ctx.strategy}: {ctx.passes} pass(es), stopped: {stop}.")
         )
         blocks.append(_race_table(summary, stop))
+        blocks += [Image(p.name, p.title, p.caption) for p in summary.plots if p.name == RACE]
     return Section("Race", blocks)
+
+
+RACE = "race.png"  # the eliminations pass by pass, shown in "Race"
 
 
 def _race_table(summary: ReportSummary, stop: str) -> Table:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.report.inputs import TrialRecord
+from ddtune.report.render.atomic import atomic_path, write_atomic
 from ddtune.report.result import ReportSummary
 from ddtune.report.summarize import MEAN_METRICS, RATIO_METRICS, ConfigSummary
 
@@ -46,7 +47,7 @@ def csv_row(summary: ReportSummary, s: ConfigSummary) -> dict[str, Any]:
 
 def write_csv(summary: ReportSummary, path: Path) -> None:
     rows = [csv_row(summary, s) for s in summary.configs]
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["label"])
         writer.writeheader()
         for row in rows:
@@ -55,7 +56,7 @@ def write_csv(summary: ReportSummary, path: Path) -> None:
 
 def write_json(summary: ReportSummary, records: Sequence[TrialRecord], path: Path) -> None:
     data = {"report": summary.to_dict(), "trials": [r.to_dict() for r in records]}
-    path.write_text(json.dumps(_finite(data), indent=2, default=str) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(_finite(data), indent=2, default=str) + "\n")
 
 
 def _ci_columns(name: str, ci: Any) -> dict[str, Any]:

@@ -39,12 +39,20 @@ SETTING_FLAGS = (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """`ddtune serve`: model and decoding flags, network flags, limits."""
     p = subparsers.add_parser(
         "serve",
         help="OpenAI-compatible DDTree server (identity, health, metrics, hot reconfigure)",
         description="Serve one model over an OpenAI-compatible HTTP API. Prints one line "
         "'ready instance_id=<id> port=<port>' on stdout once it can serve.",
     )
+    _model_flags(p)
+    _network_flags(p)
+    _limit_flags(p)
+    p.set_defaults(func=run)
+
+
+def _model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", type=Path, help="target model folder (default: bundled)")
     p.add_argument(
         "--drafter",
@@ -55,9 +63,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=int, help="tree node budget (default: 16)")
     p.add_argument("--topk", type=int, help="per-depth branching cap (default: 4)")
     p.add_argument("--window", help="drafter context window W or 'none' (default: none)")
+    p.add_argument("--model-name", help="served model id (default: the target folder's name)")
+    p.add_argument("--config", type=Path, help="TOML file with any of these settings")
+
+
+def _network_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", help="listen address (default: 127.0.0.1)")
     p.add_argument("--port", type=int, help="listen port, 0 = any free one (default: 8000)")
-    p.add_argument("--config", type=Path, help="TOML file with any of these settings")
+    p.add_argument(
+        "--grace-seconds",
+        type=float,
+        help="SIGTERM: time to finish in-flight requests (default: 10)",
+    )
+
+
+def _limit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-queue", type=int, help="waiting requests before 503 (default: 64)")
     p.add_argument(
         "--max-batch",
@@ -71,15 +91,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(default: 2048)",
     )
     p.add_argument(
-        "--grace-seconds",
-        type=float,
-        help="SIGTERM: time to finish in-flight requests (default: 10)",
-    )
-    p.add_argument("--model-name", help="served model id (default: the target folder's name)")
-    p.add_argument(
         "--max-request-bytes",
         type=int,
-        help="largest request body; bigger ones get 413 unread (default: 4194304 = 4 MiB)",
+        help="largest request body; a bigger one is answered 413 at once and the rest of it "
+        "read and dropped (default: 4194304 = 4 MiB)",
     )
     p.add_argument(
         "--body-timeout-seconds",
@@ -93,7 +108,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="unknown request fields are a 400 (default: accepted, named in the "
         "ddtune-ignored-fields header and the log)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

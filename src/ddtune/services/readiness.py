@@ -95,9 +95,10 @@ def wait_health(ctl: Controller, client: httpx.Client) -> None:
 
 
 def wait_identity(
-    ctl: Controller, client: httpx.Client, params: DecodeParams, previous: dict[str, Any]
+    ctl: Controller, client: httpx.Client, params: DecodeParams | None, previous: dict[str, Any]
 ) -> dict[str, Any]:
-    """Poll the identity probe; stale answers keep polling, a config mismatch fails at once."""
+    """Poll the identity probe; stale answers keep polling, a config mismatch fails at once
+    (`params` None: a configuration ddtune does not know, not compared)."""
     found: dict[str, Any] = {}
     stale: list[str] = []
 
@@ -108,7 +109,9 @@ def wait_identity(
         if why_stale:
             stale.append(why_stale)
             return why_stale
-        mismatches = ctl.server_kind.config_mismatches(params, info, launch)
+        mismatches = (
+            [] if params is None else ctl.server_kind.config_mismatches(params, info, launch)
+        )
         if mismatches:
             raise PhaseFailure("config_mismatch", "; ".join(mismatches))
         found.update(ident)

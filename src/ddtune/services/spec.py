@@ -6,8 +6,11 @@ is the same): an unknown key, a wrong type or a missing requirement of the
 chosen kind is a `UserError` whose `.key` is the full path of the setting
 (e.g. `service.timeouts.stopp`). `render_*` turn one trial into the argv,
 environment and hook variables of a launch: placeholders `{mode} {budget}
-{topk} {window} {port} {host}` plus `[service.vars]` and the trial's user
-variables; the decoding parameters come from `DecodeParams.to_wire()` only.
+{topk} {window} {depth_bonus} {rank_probe} {port} {host}` plus
+`[service.vars]` and the trial's user variables; the decoding parameters come
+from `DecodeParams.placeholder_values()` only. `preflight` (default on): the
+engine's own argument parser checks every planned launch command before
+anything is stopped (`ddtune.services.preflight`).
 See docs/architecture.md "Services".
 """
 
@@ -21,11 +24,11 @@ from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
 
 from ddtune.errors import UserError
 from ddtune.kinds import SERVER_KINDS
-from ddtune.params import PARAM_KEYS, DecodeParams
+from ddtune.params import DECODE_KEYS, DecodeParams
 from ddtune.tables import StrictModel, parse_table
 
 Kind = Literal["process", "systemd", "hooks", "hot"]
-BUILTIN_PLACEHOLDERS = (*PARAM_KEYS, "port", "host")
+BUILTIN_PLACEHOLDERS = (*DECODE_KEYS, "port", "host")
 Seconds = Annotated[float, Field(gt=0)]
 REQUIRED_WHEN = {  # field: (the field that requires it, that field's value, what to give)
     "unit": ("kind", "systemd", "e.g. 'sglang.service'"),
@@ -61,6 +64,7 @@ class Timeouts(StrictModel):
     identity: Seconds = 60.0  # identity is new and config equals the request
     generate: Seconds = 120.0  # consecutive 1-token generations
     request: Seconds = 30.0  # one HTTP request
+    preflight: Seconds = 600.0  # the engine's argument check of every planned config
 
 
 class Hooks(StrictModel):
@@ -94,6 +98,7 @@ class ServiceSpec(StrictModel):
     gpu: Literal["auto", "off"] = "auto"
     gpu_tolerance_mib: Annotated[int, Field(ge=0)] = 256
     reclaim_leftovers: bool = False  # stop a dead runner's ddtune server found on the port
+    preflight: bool = True  # check every launch command with the engine's own parser first
     timeouts: Timeouts = Field(default_factory=Timeouts)
     # what `ddtune sweep plan` assumes before a store has measured them (seconds)
     expected_start_s: Annotated[float, Field(ge=0)] | None = None  # stop + start to READY
@@ -186,7 +191,7 @@ class ServiceSpec(StrictModel):
                     f"user variable {name!r} shadows the built-in placeholder {{{name}}}",
                     key=f"vars.{name}",
                 )
-        wire = params.to_wire()
+        wire = params.placeholder_values()
         merged = {**self.vars, **extra, **wire, "port": self.port, "host": self.host}
         return {name: str(value) for name, value in merged.items()}
 

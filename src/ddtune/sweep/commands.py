@@ -1,4 +1,4 @@
-"""`ddtune sweep run|status|retry|export|report|cleanup` and `ddtune demo`.
+"""`ddtune sweep run|plan|status|retry|export|report|apply|watch|cleanup` and `ddtune demo`.
 
 Each handler parses its arguments, calls one function of the sweep package
 and prints the result; errors in the user's input are `UserError`s. `run`,
@@ -24,17 +24,32 @@ if TYPE_CHECKING:
     from ddtune.sweep.store.db import Store
 
 EXIT_CODES = """exit codes: 0 every trial done; 1 some trials failed (now or earlier, not
-retried); 2 bad input (spec, arguments, store); 3 interrupted (Ctrl-C, SIGTERM;
+retried); 2 bad input (spec, arguments, store, or a launch command the engine's own
+parser refuses: nothing is stopped or started); 3 interrupted (Ctrl-C, SIGTERM;
 rerun to resume); 4 blocked: the service's port is held by a process ddtune
 never stops (named in the summary; free the port, then rerun to resume)"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """`ddtune sweep ACTION ...` (one small function per action below) and `ddtune demo`."""
     sweep = subparsers.add_parser(
         "sweep", help="run, resume, inspect and report a configuration sweep"
     )
     actions = sweep.add_subparsers(dest="sweep_command", metavar="ACTION", required=True)
+    _add_run(actions)
+    _add_plan(actions)
+    _add_status(actions)
+    _add_retry(actions)
+    _add_export(actions)
+    _add_report(actions)
+    _add_apply(actions)
+    _add_watch(actions)
+    _add_cleanup(actions)
+    _add_demo(subparsers)
 
+
+def _add_run(actions: argparse._SubParsersAction) -> None:
+    """`sweep run SPEC [--store S]`."""
     run = actions.add_parser(
         "run", help="run or resume the sweep described by a TOML spec", epilog=EXIT_CODES
     )
@@ -42,8 +57,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_arg(run, run=True)
     run.set_defaults(func=cmd_run)
 
+
+def _add_plan(actions: argparse._SubParsersAction) -> None:
+    """`sweep plan SPEC [--store PREV]`."""
     plan = actions.add_parser(
-        "plan", help="the trials in order, the restarts and the expected duration of a spec"
+        "plan",
+        help="the trials in order, the restarts, the expected duration of a spec and the "
+        "engine's check of every launch command (exit 2 when it refuses one)",
     )
     plan.add_argument("spec", help="sweep spec (TOML)")
     plan.add_argument(
@@ -52,10 +72,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     plan.set_defaults(func=cmd_plan)
 
+
+def _add_status(actions: argparse._SubParsersAction) -> None:
+    """`sweep status`."""
     status = actions.add_parser("status", help="table of trials, their status and failures")
     _store_arg(status)
     status.set_defaults(func=cmd_status)
 
+
+def _add_retry(actions: argparse._SubParsersAction) -> None:
+    """`sweep retry [--failed]`."""
     retry = actions.add_parser(
         "retry", help="rerun unfinished trials with the spec kept in the store", epilog=EXIT_CODES
     )
@@ -63,12 +89,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_arg(retry)
     retry.set_defaults(func=cmd_retry)
 
+
+def _add_export(actions: argparse._SubParsersAction) -> None:
+    """`sweep export [--format csv|json] [--out F]`."""
     export = actions.add_parser("export", help="write the trials and their metrics as CSV or JSON")
     export.add_argument("--format", choices=("csv", "json"), default="csv")
     export.add_argument("--out", help="output file (default: standard output)")
     _store_arg(export)
     export.set_defaults(func=cmd_export)
 
+
+def _add_report(actions: argparse._SubParsersAction) -> None:
+    """`sweep report --out DIR [--load-weights MIX]`."""
     report = actions.add_parser("report", help="HTML/Markdown/CSV report with uncertainty")
     report.add_argument("--out", required=True, help="directory for report.html, report.md, plots")
     report.add_argument(
@@ -78,6 +110,49 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_arg(report)
     report.set_defaults(func=cmd_report)
 
+
+def _add_apply(actions: argparse._SubParsersAction) -> None:
+    """`sweep apply [--config LABEL] [--dry-run] [--revert]`."""
+    apply = actions.add_parser(
+        "apply",
+        help="make the recommended (or a named) config the service's lasting configuration",
+        description="systemd: a persistent drop-in beside the unit, daemon-reload and a "
+        "restart through the full readiness protocol (rolled back if not READY); process "
+        "and hooks: print the exact launch command; hot: apply in place. The engine's own "
+        "parser checks the command first.",
+        epilog="exit codes: 0 done; 1 not READY (a systemd apply is rolled back); 2 bad input",
+    )
+    apply.add_argument(
+        "--config", help="the trial label to apply (default: the report's recommendation)"
+    )
+    apply.add_argument(
+        "--dry-run", action="store_true", help="say what would happen, change nothing"
+    )
+    apply.add_argument("--revert", action="store_true", help="undo the last apply")
+    _store_arg(apply)
+    apply.set_defaults(func=cmd_apply)
+
+
+def _add_watch(actions: argparse._SubParsersAction) -> None:
+    """`sweep watch [--port P] [--host H] [--interval S]`."""
+    watch = actions.add_parser(
+        "watch",
+        help="a live page of a sweep (running, finished or interrupted) in the browser",
+        description="Serve a page that refreshes itself: the answer so far, each config's "
+        "state, the race so far, the ETA, failures with their log tails and the Ray slots. "
+        "Reads the store read-only, so it can run beside `sweep run`, and after it.",
+    )
+    _store_arg(watch)
+    watch.add_argument("--port", type=int, default=8780, help="port (default 8780; 0: any free)")
+    watch.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    watch.add_argument(
+        "--interval", type=float, default=2.0, help="seconds between refreshes (default 2)"
+    )
+    watch.set_defaults(func=cmd_watch)
+
+
+def _add_cleanup(actions: argparse._SubParsersAction) -> None:
+    """`sweep cleanup [--store S] [--dry-run]`."""
     cleanup = actions.add_parser(
         "cleanup",
         help="stop ddtune servers left by killed sweep runs (never another process)",
@@ -91,6 +166,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cleanup.add_argument("--dry-run", action="store_true", help="list them, stop nothing")
     cleanup.set_defaults(func=cmd_cleanup)
 
+
+def _add_demo(subparsers: argparse._SubParsersAction) -> None:
+    """`ddtune demo [--out DIR] [--spec S] [--hot-spec S] [--fresh]`."""
     demo = subparsers.add_parser(
         "demo", help="a real sweep on the bundled models, then its report", epilog=EXIT_CODES
     )
@@ -128,24 +206,31 @@ def _exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[
 
 @_exit_3_on_ctrl_c
 def cmd_run(args: argparse.Namespace) -> int:
+    from ddtune.sweep.reporting import live_report
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.loop import run_sweep
+    from ddtune.sweep.run.preflight import preflight
     from ddtune.sweep.spec.load import load_spec
 
     spec = load_spec(args.spec)
     store_path = Path(args.store) if args.store else default_store_path(spec)
     hint = f"ddtune sweep run {args.spec}" + (f" --store {args.store}" if args.store else "")
     console = Console(stderr=True)
-    summary = run_sweep(spec, store_path, console, resume_hint=hint)
+    checked = preflight(spec, store_path.parent.resolve())  # refused: exit 2, nothing ran
+    live = live_report(store_path, spec.name, console)
+    summary = run_sweep(spec, store_path, console, resume_hint=hint, on_pass=live, checked=checked)
+    console.print(live.summary_line(), markup=False, highlight=False)
     _print_summary(console, summary)
     return summary.exit_code
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from ddtune.services.preflight import check_launches
     from ddtune.sweep.plan.grid import plan_spec
     from ddtune.sweep.plan.mode import run_spec
     from ddtune.sweep.plan.planners import estimate_text, restart_word, sweep_mode
     from ddtune.sweep.run.common import default_store_path
+    from ddtune.sweep.run.preflight import planned_launches
     from ddtune.sweep.spec.load import load_spec
     from ddtune.sweep.store.db import Store
 
@@ -168,7 +253,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"  {t.order_index + 1:4d}  pass {t.repeat:<3d} {t.config.label()}"
             + (" (baseline)" if t.is_baseline else "")
         )
-    return 0
+    checked = check_launches(spec.service, planned_launches(spec), path.parent.resolve())
+    print("\n".join(checked.lines()))
+    return 0 if checked.ok else 2
 
 
 _RESTART_BOUND_LATER = (
@@ -201,6 +288,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 @_exit_3_on_ctrl_c
 def cmd_retry(args: argparse.Namespace) -> int:
+    from ddtune.sweep.reporting import live_report
     from ddtune.sweep.run.loop import run_sweep
     from ddtune.sweep.spec.load import parse_spec
 
@@ -214,9 +302,17 @@ def cmd_retry(args: argparse.Namespace) -> int:
     spec = parse_spec(row["spec_text"], source=source, base_dir=base_dir)
     console = Console(stderr=True)
     hint = f"ddtune sweep retry --store {store.path}"
+    live = live_report(store.path, spec.name, console)
     summary = run_sweep(
-        spec, store.path, console, hint, reopen_failed=True, only_reopened=args.failed
+        spec,
+        store.path,
+        console,
+        hint,
+        reopen_failed=True,
+        only_reopened=args.failed,
+        on_pass=live,
     )
+    console.print(live.summary_line(), markup=False, highlight=False)
     _print_summary(console, summary)
     return summary.exit_code
 
@@ -249,6 +345,37 @@ def cmd_report(args: argparse.Namespace) -> int:
     finally:
         store.close()
     return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from ddtune.sweep.apply import apply_config, revert_config
+
+    if args.revert and args.config:
+        raise UserError("--revert restores what the last apply replaced; it takes no --config")
+    store = _open_store(args.store)
+    try:
+        row = store.sweep_row(args.sweep)
+        console = Console(stderr=True, soft_wrap=True)  # paths and commands stay whole
+        if args.revert:
+            return revert_config(store, row, args.dry_run, console)
+        return apply_config(store, row, args.config, args.dry_run, console)
+    finally:
+        store.close()
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from ddtune.sweep.watch import serve_watch
+
+    if args.interval < 0.2:
+        raise UserError("--interval must be at least 0.2 seconds", key="interval")
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port {args.port} is not a port (0-65535)", key="port")
+    store = Path(args.store) if args.store else _newest_store()
+    return serve_watch(store, args.sweep, args.host, args.port, args.interval, say=_say)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ from rich.console import Console
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.errors import UserError
-from ddtune.sweep.reporting import write_report
+from ddtune.sweep.reporting import LiveReport, write_report
 from ddtune.sweep.run.common import RunSummary
 from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.spec.load import load_spec
@@ -87,13 +87,15 @@ def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> Run
     console.rule(f"{kind} pass: {spec.name}, {trials} — {how}")
     store_path = folder / "store.sqlite"
     try:
-        summary = run_sweep(spec, store_path, console, resume_hint="ddtune demo")
+        live = LiveReport(folder / "report", spec.name, console)
+        summary = run_sweep(spec, store_path, console, resume_hint="ddtune demo", on_pass=live)
     except SpecChangedError as exc:
         raise UserError(
             f"{store_path} holds an earlier demo run from different demo specs; "
             "run `ddtune demo --fresh` to start over"
         ) from exc
     summary.print(console, f"{kind} pass")
+    console.print(live.summary_line(), markup=False, highlight=False)
     if not (summary.interrupted or summary.blocked):
         store = Store(store_path, create=False)
         try:

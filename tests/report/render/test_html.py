@@ -1,8 +1,12 @@
-"""The HTML report opens in headless Chromium and its screenshot shows the plots."""
+"""The HTML report opens in headless Chromium: its screenshot shows the plots, and its first
+screen (1280x800) shows the answer."""
 
 from __future__ import annotations
 
+import html
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -13,6 +17,7 @@ import pytest
 from matplotlib import image
 
 from ddtune.report import ReportOptions, build_report
+from ddtune.report.inputs import SweepContext
 
 CHROMIUM = shutil.which("chromium")
 FLAGS = [
@@ -80,3 +85,34 @@ def test_screenshot_shows_the_plots(synth, tmp_path):
     assert saturated(bare).sum() < 100  # the same page without plots has (almost) no colour
     rows = np.nonzero(colour.any(axis=1))[0]
     assert rows.min() > 300  # the coloured region starts below the recommendations and tables
+
+
+PROBE = """<script>
+const box = (css) => { const e = document.querySelector(css); if (!e) return null;
+  const r = e.getBoundingClientRect(); return [r.top, r.bottom, r.left, r.right]; };
+const out = document.createElement("pre"); out.id = "probe";
+out.textContent = JSON.stringify({lead: box(".lead"), status: box(".lead .status"),
+  command: box("section.answer pre"), view: [innerWidth, innerHeight]});
+document.body.appendChild(out);
+</script>"""
+
+
+def test_the_first_screen_shows_the_answer(synth, tmp_path):
+    """At 1280x800 in real Chromium, the answer's first line, its status and the command
+    that applies it are laid out inside the first screen."""
+    context = SweepContext(store="runs/demo/store.sqlite")
+    build_report(synth.make_records(synth.standard_effects(), 3), tmp_path, context=context)
+    page = tmp_path / "probe.html"  # the report plus a script that measures the layout
+    page.write_text((tmp_path / "report.html").read_text().replace("</body>", PROBE + "</body>"))
+    argv = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom"]
+    done = subprocess.run(
+        [*argv, "--window-size=1280,800", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120, start_new_session=True,
+    )  # fmt: skip
+    found = re.search(r'<pre id="probe">(.*?)</pre>', done.stdout)
+    assert found, done.stderr[-2000:]
+    layout = json.loads(html.unescape(found.group(1)))
+    assert layout["view"][0] == 1280  # laid out 1280 wide; the first screen: its top 800 px
+    for part in ("lead", "status", "command"):
+        top, bottom, left, right = layout[part]
+        assert top > 0 and bottom < 800 and left >= 0 and right <= 1280, (part, layout)

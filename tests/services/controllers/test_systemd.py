@@ -96,10 +96,10 @@ SCENARIOS = [
 
 
 @pytest.fixture(scope="module")
-def systemd_scenario_errors(svc, tmp_path_factory) -> dict[str, BaseException | None]:
+def systemd_scenario_errors(svc, common, tmp_path_factory) -> dict[str, BaseException | None]:
     """The two long cases run at once on two units of one FAKE systemd (PATH set for the module)."""
     saved = dict(os.environ)
-    root, install_unit = svc.setup_fake_systemd(
+    root, install_unit = common.setup_fake_systemd(
         tmp_path_factory.mktemp("fake-systemd"), os.environ.__setitem__
     )
     try:

@@ -5,7 +5,8 @@
 
 `config` (HF config.json), `rope`, `linear` (prepacked inference weights),
 `layers` (norms, MLP, attention projections, fused linears), `model` (the
-target), `drafter` (DFlash), `loading` (HF folders in and out), `tokenizer`.
+target), `drafter` (DFlash), `loading` (HF folders in and out), `tokenizer`;
+`capture` (which target state a drafter's layer ids name, vLLM's emulated).
 """
 
 from ddtune.engine.models.config import DrafterConfig, ModelConfig

@@ -16,6 +16,7 @@ from typing import Any
 
 from ddtune.bench.load.latency import Distribution
 from ddtune.report.load.figures import LevelFigures, LoadReport
+from ddtune.report.render.atomic import atomic_path
 from ddtune.report.render.document import (
     Block,
     Bullets,
@@ -141,7 +142,7 @@ def write_load_csv(load: LoadReport, path: Path) -> None:
     """One row per (level, config): every per-repeat figure's mean and interval, pooled p50/p99."""
     rows = [_csv_row(f) for f in _ordered(load)]
     columns = list(dict.fromkeys(k for row in rows for k in row))
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(

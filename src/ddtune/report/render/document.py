@@ -44,7 +44,31 @@ class Image:
     caption: str
 
 
-Block = Paragraph | Bullets | Table | Image
+@dataclass
+class Lead:
+    """The answer: one emphasised line per item, each with its status in words."""
+
+    items: list[LeadItem]
+
+
+@dataclass
+class LeadItem:
+    title: str  # what the line answers: "Throughput"
+    main: str  # the answer itself: "Run ddtree b16 k4 w64"
+    detail: str  # its figures: "268 tok/s, 1.88x AR [1.71, 2.06]; within 5% of ..."
+    status: str  # in words: "decided", "a tie within 5%", "not decided yet: ..."
+    tone: str = "open"  # how sure, for the look: "decided" | "tie" | "open"
+
+
+@dataclass
+class Code:
+    """A command (or a log tail) to show verbatim, with a line saying what it is."""
+
+    text: str
+    caption: str = ""
+
+
+Block = Paragraph | Bullets | Table | Image | Lead | Code
 
 
 @dataclass

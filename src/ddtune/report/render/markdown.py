@@ -9,8 +9,10 @@ from ddtune.report.render.document import (
     Block,
     Bullets,
     Cell,
+    Code,
     Document,
     Image,
+    Lead,
     Link,
     Paragraph,
     Table,
@@ -38,6 +40,16 @@ def _block(block: Block) -> list[str]:
         lines.append("|" + "---|" * len(block.headers))
         lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in block.rows]
         return lines
+    if isinstance(block, Lead):
+        return [
+            f"- {_escape(item.title)}: **{_escape(item.main)}**"
+            + (f": {_escape(item.detail)}" if item.detail else "")
+            + f" — *{_escape(item.status)}*"
+            for item in block.items
+        ]
+    if isinstance(block, Code):
+        caption = [_escape(block.caption), ""] if block.caption else []
+        return [*caption, "```sh", block.text, "```"]
     if isinstance(block, Image):
         return [
             f"### {_escape(block.title)}",

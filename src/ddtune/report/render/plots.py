@@ -20,6 +20,7 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ddtune.report.render.atomic import atomic_path
 from ddtune.report.summarize import ConfigSummary
 from ddtune.stats.intervals import MeanCI
 
@@ -52,7 +53,8 @@ def save_plots(makers: Sequence[Callable[[], Made]], out_dir: Path) -> tuple[lis
             notes.append(made)
             continue
         figure, plot = made
-        figure.savefig(out_dir / plot.name, dpi=DPI, bbox_inches="tight")
+        with atomic_path(out_dir / plot.name) as tmp:
+            figure.savefig(tmp, dpi=DPI, format="png")  # constrained layout: no "tight" redraw
         plots.append(plot)
     return plots, notes
 

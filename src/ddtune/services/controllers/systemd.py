@@ -13,9 +13,11 @@ See docs/architecture.md "Services".
 from __future__ import annotations
 
 import contextlib
+import shlex
 import subprocess
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,42 @@ ALIVE_CHECK_INTERVAL_S = 0.5  # `systemctl show` at most twice a second while po
 
 def unit_name(unit: str) -> str:
     return unit if "." in unit else unit + ".service"
+
+
+@dataclass(frozen=True)
+class UnitSettings:
+    """What a unit's own configuration says about where its command runs."""
+
+    user: str = ""
+    group: str = ""
+    environment: dict[str, str] = field(default_factory=dict)
+    working_directory: str = ""
+    fragment_path: str = ""  # the unit file; its drop-in folder is `<fragment_path>.d`
+
+
+def unit_settings(unit: str) -> UnitSettings:
+    """`systemctl show` of User, Group, Environment, WorkingDirectory and FragmentPath."""
+    props = "User,Group,Environment,WorkingDirectory,FragmentPath"
+    try:
+        out = subprocess.run(
+            ["systemctl", "show", unit_name(unit), f"--property={props}"],
+            capture_output=True,
+            text=True,
+            timeout=CTL_TIMEOUT_S,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return UnitSettings()
+    values = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    env = dict(
+        item.split("=", 1) for item in shlex.split(values.get("Environment", "")) if "=" in item
+    )
+    return UnitSettings(
+        values.get("User", ""),
+        values.get("Group", ""),
+        env,
+        values.get("WorkingDirectory", ""),
+        values.get("FragmentPath", ""),
+    )
 
 
 def quote_arg(arg: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +55,10 @@ class RunSummary:
     failure_classes: Counter[str] = field(default_factory=Counter)  # this run's failed trials
     failed_before: int = 0  # failed in an earlier run and not reopened
     blocked: str | None = None  # why the sweep stopped early (the port's holder)
+    # after every finished pass, and (final=True) at the end of the run: the live report
+    on_pass: Callable[[Store, bool], None] | None = None
+    unreported: bool = False  # trials finished since `on_pass` last ran
+    reported_passes: set[int] = field(default_factory=set)  # passes `on_pass` ran for
 
     @property
     def exit_code(self) -> int:
@@ -66,7 +70,29 @@ class RunSummary:
         return EXIT_FAILED if self.failed or self.failed_before else EXIT_DONE
 
     def count(self, store: Store, trial: sqlite3.Row, status: str) -> None:
-        """One finished trial: done, or failed with its last attempt's class and detail."""
+        """One finished trial: done, or failed with its last attempt's class and detail;
+        when it was the last unfinished trial of its pass, `on_pass` runs."""
+        self._tally(store, trial, status)
+        repeat = trial["repeat"]
+        if repeat in self.reported_passes:
+            return  # a request-interleaved pass: stored whole, then counted trial by trial
+        self.unreported = True
+        if not store.unfinished_in_pass(self.sweep_id, repeat):
+            self.reported_passes.add(repeat)
+            self.report(store)
+
+    def report(self, store: Store, final: bool = False) -> None:
+        """`on_pass(store, False)` if trials finished since it last ran; then, at the end
+        of the run (`final`), `on_pass(store, True)`."""
+        if self.on_pass is None:
+            return
+        if self.unreported:
+            self.unreported = False
+            self.on_pass(store, False)
+        if final:
+            self.on_pass(store, True)
+
+    def _tally(self, store: Store, trial: sqlite3.Row, status: str) -> None:
         if status == "done":
             self.done += 1
             return

@@ -1,5 +1,8 @@
 """The sweep runner: plan → for each unfinished trial: reconfigure → READY → bench → store.
 
+    0. Preflight (`preflight.py`): the engine's own parser accepts every planned
+       config's launch command, else `PreflightRefused` (exit 2) before the store is
+       opened or the service touched;
     1. Take the store's runner lock; trials a dead runner left `running` become
        `interrupted`; create the sweep and its trials on the first run.
     2. For each trial that is pending or interrupted (done and failed ones are
@@ -19,6 +22,8 @@
           time and reuses a start the same way (`plan/start_planner.py`);
        f. `interleave = "request"`: a pass's trials run as one unit
           (`interleaved.py`: each READY in turn, then their requests in turns).
+       g. a pass's last trial finished: `on_pass(store, False)` (the CLI's live report,
+          the report folder rewritten: `sweep/reporting.py` `LiveReport`).
     3. Ctrl-C / SIGTERM: the current trial (or pass) becomes `interrupted`, the service is
        stopped (`controller.close()`), and the exit code is 3 with a resume hint.
        An attempt that fails because a process ddtune never stops holds the port
@@ -71,6 +76,7 @@ from ddtune.sweep.run.common import (
     signals_ignored,
     signals_raise,
 )
+from ddtune.sweep.run.preflight import PreflightReport, preflight
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import attempt_dir
@@ -87,10 +93,18 @@ def run_sweep(
     resume_hint: str | None = None,
     reopen_failed: bool = False,
     only_reopened: bool = False,
+    on_pass: Callable[[Store, bool], None] | None = None,
+    checked: PreflightReport | None = None,
 ) -> RunSummary:
-    """Run (or resume) the sweep; see the module docstring for the steps."""
+    """Run (or resume) the sweep; see the module docstring for the steps. `on_pass(store,
+    final)` runs after every finished pass and at the end (the live report,
+    `sweep/reporting.py`). `checked`: the preflight the caller already ran (step 0)."""
     console = console or Console(stderr=True)
     started = time.monotonic()
+    if checked is None:
+        checked = preflight(spec, store_path.parent.resolve())  # 0
+    if checked.engine is not None or not spec.service.preflight:
+        console.print(escape(checked.summary()))
     store = Store(store_path)
     try:
         store.acquire()  # 1
@@ -111,6 +125,7 @@ def run_sweep(
             len(store.trials(sweep_id)),
             len(store.trials(sweep_id, ("done",))),
             failed_before=len(store.trials(sweep_id, ("failed",))),
+            on_pass=on_pass,
         )
         planner = None if only_reopened else make_planner(spec, store, store_path, sweep_id, mode)
         console.print(escape(estimate_text(given, store, mode)))
@@ -119,6 +134,8 @@ def run_sweep(
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
             loop.run(todo, more)  # 2, 3
         summary.planned = len(store.trials(sweep_id))  # a race or search added trials
+        if not summary.interrupted:
+            summary.report(store, final=True)  # the trials of an unfinished pass, too
         if planner is not None and not summary.interrupted and not summary.blocked:
             console.print(escape(planner.outcome()))
         hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"

@@ -6,8 +6,12 @@ change (`parse_spec` adds the file and line). See docs/architecture.md "Sweep".
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ddtune.errors import UserError
-from ddtune.sweep.spec.schema import SpecDocument
+from ddtune.kinds import get_kind
+from ddtune.params import KNOB_KEYS
+from ddtune.sweep.spec.schema import ConfigTable, SpecDocument
 
 RACE_ONLY = ("min_repeats", "max_trials", "max_hours")
 RACE_REPEATS = 10  # default most passes of a race (a grid's default stays 2)
@@ -70,6 +74,50 @@ def check_interleave(doc: SpecDocument, service_kind: str) -> None:
                 f"sweep.interleave = 'request' switches one hot server's config between "
                 f"single requests, so it needs {wanted}; or set interleave = 'trial'",
             )
+
+
+def check_knobs(doc: SpecDocument, profile: str, placeholders: set[str] | None) -> None:
+    """A DDTree knob needs a ddtree config, a server kind that honours it and, where the
+    service renders a command, a placeholder that carries it (`placeholders`; None: hooks,
+    which get every value as DDTUNE_<NAME>)."""
+    honoured = get_kind(profile).knobs
+    for key, knob, mode_ok in _written_knobs(doc):
+        if knob not in honoured:
+            _fail(
+                key,
+                f"is a DDTree knob that server kind {profile!r} cannot honour (only "
+                f"{_knob_kinds(knob)} reads it); remove it or set service.profile",
+            )
+        if not mode_ok:
+            _fail(key, "shapes DDTree trees: it applies to mode 'ddtree' only")
+        if placeholders is not None and knob not in placeholders:
+            _fail(
+                key,
+                f"is not used by service.command or service.env; add a {{{knob}}} placeholder "
+                f"(e.g. `--{knob.replace('_', '-')}`, `{{{knob}}}` for python -m ddtune.launchers)",
+            )
+
+
+def _written_knobs(doc: SpecDocument) -> Iterator[tuple[str, str, bool]]:
+    """(key, knob, whether a ddtree config carries it) for every knob the spec writes."""
+    tables: list[tuple[str, ConfigTable]] = [(f"configs.{i}", t) for i, t in enumerate(doc.configs)]
+    if doc.sweep.baseline is not None:
+        tables.append(("sweep.baseline", doc.sweep.baseline))
+    for where, table in tables:
+        for knob in KNOB_KEYS:
+            if knob in table.model_fields_set:
+                yield f"{where}.{knob}", knob, table.mode in ("ddtree", None)
+    if doc.space is not None:
+        modes = doc.space.mode or ("ddtree",)
+        for knob in doc.space.knob_axes():
+            yield f"space.{knob}", knob, "ddtree" in modes
+
+
+def _knob_kinds(knob: str) -> str:
+    from ddtune.kinds import SERVER_KINDS
+
+    kinds = [name for name in SERVER_KINDS if knob in get_kind(name).knobs]
+    return ", ".join(repr(k) for k in kinds) or "no kind"
 
 
 def _no_search_settings(doc: SpecDocument) -> None:
@@ -137,4 +185,4 @@ def _fail(key: str, message: str) -> None:
     raise UserError(f"{key} {message}", key=key)
 
 
-__all__ = ["RACE_REPEATS", "check_strategy", "effective_repeats"]
+__all__ = ["RACE_REPEATS", "check_knobs", "check_strategy", "effective_repeats"]

@@ -5,7 +5,8 @@
                max_hours, passes_per_start, objective, interleave (trial|request:
                a pass's configs take turns request by request; hot services only),
                restart_bound (auto|true|false: a race decided start by start, `RestartBound`)
-    [space]    a grid: lists of mode/budget/topk/window (+ [space.vars] user variables),
+    [space]    a grid: lists of mode/budget/topk/window and the DDTree knobs
+               depth_bonus/rank_probe (+ [space.vars] user variables),
                expanded to their cartesian product; strategy "optuna" also takes
                `{low, high, log}` ranges and searches the space instead
     [optuna]   n_trials, confirm_top, seed (strategy "optuna" only)
@@ -39,8 +40,13 @@ from typing import TYPE_CHECKING, Any
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.errors import UserError
-from ddtune.params import PARAM_KEYS, DecodeParams, config_hash
-from ddtune.sweep.spec.checks import check_interleave, check_strategy, effective_repeats
+from ddtune.params import DECODE_KEYS, DecodeParams, config_hash
+from ddtune.sweep.spec.checks import (
+    check_interleave,
+    check_knobs,
+    check_strategy,
+    effective_repeats,
+)
 from ddtune.sweep.spec.cluster import Cluster, build_cluster
 from ddtune.sweep.spec.lines import KeyLines
 from ddtune.sweep.spec.schema import (
@@ -79,9 +85,9 @@ class Config:
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any], where: str = "") -> Config:
-        """Inverse of `to_wire`; keys other than `PARAM_KEYS` are user variables."""
-        params = DecodeParams.from_wire({k: v for k, v in data.items() if k in PARAM_KEYS}, where)
-        return cls(params, tuple(sorted((k, v) for k, v in data.items() if k not in PARAM_KEYS)))
+        """Inverse of `to_wire`; keys other than `DECODE_KEYS` are user variables."""
+        params = DecodeParams.from_wire({k: v for k, v in data.items() if k in DECODE_KEYS}, where)
+        return cls(params, tuple(sorted((k, v) for k, v in data.items() if k not in DECODE_KEYS)))
 
     def user_vars(self) -> dict[str, Any]:
         return dict(self.vars)
@@ -190,6 +196,7 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
         raise UserError("no configurations: add a [space] grid or [[configs]] tables")
     service = _service(doc.service)
     check_interleave(doc, service.kind)
+    check_knobs(doc, service.profile, _placeholders(service))
     _check_vars_used(found + _search_vars(search), service)
     base = found[0][0] if baseline else None
     configs = [c for c in dict.fromkeys(c for c, _ in found) if c != base]
@@ -282,12 +289,20 @@ def _service(table: dict[str, Any]) -> ServiceSpec:
         raise
 
 
+def _placeholders(service: ServiceSpec) -> set[str] | None:
+    """The placeholders service.command and service.env use; None for hooks (which get
+    every value as DDTUNE_<NAME>) and a systemd unit that keeps its own ExecStart."""
+    if service.kind == "hooks" or (service.kind == "systemd" and not service.command):
+        return None
+    texts = list(service.command) + list(service.env.values())
+    return {name for text in texts for _, name, _, _ in string.Formatter().parse(text) if name}
+
+
 def _check_vars_used(found: list[tuple[Config, str]], service: ServiceSpec) -> None:
     """A user variable that no placeholder uses would be silently ignored: refuse it."""
     if service.kind not in ("process", "hot"):
         return  # hooks get every variable as DDTUNE_<NAME>; systemd renders its own drop-in
-    texts = list(service.command) + list(service.env.values())
-    used = {name for text in texts for _, name, _, _ in string.Formatter().parse(text) if name}
+    used = _placeholders(service) or set()
     for config, where in found:
         for name, _ in config.vars:
             if name not in used:

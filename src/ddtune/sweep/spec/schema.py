@@ -4,11 +4,11 @@
                  strategy (grid|race|optuna), min_repeats, tolerance, max_trials,
                  max_hours, passes_per_start, objective, interleave (trial|request),
                  restart_bound (auto|true|false)
-    [space]      SpaceTable: lists (or single values) of mode/budget/topk/window,
-                 `{low, high, log, step}` integer ranges (strategy "optuna" only),
-                 [space.vars] lists of user variables
+    [space]      SpaceTable: lists (or single values) of mode/budget/topk/window and the
+                 knobs depth_bonus/rank_probe, `{low, high, log, step}` integer ranges
+                 (strategy "optuna" only), [space.vars] lists of user variables
     [optuna]     OptunaTable: n_trials, confirm_top, seed
-    [[configs]]  ConfigTable: mode/budget/topk/window + vars (also `sweep.baseline`)
+    [[configs]]  ConfigTable: mode/budget/topk/window/knobs + vars (also `sweep.baseline`)
     [service]    a plain table here: `ddtune.services.ServiceSpec` parses it
     [bench]      `ddtune.bench.BenchMatrix`
     [retry]      RetryPolicy: attempts, backoff
@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag
 
 from ddtune.bench.matrix import BenchMatrix
-from ddtune.params import PARAM_KEYS
+from ddtune.params import DECODE_KEYS, KNOB_KEYS, PARAM_KEYS
 from ddtune.report.options import Interleave, ReportOptions
 from ddtune.sweep.spec.cluster import ClusterTable
 from ddtune.tables import StrictModel
@@ -42,7 +42,7 @@ STRATEGIES = ("grid", "race", "optuna")
 Strategy = Literal["grid", "race", "optuna"]
 OBJECTIVES = ("throughput", "long_context", "short_context", "speedup")
 Objective = Literal["throughput", "long_context", "short_context", "speedup"]
-RESERVED_VARS = (*PARAM_KEYS, "port")
+RESERVED_VARS = (*DECODE_KEYS, "port")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -114,11 +114,13 @@ class ConfigTable(StrictModel):
     budget: Any = None
     topk: Any = None
     window: Any = None
+    depth_bonus: Any = None
+    rank_probe: Any = None
     vars: Annotated[dict[str, VarValue], AfterValidator(_var_names)] = {}
 
     def params_wire(self) -> dict[str, Any]:
         """The decoding parameters the user wrote (the rest keep their defaults)."""
-        return {key: getattr(self, key) for key in PARAM_KEYS if key in self.model_fields_set}
+        return {key: getattr(self, key) for key in DECODE_KEYS if key in self.model_fields_set}
 
 
 class SpaceTable(StrictModel):
@@ -128,15 +130,21 @@ class SpaceTable(StrictModel):
     budget: Dimension = ()
     topk: Dimension = ()
     window: Dimension = ()
+    depth_bonus: Axis = ()  # knobs: lists only (KNOB_KEYS)
+    rank_probe: Axis = ()
     vars: Annotated[
         dict[str, Annotated[tuple[VarValue, ...], BeforeValidator(_axis)]],
         AfterValidator(_var_names),
     ] = {}
 
     def axes(self) -> dict[str, tuple[Any, ...]]:
-        """Decoding-parameter axes the user wrote as lists, in `PARAM_KEYS` order."""
-        written = {key: getattr(self, key) for key in PARAM_KEYS if key in self.model_fields_set}
+        """Decoding-parameter axes the user wrote as lists, in `DECODE_KEYS` order."""
+        written = {key: getattr(self, key) for key in DECODE_KEYS if key in self.model_fields_set}
         return {key: v for key, v in written.items() if not isinstance(v, IntRange)}
+
+    def knob_axes(self) -> dict[str, tuple[Any, ...]]:
+        """The knob axes written (`KNOB_KEYS`)."""
+        return {key: getattr(self, key) for key in KNOB_KEYS if key in self.model_fields_set}
 
     def ranges(self) -> dict[str, IntRange]:
         """The axes written as `{low, high}` ranges."""

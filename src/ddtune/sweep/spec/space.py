@@ -4,7 +4,10 @@
                                     "topk": {"low": 1, "high": 8}, "window": ["none", 64]})
     space.size()                      # distinct canonical configs (8160 here)
     params, user_vars = space.suggest(optuna_trial)
+    space.covering()                  # every value of every dimension at least once
 
+The DDTree knobs (`depth_bonus`, `rank_probe`) are lists only, drawn for
+`ddtree` trials.
 Errors name the key (`space.budget.low`, `space`: a single point). No Optuna
 import at load time (a spec parse must stay fast). See docs/architecture.md "Sweep".
 """
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ddtune.errors import UserError
@@ -34,6 +37,7 @@ class SearchSpace:
     modes: tuple[str, ...]
     dims: Mapping[str, Dimension]  # budget, topk, window
     vars: Mapping[str, Sequence[Any]]
+    knobs: Mapping[str, Sequence[Any]] = field(default_factory=dict)  # ddtree only
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], where: str = "space") -> SearchSpace:
@@ -57,7 +61,12 @@ class SearchSpace:
             dims[name] = _checked(written, f"{where}.{name}")
         for name, values in parsed.vars.items():
             _check_list(values, f"{where}.vars.{name}")
-        space = cls(tuple(modes), dims, {k: list(v) for k, v in parsed.vars.items()})
+        knobs = {name: list(axis) for name, axis in parsed.knob_axes().items()}
+        for name, choices in knobs.items():
+            _check_list(choices, f"{where}.{name}")
+            for choice in choices:
+                DecodeParams.from_wire({name: choice}, where)
+        space = cls(tuple(modes), dims, {k: list(v) for k, v in parsed.vars.items()}, knobs)
         if space.size() < 2:
             raise UserError(
                 f"{where}: the search space is a single point; give a range or a list "
@@ -69,7 +78,8 @@ class SearchSpace:
     def size(self) -> int:
         """Distinct canonical configs (ar ignores budget/topk/window; dflash budget/topk)."""
         n = {name: _count(dim) for name, dim in self.dims.items()}
-        per_mode = {"ar": 1, "dflash": n["window"], "ddtree": n["budget"] * n["topk"] * n["window"]}
+        tree = n["budget"] * n["topk"] * n["window"] * math.prod(map(len, self.knobs.values()))
+        per_mode = {"ar": 1, "dflash": n["window"], "ddtree": tree}
         return sum(per_mode[m] for m in self.modes) * math.prod(len(v) for v in self.vars.values())
 
     def suggest(self, trial: optuna.trial.BaseTrial) -> tuple[DecodeParams, dict[str, Any]]:
@@ -79,8 +89,34 @@ class SearchSpace:
         names = {"ar": (), "dflash": ("window",), "ddtree": ("budget", "topk", "window")}[mode]
         for name in names:
             wire[name] = _draw(trial, name, self.dims[name])
+        if mode == "ddtree":
+            wire.update(
+                {name: _categorical(trial, name, list(v)) for name, v in self.knobs.items()}
+            )
         user = {name: _categorical(trial, f"vars.{name}", list(v)) for name, v in self.vars.items()}
         return DecodeParams.from_wire(wire, "space").canonical(), user
+
+    def covering(self) -> list[tuple[DecodeParams, dict[str, Any]]]:
+        """Configs that show every value of every dimension at least once (a range: its ends),
+        the others at their first value: what the preflight checks of a search space."""
+        found: dict[tuple[Any, ...], tuple[DecodeParams, dict[str, Any]]] = {}
+        for mode in self.modes:
+            names = {"ar": (), "dflash": ("window",), "ddtree": ("budget", "topk", "window")}[mode]
+            axes = {name: _ends(self.dims[name]) for name in names}
+            axes |= {name: list(v) for name, v in self.knobs.items()} if mode == "ddtree" else {}
+            axes |= {f"vars.{name}": list(v) for name, v in self.vars.items()}
+            first = {name: values[0] for name, values in axes.items()}
+            for name, values in axes.items():
+                for value in values:
+                    chosen = {**first, name: value}
+                    wire = {"mode": mode, **{k: v for k, v in chosen.items() if "." not in k}}
+                    user = {k[5:]: v for k, v in chosen.items() if k.startswith("vars.")}
+                    params = DecodeParams.from_wire(wire, "space").canonical()
+                    found.setdefault((params, tuple(sorted(user.items()))), (params, user))
+            if not axes:
+                alone = DecodeParams.from_wire({"mode": mode}, "space").canonical()
+                found.setdefault((alone, ()), (alone, {}))
+        return list(found.values())
 
 
 def _draw(trial: optuna.trial.BaseTrial, name: str, dim: Dimension) -> Any:
@@ -93,6 +129,12 @@ def _draw(trial: optuna.trial.BaseTrial, name: str, dim: Dimension) -> Any:
 
 def _categorical(trial: optuna.trial.BaseTrial, name: str, choices: list[Any]) -> Any:
     return choices[0] if len(choices) == 1 else trial.suggest_categorical(name, choices)
+
+
+def _ends(dim: Dimension) -> list[Any]:
+    if isinstance(dim, IntRange):
+        return sorted({dim.low, dim.low + (dim.count() - 1) * dim.step})
+    return list(dim)
 
 
 def _count(dim: Dimension) -> int:

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 import ddtune.sweep.store.records as records
 import ddtune.sweep.store.slot_tables as slots
 from ddtune.errors import UserError
@@ -62,14 +64,22 @@ class SpecChangedError(UserError):
 
 
 class Store:
-    """A sweep results store. Open with `Store(path)`; close with `.close()`."""
+    """A sweep results store. Open with `Store(path)`; close with `.close()`.
 
-    def __init__(self, path: str | Path, create: bool = True) -> None:
+    `Store(path, read_only=True)` never writes (no migration, no recovery, no lock):
+    what `ddtune sweep watch` uses while a runner may hold the store."""
+
+    def __init__(self, path: str | Path, create: bool = True, read_only: bool = False) -> None:
         self.path = Path(path)
-        if not create and not self.path.is_file():
+        self._lock_fd: int | None = None
+        if (read_only or not create) and not self.path.is_file():
             raise UserError(
                 f"no sweep store at {self.path}; run `ddtune sweep run SPEC` first or pass --store"
             )
+        if read_only:
+            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            self.db.row_factory = sqlite3.Row
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         self.db.row_factory = sqlite3.Row
@@ -79,7 +89,6 @@ class Store:
         self._migrate()
         with self.tx() as db:
             ensure_additive_tables(db)  # load rows and the ray backend's slot tables
-        self._lock_fd: int | None = None
         self.recover_if_unlocked()
 
     def close(self) -> None:
@@ -132,6 +141,10 @@ class Store:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
+
+    def runner_pid(self) -> int | None:
+        """The pid of the runner holding this store's lock now, else None."""
+        return runner_pid(self.path)
 
     def release(self) -> None:
         if self._lock_fd is not None:
@@ -252,6 +265,15 @@ class Store:
         """The configuration of a trial row (`config_json` read back by `Config.from_wire`)."""
         return Config.from_wire(json.loads(trial["config_json"]), f"trial {trial['id']}")
 
+    def unfinished_in_pass(self, sweep_id: int, repeat: int) -> int:
+        """Trials of pass `repeat` not yet done or failed."""
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM trials WHERE sweep_id=? AND repeat=?"
+            " AND status IN ('pending', 'running', 'interrupted')",
+            (sweep_id, repeat),
+        ).fetchone()
+        return int(row[0])
+
     def attempts(self, trial_id: int) -> list[sqlite3.Row]:
         return self.db.execute(
             "SELECT * FROM attempts WHERE trial_id=? ORDER BY number", (trial_id,)
@@ -357,6 +379,19 @@ class Store:
     def trial_records(self, sweep_id: int) -> list[TrialRecord]:
         """One `TrialRecord` per trial, in run order (what `build_report` reads)."""
         return records.trial_records(self, sweep_id)
+
+
+def runner_pid(store_path: Path) -> int | None:
+    """The pid of the runner holding the store's lock now, else None. Read only: the pid
+    the runner wrote into `<store>.lock`, alive and holding that file open."""
+    lock_path = store_path.with_name(store_path.name + ".lock")
+    try:
+        pid = int(lock_path.read_text().strip() or 0)
+        files = psutil.Process(pid).open_files() if pid else []
+    except (OSError, ValueError, psutil.Error):
+        return None
+    held = any(Path(f.path) == lock_path.resolve() for f in files)
+    return pid if held else None
 
 
 def _insert_trials(db: sqlite3.Connection, sweep_id: int, plan: list[PlannedTrial]) -> None:

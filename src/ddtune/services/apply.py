@@ -1,0 +1,193 @@
+"""Make one configuration a systemd unit's lasting one: a persistent drop-in, proved READY.
+
+    plan = applied_dropin(spec)                   # where: beside the unit, ddtune-applied.conf
+    text = dropin_text(spec, params, user_vars, origin)
+    outcome = apply_dropin(spec, plan, text, params, user_vars, workdir)   # READY or rolled back
+    outcome = revert_dropin(spec, plan, workdir)  # the previous drop-in, or the unit's own config
+
+The sweep's trials use a runtime drop-in that is removed when the sweep ends;
+`ddtune sweep apply` writes `<unit dir>/<unit>.d/ddtune-applied.conf` (the
+folder of the unit's FragmentPath; /etc/systemd/system for a unit shipped
+under /usr or /lib), which survives reboots. The drop-in carries the rendered
+`service.env` and `ExecStart=` exactly as a trial's would, but no instance
+tag: the applied service is not a sweep's instance, so `ddtune sweep cleanup`
+never treats it as a leftover. A drop-in already there is kept as
+`ddtune-applied.conf.previous` (systemd reads `*.conf` only) for `--revert`.
+
+Then the full readiness protocol (`PersistentDropin`, a systemd controller
+whose preflight writes that file): daemon-reload, NeedDaemonReload=no,
+reset-failed, stop, quiesce, start, new InvocationID, health, the reported
+configuration, generations. Not READY: the drop-in is put back as it was and
+the unit restarted through the same protocol (`Rollback.outcome`), so a failed
+apply never leaves the service down with a configuration nobody asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ddtune.errors import UserError
+from ddtune.params import DecodeParams
+from ddtune.services.controllers.systemd import (
+    SystemdController,
+    render_dropin,
+    unit_name,
+    unit_settings,
+)
+from ddtune.services.outcome import Outcome, PhaseFailure
+from ddtune.services.protocol import Attempt
+from ddtune.services.spec import ServiceSpec
+
+APPLIED_NAME = "ddtune-applied.conf"
+CONFIG_MARK = "# ddtune-config: "  # the applied config as JSON, for --revert
+SHIPPED = ("/usr/", "/lib/")
+ADMIN_DIR = Path("/etc/systemd/system")
+
+
+@dataclass(frozen=True)
+class DropinPlan:
+    """The persistent drop-in of one unit, and where the previous one is kept."""
+
+    unit: str
+    path: Path
+
+    @property
+    def previous(self) -> Path:
+        return self.path.with_name(APPLIED_NAME + ".previous")
+
+
+@dataclass
+class Rollback:
+    """A failed apply: what went wrong, and how the restore went."""
+
+    failed: Outcome
+    restored: Outcome
+
+
+def applied_dropin(spec: ServiceSpec) -> DropinPlan:
+    """`<the unit file's folder>/<unit>.d/ddtune-applied.conf` (see the module docstring)."""
+    unit = unit_name(spec.unit or "")
+    fragment = unit_settings(unit).fragment_path
+    if not fragment:
+        raise UserError(f"systemd knows no unit {unit} (no FragmentPath): check service.unit")
+    folder = Path(fragment).parent
+    if str(folder).startswith(SHIPPED) or str(folder).startswith(spec.systemd_dir):
+        folder = ADMIN_DIR
+    return DropinPlan(unit, folder / f"{unit}.d" / APPLIED_NAME)
+
+
+def dropin_text(
+    spec: ServiceSpec, params: DecodeParams, user_vars: Mapping[str, Any], origin: str
+) -> str:
+    """The drop-in: a header saying where it came from, the config as JSON, env and ExecStart."""
+    argv = spec.render_argv(params, user_vars) if spec.command else None
+    body = render_dropin(spec.render_env(params, user_vars), argv)
+    config = json.dumps({"params": params.to_wire(), "vars": dict(user_vars)}, sort_keys=True)
+    head = f"# Written by `ddtune sweep apply` ({origin}); `--revert` restores.\n{CONFIG_MARK}{config}\n"
+    return head + body.split("\n", 1)[1]  # render_dropin's own first line is a trial's
+
+
+def applied_config(text: str) -> tuple[DecodeParams, dict[str, Any]] | None:
+    """The config a drop-in written by `dropin_text` applies; None for any other file."""
+    for line in text.splitlines():
+        if line.startswith(CONFIG_MARK):
+            data = json.loads(line[len(CONFIG_MARK) :])
+            return DecodeParams.from_wire(data["params"]), dict(data["vars"])
+    return None
+
+
+class PersistentDropin(SystemdController):
+    """The systemd protocol with `text` as the unit's persistent drop-in at `path` (no tag)."""
+
+    def __init__(self, spec: ServiceSpec, workdir: Path, path: Path, text: str | None) -> None:
+        super().__init__(spec, workdir, None)
+        self.dropin, self.text = path, text
+
+    def preflight(self, attempt: Attempt) -> None:
+        try:
+            if self.text is None:
+                self.dropin.unlink(missing_ok=True)
+            else:
+                self.dropin.parent.mkdir(parents=True, exist_ok=True)
+                self.dropin.write_text(self.text)
+        except OSError as exc:
+            raise PhaseFailure("preflight_failed", f"cannot write {self.dropin}: {exc}") from None
+        self._argv = self.spec.render_argv(attempt.params, attempt.user_vars) if self.text else None
+        self.systemctl("daemon-reload")
+        need = self.show().get("NeedDaemonReload")
+        if need != "no":
+            raise PhaseFailure("preflight_failed", f"NeedDaemonReload={need} after daemon-reload")
+        self.systemctl("reset-failed", self.unit)
+
+    def release(self) -> None:
+        """The drop-in stays: it is the service's configuration now."""
+        self._ident = {}
+
+
+def apply_dropin(
+    spec: ServiceSpec,
+    plan: DropinPlan,
+    text: str,
+    params: DecodeParams,
+    user_vars: Mapping[str, Any],
+    workdir: Path,
+) -> Outcome | Rollback:
+    """Write the drop-in and restart the unit through the readiness protocol; roll back if
+    it does not become READY."""
+    before = plan.path.read_text() if plan.path.exists() else None
+    if before is not None:
+        shutil.copyfile(plan.path, plan.previous)
+    controller = PersistentDropin(spec, workdir, plan.path, text)
+    outcome = controller.reconfigure(params, workdir / "apply", user_vars=user_vars)
+    if outcome.ready:
+        return outcome
+    return Rollback(outcome, _restore(spec, plan, before, workdir / "rollback"))
+
+
+def revert_dropin(spec: ServiceSpec, plan: DropinPlan, workdir: Path) -> Outcome:
+    """Put the previous applied drop-in back (or none: the unit's own configuration)."""
+    if not plan.path.exists():
+        raise UserError(f"nothing to revert: {plan.path} does not exist")
+    before = plan.previous.read_text() if plan.previous.exists() else None
+    outcome = _restore(spec, plan, before, workdir / "revert")
+    if outcome.ready:
+        plan.previous.unlink(missing_ok=True)
+    return outcome
+
+
+def _restore(spec: ServiceSpec, plan: DropinPlan, text: str | None, workdir: Path) -> Outcome:
+    """`text` as the drop-in (None: removed), READY by its own config or, without one,
+    by health, a new instance and generations."""
+    known = applied_config(text) if text is not None else None
+    params, user_vars = known or (DecodeParams("ar"), {})
+    controller = PersistentDropin(spec, workdir, plan.path, text)
+    outcome = controller.reconfigure(
+        params, workdir, user_vars=user_vars, verify_config=known is not None
+    )
+    if text is None:
+        _remove_empty(plan.path.parent)
+    return outcome
+
+
+def _remove_empty(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # other drop-ins live there
+        folder.rmdir()
+
+
+__all__ = [
+    "APPLIED_NAME",
+    "DropinPlan",
+    "PersistentDropin",
+    "Rollback",
+    "applied_config",
+    "applied_dropin",
+    "apply_dropin",
+    "dropin_text",
+    "revert_dropin",
+]

@@ -1,0 +1,294 @@
+"""`ddtune sweep apply`: make the recommendation (or a named config) the service's lasting one.
+
+    code = apply_config(store, sweep, label=None, dry_run=False, console=console)
+    code = revert_config(store, sweep, dry_run=False, console=console)
+
+The config: `--config LABEL` (a trial label of the sweep), else the report's
+headline recommendation when it is `separated` or `equivalent` (an
+inconclusive sweep names no winner: apply one by name). Its launch command
+passes the engine's own parser first (the preflight), then, by service kind:
+
+    systemd   a persistent drop-in beside the unit (`services/apply.py`), daemon-reload,
+              stop, start and the full readiness protocol; not READY: rolled back
+    process   the exact launch command (environment and argv; for the launcher front
+              also the engine command it runs): ddtune starts nothing lasting
+    hooks     the DDTUNE_* variables the start hook would get, likewise
+    hot       POST /v1/ddtree/config to the running server through the hot protocol;
+              its previous config is kept in `<store dir>/applied.json` for --revert
+
+`--dry-run` says what would happen and changes nothing. `--revert` restores
+what was there before the last apply. Exit codes: 0 done (or nothing to do),
+1 the service did not become READY (a systemd apply is rolled back first),
+2 bad input. See docs/engines.md "Applying the result".
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sqlite3
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from ddtune.errors import UserError
+from ddtune.services import Outcome, ServiceSpec, build_controller
+from ddtune.services.apply import (
+    Rollback,
+    applied_dropin,
+    apply_dropin,
+    dropin_text,
+    revert_dropin,
+)
+from ddtune.services.preflight import PlannedLaunch, check_launches
+from ddtune.sweep.reporting import report_setup, sweep_configs
+from ddtune.sweep.run.preflight import PreflightRefused
+from ddtune.sweep.spec.load import Config, SweepSpec, parse_spec
+from ddtune.sweep.store.db import Store
+
+DECIDED = ("separated", "equivalent")
+RECORD = "applied.json"
+
+
+def apply_config(
+    store: Store, sweep: sqlite3.Row, label: str | None, dry_run: bool, console: Console
+) -> int:
+    """Apply `label` (or the recommendation) to the sweep's service; the exit code."""
+    spec = stored_spec(store, sweep)
+    config, why = chosen_config(store, sweep, label)
+    console.print(f"config: {escape(config.label())} ({escape(why)})")
+    workdir = store.path.parent.resolve()
+    report = check_launches(spec.service, [launch_of(config)], workdir)
+    if not report.ok:
+        raise PreflightRefused(report)
+    if report.engine is not None:
+        console.print(escape(report.summary()))
+    kind = spec.service.kind
+    if kind == "systemd":
+        source = origin(store, sweep, config)
+        return _apply_systemd(spec.service, config, workdir, dry_run, console, source)
+    if kind == "hot":
+        return _apply_hot(spec.service, config, workdir, dry_run, console)
+    _print_command(spec.service, config, console)
+    return 0
+
+
+def revert_config(store: Store, sweep: sqlite3.Row, dry_run: bool, console: Console) -> int:
+    """Undo the last apply: the previous drop-in (systemd) or config (hot)."""
+    spec = stored_spec(store, sweep)
+    workdir = store.path.parent.resolve()
+    kind = spec.service.kind
+    if kind == "systemd":
+        return _revert_systemd(spec.service, workdir, dry_run, console)
+    if kind == "hot":
+        return _revert_hot(spec.service, workdir, dry_run, console)
+    console.print(
+        f"nothing to revert: for kind = {kind!r} `sweep apply` only prints the launch command; "
+        "stop the server you started with it"
+    )
+    return 0
+
+
+def stored_spec(store: Store, sweep: sqlite3.Row) -> SweepSpec:
+    base_dir = Path(sweep["spec_dir"]) if sweep["spec_dir"] else None
+    source = f"{store.path} (spec of sweep {sweep['name']!r})"
+    return parse_spec(sweep["spec_text"], source=source, base_dir=base_dir)
+
+
+def chosen_config(store: Store, sweep: sqlite3.Row, label: str | None) -> tuple[Config, str]:
+    """(the config, why it was chosen): `label`, else the headline recommendation."""
+    configs = {config.label(): config for config, _ in sweep_configs(store, sweep["id"])}
+    if label is not None:
+        if label not in configs:
+            known = ", ".join(repr(k) for k in configs)
+            raise UserError(
+                f"--config {label!r} is not a config of sweep {sweep['name']!r}: {known}"
+            )
+        return configs[label], "named by --config"
+    from ddtune.report import analyze
+
+    options, context = report_setup(store, sweep)
+    recommendation = analyze(store.trial_records(sweep["id"]), options, context).recommendations[0]
+    if recommendation.status not in DECIDED or recommendation.label not in configs:
+        raise UserError(
+            f"the sweep's {recommendation.objective} recommendation is {recommendation.status}: "
+            f"{recommendation.text} Pass --config LABEL to apply one of {', '.join(configs)}"
+        )
+    why = f"recommended for {recommendation.objective}: {recommendation.status}"
+    return configs[recommendation.label], why
+
+
+def launch_of(config: Config) -> PlannedLaunch:
+    return PlannedLaunch(config.label(), config.params, config.user_vars())
+
+
+def origin(store: Store, sweep: sqlite3.Row, config: Config) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    return f"store {store.path.resolve()}, sweep {sweep['name']}, config {config.label()}, {when}"
+
+
+# ---- systemd -------------------------------------------------------------------------------
+
+
+def _apply_systemd(
+    service: ServiceSpec,
+    config: Config,
+    workdir: Path,
+    dry_run: bool,
+    console: Console,
+    source: str,
+) -> int:
+    plan = applied_dropin(service)
+    _no_sweep_running(service, plan.unit)
+    text = dropin_text(service, config.params, config.user_vars(), source)
+    if dry_run:
+        console.print(f"would write {plan.path}:\n{escape(text)}", highlight=False)
+        kept = f", keep the present one as {plan.previous.name}" if plan.path.exists() else ""
+        console.print(f"then daemon-reload, stop and start {plan.unit} and wait for READY{kept}")
+        return 0
+    folder = workdir / "apply" / plan.unit
+    result = apply_dropin(service, plan, text, config.params, config.user_vars(), folder)
+    if isinstance(result, Rollback):
+        return _rolled_back(result, plan.path, console)
+    console.print(
+        f"applied {escape(config.label())} to {plan.unit}: READY in "
+        f"{result.timings.get('start_to_ready_s', 0):.1f} s "
+        f"(InvocationID {result.identity.get('invocation_id')}); drop-in {plan.path}"
+    )
+    return 0
+
+
+def _no_sweep_running(service: ServiceSpec, unit: str) -> None:
+    runtime = Path(service.systemd_dir) / f"{unit}.d" / "ddtune.conf"
+    if runtime.exists():
+        raise UserError(
+            f"{runtime} exists: a sweep runs on {unit} now (or a killed one left it; "
+            "`ddtune sweep cleanup`); apply after it"
+        )
+
+
+def _rolled_back(result: Rollback, path: Path, console: Console) -> int:
+    failed, restored = result.failed, result.restored
+    console.print(f"[red]not READY[/]: {failed.failure} — {escape(failed.detail)}")
+    if failed.log_path:
+        console.print(f"  log: {failed.log_path}")
+    state = "READY" if restored.ready else f"NOT READY ({restored.failure}: {restored.detail})"
+    console.print(f"rolled back: {path} as it was before; the service is {escape(state)}")
+    return 1
+
+
+def _revert_systemd(service: ServiceSpec, workdir: Path, dry_run: bool, console: Console) -> int:
+    plan = applied_dropin(service)
+    if not plan.path.exists():
+        console.print(f"nothing to revert: {plan.path} does not exist")
+        return 0
+    back = plan.previous if plan.previous.exists() else None
+    if dry_run:
+        what = f"put {back.name} back" if back else f"remove {plan.path}"
+        console.print(f"would {what}, daemon-reload, stop and start {plan.unit}, wait for READY")
+        return 0
+    outcome = revert_dropin(service, plan, workdir / "apply" / plan.unit)
+    restored = "the previous applied config" if back else "the unit's own configuration"
+    return _said(outcome, f"reverted {plan.unit} to {restored}", console)
+
+
+def _said(outcome: Outcome, done: str, console: Console) -> int:
+    if outcome.ready:
+        console.print(f"{done}: READY in {outcome.timings.get('start_to_ready_s', 0):.1f} s")
+        return 0
+    console.print(f"[red]not READY[/]: {outcome.failure} — {escape(outcome.detail)}")
+    return 1
+
+
+# ---- process, hooks: the command to run ------------------------------------------------------
+
+
+def _print_command(service: ServiceSpec, config: Config, console: Console) -> None:
+    """The exact command (and environment) that serves `config`."""
+    params, user_vars = config.params, config.user_vars()
+    if service.kind == "hooks":
+        env = service.hook_env(params, user_vars)
+        console.print(f"the start hook serves {escape(config.label())} with these variables:")
+        console.print(escape(_env_words(env)), highlight=False, soft_wrap=True)
+        return
+    argv = service.render_argv(params, user_vars)
+    env = service.render_env(params, user_vars)
+    where = f" (in {service.cwd})" if service.cwd else ""
+    console.print(f"kind = {service.kind!r}: ddtune keeps nothing running; serve it with{where}:")
+    console.print(escape(_command_line(env, argv)), highlight=False, soft_wrap=True)
+    engine = _engine_command(service, argv, env)
+    if engine:
+        console.print("which runs:\n" + escape(engine), highlight=False, soft_wrap=True)
+
+
+def _engine_command(service: ServiceSpec, argv: list[str], env: dict[str, str]) -> str | None:
+    """For `python -m ddtune.launchers`: the engine command it execs (its `--print`)."""
+    from ddtune.kinds.launch import build, engine_of
+
+    found = engine_of(argv, service.profile)
+    if found is None or found.front is None:
+        return None
+    built, added = build(found.front)
+    return _command_line(added, built)
+
+
+def _command_line(env: Mapping[str, str], argv: list[str]) -> str:
+    prefix = _env_words(env)
+    return (prefix + " " if prefix else "") + shlex.join(argv)
+
+
+def _env_words(env: Mapping[str, str]) -> str:
+    return " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+
+
+# ---- hot: in place, the previous config kept for --revert ------------------------------------
+
+
+def _apply_hot(
+    service: ServiceSpec, config: Config, workdir: Path, dry_run: bool, console: Console
+) -> int:
+    from ddtune.services.controllers.hot import HotController
+
+    controller = build_controller(service, workdir)
+    assert isinstance(controller, HotController)
+    serving = controller.serving()
+    if not serving:
+        raise UserError(f"no ddtune server answers on {service.base_url}; start it, then apply")
+    if dry_run:
+        console.print(
+            f"would POST {config.params.to_wire()} to {service.base_url}/v1/ddtree/config "
+            f"(now {serving.get('config')})"
+        )
+        return 0
+    outcome = controller.reconfigure(config.params, workdir / "apply" / "hot")
+    if outcome.ready:
+        record = {"kind": "hot", "applied": config.to_wire(), "previous": serving.get("config")}
+        (workdir / RECORD).write_text(json.dumps(record, indent=1) + "\n")
+    return _said(outcome, f"applied {config.label()} in place", console)
+
+
+def _revert_hot(service: ServiceSpec, workdir: Path, dry_run: bool, console: Console) -> int:
+    from ddtune.params import DecodeParams
+
+    path = workdir / RECORD
+    record: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    if record.get("kind") != "hot" or not isinstance(record.get("previous"), dict):
+        console.print(f"nothing to revert: no hot apply recorded in {path}")
+        return 0
+    previous = DecodeParams.from_wire(record["previous"], "previous")
+    if dry_run:
+        console.print(f"would POST {previous.to_wire()} to {service.base_url}/v1/ddtree/config")
+        return 0
+    outcome = build_controller(service, workdir).reconfigure(
+        previous, workdir / "apply" / "hot-revert"
+    )
+    if outcome.ready:
+        path.unlink()
+    return _said(outcome, f"reverted to {previous.label()} in place", console)
+
+
+__all__ = ["apply_config", "chosen_config", "revert_config"]

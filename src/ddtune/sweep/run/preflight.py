@@ -1,0 +1,52 @@
+"""The sweep's preflight: every planned config's launch command past the engine's own parser.
+
+    report = preflight(spec, workdir)      # raises PreflightRefused when the engine refuses one
+    print("\\n".join(report.lines()))
+
+`run_sweep` calls it before it opens the store or touches the service (so a
+refused config stops the sweep with exit code 2 and nothing stopped or
+started); `ddtune sweep plan` shows the same lines. The planned configs are
+the grid's (baseline included), or for a search space (strategy "optuna") a
+covering set: every value of every dimension at least once
+(`SearchSpace.covering`). See `ddtune.services.preflight`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddtune.errors import UserError
+from ddtune.services.preflight import OPT_OUT, PlannedLaunch, PreflightReport, check_launches
+from ddtune.sweep.spec.load import Config, SweepSpec
+
+
+class PreflightRefused(UserError):
+    """The engine refused some planned configs: nothing may run (the CLI exits 2)."""
+
+    def __init__(self, report: PreflightReport) -> None:
+        self.report = report
+        head = (
+            f"the engine refused {len(report.refusals)} of {report.checked} planned launch "
+            f"command(s); nothing was stopped or started (fix the spec, or {OPT_OUT}):"
+        )
+        super().__init__("\n".join([head, *(f"  {r.line()}" for r in report.refusals)]))
+
+
+def planned_launches(spec: SweepSpec) -> list[PlannedLaunch]:
+    """Every config the sweep may launch: the grid's, or a search space's covering set."""
+    configs = [config for config, _ in spec.all_configs()]
+    if spec.search is not None:
+        configs += [Config(p, tuple(sorted(v.items()))) for p, v in spec.search.covering()]
+    unique = dict.fromkeys(configs)
+    return [PlannedLaunch(c.label(), c.params, c.user_vars()) for c in unique]
+
+
+def preflight(spec: SweepSpec, workdir: Path) -> PreflightReport:
+    """`check_launches` over `planned_launches`; `PreflightRefused` when anything was refused."""
+    report = check_launches(spec.service, planned_launches(spec), workdir)
+    if not report.ok:
+        raise PreflightRefused(report)
+    return report
+
+
+__all__ = ["PreflightRefused", "PreflightReport", "planned_launches", "preflight"]

@@ -1,0 +1,298 @@
+"""What `ddtune sweep watch` shows, read from the store without writing to it.
+
+    state = read_state(Path("runs/x/store.sqlite"), sweep=None)   # the newest sweep
+    state.phase        # "running" | "finished" | "interrupted"
+    state.configs      # one ConfigState per config: racing / left at pass N / done ...
+    state.now          # the trials running now (with the slot and phase on Ray)
+    state.failures     # failed and interrupted attempts, each with its log tail
+    state.eta          # "about 40 s for the 4 trials planned now; ..."
+    state.summary      # the report's analysis so far (`ddtune.report.analyze`)
+
+The store is opened read-only (`Store(path, read_only=True)`): no lock, no
+recovery, so it works while a runner holds the store, after it ended, and
+after it was killed (its trials still say `running`; the lock says nobody
+runs them). See docs/watch.md.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import TYPE_CHECKING, Any
+
+from ddtune.report.inputs import TrialRecord
+from ddtune.report.sections import STOP_WORDS
+from ddtune.sweep.plan.planners import format_duration
+from ddtune.sweep.plan.race_planner import race_settings
+from ddtune.sweep.reporting import report_setup
+from ddtune.sweep.spec.load import SweepSpec, parse_spec
+from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.files import attempt_log
+from ddtune.sweep.store.slot_tables import slot_rows
+
+if TYPE_CHECKING:
+    from ddtune.report.result import ReportSummary
+
+TAIL_LINES = 15  # of each failed attempt's log
+UNFINISHED = ("pending", "running", "interrupted")
+
+
+@dataclass
+class ConfigState:
+    label: str
+    is_baseline: bool
+    trials: int  # planned so far
+    done: int
+    failed: int
+    state: str  # "racing", "left at pass 3 (slower)", "running now", "done", "waiting"
+
+
+@dataclass
+class TrialNow:
+    trial_id: int
+    label: str
+    repeat: int
+    attempt: int
+    started_at: float  # epoch seconds
+    slot: str = ""  # ray backend: the slot and what it is doing
+    phase: str = ""
+
+
+@dataclass
+class FailedAttempt:
+    trial_id: int
+    label: str
+    repeat: int
+    attempt: int
+    state: str  # "failed" | "interrupted"
+    failure: str
+    detail: str
+    log: str | None  # path of its log tail
+    tail: str  # its last lines
+
+
+@dataclass
+class LiveState:
+    sweep: str
+    store: Path
+    strategy: str
+    phase: str  # "running" | "finished" | "interrupted"
+    phase_text: str  # the phase in a sentence, with what to do next
+    counts: dict[str, int]  # trial status -> trials
+    passes: int  # finished passes (a race's blocks)
+    configs: list[ConfigState]
+    now: list[TrialNow]
+    failures: list[FailedAttempt]
+    slots: list[dict[str, Any]]
+    eta: str
+    summary: ReportSummary | None
+    analysis_error: str | None = None
+    read_at: float = field(default_factory=time.time)
+
+
+def read_state(store_path: Path, sweep: str | None = None) -> LiveState:
+    store = Store(store_path, read_only=True)
+    try:
+        return _read(store, store.sweep_row(sweep))
+    finally:
+        store.close()
+
+
+def _read(store: Store, sweep: sqlite3.Row) -> LiveState:
+    spec = parse_spec(sweep["spec_text"], source=f"{store.path} ({sweep['name']})")
+    records = store.trial_records(sweep["id"])
+    runner = store.runner_pid()
+    summary, error = _analysis(store, sweep, records)
+    context = None if summary is None else summary.context
+    passes = 0 if context is None else context.passes
+    counts = {s: sum(r.status == s for r in records) for s in ("done", "failed", *UNFINISHED)}
+    phase, text = _phase(counts, runner, store.path, context)
+    return LiveState(
+        sweep=sweep["name"],
+        store=store.path,
+        strategy=spec.strategy,
+        phase=phase,
+        phase_text=text,
+        counts=counts,
+        passes=passes,
+        configs=_configs(records, summary, runner is not None),
+        now=_running(store, sweep["id"]) if runner is not None else [],
+        failures=_failures(store, records),
+        slots=_slots(store, sweep["id"]),
+        eta=_eta(store, sweep["id"], spec, counts, summary) if runner is not None else "",
+        summary=summary,
+        analysis_error=error,
+    )
+
+
+def _analysis(
+    store: Store, sweep: sqlite3.Row, records: list[TrialRecord]
+) -> tuple[ReportSummary | None, str | None]:
+    """The report's analysis of the records so far; (None, why) when it cannot be made."""
+    from ddtune.report import analyze
+
+    if not any(r.status == "done" for r in records):
+        return None, "no trial has finished yet"
+    try:
+        options, context = report_setup(store, sweep)
+        return analyze(records, options, context), None
+    except Exception as exc:  # noqa: BLE001 - the page shows what went wrong and lives on
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _phase(
+    counts: dict[str, int], runner: int | None, store: Path, context: Any
+) -> tuple[str, str]:
+    resume = f"resume with: ddtune sweep retry --store {store}"
+    if runner is not None:
+        return "running", f"running (runner pid {runner})"
+    unfinished = sum(counts[s] for s in UNFINISHED)
+    if unfinished:
+        return "interrupted", f"interrupted: {unfinished} trial(s) unfinished, no runner; {resume}"
+    if context is not None and context.strategy == "race" and context.stop is None:
+        return "interrupted", f"interrupted between passes: the race has not stopped; {resume}"
+    stop = None if context is None else context.stop
+    return "finished", "finished" + (f": {STOP_WORDS.get(stop, stop)}" if stop else "")
+
+
+def _configs(
+    records: list[TrialRecord], summary: ReportSummary | None, live: bool
+) -> list[ConfigState]:
+    by_label: dict[str, list[TrialRecord]] = {}
+    for r in records:
+        by_label.setdefault(r.label, []).append(r)
+    states = []
+    for label, group in by_label.items():
+        statuses = [r.status for r in group]
+        states.append(
+            ConfigState(
+                label=label,
+                is_baseline=any(r.is_baseline for r in group),
+                trials=len(group),
+                done=statuses.count("done"),
+                failed=statuses.count("failed"),
+                state=_config_word(label, statuses, summary, live)
+                + (" (the baseline: in every pass)" if group[0].is_baseline else ""),
+            )
+        )
+    return states
+
+
+def _config_word(label: str, statuses: list[str], summary: ReportSummary | None, live: bool) -> str:
+    """racing / running now / left at pass N (why) / waiting / unfinished / done."""
+    exit_ = None if summary is None else summary.context.exit_of(label)
+    if live and "running" in statuses:
+        return "running now"
+    if exit_ is not None:
+        return f"left at pass {exit_.at_pass} ({exit_.reason})"
+    if any(s in UNFINISHED for s in statuses):
+        return "waiting" if live else "unfinished"
+    racing = summary is not None and summary.context.strategy == "race"
+    return "racing" if racing and summary is not None and summary.context.stop is None else "done"
+
+
+def _running(store: Store, sweep_id: int) -> list[TrialNow]:
+    rows = store.db.execute(
+        "SELECT t.id, t.label, t.repeat, a.number, a.started_at FROM attempts a"
+        " JOIN trials t ON t.id = a.trial_id WHERE t.sweep_id=? AND a.state='running'"
+        " ORDER BY a.started_at",
+        (sweep_id,),
+    ).fetchall()
+    slots = {s["trial_id"]: s for s in _slots(store, sweep_id) if s["trial_id"]}
+    now = []
+    for r in rows:
+        slot = slots.get(r[0], {})
+        now.append(
+            TrialNow(r[0], r[1], r[2], r[3], r[4], slot.get("name", ""), slot.get("phase") or "")
+        )
+    return now
+
+
+def _failures(store: Store, records: list[TrialRecord]) -> list[FailedAttempt]:
+    failures = []
+    for record in records:
+        if record.attempts < 1 or record.status == "pending":
+            continue
+        for attempt in store.attempts(record.trial_id):
+            if attempt["state"] not in ("failed", "interrupted"):
+                continue
+            log = attempt_log(store, record, attempt)
+            failures.append(
+                FailedAttempt(
+                    record.trial_id, record.label, record.repeat, attempt["number"],
+                    attempt["state"], attempt["failure"] or "", attempt["detail"] or "",
+                    log, _tail(log),
+                )
+            )  # fmt: skip
+    return failures
+
+
+def _tail(path: str | None, lines: int = TAIL_LINES) -> str:
+    if not path:
+        return ""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return f"(log not readable: {exc.strerror})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _slots(store: Store, sweep_id: int) -> list[dict[str, Any]]:
+    """The ray backend's slots ([] for a local sweep or a store older than the slot table)."""
+    try:
+        return [dict(row) for row in slot_rows(store, sweep_id)]
+    except sqlite3.OperationalError:
+        return []
+
+
+def _eta(
+    store: Store,
+    sweep_id: int,
+    spec: SweepSpec,
+    counts: dict[str, int],
+    summary: ReportSummary | None,
+) -> str:
+    """'about 40 s for the 4 trial(s) planned now; a race may add up to ...'."""
+    seconds = list(store.trial_seconds(sweep_id).values())
+    per_trial = median(seconds) if seconds else _expected(spec)
+    left = sum(counts[s] for s in UNFINISHED)
+    if per_trial is None:
+        return f"{left} trial(s) planned now (no trial has finished: no time per trial yet)"
+    text = (
+        f"about {format_duration(per_trial * left)} for the {left} trial(s) planned now"
+        if left
+        else "the next pass is being planned"
+    )
+    if spec.strategy == "race" and summary is not None:
+        text += _race_more(spec, summary, per_trial, left, sum(counts.values()))
+    elif spec.strategy == "optuna":
+        text += "; the search proposes more trials until its budget is spent"
+    return text + f" ({format_duration(per_trial)} per trial)"
+
+
+def _race_more(
+    spec: SweepSpec, summary: ReportSummary, per_trial: float, left: int, planned: int
+) -> str:
+    """The most a race can still add: survivors x passes to its limit, within its budgets."""
+    context, settings = summary.context, race_settings(spec)
+    if context.stop is not None:
+        return "; the race has stopped"
+    alive = len(summary.configs) - len(context.exits)
+    passes_left = max(settings.max_passes - context.passes - (1 if left else 0), 0)
+    trials = alive * passes_left * spec.passes_per_start
+    if spec.max_trials is not None:
+        trials = min(trials, max(spec.max_trials - planned, 0))
+    if spec.max_hours is not None:
+        trials = min(trials, int(max(spec.max_hours * 3600 - per_trial * planned, 0) / per_trial))
+    return (
+        f"; then at most {trials} more trial(s) (~{format_duration(per_trial * trials)}) "
+        "if the race runs to its limits (it stops as soon as it decides)"
+    )
+
+
+def _expected(spec: SweepSpec) -> float | None:
+    start, bench = spec.service.expected_start_s, spec.service.expected_bench_s
+    return None if start is None or bench is None else start + bench
