@@ -59,7 +59,13 @@ from rich.progress import (
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.grid import plan_spec
 from ddtune.sweep.plan.mode import run_spec
-from ddtune.sweep.plan.planners import estimate_text, live_eta, make_planner, sweep_mode
+from ddtune.sweep.plan.planners import (
+    Planner,
+    estimate_text,
+    live_eta,
+    make_planner,
+    sweep_mode,
+)
 from ddtune.sweep.run.attempt import (
     AttemptReport,
     Phase,
@@ -113,44 +119,65 @@ def run_sweep(
         given, spec = spec, run_spec(spec, mode)
         plan = plan_spec(spec, mode.restart_bound)
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan, spec.base_dir, mode)
-        reopened = store.reset_trials(sweep_id, ("failed",)) if reopen_failed else []
-        if reopen_failed:
-            console.print(f"reopened {len(reopened)} failed trial(s)")
-        todo = [
-            t for t in store.trials(sweep_id, RESUMABLE) if not only_reopened or t["id"] in reopened
-        ]
-        summary = RunSummary(
-            sweep_id,
-            store_path,
-            len(store.trials(sweep_id)),
-            len(store.trials(sweep_id, ("done",))),
-            failed_before=len(store.trials(sweep_id, ("failed",))),
-            on_pass=on_pass,
+        todo, summary = _open_trials(
+            store, sweep_id, store_path, console, reopen_failed, only_reopened
         )
+        summary.on_pass = on_pass
         planner = None if only_reopened else make_planner(spec, store, store_path, sweep_id, mode)
         console.print(escape(estimate_text(given, store, mode)))
-        more = None if planner is None else planner.next_batch
         if todo or planner is not None:
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
-            loop.run(todo, more)  # 2, 3
+            loop.run(todo, None if planner is None else planner.next_batch)  # 2, 3
         summary.planned = len(store.trials(sweep_id))  # a race or search added trials
         if not summary.interrupted:
             summary.report(store, final=True)  # the trials of an unfinished pass, too
-        if planner is not None and not summary.interrupted and not summary.blocked:
-            console.print(escape(planner.outcome()))
         hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
-        if summary.interrupted:
-            console.print(
-                f"[yellow]interrupted[/]; the service is stopped. resume with: {escape(hint)}"
-            )
-        if summary.blocked:
-            console.print(
-                f"[red]stopped[/]: {escape(summary.blocked)}\nthen resume with: {escape(hint)}"
-            )
+        _say_how_it_ended(console, summary, planner, hint)
         summary.seconds = time.monotonic() - started
         return summary
     finally:
         store.close()
+
+
+def _open_trials(
+    store: Store,
+    sweep_id: int,
+    store_path: Path,
+    console: Console,
+    reopen_failed: bool,
+    only_reopened: bool,
+) -> tuple[list[sqlite3.Row], RunSummary]:
+    """The trials to run now (pending, interrupted, reopened failed ones) and a fresh summary."""
+    reopened = store.reset_trials(sweep_id, ("failed",)) if reopen_failed else []
+    if reopen_failed:
+        console.print(f"reopened {len(reopened)} failed trial(s)")
+    todo = [
+        t for t in store.trials(sweep_id, RESUMABLE) if not only_reopened or t["id"] in reopened
+    ]
+    summary = RunSummary(
+        sweep_id,
+        store_path,
+        len(store.trials(sweep_id)),
+        len(store.trials(sweep_id, ("done",))),
+        failed_before=len(store.trials(sweep_id, ("failed",))),
+    )
+    return todo, summary
+
+
+def _say_how_it_ended(
+    console: Console, summary: RunSummary, planner: Planner | None, hint: str
+) -> None:
+    """The planner's outcome when it ran to the end; the resume command when it did not."""
+    if planner is not None and not summary.interrupted and not summary.blocked:
+        console.print(escape(planner.outcome()))
+    if summary.interrupted:
+        console.print(
+            f"[yellow]interrupted[/]; the service is stopped. resume with: {escape(hint)}"
+        )
+    if summary.blocked:
+        console.print(
+            f"[red]stopped[/]: {escape(summary.blocked)}\nthen resume with: {escape(hint)}"
+        )
 
 
 def trial_loop(
