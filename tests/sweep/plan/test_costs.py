@@ -23,8 +23,23 @@ def test_grid_estimate_counts_restarts_and_benches():
 
 def test_passes_per_start_adds_benches_not_restarts():
     e = estimate(10, COSTS, passes_per_start=3)
-    assert (e.restarts, e.benches) == (10, 30)
+    assert (e.trials, e.restarts, e.benches) == (30, 10, 30)
     assert e.seconds == pytest.approx(10 * 420 + 30 * 60)
+
+
+def test_grid_with_passes_per_start_starts_once_a_block():
+    # 3 configs, 2 passes, 2 passes a start: one start per config (as `sweep plan` lists)
+    grid = grid_estimate(3, 2, COSTS, passes_per_start=2)
+    assert (grid.trials, grid.restarts, grid.benches) == (6, 3, 6)
+    assert grid.seconds == pytest.approx(3 * 420 + 6 * 60)
+    # 5 passes at 2 a start: blocks of 2, 2, 1 passes -> 3 starts per config
+    odd = grid_estimate(3, 5, COSTS, passes_per_start=2)
+    assert (odd.trials, odd.restarts, odd.benches) == (15, 9, 15)
+
+
+def test_race_max_trials_counts_benches_with_passes_per_start():
+    _, worst = race_estimates(4, 1, 5, COSTS, passes_per_start=2, max_trials=12)
+    assert (worst.trials, worst.restarts) == (12, 6)
 
 
 def test_race_best_and_worst_case():

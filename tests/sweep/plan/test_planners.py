@@ -157,6 +157,19 @@ def test_sweep_plan_prints_the_trials_and_the_estimate(tmp_path, capsys, spec_te
     assert "pass 1" in out and "pass 3" in out and "(baseline)" in out
 
 
+def test_a_grid_estimate_agrees_with_the_plan_under_passes_per_start(tmp_path, capsys, spec_text):
+    grid = RACE.replace('strategy = "race"\nmin_repeats = 3\n', "").replace(
+        "repeats = 8\nrestart_bound = false", "repeats = 4\npasses_per_start = 2"
+    )
+    path = tmp_path / "grid.toml"
+    path.write_text(spec_text.toml(grid, COSTS))
+    assert main(["sweep", "plan", str(path), "--store", str(tmp_path / "none.sqlite")]) == 0
+    out = capsys.readouterr().out
+    # 9 configs x 4 passes; passes 1-2 share a start, so do 3-4: 18 starts
+    assert "grid: 36 trial(s), 18 restart(s)" in out, out
+    assert "planned now: 36 trial(s), 18 restart(s)" in out, out
+
+
 def test_a_hot_sweep_counts_reconfigures_not_restarts(tmp_path, capsys, spec_text):
     path = tmp_path / "hot.toml"
     path.write_text(spec_text.toml(RACE, COSTS + 'kind = "hot"\n'))

@@ -7,7 +7,7 @@ the costs measured so far in the run). A race has a best case
 (every contender but one leaves after `min_passes`) and a worst case (nobody
 leaves before `max_passes`). A restart-bound race (`starts.py`) also has an
 expected case, from a stated typical landscape (`start_race_estimates`).
-See docs/architecture.md "Sweep" and docs/_notes_issue27.md.
+See docs/architecture.md "Sweep" and its "Restart-bound races".
 """
 
 from __future__ import annotations
@@ -27,9 +27,7 @@ class TrialCosts:
 
 @dataclass(frozen=True)
 class Estimate:
-    trials: (
-        int  # one trial = one server start + `passes_per_start` benches (restart-bound: a bench)
-    )
+    trials: int  # one trial = one config's bench in one pass (as `sweep plan` lists them)
     restarts: int
     benches: int
     seconds: float
@@ -39,16 +37,23 @@ class Estimate:
         return self.seconds / 3600
 
 
-def estimate(trials: int, costs: TrialCosts, passes_per_start: int = 1) -> Estimate:
-    benches = trials * passes_per_start
-    return Estimate(trials, trials, benches, trials * costs.start_s + benches * costs.bench_s)
+def estimate(starts: int, costs: TrialCosts, passes_per_start: int = 1) -> Estimate:
+    """`starts` server starts, each benched `passes_per_start` times."""
+    benches = starts * passes_per_start
+    return Estimate(benches, starts, benches, starts * costs.start_s + benches * costs.bench_s)
 
 
 def grid_estimate(
     configs: int, passes: int, costs: TrialCosts, passes_per_start: int = 1
 ) -> Estimate:
-    """Every config in every pass (the baseline counted among `configs`)."""
-    return estimate(configs * passes, costs, passes_per_start)
+    """Every config in every pass (the baseline counted among `configs`).
+
+    A start serves `passes_per_start` consecutive passes, so a config starts
+    ceil(passes / passes_per_start) times; the last start may bench fewer.
+    """
+    starts = configs * -(-passes // passes_per_start)
+    benches = configs * passes
+    return Estimate(benches, starts, benches, starts * costs.start_s + benches * costs.bench_s)
 
 
 def race_estimates(
@@ -62,13 +67,16 @@ def race_estimates(
 ) -> tuple[Estimate, Estimate]:
     """(best, worst) case of a race over `configs` configs (baseline included).
 
+    `min_passes` and `max_passes` count starts a config gets (passes divided
+    by `passes_per_start`); `max_trials` counts benches, as the spec does.
+
     Best: all but the winner (and the baseline, which runs every pass) leave
     at `min_passes` and the race stops. Worst: every config runs `max_passes`
     passes, unless `max_trials`, or `max_hours` at these costs, stops it first.
     """
     best = configs * min_passes
     worst = configs * max_passes
-    caps = [max_trials] if max_trials is not None else []
+    caps = [max_trials // passes_per_start] if max_trials is not None else []
     per_trial = estimate(1, costs, passes_per_start).seconds  # one start and its benches
     if max_hours is not None and per_trial > 0:
         caps.append(int(max_hours * 3600 // per_trial))
