@@ -73,6 +73,8 @@ def test_vllm_checks_its_own_speculative_configs(tmp_path, monkeypatch):
         )
     assert "greater than 0" in refused["dflash K=0"].message
     assert "Input should be 'ngram'" in refused["bogus K=3"].message
+    # the bundled drafter reads the target's last layer: one note for the accepted dflash
+    assert len(report.warnings) == 1 and "before the final norm" in report.warnings[0]
 
     report = check_launches(service(["--max-num-seqz", "4"]), launches()[:1], tmp_path)
     assert [r.line() for r in report.refusals] == [

@@ -11,7 +11,9 @@ import pytest
 from ddtune.bench.acceptance import parse_prometheus
 from ddtune.errors import UserError
 from ddtune.kinds import Launch, get_kind
+from ddtune.kinds.engine_check import EngineCommand
 from ddtune.kinds.vllm import (
+    VllmKind,
     counter_acceptance,
     last_layer_note,
     round_counts,
@@ -173,3 +175,15 @@ def test_last_layer_note_needs_a_local_dflash_pair(tmp_path):
     assert last_layer_note(target, ngram(3)) is None
     remote = speculative_config("dflash", 7, draft_path="z-lab/Qwen3-8B-DFlash-b16")
     assert last_layer_note(target, remote) is None  # no local config.json: nothing known
+
+
+def test_launch_notes_read_the_commands_model_and_drafter_from_its_directory(tmp_path):
+    _folder(tmp_path, "target", {"num_hidden_layers": 6})
+    _folder(tmp_path, "drafter", {"dflash_config": {"target_layer_ids": [1, 5]}})
+    argv, _ = vllm_argv("target", speculative_config("dflash", 7, draft_path="drafter"), 8000)
+    command = EngineCommand(argv[0], argv[2], tuple(argv[3:]))
+    notes = VllmKind().launch_notes(command, str(tmp_path))
+    assert len(notes) == 1 and "last layer (5" in notes[0]
+    assert VllmKind().launch_notes(command, str(tmp_path / "elsewhere")) == []  # unknown
+    plain, _ = vllm_argv("target", None, 8000)
+    assert VllmKind().launch_notes(EngineCommand(argv[0], argv[2], tuple(plain[3:])), "") == []

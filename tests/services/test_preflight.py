@@ -13,7 +13,7 @@ import pytest
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
 from ddtune.services import ServiceSpec
-from ddtune.services.preflight import PlannedLaunch, check_launches
+from ddtune.services.preflight import PlannedLaunch, PreflightReport, check_launches
 
 FAKE_SGLANG = Path(__file__).parents[1] / "kinds" / "fixtures" / "fake_sglang"
 MODELS = Path(__file__).parents[2] / "src" / "ddtune" / "assets" / "models"
@@ -193,3 +193,8 @@ def test_service_env_set_from_a_parameter_is_checked_too(tmp_path):
         "SGLANG_DDTREE_MAX_TOPK",
         "env",
     )
+
+
+def test_notes_on_accepted_commands_print_after_the_summary():
+    report = PreflightReport(checked=1, warnings=["the drafter reads the last layer"])
+    assert report.lines()[1:] == ["  note: the drafter reads the last layer"]

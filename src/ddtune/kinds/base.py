@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard
 import psutil
 
 from ddtune.errors import UserError
-from ddtune.kinds.engine_check import EngineInfo, EngineProbe, ProbeError
+from ddtune.kinds.engine_check import EngineCommand, EngineInfo, EngineProbe, ProbeError
 from ddtune.params import DecodeParams, SamplingParams
 
 if TYPE_CHECKING:
@@ -99,6 +99,10 @@ class ServerKind(ABC):
     def parameter_origins(self, engine: EngineInfo | None = None) -> dict[str, str]:
         """The parameter behind each flag or variable `launch_command` sets."""
         return {}
+
+    def launch_notes(self, command: EngineCommand, cwd: str) -> list[str]:
+        """Warnings about a launch command the engine accepted (the preflight prints them)."""
+        return []
 
     def engine_info(self, python: str) -> EngineInfo:
         """Version and options of the engine in `python`, from its own parser (`engine_check`)."""

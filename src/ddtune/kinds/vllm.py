@@ -37,7 +37,7 @@ from typing import Any
 
 from ddtune.errors import UserError
 from ddtune.kinds.base import Launch, check_extra, common_launch_options, process_cmdline
-from ddtune.kinds.engine_check import EngineInfo
+from ddtune.kinds.engine_check import EngineCommand, EngineInfo
 from ddtune.kinds.openai import OpenAIKind
 from ddtune.params import DecodeParams
 
@@ -271,6 +271,22 @@ class VllmKind(OpenAIKind):
             cpu_kvcache_gib=args.cpu_kvcache_gib,
             **common_launch_options(args),
         )
+
+    def launch_notes(self, command: EngineCommand, cwd: str) -> list[str]:
+        """`last_layer_note` for the command's `--model` and `--speculative-config`."""
+        flags = dict(command.flags())
+        model, speculative = flags.get("--model"), flags.get("--speculative-config")
+        try:
+            config = json.loads(speculative or "null")
+        except json.JSONDecodeError:
+            return []  # the engine's own parser judged it; nothing to add
+        if not model or not isinstance(config, dict):
+            return []
+        drafter = config.get("model")
+        if isinstance(drafter, str):
+            config = {**config, "model": str(Path(cwd, drafter))}
+        note = last_layer_note(Path(cwd, model), config)
+        return [note] if note else []
 
     def identity_of(self, info: dict[str, Any], launch: Launch) -> dict[str, Any]:
         return {"models": _model_ids(info)}

@@ -93,6 +93,7 @@ class PreflightReport:
     refusals: list[Refusal] = field(default_factory=list)
     engine: EngineInfo | None = None
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # about accepted commands (kind notes)
     seconds: float = 0.0
 
     @property
@@ -110,7 +111,8 @@ class PreflightReport:
         return f"{text} in {self.seconds:.1f} s" + "".join(f"; {n}" for n in self.notes)
 
     def lines(self) -> list[str]:
-        return [self.summary(), *(f"  refused: {r.line()}" for r in self.refusals)]
+        refused = [f"  refused: {r.line()}" for r in self.refusals]
+        return [self.summary(), *refused, *(f"  note: {w}" for w in self.warnings)]
 
 
 def check_launches(
@@ -130,7 +132,7 @@ def check_launches(
         probe = stack.enter_context(_probe(spec, rendered[0][1], where))
         report.engine = probe.info()
         report.notes += where.notes(report.engine)
-        _check_all(probe, report, rendered, spec)
+        _check_all(probe, report, rendered, spec, where.cwd)
     report.seconds = time.monotonic() - started
     return report
 
@@ -165,9 +167,14 @@ def _render(spec: ServiceSpec, launch: PlannedLaunch) -> Rendered:
 
 
 def _check_all(
-    probe: EngineProbe, report: PreflightReport, rendered: list[Rendered], spec: ServiceSpec
+    probe: EngineProbe,
+    report: PreflightReport,
+    rendered: list[Rendered],
+    spec: ServiceSpec,
+    cwd: str,
 ) -> None:
-    """Each launch command once (identical ones share a verdict); refusals into `report`."""
+    """Each launch command once (identical ones share a verdict); refusals into `report`,
+    and the kind's notes on accepted commands into its warnings (each once)."""
     engine = report.engine
     assert engine is not None
     origins = template_origins(spec)
@@ -183,7 +190,10 @@ def _check_all(
         key = (command.args, tuple(sorted(command.env.items())))
         verdict = seen.get(key) or _owned(command, found, engine) or probe.check(command)
         seen[key] = verdict
-        if not verdict.accepted:
+        if verdict.accepted:
+            notes = found.kind.launch_notes(command, cwd)
+            report.warnings += [n for n in notes if n not in report.warnings]
+        else:
             flag, parameter = attribute(command, verdict)
             refusal = Refusal(
                 launch.label, verdict.stage, verdict.message, engine.name(), flag, parameter

@@ -66,7 +66,7 @@ def apply_config(
     if not report.ok:
         raise PreflightRefused(report)
     if report.engine is not None:
-        console.print(escape(report.summary()))
+        console.print(escape("\n".join(report.lines())))
     kind = spec.service.kind
     if kind == "systemd":
         source = origin(store, sweep, config)

@@ -110,7 +110,7 @@ def run_sweep(
     if checked is None:
         checked = preflight(spec, store_path.parent.resolve())  # 0
     if checked.engine is not None or not spec.service.preflight:
-        console.print(escape(checked.summary()))
+        console.print(escape("\n".join(checked.lines())))
     store = Store(store_path)
     try:
         store.acquire()  # 1
