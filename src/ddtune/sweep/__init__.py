@@ -4,11 +4,13 @@
     spec = load_spec("examples/demo.toml")
     summary = run_sweep(spec, Path("runs/demo/store.sqlite"))   # resumable; summary.exit_code
     store = Store("runs/demo/store.sqlite")
-    write_report(store, store.sweep(spec.name), Path("runs/demo/report"), Console())
+    write_report(store, store.sweep_row(spec.name), Path("runs/demo/report"), Console())
 
-`spec/` (the TOML spec), `plan/` (grid, race, search, costs), `run/` (the
-trial loop, local or on Ray slots), `store/` (SQLite); `status`, `export`,
-`reporting` (read a store), `cleanup`, `demo`, `commands` (the CLI).
+`spec/` (the TOML spec), `plan/` (grid, race, search, costs, restart-bound
+starts), `run/` (the trial loop, local or on Ray slots), `store/` (SQLite);
+`status`, `export`, `reporting` (read a store; the live report), `watch/`
+(`sweep watch`: a live page over a read-only store), `apply` (`sweep apply`:
+make a config the service's own), `cleanup`, `demo`, `commands` (the CLI).
 The names are imported on first use, so `ddtune --help` stays fast.
 """
 

@@ -25,6 +25,8 @@ from ddtune.sweep.plan.starts import StartRace
 from ddtune.sweep.reporting import report_setup
 from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.load import parse_spec as load_spec_text
+from ddtune.sweep.watch.state import restart_bound_eta
 from ddtune.sweep.store.db import Store
 
 SWEEP = """
@@ -72,6 +74,7 @@ def test_sigkill_during_a_start_then_resume_decides_as_uninterrupted(
     child.wait(timeout=10)
     _kill_leftovers(store_path.parent)
     before = _done_attempts(store_path)
+    _assert_watch_eta_counts_starts_and_benches(store_path)
 
     with open(tmp_path / "out.txt", "w") as out:
         summary = run_sweep(load_spec(spec_path), store_path, Console(file=out, width=200))
@@ -84,6 +87,18 @@ def test_sigkill_during_a_start_then_resume_decides_as_uninterrupted(
     assert "ddtree b8 k4 wnone delay=1.0 tok=0.002" in race.alive  # the fastest stays
     assert "ddtree b4 k4 wnone delay=1.0 tok=0.004" in race.eliminated  # half its speed: out
     _assert_report_counts_starts(store_path, race)
+
+
+def _assert_watch_eta_counts_starts_and_benches(store_path: Path) -> None:
+    store = Store(store_path, read_only=True)
+    try:
+        sweep = store.sweep_row()
+        spec = load_spec_text(sweep["spec_text"])
+        eta = restart_bound_eta(store, sweep["id"], spec)
+    finally:
+        store.close()
+    assert eta is not None and eta.startswith("restart-bound race, one start planned at a time")
+    assert " a start, " in eta and " a bench)" in eta and "at most " in eta, eta
 
 
 def _assert_every_trial_was_the_planned_one(spec_path: Path, store_path: Path) -> StartRace:

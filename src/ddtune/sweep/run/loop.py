@@ -32,7 +32,8 @@
 Exit codes (`RunSummary.exit_code`; `ddtune sweep run|retry` and `ddtune demo`):
 0 every trial asked for is done and none of the sweep is failed; 1 some trials
 failed (now, or earlier and not retried); 2 bad input (spec, arguments, store;
-printed by the CLI); 3 interrupted; 4 blocked by a process on the port.
+printed by the CLI) or a launch command the engine refused (step 0); 3
+interrupted; 4 blocked by a process on the port.
 
 Every failure line says class + detail + log path; nothing is a bare "skip".
 See docs/architecture.md "Sweep".

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from ddtune.report.inputs import TrialRecord
 from ddtune.report.sections import STOP_WORDS
-from ddtune.sweep.plan.planners import format_duration
+from ddtune.sweep.plan.planners import estimates, format_duration, trial_costs
 from ddtune.sweep.plan.race_planner import race_settings
 from ddtune.sweep.reporting import report_setup
 from ddtune.sweep.spec.load import SweepSpec, parse_spec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import attempt_log
+from ddtune.sweep.store.modes import read_mode
 from ddtune.sweep.store.slot_tables import slot_rows
 
 if TYPE_CHECKING:
@@ -256,6 +257,8 @@ def _eta(
     summary: ReportSummary | None,
 ) -> str:
     """'about 40 s for the 4 trial(s) planned now; a race may add up to ...'."""
+    if spec.strategy == "race" and (text := restart_bound_eta(store, sweep_id, spec)):
+        return text
     seconds = list(store.trial_seconds(sweep_id).values())
     per_trial = median(seconds) if seconds else _expected(spec)
     left = sum(counts[s] for s in UNFINISHED)
@@ -271,6 +274,37 @@ def _eta(
     elif spec.strategy == "optuna":
         text += "; the search proposes more trials until its budget is spent"
     return text + f" ({format_duration(per_trial)} per trial)"
+
+
+def restart_bound_eta(store: Store, sweep_id: int, spec: SweepSpec) -> str | None:
+    """A restart-bound race's time left (None for any other sweep).
+
+    Its trials are single benches, some on a fresh start and most on a start
+    already serving, and it plans one at a time: a median time per trial says
+    little. Instead: the costs measured in this store (a start, a bench), and
+    the race's expected and worst-case length (`sweep plan`'s) less the time
+    spent so far.
+    """
+    mode = read_mode(store, sweep_id)
+    if not mode.restart_bound:
+        return None
+    spent = sum(store.trial_seconds(sweep_id).values())
+    head = f"restart-bound race, one start planned at a time; {format_duration(spent)} spent"
+    costs = trial_costs(spec, store)
+    if costs is None:
+        return head + " (no start or bench measured yet: no estimate)"
+    named = estimates(spec, costs, mode)
+    expected = named["restart-bound race, expected (median)"].seconds
+    worst = named["restart-bound race, worst case"].seconds
+    left = (
+        f"about {format_duration(expected - spent)} left if it decides as races usually do"
+        if spent < expected
+        else "longer than a usual race already"
+    )
+    return (
+        f"{head}; {left}, at most {format_duration(max(worst - spent, 0))} "
+        f"({costs.start_s:.0f} s a start, {costs.bench_s:.0f} s a bench)"
+    )
 
 
 def _race_more(
