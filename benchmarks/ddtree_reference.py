@@ -173,8 +173,8 @@ def main() -> int:
     import torch
 
     from ddtune.assets import default_drafter_dir, default_target_dir
-    from ddtune.engine.engine import Engine
     from ddtune.engine.bench.speed import default_prompts
+    from ddtune.engine.engine import Engine
 
     args = parse_args()
     torch.set_num_threads(args.threads)

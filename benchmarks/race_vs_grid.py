@@ -26,7 +26,6 @@ import numpy as np
 from ddtune.params import DecodeParams
 from ddtune.stats.blocked import BlockedOptions, Verdict, compare, decide
 from ddtune.sweep.plan.race import RaceSettings
-from ddtune.sweep.plan.study import Search, SearchSpace
 from ddtune.sweep.plan.simulate import (
     NoiseModel,
     SimulatedService,
@@ -35,6 +34,7 @@ from ddtune.sweep.plan.simulate import (
     run_race,
     samples_of,
 )
+from ddtune.sweep.plan.study import Search, SearchSpace
 
 # The demo's grid: ar baseline + ddtree budgets 4..32 x topk 2,4 x window none,64 = 17 configs.
 GRID = [DecodeParams("ar", 0, 1, None)] + [

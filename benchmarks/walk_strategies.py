@@ -24,8 +24,8 @@ import torch
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.engine import walk
-from ddtune.engine.engine import Engine
 from ddtune.engine.bench.speed import default_prompts
+from ddtune.engine.engine import Engine
 from ddtune.params import DecodeParams, SamplingParams
 
 WALKS = {  # name -> (NODES_PER_ROW, LIKELY_FIRST)

@@ -176,7 +176,7 @@ def test_accepted_connections_send_without_nagle() -> None:
     import asyncio
     import socket
 
-    from ddtune.server.lifecycle import bind
+    from ddtune.server.listen import bind
 
     listener = bind("127.0.0.1", 0)
     seen: list[int] = []

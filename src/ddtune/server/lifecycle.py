@@ -32,6 +32,7 @@ import uvicorn
 from ddtune.errors import UserError
 from ddtune.server.app import create_app
 from ddtune.server.config import ServeConfig
+from ddtune.server.listen import bind
 from ddtune.server.state import ServerState
 
 log = logging.getLogger("ddtune.server")
@@ -74,21 +75,6 @@ def serve(config: ServeConfig, early_signals: list[int] | None = None) -> int:
         print(f"ddtune: error: loading failed: {server.load_error}", file=sys.stderr)
         return 1
     return 0
-
-
-def bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio: TCP_NODELAY
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise UserError(
-            f"cannot listen on {host}:{port}: {exc.strerror}; pick another --port"
-        ) from None
-    sock.listen(2048)
-    return sock
 
 
 class DrainingServer(uvicorn.Server):

@@ -26,8 +26,8 @@ from ddtune.sweep.reporting import report_setup
 from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.spec.load import load_spec
 from ddtune.sweep.spec.load import parse_spec as load_spec_text
-from ddtune.sweep.watch.state import restart_bound_eta
 from ddtune.sweep.store.db import Store
+from ddtune.sweep.watch.state import restart_bound_eta
 
 SWEEP = """
 strategy = "race"

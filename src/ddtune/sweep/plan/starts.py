@@ -72,8 +72,9 @@ PRIORS = Priors(
 
 # The level of each look. The race tests after every start and inside starts (20-60
 # looks where today's race has 3-10), and a test repeated that often eliminates the
-# true best more often: measured on a shared host (30% drift, 150 seeds), 6% wrong
-# answers at 0.05 a look, 3% at 0.02, for ~+0.8 h median at production scale.
+# true best more often: measured on a shared host (30% drift), 12% wrong answers at
+# 0.05 a look, 8% at 0.02, for 0.35 h more median at production scale
+# (docs/benchmarks.md, "Restart-bound races": the ablations).
 ALPHA = 0.02
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import socket
 import threading
 import time
 from pathlib import Path
@@ -27,8 +26,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ddtune.errors import UserError
 from ddtune.report.headline import headline
+from ddtune.server.listen import bind
 from ddtune.sweep.run.common import signals_raise
 from ddtune.sweep.store.db import runner_pid
 from ddtune.sweep.watch.page import fragment_html, page_html
@@ -113,7 +112,7 @@ def serve_watch(
     """Serve until Ctrl-C or SIGTERM (then 0, as `ddtune serve`); `say` gets the line with
     the URL, and one when it stops."""
     read_state(store, sweep)  # a bad store or sweep name fails here, before binding
-    sock = _bind(host, port)
+    sock = bind(host, port, backlog=64)
     url = f"http://{host}:{sock.getsockname()[1]}/"
     config = uvicorn.Config(
         create_watch_app(store, sweep, interval_s), log_level="warning", lifespan="off"
@@ -128,18 +127,3 @@ def serve_watch(
         sock.close()
     say("stopped watching")
     return 0  # Ctrl-C is how a server is stopped, as for `ddtune serve`
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise UserError(
-            f"cannot listen on {host}:{port}: {exc.strerror}; pick another --port"
-        ) from None
-    sock.listen(64)
-    return sock
