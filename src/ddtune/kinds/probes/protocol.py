@@ -11,13 +11,15 @@ stdout:
 Before the first request the loop moves file descriptor 1 onto stderr, so
 whatever the engine prints (Python or C level) cannot corrupt a reply. A
 request whose handler raises gets `{"error": "Type: message"}` and the loop
-goes on. `refused`, `argparse_error`, `environment` and `version_of` serve the
-engine modules.
+goes on. `refused`, `argparse_error`, `environment`, `version_of` and
+`parser_info` serve the engine modules.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import getpass
 import importlib.metadata
 import json
 import os
@@ -83,3 +85,15 @@ def version_of(package: str, distributions: Sequence[str] = ()) -> str | None:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             return importlib.metadata.version(name)
     return None
+
+
+def parser_info(engine: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """The `info` reply: version, every option string of the engine's parser with its field."""
+    options = {opt: action.dest for action in parser._actions for opt in action.option_strings}
+    return {
+        "engine": engine,
+        "version": version_of(engine),
+        "options": options,
+        "python": sys.executable,
+        "user": getpass.getuser(),
+    }

@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import getpass
 import io
-import sys
 from typing import Any
 
-from ddtune.kinds.probes.protocol import argparse_error, environment, refused, version_of
+from ddtune.kinds.probes.protocol import (
+    argparse_error,
+    environment,
+    parser_info,
+    refused,
+    version_of,
+)
 
 ENGINE = "sglang"
 
@@ -40,14 +44,7 @@ def engine_info() -> dict[str, Any]:
 
     parser = argparse.ArgumentParser(prog="sglang serve")
     ServerArgs.add_cli_args(parser)
-    options = {opt: action.dest for action in parser._actions for opt in action.option_strings}
-    return {
-        "engine": ENGINE,
-        "version": version_of(ENGINE),
-        "options": options,
-        "python": sys.executable,
-        "user": getpass.getuser(),
-    }
+    return parser_info(ENGINE, parser)
 
 
 def check(args: list[str], env: dict[str, str], check_env: list[str]) -> dict[str, Any]:

@@ -21,27 +21,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import getpass
 import io
-import sys
 from typing import Any
 
-from ddtune.kinds.probes.protocol import argparse_error, environment, refused, version_of
+from ddtune.kinds.probes.protocol import (
+    argparse_error,
+    environment,
+    parser_info,
+    refused,
+    version_of,
+)
 
 ENGINE = "vllm"
 
 
 def engine_info() -> dict[str, Any]:
     """Version, and every option string of vLLM's server parser with its destination."""
-    parser = _parser()
-    options = {opt: action.dest for action in parser._actions for opt in action.option_strings}
-    return {
-        "engine": ENGINE,
-        "version": version_of(ENGINE),
-        "options": options,
-        "python": sys.executable,
-        "user": getpass.getuser(),
-    }
+    return parser_info(ENGINE, _parser())
 
 
 def check(args: list[str], env: dict[str, str], check_env: list[str]) -> dict[str, Any]:
