@@ -45,6 +45,18 @@ def test_a_tie_names_the_cheaper_config(synth) -> None:  # noqa: ANN001
     assert first.detail.endswith("; within 5% of ddtree b16 k8 w64, the cheaper of the two")
 
 
+def test_a_tie_whose_cheaper_config_also_leads_says_both(synth) -> None:  # noqa: ANN001
+    summary = analyze(
+        two_configs(synth, gap=0.995, sd=0.004, repeats=6), ReportOptions(tolerance=0.05), STORE
+    )
+    first = headline(summary).lines[0]
+    rec = summary.recommendations[0]
+    assert rec.status == "equivalent" and rec.label == rec.leader == "ddtree b16 k4 w64"
+    assert first.detail.endswith(
+        "; within 5% of ddtree b16 k8 w64, the faster and cheaper of the two"
+    )
+
+
 def test_an_open_race_says_how_many_more_passes_would_decide(synth) -> None:  # noqa: ANN001
     summary = analyze(two_configs(synth, gap=1.04, sd=0.03, repeats=3, seed=2), ReportOptions())
     rec = summary.recommendations[0]

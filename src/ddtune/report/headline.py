@@ -106,9 +106,13 @@ def _versus(summary: ReportSummary, rec: Recommendation) -> str:
     if rec.status == "equivalent":
         others = [x for x in [rec.leader or "", *rec.equivalent] if x and x != rec.label]
         n = len(others) + 1
-        which = "the cheaper of the two" if n == 2 else f"the cheapest of the {n}"
-        if rec.label == rec.leader:
-            which = "the fastest and " + which.removeprefix("the ")
+        fastest = rec.label == rec.leader
+        if n == 2:
+            which = "the faster and cheaper of the two" if fastest else "the cheaper of the two"
+        else:
+            which = (
+                f"the fastest and cheapest of the {n}" if fastest else f"the cheapest of the {n}"
+            )
         return f"; within {tol} of {_names(others)}, {which}"
     if rec.status == "separated" and rec.runner_up and rec.runner_up_ratio:
         ahead = f"{rec.runner_up_ratio - 1:.0%}"
