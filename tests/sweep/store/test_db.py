@@ -242,3 +242,19 @@ def test_newer_schema_is_refused(tmp_path):
     db.close()
     with pytest.raises(UserError, match="newer ddtune"):
         Store(path)
+
+
+def test_a_store_from_before_the_modes_table_reads_as_not_restart_bound(tmp_path):
+    from ddtune.sweep.store.modes import NOT_RESTART_BOUND, read_mode
+
+    path = tmp_path / "old.sqlite"
+    writer = Store(path)
+    sweep_id = writer.open_sweep("s", "text", "h", PLAN)
+    with writer.db:
+        writer.db.execute("DROP TABLE sweep_modes")  # as a store written before the table
+    writer.close()
+    reader = Store(path, read_only=True)  # read-only: no migration adds the table back
+    try:
+        assert read_mode(reader, sweep_id) == NOT_RESTART_BOUND
+    finally:
+        reader.close()

@@ -4,8 +4,9 @@
 and `html` (render that one document), `plots` (PNG, matplotlib's Agg
 canvas, no pyplot state), `verdict_plots` (the forest plot of every config
 against the leader and a race's timeline), `atomic` (every file written to a
-temporary name and renamed, so a reader never sees half a report). What the report says is `report/sections.py`; the
-machine-readable files are `report/tables.py`.
+temporary name and renamed, so a reader never sees half a report). What the
+report says is `report/sections.py`; the machine-readable files are
+`report/tables.py`.
 """
 
 from ddtune.report.render.document import Document, Section

@@ -52,7 +52,15 @@ def write_mode(db: sqlite3.Connection, sweep_id: int, mode: SweepMode) -> None:
 
 
 def read_mode(store: Store, sweep_id: int) -> SweepMode:
-    row = store.db.execute("SELECT * FROM sweep_modes WHERE sweep_id=?", (sweep_id,)).fetchone()
+    """The stored mode; NOT_RESTART_BOUND without a row, or without the table (a store from
+    before it, opened read-only, so not migrated: `sweep watch`, `sweep report`)."""
+    try:
+        query = "SELECT * FROM sweep_modes WHERE sweep_id=?"
+        row = store.db.execute(query, (sweep_id,)).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return NOT_RESTART_BOUND
     if row is None:
         return NOT_RESTART_BOUND
     return SweepMode(
