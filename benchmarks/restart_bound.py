@@ -33,6 +33,8 @@ from ddtune.stats.blocked import BlockedOptions, Verdict, decide
 from ddtune.stats.mixed import VariancePrior
 from ddtune.sweep.plan.race import RaceSettings
 from ddtune.sweep.plan.simulate import (
+    PRODUCTION_COSTS,
+    PRODUCTION_NOISE,
     Costs,
     NoiseModel,
     SimulatedService,
@@ -86,15 +88,8 @@ SCENARIOS = {
         "production: 17 configs, start 480 s, bench 300 s, noise 1.5% a start, 3% a request "
         "(24 a bench), drift 1%/h steady + 1%/h random walk",
         production_rates(),
-        NoiseModel(
-            start_sd=0.015,
-            request_sd=0.03,
-            requests=24,
-            drift_sd=0.0,
-            trend_per_hour=0.01,
-            walk_per_hour=0.01,
-        ),
-        Costs(480.0, 300.0),
+        PRODUCTION_NOISE,
+        PRODUCTION_COSTS,
     ),
     "fake": Scenario(
         "fake: 11 configs, start 8 s, bench 2.5 s, noise 1% a start, 2% a request (8 a bench), "

@@ -8,18 +8,17 @@ from __future__ import annotations
 import pytest
 
 from ddtune.sweep.plan.grid import block_order
-from ddtune.sweep.plan.simulate import Costs, NoiseModel, SimulatedService, run_start_race
+from ddtune.sweep.plan.simulate import (
+    PRODUCTION_COSTS,
+    PRODUCTION_NOISE,
+    Costs,
+    NoiseModel,
+    SimulatedService,
+    run_start_race,
+)
 from ddtune.sweep.plan.starts import BenchResult, StartRace, StartSettings, replay
 
-PRODUCTION = NoiseModel(  # GPU-like: 1.5% a start, 3% a request, drift 1%/h steady + walk
-    start_sd=0.015,
-    request_sd=0.03,
-    requests=24,
-    drift_sd=0.0,
-    trend_per_hour=0.01,
-    walk_per_hour=0.01,
-)
-COSTS = Costs(480.0, 300.0)
+PRODUCTION, COSTS = PRODUCTION_NOISE, PRODUCTION_COSTS  # issue 27's production scale
 SETTINGS = StartSettings(tolerance=0.03, most_benches=4, start_s=480.0, bench_s=75.0)
 RATES = {"ar": 45.0, "best": 100.0, "next": 95.0, "third": 92.0, "mid": 85.0, "slow": 60.0}
 

@@ -50,6 +50,20 @@ class Costs:
     bench_s: float = 0.0
 
 
+# Issue 27's production scale: GPU-like noise (1.5% a start, 3% a request, 24 requests a
+# bench), drift 1%/h steady + a 1%/h random walk; a 7-minute-class restart, a 5-minute bench.
+# `benchmarks/restart_bound.py` measures the race on it; the tests decide on it.
+PRODUCTION_NOISE = NoiseModel(
+    start_sd=0.015,
+    request_sd=0.03,
+    requests=24,
+    drift_sd=0.0,
+    trend_per_hour=0.01,
+    walk_per_hour=0.01,
+)
+PRODUCTION_COSTS = Costs(480.0, 300.0)
+
+
 @dataclass(frozen=True)
 class Bench:
     value: float | None  # None: the trial failed
@@ -216,6 +230,8 @@ __all__ = [
     "Bench",
     "Costs",
     "NoiseModel",
+    "PRODUCTION_COSTS",
+    "PRODUCTION_NOISE",
     "SimulatedService",
     "race_verdict",
     "run_grid",
