@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,10 +86,11 @@ def dropin_text(
 ) -> str:
     """The drop-in: a header saying where it came from, the config as JSON, env and ExecStart."""
     argv = spec.render_argv(params, user_vars) if spec.command else None
-    body = render_dropin(spec.render_env(params, user_vars), argv)
     config = json.dumps({"params": params.to_wire(), "vars": dict(user_vars)}, sort_keys=True)
-    head = f"# Written by `ddtune sweep apply` ({origin}); `--revert` restores.\n{CONFIG_MARK}{config}\n"
-    return head + body.split("\n", 1)[1]  # render_dropin's own first line is a trial's
+    head = (
+        f"# Written by `ddtune sweep apply` ({origin}); `--revert` restores.\n{CONFIG_MARK}{config}"
+    )
+    return render_dropin(spec.render_env(params, user_vars), argv, header=head)
 
 
 def applied_config(text: str) -> tuple[DecodeParams, dict[str, Any]] | None:
@@ -142,7 +142,7 @@ def apply_dropin(
     it does not become READY."""
     before = plan.path.read_text() if plan.path.exists() else None
     if before is not None:
-        shutil.copyfile(plan.path, plan.previous)
+        plan.previous.write_text(before)
     controller = PersistentDropin(spec, workdir, plan.path, text)
     outcome = controller.reconfigure(params, workdir / "apply", user_vars=user_vars)
     if outcome.ready:

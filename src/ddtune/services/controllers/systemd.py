@@ -83,8 +83,12 @@ def quote_arg(arg: str) -> str:
     return f'"{escaped}"'
 
 
-def render_dropin(env: dict[str, str], argv: list[str] | None) -> str:
-    lines = ["# Written by ddtune for one sweep trial; removed when the sweep ends.", "[Service]"]
+TRIAL_HEADER = "# Written by ddtune for one sweep trial; removed when the sweep ends."
+
+
+def render_dropin(env: dict[str, str], argv: list[str] | None, header: str = TRIAL_HEADER) -> str:
+    """A drop-in: `header` (comment lines), then [Service] with env and ExecStart."""
+    lines = [header, "[Service]"]
     lines += [f"Environment={quote_arg(f'{k}={v}')}" for k, v in env.items()]
     if argv:
         lines += [
