@@ -45,3 +45,26 @@ def test_on_pass_runs_once_per_pass_and_at_the_end(tmp_path: Path, spec_text) ->
         assert calls == [(2, False), (3, False), (4, True)]
     finally:
         store.close()
+
+
+def test_a_trial_added_to_an_ended_pass_runs_on_pass_again(tmp_path: Path, spec_text) -> None:  # noqa: ANN001
+    """A restart-bound race plans one trial at a time: pass 1 ends after each of its trials."""
+    spec = spec_text.parse(BODY)
+    store = Store(tmp_path / "store.sqlite")
+    try:
+        plan = plan_spec(spec)
+        first = [t for t in plan if t.repeat == 1]
+        sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, first[:1])
+        calls: list[tuple[int, bool]] = []
+        summary = RunSummary(sweep_id, store.path, 1, 0)
+        summary.on_pass = lambda s, final: calls.append((summary.done, final))
+        (trial,) = store.trials(sweep_id)
+        store.finish_trial(trial["id"], "failed")
+        summary.count(store, trial, "done")
+        store.add_trials(sweep_id, first[1:])  # the race plans the next bench of pass 1
+        (added,) = store.trials(sweep_id, ("pending",))
+        store.finish_trial(added["id"], "failed")
+        summary.count(store, added, "done")
+        assert calls == [(1, False), (2, False)]
+    finally:
+        store.close()

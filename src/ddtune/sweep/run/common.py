@@ -58,7 +58,9 @@ class RunSummary:
     # after every finished pass, and (final=True) at the end of the run: the live report
     on_pass: Callable[[Store, bool], None] | None = None
     unreported: bool = False  # trials finished since `on_pass` last ran
-    reported_passes: set[int] = field(default_factory=set)  # passes `on_pass` ran for
+    # pass -> its finished trials when `on_pass` last ran for it (a request-interleaved
+    # pass is stored whole, then counted; a restart-bound race adds to an ended pass)
+    reported_passes: dict[int, int] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -71,14 +73,16 @@ class RunSummary:
 
     def count(self, store: Store, trial: sqlite3.Row, status: str) -> None:
         """One finished trial: done, or failed with its last attempt's class and detail;
-        when it was the last unfinished trial of its pass, `on_pass` runs."""
+        when its pass has no unfinished trial and more finished ones than `on_pass` last
+        saw in it, `on_pass` runs."""
         self._tally(store, trial, status)
         repeat = trial["repeat"]
-        if repeat in self.reported_passes:
-            return  # a request-interleaved pass: stored whole, then counted trial by trial
+        unfinished, finished = store.pass_counts(self.sweep_id, repeat)
+        if finished <= self.reported_passes.get(repeat, 0):
+            return  # a request-interleaved pass: stored whole, reported, counted after
         self.unreported = True
-        if not store.unfinished_in_pass(self.sweep_id, repeat):
-            self.reported_passes.add(repeat)
+        if not unfinished:
+            self.reported_passes[repeat] = finished
             self.report(store)
 
     def report(self, store: Store, final: bool = False) -> None:

@@ -265,14 +265,16 @@ class Store:
         """The configuration of a trial row (`config_json` read back by `Config.from_wire`)."""
         return Config.from_wire(json.loads(trial["config_json"]), f"trial {trial['id']}")
 
-    def unfinished_in_pass(self, sweep_id: int, repeat: int) -> int:
-        """Trials of pass `repeat` not yet done or failed."""
+    def pass_counts(self, sweep_id: int, repeat: int) -> tuple[int, int]:
+        """(unfinished, finished) trials of pass `repeat`: not yet done or failed, and done
+        or failed. A race that plans a trial at a time may add to a pass that had ended."""
         row = self.db.execute(
-            "SELECT COUNT(*) FROM trials WHERE sweep_id=? AND repeat=?"
-            " AND status IN ('pending', 'running', 'interrupted')",
+            "SELECT COALESCE(SUM(status IN ('pending', 'running', 'interrupted')), 0),"
+            " COALESCE(SUM(status IN ('done', 'failed')), 0)"
+            " FROM trials WHERE sweep_id=? AND repeat=?",
             (sweep_id, repeat),
         ).fetchone()
-        return int(row[0])
+        return int(row[0]), int(row[1])
 
     def attempts(self, trial_id: int) -> list[sqlite3.Row]:
         return self.db.execute(
