@@ -7,13 +7,35 @@
 `layers` (norms, MLP, attention projections, fused linears), `model` (the
 target), `drafter` (DFlash), `loading` (HF folders in and out), `tokenizer`;
 `capture` (which target state a drafter's layer ids name, vLLM's emulated).
+The configs are torch-free and imported at once (the server reads the
+drafter's block size before it binds); the rest on first use of a name.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ddtune.engine.models.config import DrafterConfig, ModelConfig
-from ddtune.engine.models.drafter import DFlashDrafter
-from ddtune.engine.models.loading import load_decoder, load_drafter, save_decoder, save_drafter
-from ddtune.engine.models.model import Decoder
-from ddtune.engine.models.tokenizer import Tokenizer
+from ddtune.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ddtune.engine.models.drafter import DFlashDrafter
+    from ddtune.engine.models.loading import load_decoder, load_drafter, save_decoder, save_drafter
+    from ddtune.engine.models.model import Decoder
+    from ddtune.engine.models.tokenizer import Tokenizer
+
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "DFlashDrafter": "drafter",
+        "Decoder": "model",
+        "Tokenizer": "tokenizer",
+        **{
+            name: "loading"
+            for name in ("load_decoder", "load_drafter", "save_decoder", "save_drafter")
+        },
+    },
+)
 
 __all__ = [
     "DFlashDrafter",
