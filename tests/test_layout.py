@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("import_graph", REPO / "tools" / "import_graph.py")
@@ -72,3 +76,20 @@ def test_tests_mirror_the_packages():
 
 def _targets_all(node: ast.Assign) -> bool:
     return any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+
+
+@pytest.mark.parametrize(
+    ("module", "heavy"),
+    [
+        ("ddtune.cli", "torch"),  # `ddtune --help`
+        ("ddtune.engine.models.config", "torch"),  # the server's checks before it binds
+        ("ddtune.engine.batch", "torch"),
+        ("ddtune.sweep.spec.load", "optuna"),  # a spec check
+        ("ddtune.sweep.run.common", "ddtune.sweep.run.loop"),  # a Ray slot, sweep watch
+    ],
+)
+def test_light_imports_stay_light(module: str, heavy: str) -> None:
+    """The lazy faces keep what these imports need from loading a heavy module."""
+    code = f"import sys, {module}; print({heavy!r} in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", f"importing {module} loads {heavy}"
