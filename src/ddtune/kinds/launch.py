@@ -18,6 +18,7 @@ is the command-line face of the front.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,17 @@ def build(
     return get_kind(args.engine).launch_command(args, engine)
 
 
+def env_words(env: Mapping[str, str]) -> str:
+    """`K=V ...`, sorted and shell-quoted."""
+    return " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+
+
+def command_line(env: Mapping[str, str], argv: Sequence[str]) -> str:
+    """A command as one shell line: `K=V ... argv` (the launcher's `--print`)."""
+    prefix = env_words(env)
+    return (prefix + " " if prefix else "") + shlex.join(argv)
+
+
 def engine_of(argv: Sequence[str], profile: str | None = None) -> Recognised | None:
     """The engine behind a service command (see the module docstring), or None.
 
@@ -115,7 +127,9 @@ __all__ = [
     "LAUNCHER_MODULE",
     "Recognised",
     "build",
+    "command_line",
     "engine_command",
     "engine_of",
+    "env_words",
     "launcher_parser",
 ]

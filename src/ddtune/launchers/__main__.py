@@ -20,11 +20,10 @@ instead:
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 
 from ddtune.errors import UserError
-from ddtune.kinds.launch import build, launcher_parser
+from ddtune.kinds.launch import build, command_line, launcher_parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,8 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ddtune.launchers: error: {exc}", file=sys.stderr)
         return 2
     if args.print:
-        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
-        print((prefix + " " if prefix else "") + shlex.join(command))
+        print(command_line(env, command))
         return 0
     sys.stdout.flush()
     os.execvpe(command[0], command, {**os.environ, **env})

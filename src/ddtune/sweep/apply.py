@@ -25,10 +25,8 @@ what was there before the last apply. Exit codes: 0 done (or nothing to do),
 from __future__ import annotations
 
 import json
-import shlex
 import sqlite3
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ddtune.errors import UserError
+from ddtune.kinds.engine_check import EngineInfo
+from ddtune.kinds.launch import build, command_line, engine_of, env_words
 from ddtune.services import Outcome, ServiceSpec, build_controller
 from ddtune.services.apply import (
     Rollback,
@@ -73,7 +73,7 @@ def apply_config(
         return _apply_systemd(spec.service, config, workdir, dry_run, console, source)
     if kind == "hot":
         return _apply_hot(spec.service, config, workdir, dry_run, console)
-    _print_command(spec.service, config, console)
+    _print_command(spec.service, config, report.engine, console)
     return 0
 
 
@@ -207,42 +207,35 @@ def _said(outcome: Outcome, done: str, console: Console) -> int:
 # ---- process, hooks: the command to run ------------------------------------------------------
 
 
-def _print_command(service: ServiceSpec, config: Config, console: Console) -> None:
-    """The exact command (and environment) that serves `config`."""
+def _print_command(
+    service: ServiceSpec, config: Config, checked: EngineInfo | None, console: Console
+) -> None:
+    """The exact command (and environment) that serves `config`; `checked`: the engine the
+    preflight asked, if it ran."""
     params, user_vars = config.params, config.user_vars()
     if service.kind == "hooks":
         env = service.hook_env(params, user_vars)
         console.print(f"the start hook serves {escape(config.label())} with these variables:")
-        console.print(escape(_env_words(env)), highlight=False, soft_wrap=True)
+        console.print(escape(env_words(env)), highlight=False, soft_wrap=True)
         return
     argv = service.render_argv(params, user_vars)
     env = service.render_env(params, user_vars)
     where = f" (in {service.cwd})" if service.cwd else ""
     console.print(f"kind = {service.kind!r}: ddtune keeps nothing running; serve it with{where}:")
-    console.print(escape(_command_line(env, argv)), highlight=False, soft_wrap=True)
-    engine = _engine_command(service, argv, env)
+    console.print(escape(command_line(env, argv)), highlight=False, soft_wrap=True)
+    engine = _engine_command(service, argv, checked)
     if engine:
         console.print("which runs:\n" + escape(engine), highlight=False, soft_wrap=True)
 
 
-def _engine_command(service: ServiceSpec, argv: list[str], env: dict[str, str]) -> str | None:
-    """For `python -m ddtune.launchers`: the engine command it execs (its `--print`)."""
-    from ddtune.kinds.launch import build, engine_of
-
+def _engine_command(service: ServiceSpec, argv: list[str], engine: EngineInfo | None) -> str | None:
+    """For `python -m ddtune.launchers`: the engine command it execs (its `--print`);
+    `engine`, the preflight's, spares the launcher asking the engine again."""
     found = engine_of(argv, service.profile)
     if found is None or found.front is None:
         return None
-    built, added = build(found.front)
-    return _command_line(added, built)
-
-
-def _command_line(env: Mapping[str, str], argv: list[str]) -> str:
-    prefix = _env_words(env)
-    return (prefix + " " if prefix else "") + shlex.join(argv)
-
-
-def _env_words(env: Mapping[str, str]) -> str:
-    return " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+    built, added = build(found.front, engine)
+    return command_line(added, built)
 
 
 # ---- hot: in place, the previous config kept for --revert ------------------------------------
