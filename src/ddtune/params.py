@@ -46,6 +46,12 @@ DECODE_KEYS = (*PARAM_KEYS, *KNOB_KEYS)
 KNOB_DEFAULT = "default"  # a knob that is not set, as a launch placeholder
 MODES = ("ar", "dflash", "ddtree")
 Mode = Literal["ar", "dflash", "ddtree"]
+# the parameters each mode reads (the others take their canonical values)
+MODE_PARAMS: dict[str, tuple[str, ...]] = {
+    "ar": (),
+    "dflash": ("window",),
+    "ddtree": ("budget", "topk", "window"),
+}
 MAX_BUDGET = 1024
 MAX_TOPK = 64
 MAX_WINDOW = 1 << 30
@@ -264,6 +270,7 @@ __all__ = [
     "KNOB_KEYS",
     "MAX_LOGPROBS",
     "MODES",
+    "MODE_PARAMS",
     "PARAM_KEYS",
     "WINDOW_NONE",
     "DecodeParams",

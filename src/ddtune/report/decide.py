@@ -255,13 +255,13 @@ def _verdict_text(
             else f"the cheapest of the equivalent configs, so recommended ({leader} is the fastest)"
         )
         return (
-            f"{label}: {value}. Equivalent within {tol} to {_names(others)} (the "
+            f"{label}: {value}. Equivalent within {tol} to {name_list(others)} (the "
             f"{1 - 2 * options.alpha:.0%} interval of each ratio lies inside the tolerance, two "
             f"one-sided tests): {why}.{_separated_note(verdict)}"
         )
     return (
         f"inconclusive: {leader} ({value}) is neither separated from nor within {tol} of "
-        f"{_names(verdict.contenders)}. {_passes_text(verdict, by_label, options)} "
+        f"{name_list(verdict.contenders)}. {_passes_text(verdict, by_label, options)} "
         f"Leaning: {leader}."
     )
 
@@ -303,7 +303,8 @@ def _passes_text(
     )
 
 
-def _names(labels: list[str], shown: int = 4) -> str:
+def name_list(labels: list[str], shown: int = 4) -> str:
+    """'a, b, c, d and 2 more'."""
     names = ", ".join(labels[:shown])
     more = len(labels) - shown
     return names + (f" and {more} more" if more > 0 else "")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from ddtune.report.decide import Recommendation
+from ddtune.report.decide import Recommendation, name_list
 from ddtune.report.result import ReportSummary
 from ddtune.report.summarize import ConfigSummary
 
@@ -113,14 +113,14 @@ def _versus(summary: ReportSummary, rec: Recommendation) -> str:
             which = (
                 f"the fastest and cheapest of the {n}" if fastest else f"the cheapest of the {n}"
             )
-        return f"; within {tol} of {_names(others)}, {which}"
+        return f"; within {tol} of {name_list(others, shown=3)}, {which}"
     if rec.status == "separated" and rec.runner_up and rec.runner_up_ratio:
         ahead = f"{rec.runner_up_ratio - 1:.0%}"
         return f"; ahead of every other config (the nearest, {rec.runner_up}, by {ahead})"
     if rec.status == "separated" and rec.left_race:
         return "; the one config left in the race"
     if rec.status == "inconclusive":
-        return f"; not yet separated from {_names(rec.contenders)}"
+        return f"; not yet separated from {name_list(rec.contenders, shown=3)}"
     return ""
 
 
@@ -137,9 +137,3 @@ def _status(summary: ReportSummary, rec: Recommendation) -> str:
     if rec.leader is None or summary.config(rec.leader).done < 2:
         return "not decided yet: run at least 2 passes per config"
     return "not decided yet: too close to settle with a practical number of passes"
-
-
-def _names(labels: list[str], shown: int = 3) -> str:
-    names = ", ".join(labels[:shown])
-    more = len(labels) - shown
-    return names + (f" and {more} more" if more > 0 else "")

@@ -39,7 +39,11 @@ class Estimate:
 
 def estimate(starts: int, costs: TrialCosts, passes_per_start: int = 1) -> Estimate:
     """`starts` server starts, each benched `passes_per_start` times."""
-    benches = starts * passes_per_start
+    return _timed(starts, starts * passes_per_start, costs)
+
+
+def _timed(starts: int, benches: int, costs: TrialCosts) -> Estimate:
+    """`starts` restarts and `benches` benches (one trial each) at `costs`."""
     return Estimate(benches, starts, benches, starts * costs.start_s + benches * costs.bench_s)
 
 
@@ -53,7 +57,7 @@ def grid_estimate(
     """
     starts = configs * -(-passes // passes_per_start)
     benches = configs * passes
-    return Estimate(benches, starts, benches, starts * costs.start_s + benches * costs.bench_s)
+    return _timed(starts, benches, costs)
 
 
 def race_estimates(
@@ -127,7 +131,7 @@ def _capped(
         fraction = max_hours * 3600 / seconds
     if fraction < 1.0:  # whole trials that fit under the cap
         starts, benches = max(1, int(starts * fraction)), max(1, int(benches * fraction))
-    return Estimate(benches, starts, benches, starts * costs.start_s + benches * costs.bench_s)
+    return _timed(starts, benches, costs)
 
 
 def measured_costs(

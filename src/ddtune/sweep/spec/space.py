@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ddtune.errors import UserError
-from ddtune.params import MODES, DecodeParams, window_from_wire
+from ddtune.params import MODE_PARAMS, MODES, DecodeParams, window_from_wire
 from ddtune.sweep.spec.schema import IntRange, SpaceTable
 from ddtune.tables import parse_table
 
@@ -86,7 +86,7 @@ class SearchSpace:
         """Draw a config in the trial (define-by-run: parameters a mode ignores are not drawn)."""
         mode = _categorical(trial, "mode", list(self.modes))
         wire: dict[str, Any] = {"mode": mode}
-        names = {"ar": (), "dflash": ("window",), "ddtree": ("budget", "topk", "window")}[mode]
+        names = MODE_PARAMS[mode]
         for name in names:
             wire[name] = _draw(trial, name, self.dims[name])
         if mode == "ddtree":
@@ -101,7 +101,7 @@ class SearchSpace:
         the others at their first value: what the preflight checks of a search space."""
         found: dict[tuple[Any, ...], tuple[DecodeParams, dict[str, Any]]] = {}
         for mode in self.modes:
-            names = {"ar": (), "dflash": ("window",), "ddtree": ("budget", "topk", "window")}[mode]
+            names = MODE_PARAMS[mode]
             axes = {name: _ends(self.dims[name]) for name in names}
             axes |= {name: list(v) for name, v in self.knobs.items()} if mode == "ddtree" else {}
             axes |= {f"vars.{name}": list(v) for name, v in self.vars.items()}

@@ -111,6 +111,7 @@ def _read(store: Store, sweep: sqlite3.Row) -> LiveState:
     passes = 0 if context is None else context.passes
     counts = {s: sum(r.status == s for r in records) for s in ("done", "failed", *UNFINISHED)}
     phase, text = _phase(counts, runner, store.path, context)
+    slots = _slots(store, sweep["id"])
     return LiveState(
         sweep=sweep["name"],
         store=store.path,
@@ -120,9 +121,9 @@ def _read(store: Store, sweep: sqlite3.Row) -> LiveState:
         counts=counts,
         passes=passes,
         configs=_configs(records, summary, runner is not None),
-        now=_running(store, sweep["id"]) if runner is not None else [],
+        now=_running(store, sweep["id"], slots) if runner is not None else [],
         failures=_failures(store, records),
-        slots=_slots(store, sweep["id"]),
+        slots=slots,
         eta=_eta(store, sweep["id"], spec, counts, summary) if runner is not None else "",
         summary=summary,
         analysis_error=error,
@@ -195,17 +196,18 @@ def _config_word(label: str, statuses: list[str], summary: ReportSummary | None,
     return "racing" if racing and summary is not None and summary.context.stop is None else "done"
 
 
-def _running(store: Store, sweep_id: int) -> list[TrialNow]:
+def _running(store: Store, sweep_id: int, slots: list[dict[str, Any]]) -> list[TrialNow]:
+    """The attempts running now, each with the slot that runs it (Ray)."""
     rows = store.db.execute(
         "SELECT t.id, t.label, t.repeat, a.number, a.started_at FROM attempts a"
         " JOIN trials t ON t.id = a.trial_id WHERE t.sweep_id=? AND a.state='running'"
         " ORDER BY a.started_at",
         (sweep_id,),
     ).fetchall()
-    slots = {s["trial_id"]: s for s in _slots(store, sweep_id) if s["trial_id"]}
+    by_trial = {s["trial_id"]: s for s in slots if s["trial_id"]}
     now = []
     for r in rows:
-        slot = slots.get(r[0], {})
+        slot = by_trial.get(r[0], {})
         now.append(
             TrialNow(r[0], r[1], r[2], r[3], r[4], slot.get("name", ""), slot.get("phase") or "")
         )
@@ -260,7 +262,10 @@ def _eta(
     if spec.strategy == "race" and (text := restart_bound_eta(store, sweep_id, spec)):
         return text
     seconds = list(store.trial_seconds(sweep_id).values())
-    per_trial = median(seconds) if seconds else _expected(spec)
+    expected = trial_costs(spec, None)  # the spec's expected seconds, before any finished
+    per_trial: float | None = median(seconds) if seconds else None
+    if per_trial is None and expected is not None:
+        per_trial = expected.start_s + expected.bench_s
     left = sum(counts[s] for s in UNFINISHED)
     if per_trial is None:
         return f"{left} trial(s) planned now (no trial has finished: no time per trial yet)"
@@ -325,8 +330,3 @@ def _race_more(
         f"; then at most {trials} more trial(s) (~{format_duration(per_trial * trials)}) "
         "if the race runs to its limits (it stops as soon as it decides)"
     )
-
-
-def _expected(spec: SweepSpec) -> float | None:
-    start, bench = spec.service.expected_start_s, spec.service.expected_bench_s
-    return None if start is None or bench is None else start + bench
