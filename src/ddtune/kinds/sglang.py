@@ -222,11 +222,7 @@ def expected_environment(params: DecodeParams) -> dict[str, str | None]:
     """The DDTree variables the new main process must carry (None: absent, SGLang's default)."""
     if params.mode != "ddtree":
         return {}
-    wanted: dict[str, str | None] = {TOPK_ENV: str(params.topk)}
-    for key in KNOB_KEYS:
-        value = getattr(params, key)
-        wanted[KNOB_ENV[key]] = None if value is None else knob_to_text(value)
-    return wanted
+    return {**dict.fromkeys((TOPK_ENV, *KNOB_ENV.values())), **ddtree_env(params)}
 
 
 def launch_args(cmdline: Sequence[str]) -> str | None:
@@ -356,8 +352,7 @@ class SglangKind(OpenAIKind):
         reported = reported_server_args(info)
         if launch.main_pid:
             environ = process_environ(launch.main_pid)
-            reported[TOPK_ENV] = environ.get(TOPK_ENV)
-            reported.update({name: environ.get(name) for name in KNOB_ENV.values()})
+            reported.update({name: environ.get(name) for name in (TOPK_ENV, *KNOB_ENV.values())})
             reported["launch_command"] = info.get("launch_command")
         return reported
 
