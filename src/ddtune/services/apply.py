@@ -39,7 +39,7 @@ from ddtune.services.controllers.systemd import (
     unit_name,
     unit_settings,
 )
-from ddtune.services.outcome import Outcome, PhaseFailure
+from ddtune.services.outcome import Outcome
 from ddtune.services.protocol import Attempt
 from ddtune.services.spec import ServiceSpec
 
@@ -109,21 +109,10 @@ class PersistentDropin(SystemdController):
         super().__init__(spec, workdir, None)
         self.dropin, self.text = path, text
 
-    def preflight(self, attempt: Attempt) -> None:
-        try:
-            if self.text is None:
-                self.dropin.unlink(missing_ok=True)
-            else:
-                self.dropin.parent.mkdir(parents=True, exist_ok=True)
-                self.dropin.write_text(self.text)
-        except OSError as exc:
-            raise PhaseFailure("preflight_failed", f"cannot write {self.dropin}: {exc}") from None
+    def dropin_for(self, attempt: Attempt) -> str | None:
+        """`text` (None: the applied drop-in is removed, as `--revert` does)."""
         self._argv = self.spec.render_argv(attempt.params, attempt.user_vars) if self.text else None
-        self.systemctl("daemon-reload")
-        need = self.show().get("NeedDaemonReload")
-        if need != "no":
-            raise PhaseFailure("preflight_failed", f"NeedDaemonReload={need} after daemon-reload")
-        self.systemctl("reset-failed", self.unit)
+        return self.text
 
     def release(self) -> None:
         """The drop-in stays: it is the service's configuration now."""

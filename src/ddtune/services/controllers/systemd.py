@@ -46,15 +46,14 @@ class UnitSettings:
     """What a unit's own configuration says about where its command runs."""
 
     user: str = ""
-    group: str = ""
     environment: dict[str, str] = field(default_factory=dict)
     working_directory: str = ""
     fragment_path: str = ""  # the unit file; its drop-in folder is `<fragment_path>.d`
 
 
 def unit_settings(unit: str) -> UnitSettings:
-    """`systemctl show` of User, Group, Environment, WorkingDirectory and FragmentPath."""
-    props = "User,Group,Environment,WorkingDirectory,FragmentPath"
+    """`systemctl show` of User, Environment, WorkingDirectory and FragmentPath."""
+    props = "User,Environment,WorkingDirectory,FragmentPath"
     try:
         out = subprocess.run(
             ["systemctl", "show", unit_name(unit), f"--property={props}"],
@@ -64,17 +63,21 @@ def unit_settings(unit: str) -> UnitSettings:
         ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return UnitSettings()
-    values = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    values = properties(out)
     env = dict(
         item.split("=", 1) for item in shlex.split(values.get("Environment", "")) if "=" in item
     )
     return UnitSettings(
         values.get("User", ""),
-        values.get("Group", ""),
         env,
         values.get("WorkingDirectory", ""),
         values.get("FragmentPath", ""),
     )
+
+
+def properties(show_output: str) -> dict[str, str]:
+    """`systemctl show` output (`Key=value` lines) as a dict."""
+    return dict(line.split("=", 1) for line in show_output.splitlines() if "=" in line)
 
 
 def quote_arg(arg: str) -> str:
@@ -124,21 +127,10 @@ class SystemdController(Controller):
             raise PhaseFailure("preflight_failed", "systemctl not found on PATH") from None
 
     def show(self) -> dict[str, str]:
-        out = self.systemctl("show", self.unit, f"--property={SHOW_PROPS}").stdout
-        return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        return properties(self.systemctl("show", self.unit, f"--property={SHOW_PROPS}").stdout)
 
     def preflight(self, attempt: Attempt) -> None:
-        self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
-        params, user_vars = attempt.params, attempt.user_vars
-        self._argv = self.spec.render_argv(params, user_vars) if self.spec.command else None
-        env = {**self.spec.render_env(params, user_vars), **self.instance_env(self._tag)}
-        try:
-            self.dropin.parent.mkdir(parents=True, exist_ok=True)
-            self.dropin.write_text(render_dropin(env, self._argv))
-        except OSError as exc:
-            raise PhaseFailure(
-                "preflight_failed", f"cannot write drop-in {self.dropin}: {exc}"
-            ) from None
+        self._write_dropin(self.dropin_for(attempt))
         self.systemctl("daemon-reload")
         props = self.show()
         if props.get("LoadState") != "loaded":
@@ -153,6 +145,26 @@ class SystemdController(Controller):
                 f"NeedDaemonReload={need} after daemon-reload; the drop-in would be ignored",
             )
         self.systemctl("reset-failed", self.unit)
+
+    def dropin_for(self, attempt: Attempt) -> str | None:
+        """The drop-in that serves `attempt` (None: none); a trial's carries its tag."""
+        self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
+        params, user_vars = attempt.params, attempt.user_vars
+        self._argv = self.spec.render_argv(params, user_vars) if self.spec.command else None
+        env = {**self.spec.render_env(params, user_vars), **self.instance_env(self._tag)}
+        return render_dropin(env, self._argv)
+
+    def _write_dropin(self, text: str | None) -> None:
+        try:
+            if text is None:
+                self.dropin.unlink(missing_ok=True)
+            else:
+                self.dropin.parent.mkdir(parents=True, exist_ok=True)
+                self.dropin.write_text(text)
+        except OSError as exc:
+            raise PhaseFailure(
+                "preflight_failed", f"cannot write drop-in {self.dropin}: {exc}"
+            ) from None
 
     def snapshot(self) -> dict[str, Any]:
         """Remember the unit's cgroup and main process (it may predate our tag) before stopping."""
