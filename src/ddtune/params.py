@@ -94,8 +94,11 @@ class DecodeParams:
     def to_wire(self) -> dict[str, Any]:
         """JSON/TOML-safe dict: every key of `PARAM_KEYS` (window None as "none"), and the
         knobs that are set."""
-        wire = {**asdict(self), "window": window_to_wire(self.window)}
-        return {k: v for k, v in wire.items() if k in PARAM_KEYS or v is not None}
+        return {**self._set_fields(), "window": window_to_wire(self.window)}
+
+    def _set_fields(self) -> dict[str, Any]:
+        """Every key of `PARAM_KEYS`, then the knobs that are set."""
+        return {**{key: getattr(self, key) for key in PARAM_KEYS}, **self.knobs()}
 
     def knobs(self) -> dict[str, Any]:
         """The knobs that are set, by name (`KNOB_KEYS`)."""
@@ -139,8 +142,7 @@ class DecodeParams:
 
     def hash(self) -> str:
         """Of the canonical form; knobs that are not set are left out (stable old hashes)."""
-        fields = asdict(self.canonical())
-        return config_hash({k: v for k, v in fields.items() if k in PARAM_KEYS or v is not None})
+        return config_hash(self.canonical()._set_fields())
 
     def cost(self) -> tuple[int, int, float]:
         """Sort key for "cheaper": smaller budget, then topk, then window (None = widest)."""
