@@ -45,9 +45,9 @@ from ddtune.services.apply import (
     revert_dropin,
 )
 from ddtune.services.preflight import PlannedLaunch, check_launches
-from ddtune.sweep.reporting import report_setup, sweep_configs
+from ddtune.sweep.reporting import report_setup, stored_spec, sweep_configs
 from ddtune.sweep.run.preflight import PreflightRefused
-from ddtune.sweep.spec.load import Config, SweepSpec, parse_spec
+from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.db import Store
 
 DECIDED = ("separated", "equivalent")
@@ -91,12 +91,6 @@ def revert_config(store: Store, sweep: sqlite3.Row, dry_run: bool, console: Cons
         "stop the server you started with it"
     )
     return 0
-
-
-def stored_spec(store: Store, sweep: sqlite3.Row) -> SweepSpec:
-    base_dir = Path(sweep["spec_dir"]) if sweep["spec_dir"] else None
-    source = f"{store.path} (spec of sweep {sweep['name']!r})"
-    return parse_spec(sweep["spec_text"], source=source, base_dir=base_dir)
 
 
 def chosen_config(store: Store, sweep: sqlite3.Row, label: str | None) -> tuple[Config, str]:

@@ -288,18 +288,15 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 @_exit_3_on_ctrl_c
 def cmd_retry(args: argparse.Namespace) -> int:
-    from ddtune.sweep.reporting import live_report
+    from ddtune.sweep.reporting import live_report, stored_spec
     from ddtune.sweep.run.loop import run_sweep
-    from ddtune.sweep.spec.load import parse_spec
 
     store = _open_store(args.store)
     try:
         row = store.sweep_row(args.sweep)
     finally:
         store.close()
-    base_dir = Path(row["spec_dir"]) if row["spec_dir"] else None
-    source = f"{store.path} (spec of sweep {row['name']!r})"
-    spec = parse_spec(row["spec_text"], source=source, base_dir=base_dir)
+    spec = stored_spec(store, row)
     console = Console(stderr=True)
     hint = f"ddtune sweep retry --store {store.path}"
     live = live_report(store.path, spec.name, console)

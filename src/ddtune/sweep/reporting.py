@@ -25,7 +25,7 @@ from rich.markup import escape
 from ddtune.report.inputs import SweepContext
 from ddtune.report.options import ReportOptions
 from ddtune.sweep.plan.mode import run_spec
-from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.spec.load import Config, SweepSpec, parse_spec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import SweepMode, read_mode
 
@@ -33,17 +33,19 @@ if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
 
 
+def stored_spec(store: Store, sweep: sqlite3.Row) -> SweepSpec:
+    """The spec kept with the sweep, its relative paths against the folder it came from."""
+    base_dir = Path(sweep["spec_dir"]) if sweep["spec_dir"] else None
+    source = f"{store.path} (spec of sweep {sweep['name']!r})"
+    return parse_spec(sweep["spec_text"], source=source, base_dir=base_dir)
+
+
 def report_setup(
     store: Store, sweep: sqlite3.Row, overrides: dict[str, Any] | None = None
 ) -> tuple[ReportOptions, SweepContext]:
     """Report options and race history from the spec kept with the sweep; the spec's
     `[report]` table (e.g. `load_weights`) and then `overrides` win over the derived ones."""
-    from ddtune.sweep.spec.load import parse_spec
-
-    base_dir = Path(sweep["spec_dir"]) if sweep["spec_dir"] else None
-    spec = parse_spec(
-        sweep["spec_text"], source=f"{store.path} ({sweep['name']})", base_dir=base_dir
-    )
+    spec = stored_spec(store, sweep)
     searched = spec.strategy == "optuna" and not sweep["name"].endswith(".confirm")
     mode = read_mode(store, sweep["id"])
     spec = run_spec(spec, mode)  # restart-bound: one start serves up to `most_benches` trials

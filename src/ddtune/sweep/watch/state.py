@@ -27,8 +27,8 @@ from ddtune.report.inputs import TrialRecord
 from ddtune.report.sections import STOP_WORDS
 from ddtune.sweep.plan.planners import estimates, format_duration, trial_costs
 from ddtune.sweep.plan.race_planner import race_settings
-from ddtune.sweep.reporting import report_setup
-from ddtune.sweep.spec.load import SweepSpec, parse_spec
+from ddtune.sweep.reporting import report_setup, stored_spec
+from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import attempt_log
 from ddtune.sweep.store.modes import read_mode
@@ -103,7 +103,7 @@ def read_state(store_path: Path, sweep: str | None = None) -> LiveState:
 
 
 def _read(store: Store, sweep: sqlite3.Row) -> LiveState:
-    spec = parse_spec(sweep["spec_text"], source=f"{store.path} ({sweep['name']})")
+    spec = stored_spec(store, sweep)
     records = store.trial_records(sweep["id"])
     runner = store.runner_pid()
     summary, error = _analysis(store, sweep, records)
