@@ -160,8 +160,9 @@ class Controller(ABC):
         attempt_dir.mkdir(parents=True, exist_ok=True)
         self._attempt_dir = attempt_dir
         out = Outcome(ready=False, base_url=self.spec.base_url)
-        attempt = Attempt(params, dict(user_vars or {}), attempt_dir, out, on_phase)
-        attempt.verify_config = verify_config
+        attempt = Attempt(
+            params, dict(user_vars or {}), attempt_dir, out, on_phase, verify_config=verify_config
+        )
         t0 = time.monotonic()
         try:
             self.apply(attempt)
