@@ -27,7 +27,7 @@ from rich.console import Console
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.errors import UserError
-from ddtune.sweep.reporting import LiveReport, write_report
+from ddtune.sweep.reporting import LiveReport
 from ddtune.sweep.run.common import RunSummary
 from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.spec.load import load_spec
@@ -99,7 +99,7 @@ def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> Run
     if not (summary.interrupted or summary.blocked):
         store = Store(store_path, create=False)
         try:
-            write_report(store, store.sweep_row(spec.name), folder / "report", console)
+            live.final(store)  # the end-of-run rewrite, printed (built again only if stale)
         finally:
             store.close()
     return summary

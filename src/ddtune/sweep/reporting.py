@@ -135,13 +135,20 @@ def write_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     options, context = report_setup(store, sweep, overrides)
     result = build_report(records, out_dir, options, context)
+    print_report(result, sweep["name"], len(records), out_dir, console)
+    return result
+
+
+def print_report(
+    result: ReportSummary, sweep_name: str, trials: int, out_dir: Path, console: Console
+) -> None:
+    """The table, the answer and the files of a report written to `out_dir`."""
     console.print(result.terminal_table(), markup=False, highlight=False)
     console.print(answer_text(result), markup=False, highlight=False)
     files = sorted(p.name for p in out_dir.iterdir())
     console.print(
-        f"report for sweep {sweep['name']} ({len(records)} trials) in {out_dir}: {', '.join(files)}"
+        f"report for sweep {sweep_name} ({trials} trials) in {out_dir}: {', '.join(files)}"
     )
-    return result
 
 
 class LiveReport:
@@ -160,6 +167,7 @@ class LiveReport:
         self.seconds: list[float] = []  # how long each rewrite took
         self.skipped = 0  # passes folded into a later rewrite (too soon after the last)
         self.dirty = False  # a pass finished since the last rewrite
+        self.last: tuple[ReportSummary, int] | None = None  # the last rewrite's (report, trials)
         self._last_end: float | None = None
 
     def __call__(self, store: Store, final: bool = False) -> None:
@@ -183,15 +191,26 @@ class LiveReport:
     def _rewrite(self, store: Store) -> bool:
         from ddtune.report import build_report
 
+        self.last = None
         try:
             sweep = store.sweep_row(self.sweep_name)
             options, context = report_setup(store, sweep)
-            build_report(store.trial_records(sweep["id"]), self.out_dir, options, context)
+            records = store.trial_records(sweep["id"])
+            self.last = build_report(records, self.out_dir, options, context), len(records)
         except Exception as exc:  # noqa: BLE001 - a report must never stop the sweep
             why = escape(f"{type(exc).__name__}: {exc}")
             self.console.print(f"[yellow]live report not rewritten[/]: {why}")
             return False
         return True
+
+    def final(self, store: Store) -> ReportSummary:
+        """The report at the end of a run, printed: the last rewrite when nothing finished
+        since, else written now (`write_report`, which raises what a rewrite only warned of)."""
+        if self.last is not None and not self.dirty:
+            result, trials = self.last
+            print_report(result, self.sweep_name, trials, self.out_dir, self.console)
+            return result
+        return write_report(store, store.sweep_row(self.sweep_name), self.out_dir, self.console)
 
     def summary_line(self) -> str:
         """'live report: 12 rewrites of runs/x/report, median 0.84 s, longest 1.20 s'."""

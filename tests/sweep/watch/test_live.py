@@ -5,6 +5,7 @@ sweep watch` serves the page, its live part, the JSON state and the report folde
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -124,6 +125,35 @@ def test_the_report_is_rewritten_after_every_pass_and_watch_reads_every_phase(
     ]
     fragment = fragment_html(live, store.parent / "report")
     assert '<section id="slots">' in fragment and "10.0.0.2" in fragment
+
+
+def test_the_final_report_reuses_the_last_rewrite_unless_a_pass_ended_since(
+    finished, tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
+    store_path, _ = finished
+    out = io.StringIO()
+    live = LiveReport(tmp_path / "report", "live", Console(file=out, width=200))
+    store = Store(store_path, read_only=True)
+    try:
+        live(store, True)  # the end of a run: one rewrite
+        built: list[int] = []
+
+        def build_again(*args: object, **kwargs: object) -> None:
+            built.append(1)
+            raise RuntimeError("built again")
+
+        import ddtune.report
+
+        monkeypatch.setattr(ddtune.report, "build_report", build_again)
+        result = live.final(store)  # current: printed, not built again
+        assert built == [] and result is live.last[0]
+        assert "answer:" in out.getvalue() and "report for sweep live (6 trials)" in out.getvalue()
+        live.dirty = True  # a pass ended since the last rewrite: written again
+        with pytest.raises(RuntimeError, match="built again"):
+            live.final(store)
+        assert built == [1]
+    finally:
+        store.close()
 
 
 def test_watch_serves_the_page_its_live_part_the_state_and_the_report(finished) -> None:  # noqa: ANN001
