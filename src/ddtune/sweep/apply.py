@@ -44,6 +44,7 @@ from ddtune.services.apply import (
     dropin_text,
     revert_dropin,
 )
+from ddtune.services.controllers.systemd import trial_dropin
 from ddtune.services.preflight import PlannedLaunch, check_launches
 from ddtune.sweep.reporting import report_setup, stored_spec, sweep_configs
 from ddtune.sweep.run.preflight import PreflightRefused
@@ -157,7 +158,7 @@ def _apply_systemd(
 
 
 def _no_sweep_running(service: ServiceSpec, unit: str) -> None:
-    runtime = Path(service.systemd_dir) / f"{unit}.d" / "ddtune.conf"
+    runtime = trial_dropin(service)
     if runtime.exists():
         raise UserError(
             f"{runtime} exists: a sweep runs on {unit} now (or a killed one left it; "

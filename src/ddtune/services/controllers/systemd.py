@@ -75,6 +75,11 @@ def unit_settings(unit: str) -> UnitSettings:
     )
 
 
+def trial_dropin(spec: ServiceSpec) -> Path:
+    """Where a sweep's trials put their runtime drop-in (removed when the sweep ends)."""
+    return Path(spec.systemd_dir) / f"{unit_name(spec.unit or '')}.d" / "ddtune.conf"
+
+
 def properties(show_output: str) -> dict[str, str]:
     """`systemctl show` output (`Key=value` lines) as a dict."""
     return dict(line.split("=", 1) for line in show_output.splitlines() if "=" in line)
@@ -107,7 +112,7 @@ class SystemdController(Controller):
     def __init__(self, spec: ServiceSpec, workdir: Path, gpu_probe: GpuProbe | None = None) -> None:
         super().__init__(spec, workdir, gpu_probe)
         self.unit = unit_name(spec.unit or "")
-        self.dropin = Path(spec.systemd_dir) / f"{self.unit}.d" / "ddtune.conf"
+        self.dropin = trial_dropin(spec)
         self.tag_prefix = scope_prefix(self.workdir)
         self._tag: str | None = None
         self._argv: list[str] | None = None
