@@ -12,6 +12,7 @@ stop + start-to-READY and bench seconds), else `[service] expected_start_s` /
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import time
@@ -126,15 +127,16 @@ def _start_estimates(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dic
     from ddtune.sweep.plan.start_planner import start_settings
     from ddtune.sweep.plan.starts import prior_benches
 
-    timed = SweepMode(True, mode.reason, costs.start_s, costs.bench_s, mode.most_benches)
-    settings = start_settings(spec, timed)
+    settings = start_settings(
+        spec, dataclasses.replace(mode, start_s=costs.start_s, bench_s=costs.bench_s)
+    )
     cases = start_race_estimates(
         len(spec.all_configs()),
         costs,
         prior_benches(settings),
-        mode.most_benches,
-        spec.repeats,
-        (spec.max_trials, spec.max_hours),
+        settings.most_benches,
+        settings.max_passes,
+        (settings.max_trials, settings.max_hours),
     )
     names = ("best case", "expected (median)", "worst case")
     return {f"restart-bound race, {name}": e for name, e in zip(names, cases, strict=True)}
