@@ -10,6 +10,7 @@ Installed on PATH as two shell shims (`systemctl`, `journalctl`) that call
     state/<unit>.json      invocation, start history, result
     state/<unit>.loaded.json  the config as of the last daemon-reload
     state/<inv>.main|.exit main pid and exit status, written by the per-invocation supervisor
+    state/<inv>.supervisor the supervisor's pid (it reaps the main process, then writes .exit)
     journal/<inv>.log      stdout/stderr of each invocation
 
 Documented behaviours reproduced:
@@ -23,8 +24,11 @@ Documented behaviours reproduced:
     main process (KillMode=process), waits TimeoutStopSec, then SIGKILLs;
   * drop-ins of both folders apply in the order of their file names; of two with the same
     name the persistent one (beside the unit) wins;
-  * `show` reports User, WorkingDirectory and Environment as loaded, and FragmentPath.
-Set FAKE_SYSTEMD_BROKEN_RELOAD=1 to make `daemon-reload` do nothing.
+  * `show` reports User, WorkingDirectory and Environment as loaded, and FragmentPath;
+  * the main process's exit and its ExecMainStatus appear together (systemd updates both on
+    SIGCHLD): until the supervisor has written .exit, the unit still reads as active.
+Set FAKE_SYSTEMD_BROKEN_RELOAD=1 to make `daemon-reload` do nothing, and
+FAKE_SYSTEMD_REAP_DELAY=S to make the supervisor record an exit S seconds late.
 """
 
 from __future__ import annotations
@@ -122,6 +126,11 @@ def exit_status(inv: str | None) -> dict | None:
     return json.loads(path.read_text()) if inv and path.exists() else None
 
 
+def supervisor_pid(inv: str | None) -> int:
+    path = ROOT / "state" / f"{inv}.supervisor"
+    return int(path.read_text()) if inv and path.exists() else 0
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as handle:
@@ -135,7 +144,9 @@ def properties(unit: str) -> dict[str, str]:
     inv = state.get("invocation")
     pid = main_pid(inv)
     status = exit_status(inv)
-    running = bool(pid) and status is None and alive(pid)
+    # between the main process's exit and the supervisor's .exit file systemd has not yet
+    # handled SIGCHLD: still active, so ExecMainStatus is never read as 0 before it is known
+    running = bool(pid) and status is None and (alive(pid) or alive(supervisor_pid(inv)))
     if running:
         active = "active"
     else:
@@ -230,6 +241,7 @@ def cmd_supervise(unit: str, inv: str) -> int:
     argv = shlex.split(config["ExecStart"][-1].replace("%%", "%").replace("$$", "$"))
     env = {**os.environ, **config["Environment"], "INVOCATION_ID": inv}
     env.pop("FAKE_SYSTEMD_ROOT", None)
+    write_atomic(ROOT / "state" / f"{inv}.supervisor", str(os.getpid()))
     with open(ROOT / "journal" / f"{inv}.log", "ab") as log:
         proc = subprocess.Popen(
             argv,
@@ -241,6 +253,7 @@ def cmd_supervise(unit: str, inv: str) -> int:
         )
     write_atomic(ROOT / "state" / f"{inv}.main", str(proc.pid))  # `start` polls for it
     code = proc.wait()
+    time.sleep(float(os.environ.get("FAKE_SYSTEMD_REAP_DELAY", "0")))  # widen the SIGCHLD window
     status = {"code": -code if code < 0 else code, "killed": code < 0}
     write_atomic(ROOT / "state" / f"{inv}.exit", json.dumps(status))
     return 0

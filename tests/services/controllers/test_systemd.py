@@ -136,6 +136,20 @@ def test_need_daemon_reload_is_a_preflight_failure(
     assert out.failure == "preflight_failed" and "NeedDaemonReload=yes" in out.detail, out
 
 
+def test_exit_status_is_read_once_the_service_manager_has_it(
+    svc, port, controllers, tmp_path, fake_systemd, monkeypatch
+):
+    """A crash is crashed(3) even when the exit is recorded late (CI once read crashed(0))."""
+    root, install_unit = fake_systemd
+    install_unit(UNIT, "/bin/false")
+    monkeypatch.setenv("FAKE_SYSTEMD_REAP_DELAY", "0.5")
+    switches = ("--crash-during-load", "3", "--crash-after", "0.05")
+    out = controllers(systemd_spec(svc, port, root, *switches)).reconfigure(
+        svc.params, tmp_path / "a"
+    )
+    assert out.failure == "crashed(3)", out
+
+
 @pytest.mark.skipif(
     not Path("/run/systemd/system").is_dir(),
     reason="real systemd is not running here (no /run/systemd/system)",
