@@ -72,7 +72,14 @@ def test_sigterm_drains_in_flight_requests_then_exits_zero(
 
     # 1. Two long requests run in one batch, a short one waits in the queue, a fourth
     #    finds the queue full.
-    long_body = {"prompt": "a = 1\n", "max_tokens": 200, "temperature": 0, "ignore_eos": True}
+    # long enough (~6 s here) to be still running at the SIGTERM on a loaded machine
+    long_tokens = 1500
+    long_body = {
+        "prompt": "a = 1\n",
+        "max_tokens": long_tokens,
+        "temperature": 0,
+        "ignore_eos": True,
+    }
     running = StreamReader(url + "/v1/completions", long_body)
     running.start()
     assert running.first.wait(60)
@@ -99,7 +106,7 @@ def test_sigterm_drains_in_flight_requests_then_exits_zero(
         reader.join(60)
     for reader in (running, beside):
         assert reader.text_and_reason()[1] == "length"
-        assert reader.completion_tokens() == 200
+        assert reader.completion_tokens() == long_tokens
     assert running.events[-1] == "[DONE]" and queued.text_and_reason()[1] == "length"
     assert server.proc.wait(timeout=60) == 0
     assert time.monotonic() - sent < 60

@@ -17,10 +17,15 @@ IGNORE_TERM = (
     "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
     "print('up', flush=True); time.sleep(60)"
 )
+# exits 1 s after SIGTERM: it outlives its parent, orphaned (out of the tree) but running
+SLOW_TERM = (
+    "import signal, sys, time; "
+    "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1), sys.exit(0))); " + SLEEP
+)
 # a tagged parent whose child leaves the session and drops the tag (env -i + setsid)
 UNTAGGED_GRANDCHILD = (
     "import subprocess, sys, time; "
-    "c = subprocess.Popen([sys.executable, '-c', " + repr(SLEEP) + "], env={}, "
+    "c = subprocess.Popen([sys.executable, '-c', " + repr(SLOW_TERM) + "], env={}, "
     "start_new_session=True, stdout=subprocess.PIPE); c.stdout.readline(); "
     "print(c.pid, flush=True); time.sleep(60)"
 )
@@ -83,7 +88,7 @@ def test_descendants_without_the_tag_or_the_group_are_members():
         found = {p.pid for p in procs.find_instance(tag=tag)}
         assert found == {parent.pid, grandchild}
         assert procs.terminate(lambda: procs.find_instance(tag=tag), grace=3, kill_wait=3) == []
-        assert not procs.is_alive(grandchild)
+        assert not procs.is_alive(grandchild), "terminate returned while the orphan still ran"
     finally:
         parent.kill()
         parent.wait()

@@ -186,19 +186,34 @@ def wait_gone(find: Finder, timeout: float, poll: float = 0.05) -> list[ProcInfo
 def terminate(find: Finder, grace: float, kill_wait: float) -> list[ProcInfo]:
     """SIGTERM (+SIGCONT) everything `find()` returns, wait `grace`, SIGKILL the rest.
 
-    `find` is re-run after each step so processes forked meanwhile are caught.
+    `find` is re-run after each step so processes forked meanwhile are caught, and a
+    process once found is waited for until it is gone even when `find` stops seeing it
+    (a descendant orphaned by its parent's exit leaves the tree while it still runs).
     Returns the processes still alive after SIGKILL and `kill_wait` seconds.
     """
-    signal_processes(find(), signal.SIGTERM)
-    left = wait_gone(find, grace)
+    members = _found_so_far(find)
+    signal_processes(members(), signal.SIGTERM)
+    left = wait_gone(members, grace)
     if not left:
         return []
     for _ in range(3):  # a forking process may spawn while we kill
-        signal_processes(find(), signal.SIGKILL)
-        left = wait_gone(find, kill_wait / 3)
+        signal_processes(members(), signal.SIGKILL)
+        left = wait_gone(members, kill_wait / 3)
         if not left:
             return []
     return left
+
+
+def _found_so_far(find: Finder) -> Finder:
+    """A finder returning what `find` sees now plus every live process it has seen before."""
+    seen: dict[tuple[int, float], ProcInfo] = {}
+
+    def members() -> list[ProcInfo]:
+        for info in find():
+            seen.setdefault((info.pid, info.create_time), info)
+        return [info for info in seen.values() if info.alive()]
+
+    return members
 
 
 def describe(procs: list[ProcInfo]) -> str:
