@@ -99,12 +99,15 @@ def test_zombies_count_as_gone():
     child = spawn(tag, UP)  # prints and exits; not reaped until wait()
     try:
         child.stdout.readline()
-        deadline = time.monotonic() + 5
-        while procs.find_instance(tag=tag) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 5  # (while it exits, it runs with its memory gone)
+        while time.monotonic() < deadline and not getattr(
+            procs.process_info(child.pid), "zombie", False
+        ):
             time.sleep(0.02)
         info = procs.process_info(child.pid)
         assert info is not None and info.zombie, "the child is an unreaped zombie"
-        assert procs.find_instance(pgids=(child.pid,)) == [] and not procs.is_alive(child.pid)
+        assert procs.find_instance(tag=tag) == [] and not procs.is_alive(child.pid)
+        assert procs.find_instance(pgids=(child.pid,)) == []
     finally:
         child.wait()
 
