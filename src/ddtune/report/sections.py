@@ -28,6 +28,7 @@ from ddtune.report.render.document import (
     Section,
     Table,
 )
+from ddtune.report.render.verdict_plots import FOREST, RACE
 from ddtune.report.result import ReportSummary
 from ddtune.report.summarize import THROUGHPUT, ConfigSummary
 from ddtune.stats.intervals import MeanCI, format_ci
@@ -64,9 +65,6 @@ def answer_section(summary: ReportSummary) -> Section:
     blocks += [Image(p.name, p.title, p.caption) for p in summary.plots if p.name == FOREST]
     blocks.append(Paragraph("The evidence for each line is below, section by section."))
     return Section("Answer", blocks)
-
-
-FOREST = "forest.png"  # shown with the answer; the other plots in "Plots"
 
 
 def _recommendations(summary: ReportSummary) -> Section:
@@ -272,9 +270,6 @@ def race_section(summary: ReportSummary) -> Section:
         blocks.append(_race_table(summary, stop))
         blocks += [Image(p.name, p.title, p.caption) for p in summary.plots if p.name == RACE]
     return Section("Race", blocks)
-
-
-RACE = "race.png"  # the eliminations pass by pass, shown in "Race"
 
 
 def _race_table(summary: ReportSummary, stop: str) -> Table:

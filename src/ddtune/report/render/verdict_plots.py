@@ -23,6 +23,9 @@ from ddtune.report.inputs import SweepContext
 from ddtune.report.render.plots import Made, Plot, save_plots
 from ddtune.report.summarize import THROUGHPUT, ConfigSummary
 
+FOREST = "forest.png"  # shown with the answer
+RACE = "race.png"  # shown in the race section
+TITLES = {FOREST: "Every config against the baseline", RACE: "The race, pass by pass"}
 REASON_COLOURS = {"worse": "tab:red", "pass_rate": "tab:orange", "failed": "black"}
 REASON_WORDS = {"worse": "slower", "pass_rate": "pass rate", "failed": "failed"}
 
@@ -83,7 +86,7 @@ def forest(
         "Each config's ratio to the baseline, sorted; green: the recommended config "
         "and the band within the equivalence tolerance of it; grey: left the race."
     )
-    return figure, Plot("forest.png", "Every config against the baseline", caption)
+    return figure, Plot(FOREST, TITLES[FOREST], caption)
 
 
 def race_lanes(configs: Sequence[ConfigSummary], context: SweepContext) -> Made:
@@ -108,7 +111,7 @@ def race_lanes(configs: Sequence[ConfigSummary], context: SweepContext) -> Made:
         f"{context.passes} pass(es); {left} config(s) left the race (x: the pass they left, "
         "and why), the rest raced to the last pass run (green)."
     )
-    return figure, Plot("race.png", "The race, pass by pass", caption)
+    return figure, Plot(RACE, TITLES[RACE], caption)
 
 
 def _lane(ax: Axes, y: int, label: str, context: SweepContext) -> None:

@@ -31,14 +31,12 @@ from ddtune.report.render.document import (
     Table,
 )
 from ddtune.report.render.html import STYLE, render_sections
+from ddtune.report.render.verdict_plots import FOREST, RACE, TITLES
 from ddtune.report.sections import answer_section, race_section
 from ddtune.sweep.plan.planners import format_duration
 from ddtune.sweep.watch.state import LiveState
 
-PLOTS = {
-    "forest.png": ("Every config against the baseline", "ratio to the baseline, sorted"),
-    "race.png": ("The race, pass by pass", "x: the pass a config left, and why"),
-}
+CAPTIONS = {FOREST: "ratio to the baseline, sorted", RACE: "x: the pass a config left, and why"}
 REPORT_FILES = ("report.html", "report.md", "results.csv", "results.json")
 
 
@@ -96,7 +94,7 @@ def _answer(state: LiveState, report_dir: Path) -> Section:
     section = answer_section(state.summary)
     section.title = "Answer so far"
     blocks = section.blocks[:-1]  # all but "the evidence is below"
-    return Section(section.title, blocks + _plot_blocks(report_dir, "forest.png"))
+    return Section(section.title, blocks + _plot_blocks(report_dir, FOREST))
 
 
 def _configurations(state: LiveState) -> Section:
@@ -139,7 +137,7 @@ def _race(state: LiveState, report_dir: Path) -> Section:
         return Section("Race so far", [])
     section = race_section(state.summary)
     blocks: list[Block] = [b for b in section.blocks if not isinstance(b, Image)]
-    return Section("Race so far", blocks + _plot_blocks(report_dir, "race.png"))
+    return Section("Race so far", blocks + _plot_blocks(report_dir, RACE))
 
 
 def _failures(state: LiveState) -> Section:
@@ -186,8 +184,8 @@ def _files(report_dir: Path) -> Section:
 def _plot_blocks(report_dir: Path, name: str) -> list[Block]:
     if not (report_dir / name).is_file():
         return []
-    title, caption = PLOTS[name]
-    return [Image(name, title, caption + " (from the report, rewritten after every pass)")]
+    caption = CAPTIONS[name] + " (from the report, rewritten after every pass)"
+    return [Image(name, TITLES[name], caption)]
 
 
 LIVE_STYLE = """
