@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ddtune.report.inputs import TrialRecord
 from ddtune.sweep.store.db import Store
-from ddtune.sweep.store.files import attempt_log
+from ddtune.sweep.store.files import failed_attempts
 from ddtune.sweep.store.schema import TRIAL_STATUSES
 from ddtune.sweep.store.slot_tables import slot_table
 
@@ -68,19 +68,14 @@ def status_table(store: Store, sweep: sqlite3.Row) -> Group:
 
 
 def _failure_lines(store: Store, records: list[TrialRecord]) -> list[Text]:
-    lines = []
-    for record in records:
-        for attempt in store.attempts(record.trial_id):
-            if attempt["state"] in ("failed", "interrupted"):
-                log = attempt_log(store, record, attempt) or "none"
-                lines.append(
-                    Text(
-                        f"trial {record.trial_id} {record.label} r{record.repeat} attempt {attempt['number']}: "
-                        f"{attempt['failure']} — {attempt['detail']} (log: {log})",
-                        style="red" if attempt["state"] == "failed" else "yellow",
-                    )
-                )
-    return lines
+    return [
+        Text(
+            f"trial {record.trial_id} {record.label} r{record.repeat} attempt {attempt['number']}: "
+            f"{attempt['failure']} — {attempt['detail']} (log: {log or 'none'})",
+            style="red" if attempt["state"] == "failed" else "yellow",
+        )
+        for record, attempt, log in failed_attempts(store, records)
+    ]
 
 
 def _num(value: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,3 +35,13 @@ def attempt_log(store: Store, record: TrialRecord, attempt: sqlite3.Row) -> str 
     )
     found = [folder / name for name in ATTEMPT_LOGS if (folder / name).is_file()]
     return str(found[0]) if found else None
+
+
+def failed_attempts(
+    store: Store, records: Iterable[TrialRecord]
+) -> Iterator[tuple[TrialRecord, sqlite3.Row, str | None]]:
+    """Each failed or interrupted attempt of `records`, with its log (see `attempt_log`)."""
+    for record in records:
+        for attempt in store.attempts(record.trial_id):
+            if attempt["state"] in ("failed", "interrupted"):
+                yield record, attempt, attempt_log(store, record, attempt)

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from ddtune.report.inputs import TrialRecord
 from ddtune.report.sections import STOP_WORDS
+from ddtune.services.outcome import tail_lines
 from ddtune.sweep.plan.planners import estimates, format_duration, trial_costs
 from ddtune.sweep.plan.race_planner import race_settings
 from ddtune.sweep.reporting import report_setup, stored_spec
 from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import Store
-from ddtune.sweep.store.files import attempt_log
+from ddtune.sweep.store.files import failed_attempts
 from ddtune.sweep.store.modes import read_mode
 from ddtune.sweep.store.slot_tables import slot_rows
 
@@ -215,32 +216,32 @@ def _running(store: Store, sweep_id: int, slots: list[dict[str, Any]]) -> list[T
 
 
 def _failures(store: Store, records: list[TrialRecord]) -> list[FailedAttempt]:
-    failures = []
-    for record in records:
-        if record.attempts < 1 or record.status == "pending":
-            continue
-        for attempt in store.attempts(record.trial_id):
-            if attempt["state"] not in ("failed", "interrupted"):
-                continue
-            log = attempt_log(store, record, attempt)
-            failures.append(
-                FailedAttempt(
-                    record.trial_id, record.label, record.repeat, attempt["number"],
-                    attempt["state"], attempt["failure"] or "", attempt["detail"] or "",
-                    log, _tail(log),
-                )
-            )  # fmt: skip
-    return failures
+    started = (r for r in records if r.attempts >= 1 and r.status != "pending")
+    return [
+        FailedAttempt(
+            record.trial_id,
+            record.label,
+            record.repeat,
+            attempt["number"],
+            attempt["state"],
+            attempt["failure"] or "",
+            attempt["detail"] or "",
+            log,
+            _tail(log),
+        )  # fmt: skip
+        for record, attempt, log in failed_attempts(store, started)
+    ]
 
 
 def _tail(path: str | None, lines: int = TAIL_LINES) -> str:
     if not path:
         return ""
+    log = Path(path)
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        log.stat()  # a stored path whose file is gone says so (tail_lines would say "")
+        return tail_lines(log, lines)  # the last 512 KiB only
     except OSError as exc:
         return f"(log not readable: {exc.strerror})"
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def _slots(store: Store, sweep_id: int) -> list[dict[str, Any]]:
