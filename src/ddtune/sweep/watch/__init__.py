@@ -9,7 +9,7 @@ report folder the runner rewrites after every pass.
 See docs/watch.md.
 """
 
-from ddtune.sweep.watch.server import create_watch_app, serve_watch, state_dict
+from ddtune.sweep.watch.server import Snapshot, create_watch_app, serve_watch, state_dict
 from ddtune.sweep.watch.state import LiveState, read_state
 
-__all__ = ["LiveState", "create_watch_app", "read_state", "serve_watch", "state_dict"]
+__all__ = ["LiveState", "Snapshot", "create_watch_app", "read_state", "serve_watch", "state_dict"]

@@ -68,9 +68,8 @@ class Snapshot:
         return tuple(stats)
 
 
-def create_watch_app(store: Path, sweep: str | None, interval_s: float) -> Starlette:
-    snapshot = Snapshot(store, sweep)
-    report_dir = store.parent / "report"
+def create_watch_app(snapshot: Snapshot, interval_s: float) -> Starlette:
+    report_dir = snapshot.store.parent / "report"
 
     def page(request: Request) -> Response:
         return HTMLResponse(page_html(snapshot.state(), report_dir, interval_s), headers=NO_STORE)
@@ -111,11 +110,12 @@ def serve_watch(
 ) -> int:
     """Serve until Ctrl-C or SIGTERM (then 0, as `ddtune serve`); `say` gets the line with
     the URL, and one when it stops."""
-    read_state(store, sweep)  # a bad store or sweep name fails here, before binding
+    snapshot = Snapshot(store, sweep)
+    snapshot.state()  # a bad store or sweep name fails here, before binding (and is kept)
     sock = bind(host, port, backlog=64)
     url = f"http://{host}:{sock.getsockname()[1]}/"
     config = uvicorn.Config(
-        create_watch_app(store, sweep, interval_s), log_level="warning", lifespan="off"
+        create_watch_app(snapshot, interval_s), log_level="warning", lifespan="off"
     )
     say(f"watching {store} at {url} (Ctrl-C to stop)")
     try:
