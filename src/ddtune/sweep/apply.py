@@ -45,9 +45,8 @@ from ddtune.services.apply import (
     revert_dropin,
 )
 from ddtune.services.controllers.systemd import trial_dropin
-from ddtune.services.preflight import PlannedLaunch, check_launches
 from ddtune.sweep.reporting import report_setup, stored_spec, sweep_configs
-from ddtune.sweep.run.preflight import PreflightRefused
+from ddtune.sweep.run.preflight import preflight
 from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.db import Store
 
@@ -63,9 +62,7 @@ def apply_config(
     config, why = chosen_config(store, sweep, label)
     console.print(f"config: {escape(config.label())} ({escape(why)})")
     workdir = store.path.parent.resolve()
-    report = check_launches(spec.service, [launch_of(config)], workdir)
-    if not report.ok:
-        raise PreflightRefused(report)
+    report = preflight(spec, workdir, [config])
     if report.engine is not None:
         console.print(escape("\n".join(report.lines())))
     kind = spec.service.kind
@@ -115,10 +112,6 @@ def chosen_config(store: Store, sweep: sqlite3.Row, label: str | None) -> tuple[
         )
     why = f"recommended for {recommendation.objective}: {recommendation.status}"
     return configs[recommendation.label], why
-
-
-def launch_of(config: Config) -> PlannedLaunch:
-    return PlannedLaunch(config.label(), config.params, config.user_vars())
 
 
 def origin(store: Store, sweep: sqlite3.Row, config: Config) -> str:

@@ -37,13 +37,20 @@ def planned_launches(spec: SweepSpec) -> list[PlannedLaunch]:
     configs = [config for config, _ in spec.all_configs()]
     if spec.search is not None:
         configs += [Config(p, tuple(sorted(v.items()))) for p, v in spec.search.covering()]
-    unique = dict.fromkeys(configs)
-    return [PlannedLaunch(c.label(), c.params, c.user_vars()) for c in unique]
+    return [launch_of(c) for c in dict.fromkeys(configs)]
 
 
-def preflight(spec: SweepSpec, workdir: Path) -> PreflightReport:
-    """`check_launches` over `planned_launches`; `PreflightRefused` when anything was refused."""
-    report = check_launches(spec.service, planned_launches(spec), workdir)
+def launch_of(config: Config) -> PlannedLaunch:
+    return PlannedLaunch(config.label(), config.params, config.user_vars())
+
+
+def preflight(
+    spec: SweepSpec, workdir: Path, configs: list[Config] | None = None
+) -> PreflightReport:
+    """`check_launches` over `configs` (default: `planned_launches`); `PreflightRefused`
+    when anything was refused."""
+    launches = planned_launches(spec) if configs is None else [launch_of(c) for c in configs]
+    report = check_launches(spec.service, launches, workdir)
     if not report.ok:
         raise PreflightRefused(report)
     return report
