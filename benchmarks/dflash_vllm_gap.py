@@ -51,7 +51,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.engine.engine import Engine
 from ddtune.engine.models.capture import residual_capture
-from ddtune.kinds.vllm import round_counts
+from ddtune.kinds.vllm import VLLM_ACCEPTED, VLLM_DRAFTS, round_counts
 from ddtune.params import DecodeParams, SamplingParams
 
 PROMPTS = [  # tests/integration/test_vllm_dflash.py's three prompts
@@ -59,7 +59,6 @@ PROMPTS = [  # tests/integration/test_vllm_dflash.py's three prompts
     "def is_prime(n):\n    if n < 2:\n        return False\n",
     "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n",
 ]
-ACCEPTED, DRAFTS = "vllm:spec_decode_num_accepted_tokens", "vllm:spec_decode_num_drafts"
 PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
 
 
@@ -111,10 +110,9 @@ def drafter_block(engine: Engine, k: int) -> Iterator[None]:
 
 def ddtune_side(
     engine: Engine, prompts: list[list[int]], k: int, max_tokens: int
-) -> tuple[list[list[int]], Counts]:
-    """Token ids and counters per prompt; prints the conventions side by side."""
+) -> list[list[int]]:
+    """Token ids per prompt; prints the counters' conventions side by side."""
     total, outputs = Counts(), []
-    engine_tau, tok_per_round = [], []  # the capped run's own figures
     with drafter_block(engine, k):
         for ids in prompts:
             # uncut: vLLM drafts K tokens every round, the last one included
@@ -127,14 +125,13 @@ def ddtune_side(
             outputs.append(list(cut.token_ids))
             counts = counts_of(free.stats.acceptance_lengths, max_tokens, k)
             total.add(counts)
-            engine_tau.append(sum(cut.stats.acceptance_lengths) / cut.stats.rounds)
-            tok_per_round.append(len(cut.token_ids) / cut.stats.rounds)
+            per_round = len(cut.token_ids) / cut.stats.rounds  # the capped run's own figures
             print(
-                f"    {counts.row()}  engine {engine_tau[-1]:.3f}  "
-                f"tok/round {tok_per_round[-1]:.3f}  (rounds capped {cut.stats.rounds})"
+                f"    {counts.row()}  engine {cut.stats.mean_acceptance_length:.3f}  "
+                f"tok/round {per_round:.3f}  (rounds capped {cut.stats.rounds})"
             )
     print(f"  all {total.row()}")
-    return outputs, total
+    return outputs
 
 
 def scrape(client: httpx.Client, url: str) -> Counts:
@@ -142,9 +139,9 @@ def scrape(client: httpx.Client, url: str) -> Counts:
     counts, per_pos = Counts(), dict[int, int]()
     for family in text_string_to_metric_families(client.get(url + "/metrics").text):
         for sample in family.samples:
-            if sample.name == f"{ACCEPTED}_total":
+            if sample.name == f"{VLLM_ACCEPTED}_total":
                 counts.accepted += int(sample.value)
-            elif sample.name == f"{DRAFTS}_total":
+            elif sample.name == f"{VLLM_DRAFTS}_total":
                 counts.drafts += int(sample.value)
             elif sample.name == f"{PER_POS}_total":
                 pos = int(sample.labels["position"])
@@ -260,10 +257,10 @@ def main() -> None:
     prompts = [engine.tokenizer.encode(p) for p in PROMPTS]
     print(f"K = {k}, {len(prompts)} prompts x {args.max_tokens} tokens, T=0")
     print("ddtune, last-layer feature post-norm (ddtune / Hugging Face; the drafter's training):")
-    ours, _ = ddtune_side(engine, prompts, k, args.max_tokens)
+    ours = ddtune_side(engine, prompts, k, args.max_tokens)
     print("ddtune, last-layer feature pre-norm (vLLM's capture):")
     with residual_capture(engine.target):
-        theirs, _ = ddtune_side(engine, prompts, k, args.max_tokens)
+        theirs = ddtune_side(engine, prompts, k, args.max_tokens)
     print(f"  same tokens as post-norm: {sum(a == b for a, b in zip(ours, theirs, strict=True))}/3")
     if args.vllm:
         print(f"vLLM at {args.vllm}:")
