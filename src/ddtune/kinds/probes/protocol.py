@@ -29,6 +29,8 @@ from typing import Any
 
 Info = Callable[[], dict[str, Any]]
 Check = Callable[[list[str], dict[str, str], list[str]], dict[str, Any]]
+Parse = Callable[[list[str]], dict[str, Any]]  # argv -> accepted, or refused(stage, ...)
+CheckEnv = Callable[[dict[str, str], list[str]], dict[str, Any] | None]  # None: all known
 
 
 def serve(info: Info, check: Check) -> None:
@@ -51,6 +53,20 @@ def answer(request: dict[str, Any], info: Info, check: Check) -> dict[str, Any]:
         )
     except BaseException as exc:  # any failure is the reply, not the end of the probe
         return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def checker(parse: Parse, check_env: CheckEnv) -> Check:
+    """An engine's `check`: under the launch's environment, its argv parsed, then (when
+    accepted) the variables ddtune sets (`check_env`) checked against the engine's own."""
+
+    def check(args: list[str], env: dict[str, str], names: list[str]) -> dict[str, Any]:
+        with environment(env):
+            verdict = parse(args)
+            if verdict["accepted"]:
+                verdict = check_env(env, names) or verdict
+        return verdict
+
+    return check
 
 
 def refused(stage: str, error: str | BaseException, flag: str | None = None) -> dict[str, Any]:

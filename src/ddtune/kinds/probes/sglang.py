@@ -29,7 +29,7 @@ from typing import Any
 
 from ddtune.kinds.probes.protocol import (
     argparse_error,
-    environment,
+    checker,
     parser_info,
     refused,
     version_of,
@@ -45,15 +45,6 @@ def engine_info() -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="sglang serve")
     ServerArgs.add_cli_args(parser)
     return parser_info(ENGINE, parser)
-
-
-def check(args: list[str], env: dict[str, str], check_env: list[str]) -> dict[str, Any]:
-    """One launch command: accepted, or the stage and SGLang's own message."""
-    with environment(env):
-        verdict = _parse(args)
-        if verdict["accepted"]:
-            verdict = _check_env(env, check_env) or verdict
-    return verdict
 
 
 def _parse(args: list[str]) -> dict[str, Any]:
@@ -98,3 +89,6 @@ def _check_env(env: dict[str, str], names: list[str]) -> dict[str, Any] | None:
         except ValueError as exc:
             return refused("env", f"{name}: {exc}", name)
     return None
+
+
+check = checker(_parse, _check_env)  # one launch command: accepted, or SGLang's own message

@@ -26,7 +26,7 @@ from typing import Any
 
 from ddtune.kinds.probes.protocol import (
     argparse_error,
-    environment,
+    checker,
     parser_info,
     refused,
     version_of,
@@ -38,15 +38,6 @@ ENGINE = "vllm"
 def engine_info() -> dict[str, Any]:
     """Version, and every option string of vLLM's server parser with its destination."""
     return parser_info(ENGINE, _parser())
-
-
-def check(args: list[str], env: dict[str, str], check_env: list[str]) -> dict[str, Any]:
-    """One launch command: accepted, or the stage and vLLM's own message."""
-    with environment(env):
-        verdict = _parse(args)
-        if verdict["accepted"]:
-            verdict = _check_env(check_env) or verdict
-    return verdict
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -89,7 +80,7 @@ def _parse(args: list[str]) -> dict[str, Any]:
     return {"accepted": True, "stage": "ok"}
 
 
-def _check_env(names: list[str]) -> dict[str, Any] | None:
+def _check_env(env: dict[str, str], names: list[str]) -> dict[str, Any] | None:
     """Refuse a variable vLLM does not define: it would be ignored."""
     import vllm.envs as envs
 
@@ -101,3 +92,6 @@ def _check_env(names: list[str]) -> dict[str, Any] | None:
             message = f"vLLM {version_of(ENGINE)} defines no environment variable {name}"
             return refused("env", message + ": it would be ignored", name)
     return None
+
+
+check = checker(_parse, _check_env)  # one launch command: accepted, or vLLM's own message
