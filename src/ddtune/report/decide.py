@@ -187,12 +187,10 @@ def _note_runner_up(
     """The nearest config to the leader, and how many more passes would decide."""
     if not verdict.comparisons:
         return
-    nearest = verdict.nearest or min(
-        verdict.comparisons, key=lambda s: verdict.comparisons[s].log_estimate
-    )
+    nearest = verdict.nearest or _closest(verdict)
     rec.runner_up, rec.runner_up_ratio = nearest, verdict.comparisons[nearest].ratio
     if verdict.required_passes is not None and verdict.leader is not None:
-        have = min(by_label[verdict.leader].done, by_label[nearest].done)
+        have = _passes_shared(by_label, verdict.leader, nearest)
         rec.more_passes = max(verdict.required_passes - have, 1)
 
 
@@ -269,10 +267,19 @@ def _verdict_text(
 def _nearest(verdict: Verdict) -> str:
     if not verdict.comparisons:
         return ""
-    runner_up = min(verdict.comparisons, key=lambda s: verdict.comparisons[s].log_estimate)
+    runner_up = _closest(verdict)
     r = verdict.comparisons[runner_up]
     interval = f" [{r.low:.3f}, {r.high:.3f}]" if r.low is not None and r.high is not None else ""
     return f"; the nearest, {runner_up}, is behind by {r.ratio:.3f}x{interval}"
+
+
+def _closest(verdict: Verdict) -> str:
+    """The compared config with the smallest estimated gap to the leader."""
+    return min(verdict.comparisons, key=lambda s: verdict.comparisons[s].log_estimate)
+
+
+def _passes_shared(by_label: dict[str, ConfigSummary], a: str, b: str) -> int:
+    return min(by_label[a].done, by_label[b].done)
 
 
 def _separated_note(verdict: Verdict) -> str:
@@ -295,7 +302,7 @@ def _passes_text(
         return f"More starts of both would be needed to separate it {against}."
     if verdict.required_passes is None:
         return f"Separating it {against} would take more passes than is practical at the observed spread."
-    have = min(by_label[verdict.leader or nearest].done, by_label[nearest].done)
+    have = _passes_shared(by_label, verdict.leader or nearest, nearest)
     return (
         f"About {verdict.required_passes} passes per config (now {have}) would separate it "
         f"{against} at the observed spread ({ratio.method} t, {options.power:.0%} power, "
