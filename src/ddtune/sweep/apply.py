@@ -45,7 +45,7 @@ from ddtune.services.apply import (
     revert_dropin,
 )
 from ddtune.services.controllers.systemd import trial_dropin
-from ddtune.sweep.reporting import report_setup, stored_spec, sweep_configs
+from ddtune.sweep.reporting import analyze_stored, stored_spec, sweep_configs
 from ddtune.sweep.run.preflight import preflight
 from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.db import Store
@@ -101,10 +101,7 @@ def chosen_config(store: Store, sweep: sqlite3.Row, label: str | None) -> tuple[
                 f"--config {label!r} is not a config of sweep {sweep['name']!r}: {known}"
             )
         return configs[label], "named by --config"
-    from ddtune.report import analyze
-
-    options, context = report_setup(store, sweep)
-    recommendation = analyze(store.trial_records(sweep["id"]), options, context).recommendations[0]
+    recommendation = analyze_stored(store, sweep).recommendations[0]
     if recommendation.status not in DECIDED or recommendation.label not in configs:
         raise UserError(
             f"the sweep's {recommendation.objective} recommendation is {recommendation.status}: "

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from ddtune.report.inputs import SweepContext
+from ddtune.report.inputs import SweepContext, TrialRecord
 from ddtune.report.options import ReportOptions
 from ddtune.sweep.plan.mode import run_spec
 from ddtune.sweep.spec.load import Config, SweepSpec, parse_spec
@@ -129,14 +129,33 @@ def write_report(
     overrides: dict[str, Any] | None = None,
 ) -> ReportSummary:
     """Hand the store's TrialRecords to `ddtune.report.build_report`; say where it wrote."""
+    result, trials = build_stored_report(store, sweep, out_dir, overrides)
+    print_report(result, sweep["name"], trials, out_dir, console)
+    return result
+
+
+def build_stored_report(
+    store: Store, sweep: sqlite3.Row, out_dir: Path, overrides: dict[str, Any] | None = None
+) -> tuple[ReportSummary, int]:
+    """The sweep's report written to `out_dir`, and how many trials it holds."""
     from ddtune.report import build_report
 
     records = store.trial_records(sweep["id"])
     out_dir.mkdir(parents=True, exist_ok=True)
     options, context = report_setup(store, sweep, overrides)
-    result = build_report(records, out_dir, options, context)
-    print_report(result, sweep["name"], len(records), out_dir, console)
-    return result
+    return build_report(records, out_dir, options, context), len(records)
+
+
+def analyze_stored(
+    store: Store, sweep: sqlite3.Row, records: list[TrialRecord] | None = None
+) -> ReportSummary:
+    """The report's analysis of the sweep (of `records` when already read), nothing written."""
+    from ddtune.report import analyze
+
+    options, context = report_setup(store, sweep)
+    if records is None:
+        records = store.trial_records(sweep["id"])
+    return analyze(records, options, context)
 
 
 def print_report(
@@ -189,14 +208,9 @@ class LiveReport:
         return time.monotonic() - self._last_end < quiet
 
     def _rewrite(self, store: Store) -> bool:
-        from ddtune.report import build_report
-
         self.last = None
         try:
-            sweep = store.sweep_row(self.sweep_name)
-            options, context = report_setup(store, sweep)
-            records = store.trial_records(sweep["id"])
-            self.last = build_report(records, self.out_dir, options, context), len(records)
+            self.last = build_stored_report(store, store.sweep_row(self.sweep_name), self.out_dir)
         except Exception as exc:  # noqa: BLE001 - a report must never stop the sweep
             why = escape(f"{type(exc).__name__}: {exc}")
             self.console.print(f"[yellow]live report not rewritten[/]: {why}")

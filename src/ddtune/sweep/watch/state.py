@@ -28,7 +28,7 @@ from ddtune.report.sections import STOP_WORDS
 from ddtune.services.outcome import tail_lines
 from ddtune.sweep.plan.planners import estimates, format_duration, trial_costs
 from ddtune.sweep.plan.race_planner import race_settings
-from ddtune.sweep.reporting import report_setup, stored_spec
+from ddtune.sweep.reporting import analyze_stored, stored_spec
 from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import failed_attempts
@@ -135,13 +135,10 @@ def _analysis(
     store: Store, sweep: sqlite3.Row, records: list[TrialRecord]
 ) -> tuple[ReportSummary | None, str | None]:
     """The report's analysis of the records so far; (None, why) when it cannot be made."""
-    from ddtune.report import analyze
-
     if not any(r.status == "done" for r in records):
         return None, "no trial has finished yet"
     try:
-        options, context = report_setup(store, sweep)
-        return analyze(records, options, context), None
+        return analyze_stored(store, sweep, records), None
     except Exception as exc:  # noqa: BLE001 - the page shows what went wrong and lives on
         return None, f"{type(exc).__name__}: {exc}"
 
