@@ -54,6 +54,10 @@ def validation_to_user_error(
         return UserError(f"unknown key {label}{hint}", key=key)
     if err["type"] == "missing":
         return UserError(f"{label} is required", key=key)
+    if err["type"] == "model_type":  # a value where a table belongs (`sweep = "x"`)
+        allowed = allowed_keys(model, loc) if model is not None else []
+        keys = f" (its keys: {', '.join(allowed)})" if allowed else ""
+        return UserError(f"{label} must be a table{keys}; got {err.get('input')!r}", key=key)
     message = str(err["msg"])
     message = message.removeprefix("Value error, ").removeprefix("Input should be ")
     if err["msg"].startswith("Input should be "):

@@ -169,6 +169,13 @@ def test_unknown_top_level_table_and_sweep_key():
     assert str(error).startswith("t.toml:3: unknown key sweep.repeat")
 
 
+def test_a_value_where_a_table_belongs_names_the_table_and_its_keys():
+    error = _error('sweep = "x"\n')
+    assert error.key == "sweep"
+    assert str(error).startswith("t.toml:1: sweep must be a table (its keys: baseline,")
+    assert str(error).endswith("; got 'x'")
+
+
 def test_unknown_keys_in_configs_and_baseline_list_the_allowed_ones():
     error = _error('[sweep]\nname = "x"\n[[configs]]\nbudget = 4\n[[configs]]\nbugdet = 4\n')
     assert error.key == "configs.1.bugdet"
