@@ -39,7 +39,7 @@ def test_round_trip_through_dict() -> None:
         ({"short": {"max_tokens": 0}}, "bench.short.max_tokens", r"greater than 0; got 0"),
         ({"coding": {"limit": -1}}, "bench.coding.limit", r"greater than or equal to 0; got -1"),
         ({"coding": {"tasks_file": 3}}, "bench.coding.tasks_file", r"valid string; got 3"),
-        ({"long": 5}, "bench.long", r"valid dictionary .*; got 5"),
+        ({"long": 5}, "bench.long", r"bench.long must be a table \(its keys: .*\); got 5"),
         ({"concurrency": 0}, "bench.concurrency", r"greater than 0; got 0"),
     ],
 )
