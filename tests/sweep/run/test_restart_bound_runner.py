@@ -37,19 +37,20 @@ passes_per_start = 3
 tolerance = 0.05
 seed = 5
 """
+# token delays of 4-8 ms: a 50% gap that scheduling noise on a loaded 2-core machine cannot hide
 CONFIGS = """
 [[configs]]
 mode = "ddtree"
 budget = 4
-vars = { tok = "0.004", delay = "1.0" }
+vars = { tok = "0.008", delay = "1.0" }
 [[configs]]
 mode = "ddtree"
 budget = 8
-vars = { tok = "0.002", delay = "1.0" }
+vars = { tok = "0.004", delay = "1.0" }
 [[configs]]
 mode = "ddtree"
 budget = 16
-vars = { tok = "0.0025", delay = "1.0" }
+vars = { tok = "0.006", delay = "1.0" }
 """
 COSTS = "expected_start_s = 2\nexpected_bench_s = 0.3"
 
@@ -84,8 +85,8 @@ def test_sigkill_during_a_start_then_resume_decides_as_uninterrupted(
     assert killed in after and _states(store_path, killed) == ["interrupted", "done"]
     race = _assert_every_trial_was_the_planned_one(spec_path, store_path)
     assert race.stop is not None and race.next() is None
-    assert "ddtree b8 k4 wnone delay=1.0 tok=0.002" in race.alive  # the fastest stays
-    assert "ddtree b4 k4 wnone delay=1.0 tok=0.004" in race.eliminated  # half its speed: out
+    assert "ddtree b8 k4 wnone delay=1.0 tok=0.004" in race.alive  # the fastest stays
+    assert "ddtree b4 k4 wnone delay=1.0 tok=0.008" in race.eliminated  # half its speed: out
     _assert_report_counts_starts(store_path, race)
 
 
