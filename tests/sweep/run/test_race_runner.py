@@ -58,8 +58,8 @@ def test_race_sigkill_resume_decides_as_uninterrupted(
         # mid pass 2 (3 configs per pass; a request-interleaved pass finishes all at once)
         least = 4 if interleave == "trial" else 3
         _wait_for_done(store_path, least, child)
-        if interleave == "request":
-            time.sleep(1.0)  # into pass 2 (~6 s a pass here): its 3 attempts are running
+        if interleave == "request":  # into pass 2: its 3 attempts are running
+            _wait_for_count(store_path, "attempts WHERE state='running'", 3, child)
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)
         _kill_leftovers(store_path.parent)
@@ -121,24 +121,27 @@ def _runner(spec_path: Path, store_path: Path, log: Path) -> subprocess.Popen:
         return subprocess.Popen([*cmd, "--store", str(store_path)], stdout=out, stderr=out)
 
 
-def _wait_for_done(
-    store_path: Path, count: int, child: subprocess.Popen, timeout: float = 300
+def _wait_for_done(store_path: Path, count: int, child: subprocess.Popen) -> None:
+    _wait_for_count(store_path, "trials WHERE status='done'", count, child)
+
+
+def _wait_for_count(
+    store_path: Path, rows: str, count: int, child: subprocess.Popen, timeout: float = 300
 ) -> None:
+    """Until `SELECT COUNT(*) FROM {rows}` reaches `count` (the runner still running)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert child.poll() is None, "the runner ended before it could be killed"
         if store_path.exists():
             store = Store(store_path)
             try:
-                done = store.db.execute(
-                    "SELECT COUNT(*) FROM trials WHERE status='done'"
-                ).fetchone()[0]
+                found = store.db.execute(f"SELECT COUNT(*) FROM {rows}").fetchone()[0]
             finally:
                 store.close()
-            if done >= count:
+            if found >= count:
                 return
-        time.sleep(0.2)
-    raise AssertionError(f"fewer than {count} trials done within {timeout} s")
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {count} of {rows} within {timeout} s")
 
 
 def _interrupted_attempts(store_path: Path) -> int:
