@@ -334,9 +334,9 @@ class Controller(ABC):
     def wait_ready(self, attempt: Attempt) -> None:
         """Port, health, identity, generations, then the identity once more."""
         out, params = attempt.out, attempt.params
+        with out.timed("port_s"):  # right after start: start_s + port_s span spawn to bind
+            readiness.wait_port(self)
         with httpx.Client(timeout=self.spec.timeouts.request, trust_env=False) as client:
-            with out.timed("port_s"):
-                readiness.wait_port(self)
             with out.timed("health_s"):
                 readiness.wait_health(self, client)
             with out.timed("identity_s"):
