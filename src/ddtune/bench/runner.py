@@ -96,7 +96,7 @@ def plan_bench(
     """Steps 1-2: the model name and the request lists (bad input fails before any request)."""
     kind = get_kind(server_kind)
     base_url = base_url.rstrip("/")
-    tasks = _coding_tasks(matrix)
+    tasks = coding_tasks(matrix)
     prompts = matrix_prompts(matrix)
     if matrix.load is not None:
         level_prompts(matrix, prompts)  # a load workload without prompts fails before any request
@@ -225,7 +225,15 @@ def snapshot_identity(
     return None
 
 
-def _coding_tasks(matrix: BenchMatrix) -> list[CodingTask]:
+def measured_requests(matrix: BenchMatrix) -> tuple[PromptSet, list[RequestSpec]]:
+    """The prompt set and the measured requests a bench of `matrix` sends, in order (no server
+    needed: a trace of the bench's workload records these, `ddtune trace record --spec`)."""
+    prompts = matrix_prompts(matrix)
+    return prompts, plan_requests(matrix, prompts.short, prompts.long, coding_tasks(matrix))[1]
+
+
+def coding_tasks(matrix: BenchMatrix) -> list[CodingTask]:
+    """The coding tasks of `matrix` (none when disabled)."""
     cfg = matrix.coding
     if not cfg.enabled or cfg.limit == 0:
         return []

@@ -11,16 +11,23 @@ it holds the B highest-scoring prefixes, parents before children.
 Verify-sequence layout: index 0 is the root (the last committed token, not in
 the cache yet), nodes are 1..N in pop order.
 
+Torch is imported only by `verify_mask`, so a trace replays trees without it
+(`ddtune.trace`: `build_tree`, `chain_tree` and `accepted_nodes` at T = 0).
+
 See docs/architecture.md "Engine".
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -111,6 +118,8 @@ def ancestor_matrix(parents: list[int], max_depth: int) -> np.ndarray:
 
 def verify_mask(tree: DraftTree, past: int) -> torch.Tensor:
     """bool [1, N+1, past+N+1]: every tree row sees the whole past plus its own ancestors."""
+    import torch
+
     n = tree.size + 1
     mask = np.ones((n, past + n), dtype=bool)
     mask[:, past:] = ancestor_matrix(tree.parents, max(tree.depths, default=0))
@@ -120,3 +129,20 @@ def verify_mask(tree: DraftTree, past: int) -> torch.Tensor:
 def children_index(tree: DraftTree) -> dict[tuple[int, int], int]:
     """(parent verify index, token) -> child verify index."""
     return {(p, t): i + 1 for i, (p, t) in enumerate(zip(tree.parents, tree.tokens, strict=True))}
+
+
+def accepted_nodes(tree: DraftTree, choices: Sequence[int]) -> int:
+    """Draft nodes the walk accepts when the target's choices along its path are `choices`.
+
+    At T = 0 the target's choice at each node of the accepted path is the next
+    token of its greedy path, whatever the tree: `choices[i]` is the token after
+    i accepted nodes. The walk steps into the child holding it while one exists.
+    """
+    children = children_index(tree)
+    node = accepted = 0
+    for token in choices:
+        child = children.get((node, int(token)))
+        if child is None:
+            break
+        node, accepted = child, accepted + 1
+    return accepted

@@ -15,7 +15,7 @@ itself); `engine_check.py` runs the engine's own argument parser in its Python
 from __future__ import annotations
 
 from ddtune.errors import UserError
-from ddtune.kinds.base import Launch, ServerKind, StreamChunk
+from ddtune.kinds.base import Launch, RoundTrace, ServerKind, StreamChunk
 from ddtune.kinds.ddtune import DdtuneKind
 from ddtune.kinds.openai import OpenAIKind
 from ddtune.kinds.sglang import SglangKind
@@ -40,4 +40,4 @@ def get_kind(name: str) -> ServerKind:
         ) from None
 
 
-__all__ = ["SERVER_KINDS", "Launch", "ServerKind", "StreamChunk", "get_kind"]
+__all__ = ["SERVER_KINDS", "Launch", "RoundTrace", "ServerKind", "StreamChunk", "get_kind"]

@@ -12,7 +12,9 @@ A kind answers, for the services, the bench and the launcher CLI alike
     bench       identity_endpoints, model_in_request, supports_logprobs, generate_request(base, prompt,
                 sampling, model) -> (url, body), parse_chunk(payload, text_so_far)
     acceptance  acceptance_source, response_acceptance(response), metrics_path,
-                counter_acceptance(before, after), no_acceptance_note
+                counter_acceptance(before, after), no_acceptance_note; for a trace's
+                replay (`ddtune.trace`): drafts_every_round, trace_acceptance(rounds), the
+                figure this kind's source would report for rounds a trace predicts
 
 `Launch` is what the controller knows about the instance it started (main
 PID, argv): the process itself is a witness for what a server cannot report.
@@ -55,6 +57,22 @@ class StreamChunk:
     usage: dict[str, Any] | None = None  # OpenAI `usage` (the last chunk)
     meta_info: dict[str, Any] | None = None  # SGLang `meta_info` (every chunk)
     fingerprint: str | None = None  # OpenAI `system_fingerprint` (ddtune: config + generation)
+
+
+@dataclass(frozen=True)
+class RoundTrace:
+    """One request's verify rounds as a trace replays them (`ddtune.trace`)."""
+
+    lengths: tuple[int, ...]  # tokens each round commits, bonus included
+    completion_tokens: int  # what `usage.completion_tokens` reports (prefill token, stop token)
+    max_tokens: int
+
+
+def per_round_acceptance(rounds: Sequence[RoundTrace]) -> float | None:
+    """Completion tokens over verify rounds, pooled (ddtune `usage.spec`, SGLang `meta_info`)."""
+    counted = [r for r in rounds if r.lengths]
+    verify = sum(len(r.lengths) for r in counted)
+    return sum(r.completion_tokens for r in counted) / verify if verify else None
 
 
 class ResponseStats(Protocol):
@@ -192,6 +210,14 @@ class ServerKind(ABC):
     ) -> tuple[float | None, str]:
         """Acceptance from `metrics_path` counters read before and after the run, with a note."""
         return None, self.no_acceptance_note
+
+    # ---- a trace's replay (`ddtune.trace`) -------------------------------------------
+
+    drafts_every_round: ClassVar[bool] = False  # vLLM: K drafts every round, whatever remains
+
+    def trace_acceptance(self, rounds: Sequence[RoundTrace]) -> float | None:
+        """What this kind's acceptance source reports for these rounds (None: it reports none)."""
+        return None
 
 
 def common_launch_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -12,10 +12,11 @@ acceptance  per response: `usage.spec = {rounds, accepted_tokens,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ddtune.errors import UserError
-from ddtune.kinds.base import Launch, ResponseStats, is_number
+from ddtune.kinds.base import Launch, ResponseStats, RoundTrace, is_number, per_round_acceptance
 from ddtune.kinds.openai import OpenAIKind
 from ddtune.params import PARAM_KEYS, DecodeParams
 
@@ -67,3 +68,6 @@ class DdtuneKind(OpenAIKind):
         if is_number(rounds) and rounds > 0 and is_number(mean):
             return float(mean), float(rounds)
         return None, 0.0
+
+    def trace_acceptance(self, rounds: Sequence[RoundTrace]) -> float | None:
+        return per_round_acceptance(rounds)

@@ -40,12 +40,14 @@ from ddtune.errors import UserError
 from ddtune.kinds.base import (
     Launch,
     ResponseStats,
+    RoundTrace,
     StreamChunk,
     check_extra,
     common_launch_options,
     compare_config,
     flag_value,
     is_number,
+    per_round_acceptance,
     process_cmdline,
     process_environ,
 )
@@ -407,6 +409,9 @@ class SglangKind(OpenAIKind):
         if is_number(verify) and verify > 0 and is_number(tokens):
             return tokens / verify, float(verify)
         return None, 0.0
+
+    def trace_acceptance(self, rounds: Sequence[RoundTrace]) -> float | None:
+        return per_round_acceptance(rounds)
 
 
 def launch_params(args: argparse.Namespace) -> DecodeParams:

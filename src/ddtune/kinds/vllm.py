@@ -36,7 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.errors import UserError
-from ddtune.kinds.base import Launch, check_extra, common_launch_options, process_cmdline
+from ddtune.kinds.base import (
+    Launch,
+    RoundTrace,
+    check_extra,
+    common_launch_options,
+    process_cmdline,
+)
 from ddtune.kinds.engine_check import EngineCommand, EngineInfo
 from ddtune.kinds.openai import OpenAIKind
 from ddtune.params import DecodeParams
@@ -310,6 +316,20 @@ class VllmKind(OpenAIKind):
         self, before: dict[str, float] | None, after: dict[str, float] | None
     ) -> tuple[float | None, str]:
         return counter_acceptance(before, after)
+
+    drafts_every_round = True
+
+    def trace_acceptance(self, rounds: Sequence[RoundTrace]) -> float | None:
+        """1 + accepted / drafts as the counters add them (`round_counts`; an output that
+        stopped before max_tokens counts every round it ran)."""
+        accepted = drafts = 0
+        for r in rounds:
+            if 1 + sum(r.lengths) >= r.max_tokens:
+                a, d = round_counts(r.lengths, r.max_tokens)
+            else:
+                a, d = sum(r.lengths) - len(r.lengths), len(r.lengths)
+            accepted, drafts = accepted + a, drafts + d
+        return 1.0 + accepted / drafts if drafts else None
 
 
 def _model_ids(models: dict[str, Any]) -> list[Any]:

@@ -1,0 +1,132 @@
+"""`ddtune trace predict`: every config's acceptance, round by round, from one trace.
+
+    trace = Trace.load(folder)
+    prediction = trace.predict(DecodeParams("ddtree", 16, 4, 64))
+    prediction.mean_acceptance_length()          # as `ddtune generate --json` counts it
+    prediction.acceptance(get_kind("vllm"))      # as that kind's acceptance source reports it
+    prediction.rounds_per_request("short")
+
+What a trace cannot answer is a one-line `UserError`, never a guess
+(`Trace.view_for`): a window it did not record, a topk above its K, a draft
+deeper than its views hold. Identical requests count as often as the bench
+sends them. See docs/architecture.md "Traces".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ddtune.errors import UserError
+from ddtune.kinds import RoundTrace, ServerKind
+from ddtune.params import DecodeParams, window_to_wire
+from ddtune.trace.files import RequestData, TraceHeader, read_header, read_request, view_name
+from ddtune.trace.replay import Rules, replay_request
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One config's predicted rounds, request by request (in the trace's order)."""
+
+    params: DecodeParams
+    requests: tuple[tuple[str, int, RoundTrace], ...]  # (workload, count, rounds)
+
+    def _rounds(self, workload: str | None) -> list[RoundTrace]:
+        return [
+            rounds
+            for name, count, rounds in self.requests
+            for _ in range(count)
+            if workload is None or name == workload
+        ]
+
+    def mean_acceptance_length(self, workload: str | None = None) -> float:
+        """Tokens per verify round, bonus included, pooled over rounds (`GenerationStats`)."""
+        rounds = self._rounds(workload)
+        total = sum(len(r.lengths) for r in rounds)
+        return sum(sum(r.lengths) for r in rounds) / total if total else 0.0
+
+    def acceptance(self, kind: ServerKind, workload: str | None = None) -> float | None:
+        """The figure `kind`'s acceptance source would report for these rounds."""
+        return kind.trace_acceptance(self._rounds(workload))
+
+    def rounds_per_request(self, workload: str | None = None) -> float:
+        rounds = self._rounds(workload)
+        return sum(len(r.lengths) for r in rounds) / len(rounds) if rounds else 0.0
+
+    def workloads(self) -> list[str]:
+        return list(dict.fromkeys(name for name, _, _ in self.requests))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.params.to_wire(),
+            "label": self.params.label(),
+            "mean_acceptance_length": self.mean_acceptance_length(),
+            "prompts": [
+                {"workload": name, "count": count, "acceptance_lengths": list(r.lengths)}
+                for name, count, r in self.requests
+            ],
+        }
+
+
+class Trace:
+    """A recorded trace folder, read once; `predict` replays any config over it."""
+
+    def __init__(self, folder: Path, header: TraceHeader, data: Sequence[RequestData]) -> None:
+        self.folder, self.header, self.data = folder, header, list(data)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Trace:
+        folder = Path(folder)
+        header = read_header(folder)
+        return cls(folder, header, [read_request(folder, r) for r in header.requests])
+
+    def view_for(self, params: DecodeParams, query_length: int | None = None) -> str:
+        """The view that holds what `params` drafts, or a UserError saying what is missing."""
+        h = self.header
+        q = query_length or h.block_size
+        if params.mode != "ar" and params.window not in h.window_values():
+            raise UserError(
+                f"{self.folder}: window {window_to_wire(params.window)} is not in the trace "
+                f"(it holds {', '.join(str(w) for w in h.windows)}); record it with "
+                f"--window {window_to_wire(params.window)}"
+            )
+        if params.mode == "ddtree" and params.topk > h.topk_max:
+            raise UserError(
+                f"{self.folder}: topk {params.topk} is above the trace's K = {h.topk_max}; "
+                f"record it with --topk-max {params.topk} (or more)"
+            )
+        if q > h.block_size:
+            raise UserError(
+                f"a draft of {q - 1} tokens needs {q} drafter queries, but the drafter's block "
+                f"holds {h.block_size}: at most {h.block_size - 1} draft tokens a round"
+            )
+        if q not in h.query_lengths:
+            raise UserError(
+                f"{self.folder}: no view with query length {q} (the trace holds "
+                f"{', '.join(map(str, h.query_lengths))}); record it with --query-length {q}"
+            )
+        return view_name(params.window, q)
+
+    def predict(
+        self, params: DecodeParams, kind: ServerKind | None = None, query_length: int | None = None
+    ) -> Prediction:
+        """The config's rounds on every traced request, under `kind`'s drafting rule."""
+        view = self.view_for(params, query_length) if params.mode != "ar" else ""
+        rules = Rules(
+            block_size=self.header.block_size,
+            query_length=query_length or self.header.block_size,
+            max_context=self.header.max_context,
+            vllm=kind is not None and kind.drafts_every_round,
+        )
+        return Prediction(
+            params,
+            tuple(
+                (d.request.workload, d.request.count, replay_request(d, view, params, rules))
+                for d in self.data
+            ),
+        )
+
+
+__all__ = ["Prediction", "Trace"]
