@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "ddtune.server.commands",  # serve
     "ddtune.bench.commands",  # bench
     "ddtune.sweep.commands",  # sweep plan|run|status|retry|export|report|cleanup, demo
+    "ddtune.sweep.tracing",  # trace record|predict|landscape
 ]
 
 

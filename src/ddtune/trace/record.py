@@ -66,7 +66,7 @@ class TraceRequest:
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False
     count: int = 1
-    continuation: tuple[int, ...] | None = None  # a stored T = 0 output (token ids), if any
+    continuation: str | None = None  # a stored T = 0 output text (a sweep's baseline), if any
 
     def traced(self, key: str) -> TracedRequest:
         return TracedRequest(
@@ -261,12 +261,12 @@ def trace_request(
 
 
 def continuation(side: TargetSide, prompt: list[int], request: TraceRequest) -> list[int]:
-    """The T = 0 tokens after the prompt, up to max_tokens (EOS ignored: rounds draft past it)."""
-    room = side.max_context - len(prompt)
-    want = min(request.max_tokens, room)
+    """The T = 0 tokens after the prompt (EOS ignored), up to max_tokens and a block more:
+    a round may draft past a stop, and vLLM drafts its K tokens past max_tokens."""
+    want = min(request.max_tokens + side.drafter.cfg.block_size - 1, side.max_context - len(prompt))
     if request.continuation is None:
         return side.greedy(prompt, want)
-    stored = list(request.continuation)[:want]
+    stored = side.encode(request.continuation)[:want]
     if len(stored) >= want:
         return stored
     return stored + side.greedy(prompt + stored, want - len(stored))[: want - len(stored)]

@@ -1,0 +1,372 @@
+"""`ddtune trace record|predict|landscape`: the command-line face of `ddtune.trace`.
+
+It lives in the sweep package because a trace is usually of a sweep's own
+workload: `--spec SPEC` traces the requests its bench sends (and takes the
+windows and the largest topk from its configs), `--store S` takes the T = 0
+continuations from that sweep's stored baseline outputs instead of the
+engine's own greedy decode. `--prompt` / `--prompts-file` trace given prompts.
+See docs/architecture.md "Traces".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ddtune.errors import UserError
+from ddtune.params import MODES, WINDOW_NONE, DecodeParams, parse_window, window_to_wire
+
+if TYPE_CHECKING:
+    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.trace.record import TargetSide, TraceRequest, TraceSettings
+
+CAPTURE_CHOICES = ("auto", "post-norm", "pre-norm")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    trace = subparsers.add_parser(
+        "trace", help="record a drafter trace; predict every config's acceptance from it"
+    )
+    actions = trace.add_subparsers(dest="trace_command", metavar="ACTION", required=True)
+    _add_record(actions)
+    _add_predict(actions)
+    _add_landscape(actions)
+
+
+def _add_record(actions: argparse._SubParsersAction) -> None:
+    record = actions.add_parser(
+        "record",
+        help="the drafter's per-depth top-K at every position of the target's T=0 path",
+        description="Resumable: rerun the same command to finish a killed recording.",
+    )
+    record.add_argument("--out", required=True, type=Path, help="trace folder to write")
+    source = record.add_argument_group("what to trace (one of)")
+    source.add_argument("--prompt", action="append", default=[], help="prompt text (repeatable)")
+    source.add_argument("--prompts-file", type=Path, help='JSONL of {"prompt": ..., "workload"}')
+    source.add_argument("--spec", type=Path, help="a sweep spec: the requests its bench sends")
+    source.add_argument(
+        "--store",
+        type=Path,
+        help="a sweep store: its spec's requests, with "
+        "the stored baseline T=0 outputs as the continuation",
+    )
+    source.add_argument("--sweep", help="sweep name inside --store (default: the newest)")
+    record.add_argument("--max-tokens", type=int, default=64, help="with --prompt/--prompts-file")
+    record.add_argument("--ignore-eos", action="store_true", help="with --prompt/--prompts-file")
+    record.add_argument(
+        "--window",
+        action="append",
+        default=[],
+        help="drafter window W or 'none' (repeatable; default: the spec's windows, else none)",
+    )
+    record.add_argument(
+        "--topk-max",
+        type=int,
+        help="K kept per depth (default: the spec's largest topk, at least 8)",
+    )
+    record.add_argument(
+        "--query-length",
+        type=int,
+        action="append",
+        default=[],
+        help="drafter queries per round (default: its block; vLLM's DFlash "
+        "with K draft tokens: K + 1; repeatable)",
+    )
+    record.add_argument(
+        "--capture",
+        choices=CAPTURE_CHOICES,
+        default="auto",
+        help="the last target layer as the served engine feeds it: post-norm "
+        "(ddtune, HF, SGLang) or pre-norm (vLLM); auto: by the spec's profile",
+    )
+    record.add_argument("--backend", choices=("ddtune", "transformers"), default="ddtune")
+    record.add_argument("--target", type=Path, help="target folder (default: bundled)")
+    record.add_argument("--drafter", type=Path, help="DFlash drafter folder (default: bundled)")
+    record.add_argument("--device", default="auto", help="transformers: cpu, cuda or auto")
+    record.add_argument("--dtype", default="float32", help="transformers: float32, bfloat16, ...")
+    record.add_argument("--threads", type=int, help="torch CPU threads")
+    record.add_argument("--fresh", action="store_true", help="replace what --out holds")
+    record.set_defaults(func=cmd_record)
+
+
+def _add_predict(actions: argparse._SubParsersAction) -> None:
+    predict = actions.add_parser("predict", help="one config's acceptance, round by round")
+    predict.add_argument("trace", type=Path)
+    predict.add_argument("--mode", choices=MODES, default="ddtree")
+    predict.add_argument("--budget", type=int, default=16)
+    predict.add_argument("--topk", type=int, default=4)
+    predict.add_argument("--window", default=WINDOW_NONE)
+    predict.add_argument("--query-length", type=int, help="drafter queries (default: its block)")
+    predict.add_argument(
+        "--kind",
+        help="count as this server kind's acceptance source does "
+        "(ddtune, sglang, vllm; vllm also drafts K tokens every round)",
+    )
+    predict.add_argument("--json", action="store_true", help="print one JSON object")
+    predict.set_defaults(func=cmd_predict)
+
+
+def _add_landscape(actions: argparse._SubParsersAction) -> None:
+    land = actions.add_parser(
+        "landscape", help="tau over budget x topk per window (a table and a heatmap PNG)"
+    )
+    land.add_argument("trace", type=Path)
+    land.add_argument("--budgets", default="4,8,16,32,64")
+    land.add_argument("--topks", default="2,4,6,8")
+    land.add_argument("--kind", help="count as this server kind's acceptance source does")
+    land.add_argument(
+        "--out",
+        type=Path,
+        help="folder for landscape.png and landscape.json (default: the trace folder)",
+    )
+    land.set_defaults(func=cmd_landscape)
+
+
+# --- record ---------------------------------------------------------------------------
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from ddtune.trace.record import record_trace
+
+    _threads(args.threads)
+    spec, requests, prompt_hash, source = _requests(args)
+    settings = _settings(args, spec)
+    side = _target_side(args)
+    if args.fresh and args.out.exists():
+        shutil.rmtree(args.out)
+    started = time.perf_counter()
+    with _progress(len(requests)) as advance:
+        header = record_trace(side, requests, args.out, settings, source, prompt_hash, advance)
+    _print_cost(args.out, header, time.perf_counter() - started)
+    return 0
+
+
+def _requests(
+    args: argparse.Namespace,
+) -> tuple[SweepSpec | None, list[TraceRequest], str | None, str]:
+    """(the spec, the requests, the bench's prompt-set hash, the continuation's source)."""
+    from ddtune.trace.sources import (
+        requests_from_matrix,
+        requests_from_prompts,
+        requests_from_prompts_file,
+    )
+
+    given = [
+        bool(args.prompt),
+        args.prompts_file is not None,
+        args.spec is not None,
+        args.store is not None,
+    ]
+    if sum(given) != 1:
+        raise UserError("give exactly one of --prompt, --prompts-file, --spec, --store")
+    if args.store is not None:
+        return store_requests(args.store, args.sweep)
+    if args.spec is not None:
+        from ddtune.sweep.spec.load import load_spec
+
+        spec = load_spec(args.spec)
+        requests, prompt_hash = requests_from_matrix(spec.bench)
+        return spec, requests, prompt_hash, "engine"
+    if args.prompts_file is not None:
+        found = requests_from_prompts_file(args.prompts_file, args.max_tokens, args.ignore_eos)
+        return None, found, None, "engine"
+    return (
+        None,
+        requests_from_prompts(args.prompt, args.max_tokens, "prompt", args.ignore_eos),
+        None,
+        "engine",
+    )
+
+
+def store_requests(path: Path, sweep: str | None) -> tuple[SweepSpec, list[TraceRequest], str, str]:
+    """A stored sweep's bench requests, each continued by the baseline's stored T=0 output."""
+    from dataclasses import replace
+
+    from ddtune.sweep.reporting import stored_spec
+    from ddtune.sweep.store.db import Store
+    from ddtune.trace.sources import counted, requests_from_matrix
+
+    store = Store(path, read_only=True)
+    try:
+        row = store.sweep_row(sweep)
+        spec = stored_spec(store, row)
+        outputs = _baseline_outputs(store, row["id"])
+    finally:
+        store.close()
+    if spec.bench.temperature != 0:
+        raise UserError(
+            f"{path}: the sweep benched at T = {spec.bench.temperature}; a trace "
+            "needs the T = 0 outputs (the greedy path)"
+        )
+    from ddtune.bench.runner import measured_requests
+
+    _, specs = measured_requests(spec.bench)
+    if len(outputs) != len(specs):
+        raise UserError(
+            f"{path}: the baseline stored {len(outputs)} outputs for {len(specs)} "
+            "requests of its bench; trace with --spec instead"
+        )
+    requests, prompt_hash = requests_from_matrix(spec.bench)
+    by_prompt = {(s.workload, s.prompt): o for s, o in zip(specs, outputs, strict=True)}
+    continued = [replace(r, continuation=by_prompt[(r.workload, r.prompt)]) for r in requests]
+    return spec, counted(continued), prompt_hash, f"store:{path}"
+
+
+def _baseline_outputs(store: Any, sweep_id: int) -> list[str]:
+    for record in store.trial_records(sweep_id):
+        if record.is_baseline and record.status == "done" and record.outputs:
+            return list(record.outputs)
+    raise UserError(f"{store.path}: no finished baseline trial with T=0 outputs to trace")
+
+
+def _settings(args: argparse.Namespace, spec: SweepSpec | None) -> TraceSettings:
+    from ddtune.trace.record import TraceSettings
+
+    params = [c.params for c, _ in spec.all_configs()] if spec is not None else []
+    windows = (
+        [parse_window(w) for w in args.window]
+        or sorted({p.window for p in params if p.mode != "ar"}, key=lambda w: (w is None, w or 0))
+        or [None]
+    )
+    topk = args.topk_max or max([8, *(p.topk for p in params if p.mode == "ddtree")])
+    capture = args.capture
+    if capture == "auto":
+        vllm = spec is not None and spec.service.profile == "vllm"
+        capture = "pre-norm" if vllm else "post-norm"
+    return TraceSettings(tuple(windows), tuple(args.query_length), topk, capture)
+
+
+def _target_side(args: argparse.Namespace) -> TargetSide:
+    from ddtune import assets
+
+    target = args.target or assets.default_target_dir()
+    drafter = args.drafter or assets.default_drafter_dir()
+    if args.backend == "transformers":
+        from ddtune.trace.hf import HfTarget
+
+        return HfTarget(target, drafter, args.device, args.dtype)
+    from ddtune.trace.record import OwnTarget
+
+    return OwnTarget(target, drafter)
+
+
+def _threads(threads: int | None) -> None:
+    from ddtune.engine.commands import setup_threads
+
+    setup_threads(threads)
+
+
+def _progress(total: int) -> Any:
+    import contextlib
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    @contextlib.contextmanager
+    def bar() -> Any:
+        columns = (
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, transient=True) as progress:
+            task = progress.add_task("tracing requests", total=total)
+            yield lambda done, _total: progress.update(task, completed=done)
+
+    return bar()
+
+
+def _print_cost(folder: Path, header: Any, seconds: float) -> None:
+    from ddtune.trace.files import size_bytes
+
+    tokens = sum(r.max_tokens for r in header.requests)
+    print(
+        f"traced {len(header.requests)} request(s), up to {tokens} tokens, "
+        f"{len(header.windows)} window(s) x {len(header.query_lengths)} query length(s), "
+        f"K = {header.topk_max}, in {seconds:.1f} s ({1000 * seconds / max(tokens, 1):.1f} s "
+        f"per 1,000 tokens, model loading excluded); {folder}: {size_bytes(folder) / 1024:.0f} KiB"
+    )
+
+
+# --- predict, landscape ---------------------------------------------------------------
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from ddtune.kinds import get_kind
+    from ddtune.trace.predict import Trace
+
+    params = DecodeParams.from_wire(
+        {
+            "mode": args.mode,
+            "budget": args.budget,
+            "topk": args.topk,
+            "window": parse_window(args.window),
+        }
+    )
+    kind = get_kind(args.kind) if args.kind else None
+    prediction = Trace.load(args.trace).predict(params, kind, args.query_length)
+    if args.json:
+        out = prediction.to_json()
+        if kind is not None:
+            out["kind"], out["acceptance"] = kind.name, prediction.acceptance(kind)
+        print(json.dumps(out))
+        return 0
+    print(
+        f"{params.label()}: tau {prediction.mean_acceptance_length():.3f} "
+        f"({prediction.rounds_per_request():.1f} rounds a request)"
+    )
+    for workload in prediction.workloads():
+        print(f"  {workload}: tau {prediction.mean_acceptance_length(workload):.3f}")
+    if kind is not None:
+        counted = prediction.acceptance(kind)
+        shown = "none (it reports no acceptance)" if counted is None else f"{counted:.3f}"
+        print(f"  as {kind.name} counts it: {shown}")
+    return 0
+
+
+def cmd_landscape(args: argparse.Namespace) -> int:
+    from ddtune.kinds import get_kind
+    from ddtune.trace.landscape import landscape
+    from ddtune.trace.predict import Trace
+
+    trace = Trace.load(args.trace)
+    kind = get_kind(args.kind) if args.kind else None
+    land = landscape(trace, _ints(args.budgets, "--budgets"), _ints(args.topks, "--topks"), kind)
+    out = args.out or args.trace
+    out.mkdir(parents=True, exist_ok=True)
+    land.heatmap(out / "landscape.png")
+    rows = [
+        {"window": window_to_wire(w), "budget": b, "topk": k, "tau": tau}
+        for (w, b, k), tau in land.tau.items()
+    ]
+    (out / "landscape.json").write_text(
+        json.dumps(
+            {
+                "ddtree": rows,
+                "dflash": {str(window_to_wire(w)): tau for w, tau in land.dflash.items()},
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    print(land.text())
+    print(f"wrote {out / 'landscape.png'} and {out / 'landscape.json'}", file=sys.stderr)
+    return 0
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UserError(f"{flag} takes integers separated by commas; got {text!r}") from None
+    if not values or min(values) < 1:
+        raise UserError(f"{flag} takes positive integers; got {text!r}")
+    return values
+
+
+__all__ = ["register", "store_requests"]
