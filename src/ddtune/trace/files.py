@@ -10,7 +10,8 @@
         <view>.target_rank    int32   [N, D]     rank of the greedy token tokens[p + d]
         <view>.target_lp      float32 [N, D]     (-1 / nan where it is not recorded)
         metadata: prompt_tokens, finish (tokens emitted when the output ends),
-                  completion_tokens, finish_reason
+                  completion_tokens, greedy_mismatches (continuation tokens the
+                  teacher-forced argmax disagrees with: near-ties, or another engine's)
 
 A view is one drafter context: `w<window>.q<query length>` (`view_name`). A
 request file is written whole (atomically) once its request is traced, so a
@@ -97,6 +98,7 @@ class RequestData:
     finish: int  # tokens emitted when the output ends (stop token / stop string / max_tokens)
     completion_tokens: int  # what the server reports (`usage.completion_tokens`)
     views: dict[str, dict[str, np.ndarray]]  # view name -> top_lp, top_ids, target_rank, target_lp
+    greedy_mismatches: int = 0  # continuation tokens the teacher-forced argmax disagrees with
 
     @property
     def generated(self) -> np.ndarray:
@@ -160,6 +162,7 @@ def write_request(folder: Path, data: RequestData) -> None:
         "prompt_tokens": str(data.prompt_tokens),
         "finish": str(data.finish),
         "completion_tokens": str(data.completion_tokens),
+        "greedy_mismatches": str(data.greedy_mismatches),
     }
     path = request_path(folder, data.request.key)
     with atomic_path(path) as tmp:
@@ -190,6 +193,7 @@ def read_request(folder: Path, request: TracedRequest) -> RequestData:
         int(meta["finish"]),
         int(meta["completion_tokens"]),
         views,
+        int(meta.get("greedy_mismatches", 0)),
     )
 
 

@@ -81,7 +81,7 @@ class HfTarget:
         return out
 
     @torch.inference_mode()
-    def features(self, ids: list[int], capture: str) -> torch.Tensor:
+    def features(self, ids: list[int], capture: str) -> tuple[torch.Tensor, torch.Tensor]:
         layer_ids = self.drafter.cfg.target_layer_ids
         last = self.num_layers - 1
         kept: list[torch.Tensor] = []
@@ -95,7 +95,8 @@ class HfTarget:
             if hook is not None:
                 hook.remove()
         states = [kept[0] if kept and i == last else out.hidden_states[i + 1] for i in layer_ids]
-        return torch.cat([s.to(self.device) for s in states], dim=-1)
+        feats = torch.cat([s.to(self.device) for s in states], dim=-1)
+        return feats, out.logits[0].argmax(dim=-1)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.model.get_input_embeddings()(ids.to(self.device))

@@ -3,7 +3,9 @@
 For each request (`TraceRequest`), in order:
   1. continuation  the target's T = 0 tokens after the prompt (its own greedy
                    decode, or a sweep's stored baseline output extended greedily),
-                   EOS ignored up to max_tokens: the last round may draft past a stop
+                   EOS ignored up to max_tokens: the last round may draft past a stop;
+                   checked against the teacher-forced argmaxes of step 3 (a token
+                   where they part is counted: `greedy_mismatches`, a near-tie)
   2. finish        where the output ends under the request's stops
                    (`engine.stops.OutputBuilder`, the engine's own rule)
   3. features      one teacher-forced target forward over prompt + continuation,
@@ -28,7 +30,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
@@ -52,6 +54,9 @@ from ddtune.trace.files import (
     write_header,
     write_request,
 )
+
+if TYPE_CHECKING:
+    from ddtune.engine.engine import Engine
 
 ROWS_PER_CALL = 32  # root positions per drafter forward (its mask is rows*Q x (context + rows*Q))
 
@@ -106,7 +111,9 @@ class TargetSide(Protocol):
 
     def greedy(self, prompt: list[int], max_new: int) -> list[int]: ...
 
-    def features(self, ids: list[int], capture: str) -> torch.Tensor: ...  # [1, T, L*H]
+    def features(self, ids: list[int], capture: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the drafter's features [1, T, L*H], the target's argmax after each position [T])."""
+        ...
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor: ...
 
@@ -117,15 +124,16 @@ class OwnTarget:
     """ddtune's engine: the same fused weights and kernels `ddtune serve` decodes with."""
 
     backend = "ddtune"
-    dtype = "float32"
 
-    def __init__(self, target_dir: Path, drafter_dir: Path) -> None:
+    def __init__(self, target_dir: Path, drafter_dir: Path, engine: Engine | None = None) -> None:
+        """`engine`: one already loaded from these folders (tests trace float64 engines)."""
         from ddtune.engine.engine import Engine
 
-        self.engine = Engine.load(target_dir, drafter_dir)
+        self.engine = engine or Engine.load(target_dir, drafter_dir)
         assert self.engine.drafter is not None
         self.target_dir, self.drafter_dir = Path(target_dir), Path(drafter_dir)
         self.drafter = self.engine.drafter
+        self.dtype = str(self.drafter.fc.weight.dtype).removeprefix("torch.")
         self.max_context = self.engine.max_context
         self.eos_token_ids = self.engine.eos_token_ids
         self.num_layers = self.engine.target.cfg.num_hidden_layers
@@ -137,17 +145,21 @@ class OwnTarget:
         return self.engine.tokenizer.decode(ids)
 
     def greedy(self, prompt: list[int], max_new: int) -> list[int]:
+        """The T = 0 tokens, decoded with DDTree: token for token AR's (the engine's lossless
+        property test), 2-3x sooner; `trace_request` checks them against the teacher-forced
+        argmaxes."""
         from ddtune.params import DecodeParams, SamplingParams
 
         sampling = SamplingParams(max_new_tokens=max_new, temperature=0.0, ignore_eos=True)
-        return self.engine.generate(prompt, DecodeParams("ar"), sampling).token_ids
+        return self.engine.generate(prompt, DecodeParams("ddtree", 8, 2, 64), sampling).token_ids
 
-    def features(self, ids: list[int], capture: str) -> torch.Tensor:
+    def features(self, ids: list[int], capture: str) -> tuple[torch.Tensor, torch.Tensor]:
         target = self.engine.target
         guard = residual_capture(target) if capture == "pre-norm" else contextlib.nullcontext()
         with torch.inference_mode(), guard:
             out = target(torch.tensor([ids]), hidden_layer_ids=self.drafter.cfg.target_layer_ids)
-        return torch.cat(out.hidden, dim=-1)
+        assert out.logits is not None
+        return torch.cat(out.hidden, dim=-1), out.logits[0].argmax(dim=-1)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.engine.target.embed(ids)
@@ -250,20 +262,22 @@ def trace_request(
     generated = continuation(side, prompt, request)
     finish, completion = finish_point(side, request, generated)
     tokens = prompt + generated
-    feats = side.features(tokens[:-1], header.capture)  # context of the last root at most
+    feats, argmax = side.features(tokens[:-1], header.capture)  # the last root's context at most
+    mismatches = int((argmax[len(prompt) - 1 :].cpu() != torch.tensor(tokens[len(prompt) :])).sum())
     views = {}
     for window in header.window_values():
         for q in header.query_lengths:
             views[view_name(window, q)] = trace_view(
                 side, feats, tokens, len(prompt), window, q, header.topk_max
             )
-    return RequestData(traced, np.array(tokens), len(prompt), finish, completion, views)
+    return RequestData(traced, np.array(tokens), len(prompt), finish, completion, views, mismatches)
 
 
 def continuation(side: TargetSide, prompt: list[int], request: TraceRequest) -> list[int]:
     """The T = 0 tokens after the prompt (EOS ignored), up to max_tokens and a block more:
     a round may draft past a stop, and vLLM drafts its K tokens past max_tokens."""
-    want = min(request.max_tokens + side.drafter.cfg.block_size - 1, side.max_context - len(prompt))
+    room = side.max_context - len(prompt) + 1  # the root at the last position runs too
+    want = min(request.max_tokens + side.drafter.cfg.block_size - 1, room)
     if request.continuation is None:
         return side.greedy(prompt, want)
     stored = side.encode(request.continuation)[:want]
