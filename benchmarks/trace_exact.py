@@ -59,15 +59,26 @@ class DraftTap:
 
 
 def configs() -> list[DecodeParams]:
-    grid = [DecodeParams("ddtree", b, k, w) for w, b, k in itertools.product(WINDOWS, BUDGETS, TOPKS)]
+    grid = [
+        DecodeParams("ddtree", b, k, w) for w, b, k in itertools.product(WINDOWS, BUDGETS, TOPKS)
+    ]
     return [*grid, *(DecodeParams("dflash", 0, 1, w) for w in WINDOWS)]
 
 
-def explain(trace: Trace, prompt: int, params: DecodeParams, engine_lengths: list[int],
-            predicted: list[int], tap: DraftTap) -> str:
+def explain(
+    trace: Trace,
+    prompt: int,
+    params: DecodeParams,
+    engine_lengths: list[int],
+    predicted: list[int],
+    tap: DraftTap,
+) -> str:
     """Where the two first part, and what the drafter's numbers were there."""
-    r = next(i for i, (a, b) in enumerate(zip(engine_lengths, predicted)) if a != b) if any(
-        a != b for a, b in zip(engine_lengths, predicted)) else min(len(engine_lengths), len(predicted))
+    r = (
+        next(i for i, (a, b) in enumerate(zip(engine_lengths, predicted)) if a != b)
+        if any(a != b for a, b in zip(engine_lengths, predicted))
+        else min(len(engine_lengths), len(predicted))
+    )
     row = 1 + sum(engine_lengths[:r]) - 1  # the round's root row in the trace
     data = trace.data[prompt]
     arrays = data.views[view_name(params.window, trace.header.block_size)]
@@ -77,10 +88,14 @@ def explain(trace: Trace, prompt: int, params: DecodeParams, engine_lengths: lis
     theirs_ids = arrays["top_ids"][row, :depth, : len(own_lp[0]) if own_lp else 0]
     diff = float(np.abs(np.array(own_lp) - theirs_lp).max()) if own_lp else float("nan")
     same_ids = bool(np.array_equal(np.array(own_ids), theirs_ids)) if own_ids else False
-    gaps = np.diff(-np.array(own_lp), axis=1) if own_lp and len(own_lp[0]) > 1 else np.array([np.inf])
-    return (f"{params.label()} prompt {prompt}: round {r} (engine {engine_lengths[r:r + 3]}, "
-            f"trace {predicted[r:r + 3]}); drafter log-probs differ by up to {diff:.2e}, "
-            f"top ids {'equal' if same_ids else 'DIFFER'}, smallest neighbour gap {gaps.min():.2e}")
+    gaps = (
+        np.diff(-np.array(own_lp), axis=1) if own_lp and len(own_lp[0]) > 1 else np.array([np.inf])
+    )
+    return (
+        f"{params.label()} prompt {prompt}: round {r} (engine {engine_lengths[r : r + 3]}, "
+        f"trace {predicted[r : r + 3]}); drafter log-probs differ by up to {diff:.2e}, "
+        f"top ids {'equal' if same_ids else 'DIFFER'}, smallest neighbour gap {gaps.min():.2e}"
+    )
 
 
 def main() -> None:
@@ -102,9 +117,11 @@ def main() -> None:
         trace = Trace.load(folder)
         size = size_bytes(folder)
     tokens = sum(len(d.generated) for d in trace.data)
-    print(f"trace: {len(texts)} prompts, {tokens} traced tokens, 2 windows, K = 8: "
-          f"{seconds:.1f} s ({1000 * seconds / tokens:.1f} s per 1,000 tokens), "
-          f"{size / 1024:.0f} KiB ({size / tokens / 1024:.2f} KiB a token)")
+    print(
+        f"trace: {len(texts)} prompts, {tokens} traced tokens, 2 windows, K = 8: "
+        f"{seconds:.1f} s ({1000 * seconds / tokens:.1f} s per 1,000 tokens), "
+        f"{size / 1024:.0f} KiB ({size / tokens / 1024:.2f} KiB a token)"
+    )
     sampling = SamplingParams(max_new_tokens=args.max_tokens, ignore_eos=True)
     tap = DraftTap()
     equal, pairs, misses = 0, 0, []
@@ -119,8 +136,10 @@ def main() -> None:
                 equal += 1
             else:
                 misses.append(explain(trace, i, params, got, want, tap))
-    print(f"{len(configs())} configs x {len(texts)} prompts: {equal}/{pairs} equal round by round "
-          f"({equal / pairs:.1%})")
+    print(
+        f"{len(configs())} configs x {len(texts)} prompts: {equal}/{pairs} equal round by round "
+        f"({equal / pairs:.1%})"
+    )
     for line in misses:
         print("  mismatch:", line)
 

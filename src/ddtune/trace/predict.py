@@ -22,6 +22,7 @@ from typing import Any
 from ddtune.errors import UserError
 from ddtune.kinds import RoundTrace, ServerKind
 from ddtune.params import DecodeParams, window_to_wire
+from ddtune.trace.costs import Shape, verify_tokens
 from ddtune.trace.files import RequestData, TraceHeader, read_header, read_request, view_name
 from ddtune.trace.replay import Rules, replay_request
 
@@ -127,6 +128,42 @@ class Trace:
                 for d in self.data
             ),
         )
+
+    def shapes(
+        self, params: DecodeParams, kind: ServerKind | None = None, query_length: int | None = None
+    ) -> dict[str, Shape]:
+        """Per workload, what the cost model needs of the config's rounds (`costs.Shape`)."""
+        prediction = self.predict(params, kind, query_length)
+        q = query_length or self.header.block_size
+        out = {}
+        for workload in prediction.workloads():
+            rows = [
+                (d, r)
+                for d, (name, count, r) in zip(self.data, prediction.requests, strict=True)
+                for _ in range(count)
+                if name == workload and r.lengths
+            ]
+            if not rows:
+                continue
+            per_round = [(r.completion_tokens - 1) / len(r.lengths) for _, r in rows]
+            share = [
+                _drafter_share(params, d.prompt_tokens + r.completion_tokens / 2) for d, r in rows
+            ]
+            out[workload] = Shape(
+                mode=params.mode,
+                tokens_per_round=sum(per_round) / len(per_round),
+                verify_tokens=verify_tokens(params, q),
+                drafter_share=sum(share) / len(share),
+                acceptance=prediction.acceptance(kind, workload) if kind is not None else None,
+            )
+        return out
+
+
+def _drafter_share(params: DecodeParams, context: float) -> float:
+    """The share of a context of `context` positions the drafter attends to (0 for ar)."""
+    if params.mode == "ar":
+        return 0.0
+    return 1.0 if params.window is None else min(params.window, context) / context
 
 
 __all__ = ["Prediction", "Trace"]

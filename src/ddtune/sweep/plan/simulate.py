@@ -69,6 +69,7 @@ class Bench:
     value: float | None  # None: the trial failed
     passed: int = 0
     total: int = 0
+    tps: tuple[tuple[str, float], ...] = ()  # per workload, when the service has workloads
 
 
 class SimulatedService:
@@ -81,8 +82,12 @@ class SimulatedService:
         seed: int,
         pass_rates: Mapping[str, float] | None = None,
         costs: Costs | None = None,
+        workloads: Mapping[str, Mapping[str, float]] | None = None,
     ) -> None:
+        """`workloads`: label -> workload -> true tok/s; a bench then measures each (its own
+        request noise) and its value is their geometric mean (the throughput objective)."""
         self.rates = rates  # a Mapping: a dict subclass may compute missing rates
+        self.workloads = workloads
         self.pass_rates = dict(pass_rates or {})
         self.noise = noise
         self.costs = costs or Costs()
@@ -116,12 +121,23 @@ class SimulatedService:
         if self.rng.random() < self.noise.fail_rate:
             return Bench(None)
         n = max(1, round(self.noise.requests / splits))
-        factors = np.exp(self.rng.normal(0.0, self.noise.request_sd, size=n))
         level = self.drift + self.trend * self.hours + self.walk + self.start_effect
-        value = self.rates[label] * math.exp(level) * float(factors.mean())
+        tps: tuple[tuple[str, float], ...] = ()
+        if self.workloads is None:
+            factors = np.exp(self.rng.normal(0.0, self.noise.request_sd, size=n))
+            value = self.rates[label] * math.exp(level) * float(factors.mean())
+        else:
+            tps = tuple(
+                (w, rate * math.exp(level) * float(self._factors(max(1, n // 2)).mean()))
+                for w, rate in self.workloads[label].items()
+            )
+            value = math.exp(sum(math.log(v) for _, v in tps) / len(tps))
         total = self.noise.coding_tasks
         passed = int(self.rng.binomial(total, self.pass_rates.get(label, 1.0))) if total else 0
-        return Bench(value, passed, total)
+        return Bench(value, passed, total, tps)
+
+    def _factors(self, n: int) -> np.ndarray:
+        return np.exp(self.rng.normal(0.0, self.noise.request_sd, size=n))
 
     def _elapse(self, seconds: float) -> None:
         """Advance the clock; the drift in hours moves with it."""
@@ -184,9 +200,13 @@ def run_start_race(
     baseline: str | None,
     settings: StartSettings,
     seed: int,
+    race: StartRace | None = None,
+    acceptance: Mapping[str, float] | None = None,
 ) -> StartRace:
-    """A restart-bound race, bench by bench: each bench 1/`most_benches` of a whole one."""
-    race = StartRace(tuple(contenders), baseline, settings, seed)
+    """A restart-bound race, bench by bench: each bench 1/`most_benches` of a whole one.
+    `race`: a race of another kind to run (a `PredictRace`); `acceptance`: the service's
+    true acceptance length per config, measured by every bench."""
+    race = race or StartRace(tuple(contenders), baseline, settings, seed)
     while (step := race.next()) is not None:
         before = service.seconds
         if step.bench == 1:
@@ -195,7 +215,8 @@ def run_start_race(
         coding = (bench.passed, bench.total) if bench.total else None
         spent = service.seconds - before
         result = BenchResult(step.label, step.start, step.bench, bench.value, coding)
-        race.add(replace(result, hours=service.hours, seconds=spent))
+        tau = (acceptance or {}).get(step.label)
+        race.add(replace(result, hours=service.hours, seconds=spent, tps=bench.tps, acceptance=tau))
     return race
 
 

@@ -124,6 +124,8 @@ class BenchResult:
     hours: float = 0.0  # when it ended, hours since the race's first trial began
     seconds: float = 0.0  # what it took (restart included), for `max_hours`
     fresh: bool | None = None  # its attempt restarted the server (None: bench == 1)
+    tps: tuple[tuple[str, float], ...] = ()  # (workload, tok/s) measured: a predicting race's
+    acceptance: float | None = None  # the acceptance length measured (`predicted.py` checks it)
 
 
 @dataclass
@@ -283,6 +285,11 @@ class StartRace:
     # --- after a start: the model, eliminations, the pass, the stop ------------------
 
     def _end_start(self, step: Step) -> None:
+        self._refit(step)
+        self._settle()
+
+    def _refit(self, step: Step) -> None:
+        """After a start: a start with no bench fails its config; the model; eliminations."""
         label = step.label
         if label in self.alive and self.start_benches == 0:
             detail = f"start {step.start}: no bench completed"
@@ -290,6 +297,9 @@ class StartRace:
         self.components = self._estimate()
         self.fit = fit_effects(self._start_means(), self.components) if self.groups else None
         self._drop(self._worse())
+
+    def _settle(self) -> None:
+        """The stop, else the end of the pass once its queue is empty."""
         self.stop = self._stop_reason()
         if self.stop is None and not self.queue and not self._anchor_due():  # the pass is over
             if self.pass_no >= self.settings.max_passes:

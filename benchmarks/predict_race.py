@@ -1,0 +1,223 @@
+"""Predict, then confirm: the predicting race vs the restart-bound race, in wall hours and starts.
+
+    PYTHONPATH=src python benchmarks/predict_race.py [--seeds 50] [--scenario production ...]
+
+Measurement-level simulation (`ddtune.sweep.plan.simulate`, no servers) at
+issue 27's production scale: 17 configs (ar + DDTree budget {4, 8, 12, 16} x
+topk {4, 6} x window {2048, none}), a start of 480 s, a bench of 300 s
+(benched a quarter at a time), `PRODUCTION_NOISE` (1.5% a start, 3% a request,
+drift 1%/h steady + 1%/h random walk). Unlike `restart_bound.py`, each config
+is built from its rounds on two workloads (short context ~1k tokens, long ~8k):
+a true cost of a round (a GPU-like verify whose cost grows with the tree,
+mildly convex; a drafter that costs more over a whole 8k context than over
+2048) and tokens a round; tok/s = tokens a round / seconds a round, measured
+per workload, the objective their geometric mean.
+
+The trace is the exact acceptance (scenario `production`), or a wrong one
+(`wrong-trace`: the service's drafter accepts 12% less on window none than the
+trace says, as if traced with another drafter), or the cost is far from the
+model (`cost-step`: every round of a tree above 8 nodes costs 40% more, a
+GPU leaving its memory-bound regime). The true tok/s are issue 27's production
+landscape (`restart_bound.py`), each config's tokens a round what makes its
+rate at that round cost. The predicting race pays for its trace:
+one start plus one bench (780 s) on its clock. Per strategy over the seeds:
+conclusive and right, wrong, inconclusive, median and p90 hours, median
+starts and benches, and how often the check fell back to racing every config.
+Results: docs/benchmarks.md "Predict, then confirm".
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ddtune.params import DecodeParams
+from ddtune.report.summarize import cost_key
+from ddtune.stats.blocked import Verdict
+from ddtune.sweep.plan.predicted import Forecast, PredictRace
+from ddtune.sweep.plan.simulate import (
+    PRODUCTION_COSTS,
+    PRODUCTION_NOISE,
+    SimulatedService,
+    run_start_race,
+)
+from ddtune.sweep.plan.starts import StartSettings
+from ddtune.trace.costs import Shape
+
+SPLITS = 4
+CONTEXT = {"short": 1000.0, "long": 8000.0}
+TRACE_S = (
+    PRODUCTION_COSTS.start_s + PRODUCTION_COSTS.bench_s
+)  # recording a trace: a start + a bench
+
+
+@dataclass(frozen=True)
+class World:
+    """One scenario's truth: what the trace says, what the service does."""
+
+    title: str
+    wrong_trace: float = 1.0  # the service's τ on window none / the trace's
+    cost_step: float = 1.0  # a round of a tree above 8 nodes costs this much more
+
+
+def configs() -> list[DecodeParams]:
+    grid = [
+        DecodeParams("ddtree", b, k, w)
+        for b in (4, 8, 12, 16)
+        for k in (4, 6)
+        for w in (2048, None)
+    ]
+    return [DecodeParams("ar", 0, 1, None), *grid]
+
+
+def rate(p: DecodeParams, workload: str) -> float:
+    """The true tok/s: issue 27's production landscape (`restart_bound.production_rates`:
+    the best, b12 k4 wnone, 5% ahead of b12 k6 wnone, then 6%, 8%, 10%, ... behind),
+    a 2048 window losing its 8% on the long context only (short prompts fit in it)."""
+    if p.mode == "ar":
+        return 45.0
+    budget = {4: 0.75, 8: 0.90, 12: 1.00, 16: 0.94}[p.budget]
+    topk = {4: 1.00, 6: 0.95}[p.topk]
+    window = 0.92**2 if p.window is not None and CONTEXT[workload] > p.window else 1.0
+    return 100.0 * budget * topk * window
+
+
+def tau(p: DecodeParams, workload: str, world: World | None = None) -> float:
+    """Tokens a round: what makes `rate` at the true round cost (the trace's figure)."""
+    return rate(p, workload) * seconds(p, workload, world or WORLDS["production"])
+
+
+def share(p: DecodeParams, workload: str) -> float:
+    if p.mode == "ar":
+        return 0.0
+    return 1.0 if p.window is None else min(p.window, CONTEXT[workload]) / CONTEXT[workload]
+
+
+def seconds(p: DecodeParams, workload: str, world: World) -> float:
+    """The true seconds of a round (units of a plain target step at 45 tok/s)."""
+    step = 1 / 45
+    if p.mode == "ar":
+        return step
+    n = p.budget + 1
+    return step * (1.30 + 0.035 * n + 0.0008 * n * n + 0.30 * share(p, workload))
+
+
+def forecast() -> Forecast:
+    shapes = {
+        p.label(): {
+            w: Shape(
+                p.mode,
+                tau(p, w),
+                1 if p.mode == "ar" else p.budget + 1,
+                share(p, w),
+                None if p.mode == "ar" else tau(p, w),
+            )
+            for w in CONTEXT
+        }
+        for p in configs()
+    }
+    acceptance = {p.label(): None if p.mode == "ar" else _pooled(p, 1.0) for p in configs()}
+    params = {p.label(): p for p in configs()}
+    return Forecast(shapes, acceptance, lambda x: (cost_key(params[x]), x))
+
+
+def _pooled(p: DecodeParams, factor: float) -> float:
+    return sum(tau(p, w) * (factor if p.window is None else 1.0) for w in CONTEXT) / len(CONTEXT)
+
+
+def truth(world: World) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
+    """(label -> workload -> true tok/s, label -> true objective, label -> true τ measured)."""
+    tps, tau_seen = {}, {}
+    for p in configs():
+        factor = world.wrong_trace if p.window is None and p.mode != "ar" else 1.0
+        step = world.cost_step if p.budget > 8 else 1.0  # a round the model did not expect
+        tps[p.label()] = {w: tau(p, w) * factor / (seconds(p, w, world) * step) for w in CONTEXT}
+        if p.mode != "ar":
+            tau_seen[p.label()] = _pooled(p, world.wrong_trace)
+    objective = {x: math.exp(sum(math.log(v) for v in t.values()) / 2) for x, t in tps.items()}
+    return tps, objective, tau_seen
+
+
+@dataclass
+class Run:
+    verdict: Verdict
+    hours: float
+    starts: int
+    benches: int
+    fell_back: bool = False
+
+
+def settings() -> StartSettings:
+    return StartSettings(
+        tolerance=0.03,
+        most_benches=SPLITS,
+        start_s=PRODUCTION_COSTS.start_s,
+        bench_s=PRODUCTION_COSTS.bench_s / SPLITS,
+    )
+
+
+def one(world: World, seed: int, predicting: bool) -> Run:
+    tps, objective, tau_seen = truth(world)
+    service = SimulatedService(
+        objective, PRODUCTION_NOISE, seed, costs=PRODUCTION_COSTS, workloads=tps
+    )
+    labels, fc = list(objective), forecast()
+    race = None
+    if predicting:
+        service.seconds += TRACE_S
+        race = PredictRace(tuple(labels), labels[0], settings(), seed, forecast=fc)
+    done = run_start_race(service, labels, labels[0], settings(), seed, race, tau_seen)
+    fell = isinstance(done, PredictRace) and done.fallback is not None
+    return Run(done.verdict(fc.cost), service.hours, service.starts, service.trials, fell)
+
+
+def correct(objective: dict[str, float], verdict: Verdict, tol: float = 0.03) -> bool:
+    best = max(objective.values())
+    if verdict.status == "equivalent":
+        members = [verdict.label, *verdict.equivalent]
+        return all(m is not None and objective[m] * (1 + tol) >= best for m in members)
+    return verdict.label is not None and objective[verdict.label] == best
+
+
+WORLDS = {
+    "production": World("production: the trace is exact, the cost mildly convex"),
+    "wrong-trace": World("wrong trace: the service accepts 12% less on window none", 0.88),
+    "cost-step": World("cost step: trees above 8 nodes cost 40% more a round", 1.0, 1.4),
+}
+
+
+def print_world(world: World, seeds: int) -> None:
+    _, objective, _ = truth(world)
+    ranked = sorted(objective.items(), key=lambda kv: -kv[1])
+    print(f"\n== {world.title}; {seeds} seeds")
+    print("   truth: " + ", ".join(f"{x} {v:.1f}" for x, v in ranked[:4]) + ", ...")
+    print(f"   {'strategy':<26} right  wrong  inconcl   median     p90  starts  benches  fallback")
+    for name, predicting in (("restart-bound race", False), ("predict, then confirm", True)):
+        runs = [one(world, seed, predicting) for seed in range(seeds)]
+        done = [r for r in runs if r.verdict.status in ("separated", "equivalent")]
+        right = sum(correct(objective, r.verdict) for r in done)
+        hours = [r.hours for r in runs]
+        print(
+            f"   {name:<26} {right / seeds:5.0%}  {(len(done) - right) / seeds:5.0%}  "
+            f"{1 - len(done) / seeds:7.0%}  {statistics.median(hours):5.2f} h  "
+            f"{np.percentile(hours, 90):4.2f} h  {statistics.median(r.starts for r in runs):6.0f}"
+            f"  {statistics.median(r.benches for r in runs):7.0f}  "
+            f"{sum(r.fell_back for r in runs) / seeds:8.0%}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument("--scenario", action="append", choices=sorted(WORLDS))
+    args = parser.parse_args()
+    for name in args.scenario or WORLDS:
+        print_world(replace(WORLDS[name]), args.seeds)
+
+
+if __name__ == "__main__":
+    main()
