@@ -74,11 +74,8 @@ def explain(
     tap: DraftTap,
 ) -> str:
     """Where the two first part, and what the drafter's numbers were there."""
-    r = (
-        next(i for i, (a, b) in enumerate(zip(engine_lengths, predicted)) if a != b)
-        if any(a != b for a, b in zip(engine_lengths, predicted))
-        else min(len(engine_lengths), len(predicted))
-    )
+    pairs = list(zip(engine_lengths, predicted, strict=False))
+    r = next((i for i, (a, b) in enumerate(pairs) if a != b), len(pairs))
     row = 1 + sum(engine_lengths[:r]) - 1  # the round's root row in the trace
     data = trace.data[prompt]
     arrays = data.views[view_name(params.window, trace.header.block_size)]
