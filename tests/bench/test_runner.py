@@ -9,7 +9,7 @@ import pytest
 
 from ddtune.bench import BenchError, BenchMatrix, BenchResult, compare_outputs, run_bench
 from ddtune.bench.coding import load_tasks
-from ddtune.report.inputs import METRIC_NAMES
+from ddtune.records import METRIC_NAMES
 
 SMALL = {
     "warmup": 2,

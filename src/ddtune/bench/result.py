@@ -1,6 +1,6 @@
 """`BenchResult`: one run's JSON document, per-request samples and aggregates.
 
-Aggregates use the shared metric names (`ddtune.report.inputs.METRIC_NAMES`):
+Aggregates use the shared metric names (`ddtune.records.METRIC_NAMES`):
 short_tps / long_tps (mean per-request decode tokens/s), short_ttft_s /
 long_ttft_s (mean), acceptance_length (pooled over the measured requests, None
 when unavailable), coding_passed / coding_total (samples); extras:

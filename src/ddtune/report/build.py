@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ddtune.errors import UserError
+from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.by_slot import slot_report
 from ddtune.report.conditions import condition_values, condition_warnings
 from ddtune.report.decide import best_pass_rate, compare_pass_rates, pareto_front, recommend
-from ddtune.report.inputs import SweepContext, TrialRecord
 from ddtune.report.load.decide import analyze_load
 from ddtune.report.load.document import add_load_section, write_load_csv
 from ddtune.report.load.plots import write_load_plots

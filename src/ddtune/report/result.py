@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ddtune.records import SweepContext
 from ddtune.report.by_slot import SlotReport
 from ddtune.report.decide import PassRateComparison, Recommendation
-from ddtune.report.inputs import SweepContext
 from ddtune.report.load.figures import LoadReport
 from ddtune.report.lossless import LosslessCheck
 from ddtune.report.options import ReportOptions

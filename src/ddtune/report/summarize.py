@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ddtune.params import MODES, DecodeParams
-from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.records import METRIC_NAMES, TrialRecord
 from ddtune.stats.blocked import block_of
 from ddtune.stats.intervals import (
     MeanCI,

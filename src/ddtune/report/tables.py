@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 from ddtune.report.render.atomic import atomic_path, write_atomic
 from ddtune.report.result import ReportSummary
 from ddtune.report.summarize import MEAN_METRICS, RATIO_METRICS, ConfigSummary

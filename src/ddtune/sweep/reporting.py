@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from ddtune.report.inputs import SweepContext, TrialRecord
+from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.options import ReportOptions
 from ddtune.sweep.plan.mode import run_spec
 from ddtune.sweep.spec.load import Config, SweepSpec, parse_spec

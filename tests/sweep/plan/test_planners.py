@@ -180,7 +180,7 @@ def test_a_hot_sweep_counts_reconfigures_not_restarts(tmp_path, capsys, spec_tex
 
 def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():
     from ddtune.params import DecodeParams
-    from ddtune.report.inputs import TrialRecord
+    from ddtune.records import TrialRecord
     from ddtune.sweep.plan.search_planner import pass_rate_constraint
 
     def rec(i, passed, total=20):

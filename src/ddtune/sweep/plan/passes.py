@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 from ddtune.report.summarize import THROUGHPUT, record_values
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.race import PassResult

@@ -15,7 +15,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from ddtune.params import config_hash
-from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.records import METRIC_NAMES, TrialRecord
 from ddtune.sweep.store.load_rows import read_load
 from ddtune.sweep.store.slot_tables import attempt_slot
 
