@@ -11,7 +11,15 @@ three imports another for these types (docs/architecture.md "Layers").
 """
 
 from ddtune.records.context import Elimination, SweepContext
-from ddtune.records.metrics import METRIC_NAMES
+from ddtune.records.metrics import METRIC_NAMES, MIX_TPS, WORKLOAD_METRICS, workload_metric
 from ddtune.records.trial import TrialRecord
 
-__all__ = ["METRIC_NAMES", "Elimination", "SweepContext", "TrialRecord"]
+__all__ = [
+    "METRIC_NAMES",
+    "MIX_TPS",
+    "WORKLOAD_METRICS",
+    "Elimination",
+    "SweepContext",
+    "TrialRecord",
+    "workload_metric",
+]

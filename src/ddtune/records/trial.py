@@ -37,6 +37,8 @@ class TrialRecord:
     temperature: float = 0.0
     conditions: dict[str, Any] = field(default_factory=dict)
     load: dict[str, Any] = field(default_factory=dict)  # [bench.load]: levels, requests, max_rate
+    # per workload (suite or "traffic"): {WORKLOAD_METRICS name: value}
+    workloads: dict[str, dict[str, float | None]] = field(default_factory=dict)
     # conditions keys: "hardware" (dict), "hardware_fingerprint" (str),
     # "prompt_set_hash" (str), "server_identity" (dict)
 

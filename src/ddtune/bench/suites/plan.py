@@ -1,0 +1,123 @@
+"""Which requests each workload of a bench sends: the suites' seeded subsets and the traffic.
+
+`plan_workloads(matrix, context)` reads every named suite (a missing package
+or a bad line is a `UserError` before any request), draws each suite's
+`limit` items by the bench seed, cuts agent sessions to the context the
+server reports (`context()`, asked only when that suite runs), and samples the
+traffic file. `check_workloads(matrix)` does the same reading without a
+server, so a sweep refuses bad input before it stops or starts anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ddtune.bench.client import RequestSpec
+from ddtune.bench.suites.agent import agent_items, agent_sessions
+from ddtune.bench.suites.gsm8k import gsm8k_items
+from ddtune.bench.suites.humaneval import humaneval_items
+from ddtune.bench.suites.items import SuiteItem, seeded_subset
+from ddtune.bench.suites.mtbench import mtbench_items
+from ddtune.bench.suites.names import AGENT_SESSIONS, BUNDLED, GSM8K, HUMANEVAL, MT_BENCH
+from ddtune.bench.suites.sources import provenance
+from ddtune.bench.suites.traffic import read_traffic, traffic_requests
+from ddtune.errors import UserError
+
+if TYPE_CHECKING:
+    from ddtune.bench.matrix import BenchMatrix
+
+LOADERS: dict[str, Callable[[], list[SuiteItem]]] = {
+    HUMANEVAL: humaneval_items,
+    MT_BENCH: mtbench_items,
+    GSM8K: gsm8k_items,
+}
+
+
+@dataclass
+class Workloads:
+    """The suites' items (request `index` = position) and every request, in order."""
+
+    items: dict[str, list[SuiteItem]] = field(default_factory=dict)
+    requests: list[RequestSpec] = field(default_factory=list)
+    sources: dict[str, dict[str, str | None]] = field(default_factory=dict)
+
+    def item(self, workload: str, index: int) -> SuiteItem | None:
+        items = self.items.get(workload)
+        return items[index] if items is not None and index < len(items) else None
+
+    def hash(self) -> str:
+        """sha256 of every request sent (16 hex digits): part of the prompt-set hash."""
+        text = json.dumps([_fingerprint(r) for r in self.requests], separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def plan_workloads(matrix: BenchMatrix, context: Callable[[], int | None]) -> Workloads:
+    out = Workloads()
+    for suite in matrix.suite:
+        if suite == BUNDLED:
+            continue
+        table = matrix.suites.table(suite)
+        items = seeded_subset(_items(suite, matrix, context), table.limit, matrix.seed, suite)
+        out.items[suite] = items
+        out.sources[suite] = provenance(suite)
+        out.requests += [
+            _request(i, item, table.max_tokens, matrix.seed) for i, item in enumerate(items)
+        ]
+    if matrix.traffic_file is not None:
+        logged = read_traffic(matrix.traffic_file)
+        out.requests += traffic_requests(logged, matrix.traffic, matrix.seed)
+    return out
+
+
+def check_workloads(matrix: BenchMatrix) -> None:
+    """Read every suite and the traffic file as a bench would, without a server."""
+    for suite in matrix.suite:
+        if suite in LOADERS:
+            LOADERS[suite]()
+        elif suite == AGENT_SESSIONS:
+            agent_sessions()
+    if matrix.traffic_file is not None:
+        read_traffic(matrix.traffic_file)
+
+
+def _items(suite: str, matrix: BenchMatrix, context: Callable[[], int | None]) -> list[SuiteItem]:
+    if suite in LOADERS:
+        return LOADERS[suite]()
+    table = matrix.suites.agent_sessions
+    tokens = table.context_tokens or context()
+    if tokens is None:
+        raise UserError(
+            "bench suite 'agent-sessions' is cut to the service's context, which the server "
+            "does not report (no max_model_len in /v1/models); set "
+            "bench.suites.agent-sessions.context_tokens",
+            key="bench.suites.agent-sessions.context_tokens",
+        )
+    return agent_items(agent_sessions(), tokens, table)
+
+
+def _request(index: int, item: SuiteItem, max_tokens: int, seed: int) -> RequestSpec:
+    return RequestSpec(
+        item.suite,
+        index,
+        item.prompt,
+        max_tokens,
+        seed,
+        item.stop,
+        messages=item.messages,
+        follow_ups=item.follow_ups,
+    )
+
+
+def _fingerprint(spec: RequestSpec) -> list[Any]:
+    return [
+        spec.workload,
+        spec.prompt,
+        spec.messages,
+        spec.follow_ups,
+        spec.body_json,
+        spec.max_tokens,
+    ]
