@@ -17,7 +17,7 @@ Data card: `src/ddtune/assets/suites/DATA_CARD.md`.
 from ddtune.bench.suites.config import SuitesTable, SuiteTable, TrafficTable
 from ddtune.bench.suites.figures import mix_tps, workload_figures, workload_of
 from ddtune.bench.suites.names import BUNDLED, SUITE_NAMES, TRAFFIC, WORKLOAD_NAMES
-from ddtune.bench.suites.plan import Workloads, check_workloads, plan_workloads
+from ddtune.bench.suites.plan import Workloads, bench_shares, check_workloads, plan_workloads
 from ddtune.bench.suites.scoring import score_samples, tested
 from ddtune.bench.suites.traffic import private_sample
 
@@ -30,6 +30,7 @@ __all__ = [
     "SuitesTable",
     "TrafficTable",
     "Workloads",
+    "bench_shares",
     "check_workloads",
     "mix_tps",
     "plan_workloads",

@@ -18,6 +18,8 @@ MT_BENCH = "mt-bench"
 GSM8K = "gsm8k"
 AGENT_SESSIONS = "agent-sessions"
 SUITE_NAMES = (BUNDLED, HUMANEVAL, MT_BENCH, GSM8K, AGENT_SESSIONS)
+SIZES = {HUMANEVAL: 164, MT_BENCH: 80, GSM8K: 100, AGENT_SESSIONS: 48}  # items per suite
+TURNS = {MT_BENCH: 2}  # requests per item (MT-Bench: two turns)
 TRAFFIC = "traffic"
 WORKLOAD_NAMES = (*SUITE_NAMES, TRAFFIC)
 

@@ -22,7 +22,16 @@ from ddtune.bench.suites.gsm8k import gsm8k_items
 from ddtune.bench.suites.humaneval import humaneval_items
 from ddtune.bench.suites.items import SuiteItem, seeded_subset
 from ddtune.bench.suites.mtbench import mtbench_items
-from ddtune.bench.suites.names import AGENT_SESSIONS, BUNDLED, GSM8K, HUMANEVAL, MT_BENCH
+from ddtune.bench.suites.names import (
+    AGENT_SESSIONS,
+    BUNDLED,
+    GSM8K,
+    HUMANEVAL,
+    MT_BENCH,
+    SIZES,
+    TRAFFIC,
+    TURNS,
+)
 from ddtune.bench.suites.sources import provenance
 from ddtune.bench.suites.traffic import read_traffic, traffic_requests
 from ddtune.errors import UserError
@@ -82,6 +91,33 @@ def check_workloads(matrix: BenchMatrix) -> None:
             agent_sessions()
     if matrix.traffic_file is not None:
         read_traffic(matrix.traffic_file)
+
+
+def bench_shares(matrix: BenchMatrix) -> dict[str, tuple[int, int]]:
+    """workload -> (requests, most tokens generated) one bench of `matrix` sends: what
+    `ddtune sweep plan` splits a bench's expected seconds by."""
+    out: dict[str, tuple[int, int]] = {}
+    if matrix.runs_bundled:
+        parts = [
+            (t.n_prompts * t.repeats, t.max_tokens)
+            for t in (matrix.short, matrix.long)
+            if t.enabled
+        ]
+        if matrix.coding.enabled and matrix.coding.limit != 0:
+            parts.append(
+                ((matrix.coding.limit or 10) * matrix.coding.n_samples, matrix.coding.max_tokens)
+            )
+        out[BUNDLED] = (sum(n for n, _ in parts), sum(n * m for n, m in parts))
+    for suite in matrix.suite:
+        if suite != BUNDLED:
+            table = matrix.suites.table(suite)
+            n = min(table.limit or SIZES[suite], SIZES[suite]) * TURNS.get(suite, 1)
+            out[suite] = (n, n * table.max_tokens)
+    if matrix.traffic_file is not None:
+        logged = read_traffic(matrix.traffic_file)
+        chosen = logged[: matrix.traffic.limit] if matrix.traffic.limit else logged
+        out[TRAFFIC] = (len(chosen), sum(r.max_tokens or 256 for r in chosen))
+    return out
 
 
 def _items(suite: str, matrix: BenchMatrix, context: Callable[[], int | None]) -> list[SuiteItem]:
