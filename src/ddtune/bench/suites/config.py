@@ -43,6 +43,9 @@ class Gsm8kTable(SuiteTable):
 class MtBenchTable(SuiteTable):
     limit: Positive | None = 8
     max_tokens: Positive = 64
+    # questions whose two turns and answers cannot fit the server's context (at this many
+    # characters a token) are left out before the seeded subset is drawn, and counted
+    chars_per_token: Annotated[float, Field(gt=0)] = 2.5
 
 
 class AgentTable(SuiteTable):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddtune.bench.client import RequestSpec
 from ddtune.bench.suites.agent import agent_items, agent_sessions
+from ddtune.bench.suites.config import MtBenchTable
 from ddtune.bench.suites.gsm8k import gsm8k_items
 from ddtune.bench.suites.humaneval import humaneval_items
 from ddtune.bench.suites.items import SuiteItem, seeded_subset
@@ -73,6 +74,10 @@ def plan_workloads(matrix: BenchMatrix, context: Callable[[], int | None]) -> Wo
         items = seeded_subset(_items(suite, matrix, context), table.limit, matrix.seed, suite)
         out.items[suite] = items
         out.sources[suite] = provenance(suite)
+        if suite == MT_BENCH and (left := SIZES[MT_BENCH] - len(_items(suite, matrix, context))):
+            out.sources[suite]["note"] = (
+                f"{left} of 80 questions left out: too long for the context"
+            )
         out.requests += [
             _request(i, item, table.max_tokens, matrix.seed) for i, item in enumerate(items)
         ]
@@ -121,6 +126,8 @@ def bench_shares(matrix: BenchMatrix) -> dict[str, tuple[int, int]]:
 
 
 def _items(suite: str, matrix: BenchMatrix, context: Callable[[], int | None]) -> list[SuiteItem]:
+    if suite == MT_BENCH:
+        return fitting_chats(mtbench_items(), context(), matrix.suites.mt_bench)
     if suite in LOADERS:
         return LOADERS[suite]()
     table = matrix.suites.agent_sessions
@@ -133,6 +140,29 @@ def _items(suite: str, matrix: BenchMatrix, context: Callable[[], int | None]) -
             key="bench.suites.agent-sessions.context_tokens",
         )
     return agent_items(agent_sessions(), tokens, table)
+
+
+def fitting_chats(
+    items: list[SuiteItem], context_tokens: int | None, table: MtBenchTable
+) -> list[SuiteItem]:
+    """The chats whose every turn, with the answers before it, fits the context (estimated at
+    `chars_per_token`); all of them when the server does not say its context."""
+    if context_tokens is None:
+        return items
+    kept = [item for item in items if _chat_tokens(item, table) <= context_tokens]
+    if not kept:
+        raise UserError(
+            f"no MT-Bench question fits the server's {context_tokens}-token context with "
+            f"{table.max_tokens} tokens per answer; lower bench.suites.mt-bench.max_tokens",
+            key="bench.suites.mt-bench.max_tokens",
+        )
+    return kept
+
+
+def _chat_tokens(item: SuiteItem, table: MtBenchTable) -> float:
+    turns = [content for _, content in item.messages] + list(item.follow_ups)
+    answers = len(turns) * table.max_tokens
+    return sum(len(t) for t in turns) / table.chars_per_token + answers + 8 * 2 * len(turns)
 
 
 def _request(index: int, item: SuiteItem, max_tokens: int, seed: int) -> RequestSpec:
