@@ -25,7 +25,11 @@ def write(path: Path, rows: list[object]) -> Path:
 
 def test_good_lines_are_read_with_their_kind_and_max_tokens(tmp_path: Path) -> None:
     logged = read_traffic(write(tmp_path / "t.jsonl", GOOD))
-    assert [(r.line, r.chat, r.max_tokens) for r in logged] == [(1, False, 8), (2, True, 5), (3, False, 0)]
+    assert [(r.line, r.chat, r.max_tokens) for r in logged] == [
+        (1, False, 8),
+        (2, True, 5),
+        (3, False, 0),
+    ]
     assert json.loads(logged[2].body_json)["model"] == "prod"  # the wrapper's body, as logged
 
 
@@ -48,7 +52,9 @@ def test_a_malformed_line_names_its_number_and_the_valid_lines_before(
     with pytest.raises(UserError) as caught:
         read_traffic(path)
     message = str(caught.value)
-    assert f"{path}:4:" in message and words in message and "3 valid request(s) before it" in message
+    assert (
+        f"{path}:4:" in message and words in message and "3 valid request(s) before it" in message
+    )
     assert caught.value.key == "bench.traffic_file" and "\n" not in message
 
 
@@ -72,7 +78,9 @@ def test_temperature_is_overridden_only_when_the_spec_says_so(tmp_path: Path) ->
 
 
 def test_prompts_and_answers_stay_out_of_samples_unless_asked(tmp_path: Path) -> None:
-    spec = traffic_requests(read_traffic(write(tmp_path / "t.jsonl", GOOD[1:2])), TrafficTable(), 0)[0]
+    spec = traffic_requests(
+        read_traffic(write(tmp_path / "t.jsonl", GOOD[1:2])), TrafficTable(), 0
+    )[0]
     sample = {"text": "secret answer", "sha256": "abc"}
     kept = private_sample(sample, spec, store_prompts=False)
     assert sample["text"] == "" and kept == "sha256:abc" and "prompt" not in sample
