@@ -83,3 +83,21 @@ def test_a_bench_of_the_bundled_suite_alone_keeps_todays_objectives() -> None:
         "short_context",
     ]
     assert summary.workloads is None
+
+
+def test_results_csv_has_per_workload_columns(tmp_path) -> None:  # noqa: ANN001
+    import csv
+
+    from ddtune.report import build_report
+
+    rates = {
+        "ar": {"humaneval": 100, "gsm8k": 90},
+        "ddtree b8 k4 wnone": {"humaneval": 250, "gsm8k": 180},
+        "ddtree b32 k4 wnone": {"humaneval": 200, "gsm8k": 150},
+    }
+    summary = build_report(records(rates), tmp_path, ReportOptions(plots=False))
+    with summary.files["csv"].open() as handle:
+        rows = {r["label"]: r for r in csv.DictReader(handle)}
+    assert float(rows["ddtree b8 k4 wnone"]["humaneval_tps_mean"]) > 240
+    assert rows["ar"]["gsm8k_passed"] == "9" and rows["ar"]["gsm8k_total"] == "12"
+    assert "Workloads" in summary.files["markdown"].read_text()
