@@ -23,8 +23,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from importlib import metadata
+from itertools import groupby
 from typing import Any
 
 import httpx
@@ -56,6 +57,7 @@ from ddtune.bench.suites import (
     score_samples,
     tested,
     workload_figures,
+    workload_of,
 )
 from ddtune.errors import UserError
 from ddtune.kinds import ServerKind, get_kind
@@ -106,9 +108,11 @@ def run_bench(
         with _progress(progress) as bar:
             _run_all(send, plan.warmup, 1, bar, "warmup")  # 3.
             before = acc.read_counters(client, plan.base_url, kind)  # 4.
-            records = _run_all(send, plan.measured, matrix.concurrency, bar, "requests")  # 5.
+            records, counted = _run_measured(send, client, plan, bar)  # 5.
             after = acc.read_counters(client, plan.base_url, kind)  # 6.
-            result = finish_bench(plan, client, identity, records, (before, after), started, bar)
+            result = finish_bench(
+                plan, client, identity, records, (before, after), started, bar, counted
+            )
     result.duration_s = time.perf_counter() - t0
     return result
 
@@ -146,9 +150,11 @@ def finish_bench(
     counters: tuple[dict[str, float] | None, dict[str, float] | None],
     started_at: float,
     bar: Progress | None = None,
+    counted: dict[str, float | None] | None = None,
 ) -> BenchResult:
     """Steps 6-9 once the measured `records` (in `plan.measured` order) are in;
-    `counters`: the kind's acceptance counters before and after them (or Nones)."""
+    `counters`: the kind's acceptance counters before and after them (or Nones);
+    `counted`: per workload, the acceptance its own counter difference gave (vLLM)."""
     kind, matrix = plan.kind, plan.matrix
     specs, samples = _samples(kind, plan.measured, records)
     gaps, gap_note = _gaps(client, plan.base_url, kind, plan.model, specs, samples, matrix)
@@ -181,6 +187,9 @@ def finish_bench(
     if gap_note:
         result.notes.append(gap_note)
     _aggregate(result, kind, records_in_order(records), *counters, coding)
+    for workload, value in (counted or {}).items():  # a counting kind: per workload's counters
+        if workload in result.workloads:
+            result.workloads[workload]["acceptance_length"] = value
     return result
 
 
@@ -378,6 +387,27 @@ def _run_all(
         return [one(spec) for spec in specs]
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         return list(pool.map(one, specs))
+
+
+def _run_measured(
+    send: Callable[[RequestSpec], StreamRecord],
+    client: httpx.Client,
+    plan: BenchPlan,
+    bar: Progress | None,
+) -> tuple[list[StreamRecord], dict[str, float | None]]:
+    """The measured requests, workload by workload; where the kind counts acceptance on the
+    server (vLLM), its counters are read around each workload, so each gets its own."""
+    kind, concurrency = plan.kind, plan.matrix.concurrency
+    if kind.metrics_path is None:
+        return _run_all(send, plan.measured, concurrency, bar, "requests"), {}
+    records: list[StreamRecord] = []
+    counted: dict[str, float | None] = {}
+    for workload, group in groupby(plan.measured, key=lambda s: workload_of(asdict(s))):
+        before = acc.read_counters(client, plan.base_url, kind)
+        records += _run_all(send, list(group), concurrency, bar, workload)
+        after = acc.read_counters(client, plan.base_url, kind)
+        counted[workload] = kind.counter_acceptance(before, after)[0]
+    return records, counted
 
 
 def _samples(
