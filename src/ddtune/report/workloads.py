@@ -43,6 +43,11 @@ def workload_report(summary: ReportSummary) -> WorkloadReport | None:
         if own is not None and own.label is not None and loss is not None:
             report.losses[name] = (own.label, loss)
     report.finding = _finding(report, summary.options.tolerance)
+    open_ = [
+        n for n in names if (r := recs.get(workload_objective(n))) and r.status == "inconclusive"
+    ]
+    if open_ and report.losses:
+        report.finding += f" (By the means: not decided yet for {', '.join(open_)}.)"
     return report
 
 
