@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
+
 from ddtune.bench.load.generator import LoadTarget, run_load
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.prompts import PromptSet
@@ -39,7 +41,9 @@ from ddtune.kinds import get_kind
 def write_traffic(path: Path, n: int, seed: int) -> None:
     rng = random.Random(seed)
     code = [i.prompt[-600:] for i in humaneval_items()]
-    chat = [i.messages[0][1][:500] for i in mtbench_items()] + [i.prompt[:500] for i in gsm8k_items()]
+    chat = [i.messages[0][1][:500] for i in mtbench_items()] + [
+        i.prompt[:500] for i in gsm8k_items()
+    ]
     lines = []
     for i in range(n):
         body: dict[str, object] = {"max_tokens": rng.randint(8, 32), "model": "prod-model"}
@@ -59,7 +63,9 @@ def serve(args: argparse.Namespace, port: int) -> subprocess.Popen[str]:
     if args.mode == "ddtree":
         argv += ["--budget", str(args.budget), "--topk", str(args.topk)]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line.startswith("ready"):
@@ -85,12 +91,17 @@ def main() -> None:
         write_traffic(path, args.requests, args.seed)
         t0 = time.perf_counter()
         specs = traffic_requests(read_traffic(path), TrafficTable(), args.seed)
-        print(f"traffic file: {len(specs)} requests checked and sampled in {time.perf_counter() - t0:.2f} s")
+        print(
+            f"traffic file: {len(specs)} requests checked and sampled in {time.perf_counter() - t0:.2f} s"
+        )
         load = {"concurrency": levels, "requests": len(specs), "workload": "traffic"}
         matrix = BenchMatrix.from_dict({"traffic_file": str(path), "load": load})
         proc = serve(args, args.port)
         try:
-            target = LoadTarget(f"http://127.0.0.1:{args.port}", get_kind("ddtune"), None, 0.0, False, 300.0)
+            url, kind = f"http://127.0.0.1:{args.port}", get_kind("ddtune")
+            with httpx.Client() as client:
+                model = kind.model_name(client, url)  # the logged "prod-model" is replaced
+            target = LoadTarget(url, kind, model, 0.0, False, 300.0)
             started = time.perf_counter()
             result = run_load(target, matrix, PromptSet([], [], "none"), specs)
             seconds = time.perf_counter() - started
@@ -98,8 +109,10 @@ def main() -> None:
             proc.terminate()
             proc.wait()
     chats = sum(1 for s in specs if '"messages"' in (s.body_json or ""))
-    print(f"{args.mode} b{args.budget} k{args.topk}, {args.threads} thread(s); {chats} chats, "
-          f"{len(specs) - chats} completions; {seconds:.0f} s in all")
+    print(
+        f"{args.mode} b{args.budget} k{args.topk}, {args.threads} thread(s); {chats} chats, "
+        f"{len(specs) - chats} completions; {seconds:.0f} s in all"
+    )
     for level in result.levels:
         ttft, e2e = level.ttft_s, level.e2e_s
         print(
@@ -108,6 +121,7 @@ def main() -> None:
             f"p99 {ttft.p99 if ttft else 0:.3f} s, e2e p50 {e2e.p50 if e2e else 0:.3f} s "
             f"p99 {e2e.p99 if e2e else 0:.3f} s, tau {level.acceptance_length or 0:.2f}, "
             f"in flight {level.in_flight or 0:.2f}"
+            + (f"; first error: {level.error}" if level.error else "")
         )
 
 
