@@ -1,12 +1,14 @@
 """Reading JSON Lines files: one JSON value per line, blank lines skipped.
 
 The one JSONL reader of the project (bench prompts, training and held-out
-tasks); see docs/architecture.md. A line that is not JSON is a `UserError`
+tasks, the bench suites, the user's traffic file); a `.gz` file is read
+through gzip (HumanEval ships that way); see docs/architecture.md. A line that is not JSON is a `UserError`
 naming `path:line`, so callers only check the fields they need.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,9 @@ from ddtune.errors import UserError
 def jsonl_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(1-based line number, parsed value) for every non-blank line of `path`."""
     path = Path(path)
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    raw = path.read_bytes()
+    text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8")
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:

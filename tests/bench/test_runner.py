@@ -9,7 +9,7 @@ import pytest
 
 from ddtune.bench import BenchError, BenchMatrix, BenchResult, compare_outputs, run_bench
 from ddtune.bench.coding import load_tasks
-from ddtune.report.inputs import METRIC_NAMES
+from ddtune.records import METRIC_NAMES
 
 SMALL = {
     "warmup": 2,
@@ -182,3 +182,20 @@ def test_all_workloads_disabled_is_a_user_error(fake_server_cls) -> None:
         pytest.raises(UserError, match="every bench workload is disabled"),
     ):
         run_bench(server.url, matrix(short=off, long=off), progress=False)
+
+
+def test_a_counting_kind_gets_each_workloads_acceptance_from_its_own_counters(
+    fake_server_cls, tmp_path: Path
+) -> None:
+    """vLLM counts acceptance on the server: the counters are read around each workload."""
+    traffic = tmp_path / "traffic.jsonl"
+    traffic.write_text('{"prompt": "x = 1", "max_tokens": 4}\n{"prompt": "y", "max_tokens": 4}\n')
+    bench = matrix(short={"n_prompts": 1, "max_tokens": 9, "repeats": 1}, long={"enabled": False})
+    bench = BenchMatrix.from_dict({**bench.to_dict(), "traffic_file": str(traffic)})
+    with fake_server_cls(kind="vllm", tokens_per_round=3) as server:
+        result = run_bench(server.url, bench, server_kind="vllm", progress=False)
+    # 9 tokens in rounds of 3: tau 3; 4 tokens in rounds of 3 + 1: tau 2
+    assert result.workloads["bundled"]["acceptance_length"] == pytest.approx(3.0)
+    assert result.workloads["traffic"]["acceptance_length"] == pytest.approx(2.0)
+    assert 2.0 < result.aggregates["acceptance_length"] < 3.0  # the run pools both
+    assert [s["text"] for s in result.samples if s["workload"] == "traffic"] == ["", ""]

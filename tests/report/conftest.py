@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from ddtune.params import DecodeParams
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 
 OUTPUTS = [
     "def add(a, b):\n    return a + b\n",

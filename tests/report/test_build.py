@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
-from ddtune.report import ReportOptions, TrialRecord, build_report
+from ddtune.records import TrialRecord
+from ddtune.report import ReportOptions, build_report
 
 FILES = ("report.html", "report.md", "results.csv", "results.json")
 PLOTS = (

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 
 from ddtune.params import DecodeParams
+from ddtune.records import TrialRecord
 from ddtune.report import build_report
 from ddtune.report.by_slot import slot_report
-from ddtune.report.inputs import TrialRecord
 from ddtune.report.options import ReportOptions
 
 CONFIGS = {"ar": DecodeParams("ar"), "ddtree b8 k2 wnone": DecodeParams("ddtree", 8, 2, None)}

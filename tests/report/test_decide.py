@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ddtune.params import DecodeParams
-from ddtune.report import ReportOptions, TrialRecord, analyze
+from ddtune.records import TrialRecord
+from ddtune.report import ReportOptions, analyze
 from ddtune.report.decide import pareto_front
 from ddtune.report.summarize import summarize_configs
 
@@ -159,7 +160,7 @@ def test_pareto_front_is_empty_when_nothing_was_measured():
 def test_a_race_objective_decides_among_the_race_contenders_only(synth):
     """Configs a race eliminated are out of its objective's verdict (their tests are in the
     race table): with one contender left the verdict is separated, and says why."""
-    from ddtune.report.inputs import Elimination, SweepContext
+    from ddtune.records import Elimination, SweepContext
 
     Effect, make_records = synth.Effect, synth.make_records
     effects = [

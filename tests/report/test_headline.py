@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ddtune.params import DecodeParams
+from ddtune.records import SweepContext
 from ddtune.report import ReportOptions, analyze, build_report
 from ddtune.report.headline import headline
-from ddtune.report.inputs import SweepContext
 
 STORE = SweepContext(store="runs/my sweep/store.sqlite")
 

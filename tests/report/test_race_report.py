@@ -6,8 +6,8 @@ import json
 import math
 
 from ddtune.params import DecodeParams
-from ddtune.report import ReportOptions, TrialRecord, build_report
-from ddtune.report.inputs import Elimination, SweepContext
+from ddtune.records import Elimination, SweepContext, TrialRecord
+from ddtune.report import ReportOptions, build_report
 
 FAST, SLOW = DecodeParams("ddtree", 16, 4), DecodeParams("ddtree", 4, 2)
 

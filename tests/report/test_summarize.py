@@ -7,7 +7,7 @@ import math
 import pytest
 
 from ddtune.params import DecodeParams
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 from ddtune.report.summarize import THROUGHPUT, cost_key, summarize_configs
 from ddtune.stats.intervals import mean_ci, ratio_ci
 

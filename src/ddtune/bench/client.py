@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -31,14 +31,24 @@ class BenchError(RuntimeError):
     """A request failed (connection, HTTP status, malformed stream): the run is not comparable."""
 
 
+Message = tuple[str, str]  # (role, content) of one chat message
+
+
 @dataclass(frozen=True)
 class RequestSpec:
-    workload: str  # "warmup" | "short" | "long" | "coding"
+    """One measured request: a completion (`prompt`), a chat (`messages`, sent to the
+    server's `/v1/chat/completions`; `follow_ups`: later user turns, each sent with the
+    server's own answers so far) or a logged request replayed as it was (`body_json`)."""
+
+    workload: str  # "warmup" | "short" | "long" | "coding" | a suite | "traffic"
     index: int  # position within its workload
     prompt: str
     max_tokens: int
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    messages: tuple[Message, ...] = ()
+    follow_ups: tuple[str, ...] = ()
+    body_json: str | None = None  # traffic: the logged OpenAI body (JSON text)
 
 
 @dataclass
@@ -56,6 +66,7 @@ class StreamRecord:
     meta_info: dict[str, Any] | None = None
     fingerprint: str | None = None  # the last `system_fingerprint` the stream carried
     sent_at: float = 0.0  # unix seconds when the request was sent
+    turns: list[StreamRecord] = field(default_factory=list)  # a chat's later turns, in order
 
 
 def discover_model(client: httpx.Client, base_url: str, kind: ServerKind) -> str | None:
@@ -75,6 +86,8 @@ def build_request(
     ignore_eos: bool,
 ) -> tuple[str, dict[str, Any]]:
     """The kind's (url, JSON body) for one measured request."""
+    if spec.body_json is not None:
+        return kind.replay_request(base_url, json.loads(spec.body_json), model)
     sampling = SamplingParams(
         max_new_tokens=spec.max_tokens,
         temperature=float(temperature),
@@ -82,7 +95,20 @@ def build_request(
         stop_strings=tuple(spec.stop),
         ignore_eos=ignore_eos,
     )
+    if spec.messages:
+        return kind.chat_request(base_url, [list(m) for m in spec.messages], sampling, model)
     return kind.generate_request(base_url, spec.prompt, sampling, model)
+
+
+def next_turn(spec: RequestSpec, answer: str) -> RequestSpec:
+    """The chat's next request: its messages, the server's own answer, the next user turn."""
+    messages = (*spec.messages, ("assistant", answer), ("user", spec.follow_ups[0]))
+    return replace(spec, messages=messages, follow_ups=spec.follow_ups[1:])
+
+
+def records_in_order(records: Sequence[StreamRecord]) -> list[StreamRecord]:
+    """Every response of `records` in sample order: each request, then its later turns."""
+    return [r for record in records for r in (record, *record.turns)]
 
 
 def stream_request(
@@ -95,7 +121,27 @@ def stream_request(
     temperature: float,
     ignore_eos: bool,
 ) -> StreamRecord:
-    """Send one streaming request and time it; raises BenchError on any failure."""
+    """Send one streaming request and time it (a chat's later turns after it, each in
+    `record.turns`); raises BenchError on any failure."""
+    record = _stream_one(client, base_url, kind, spec, model, temperature, ignore_eos)
+    turn = spec
+    while turn.follow_ups:
+        turn = next_turn(turn, (record.turns[-1] if record.turns else record).text)
+        record.turns.append(
+            _stream_one(client, base_url, kind, turn, model, temperature, ignore_eos)
+        )
+    return record
+
+
+def _stream_one(
+    client: httpx.Client,
+    base_url: str,
+    kind: ServerKind,
+    spec: RequestSpec,
+    model: str | None,
+    temperature: float,
+    ignore_eos: bool,
+) -> StreamRecord:
     url, body = build_request(kind, base_url, spec, model, temperature, ignore_eos)
     record = StreamRecord(sent_at=time.time())
     start = time.perf_counter()

@@ -10,14 +10,15 @@ which calls `check(entry_point)` (docs/architecture.md, bench).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from math import comb
 from pathlib import Path
+from typing import Any
 
 from ddtune.bench.sandbox.checker import ExecResult, SandboxLimits, run_program
 from ddtune.errors import UserError
+from ddtune.jsonl import jsonl_rows
 
 REQUIRED_FIELDS = ("task_id", "prompt", "entry_point", "test")
 STOP_SEQUENCES = ["\ndef ", "\nclass ", "\nif __name__", "\n```"]  # OpenAI allows at most 4
@@ -34,15 +35,13 @@ class CodingTask:
 
 
 def load_tasks(path: str | Path, limit: int | None = None) -> list[CodingTask]:
-    """Read a HumanEval-format JSONL; a clear error names the bad line and field."""
+    """Read a HumanEval-format JSONL (`.gz` too); a clear error names the bad line and field."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"coding tasks file {path} does not exist; pass a HumanEval-format JSONL")
     tasks = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        tasks.append(_parse_task(line, f"{path}:{number}"))
+    for number, row in jsonl_rows(path):
+        tasks.append(task_from_row(row, f"{path}:{number}"))
         if limit is not None and len(tasks) >= limit:
             break
     if not tasks:
@@ -50,11 +49,8 @@ def load_tasks(path: str | Path, limit: int | None = None) -> list[CodingTask]:
     return tasks
 
 
-def _parse_task(line: str, where: str) -> CodingTask:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{where}: not valid JSON ({exc.msg})") from None
+def task_from_row(row: Any, where: str) -> CodingTask:
+    """One HumanEval row (`task_id, prompt, entry_point, test`) as a `CodingTask`."""
     if not isinstance(row, dict):
         raise UserError(f"{where}: expected a JSON object per line")
     for key in REQUIRED_FIELDS:

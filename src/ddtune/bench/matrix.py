@@ -25,6 +25,12 @@ in each sample as `prompt_tokens`.
 `[bench.load]` and `[bench.slo]` (load levels, latency targets) are described in
 `load_config.py`; without them the bench runs exactly as before.
 
+`suite` names the workloads (`bundled`, the short/long/coding tables above, by
+default; `humaneval`, `mt-bench`, `gsm8k`, `agent-sessions`: `bench/suites/`),
+`traffic_file` adds the user's own requests (workload `traffic`), `mix` weighs
+them for the recommendation over the mix, `store_prompts` keeps traffic
+prompts and answers in the store (default: their hashes and lengths only).
+
 The tables are `ddtune.tables.StrictModel`s: an unknown key or a bad value is a
 `UserError` whose `key` is the full path (`bench.short.max_tokens`); see
 docs/architecture.md "Bench".
@@ -34,16 +40,19 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from ddtune.bench.load.config import LoadTable, SloTable, check_load_tables
+from ddtune.bench.load.config import LoadTable, SloTable, check_load_tables, cross_key_error
+from ddtune.bench.suites.config import SuitesTable, TrafficTable
+from ddtune.bench.suites.names import BUNDLED, TRAFFIC
 from ddtune.errors import UserError
 from ddtune.tables import StrictModel, parse_table
 
 Positive = Annotated[int, Field(gt=0)]
 PositiveSeconds = Annotated[float, Field(gt=0)]
+SuiteName = Literal["bundled", "humaneval", "mt-bench", "gsm8k", "agent-sessions"]  # SUITE_NAMES
 
 
 class ThroughputWorkload(StrictModel):
@@ -84,11 +93,50 @@ class BenchMatrix(StrictModel):
         None  # [bench.load]: concurrency / rate levels (bench/load/generator.py)
     )
     slo: SloTable | None = None  # [bench.slo]: latency targets for goodput
+    suite: tuple[SuiteName, ...] = ("bundled",)  # one name or a list: each a workload
+    suites: SuitesTable = SuitesTable()  # [bench.suites.<name>]: limit, max_tokens
+    traffic_file: str | None = None  # JSONL of logged OpenAI bodies: the workload "traffic"
+    traffic: TrafficTable = TrafficTable()  # [bench.traffic]: limit, temperature
+    store_prompts: bool = False  # keep traffic prompts and answers (default: hashes, lengths)
+    mix: dict[str, Annotated[float, Field(gt=0)]] | None = None  # workload -> share (None: equal)
+
+    @field_validator("suite", mode="before")
+    @classmethod
+    def _suite_list(cls, value: Any) -> Any:
+        """`suite = "humaneval"` or a list of names (TOML has no tuples)."""
+        return (
+            (value,)
+            if isinstance(value, str)
+            else tuple(value)
+            if isinstance(value, list)
+            else value
+        )
 
     @model_validator(mode="after")
     def _load_and_slo(self) -> BenchMatrix:
         check_load_tables(self.load, self.slo)
         return self
+
+    @model_validator(mode="after")
+    def _workloads(self) -> BenchMatrix:
+        if not self.suite or len(set(self.suite)) != len(self.suite):
+            raise cross_key_error(
+                "BenchMatrix", ("suite",), "name each suite once (at least one)", self.suite
+            )
+        unknown = sorted(set(self.mix or {}) - set(self.workloads))
+        if unknown:
+            message = f"not a workload of this bench (its workloads: {', '.join(self.workloads)})"
+            raise cross_key_error("BenchMatrix", ("mix", unknown[0]), message, unknown[0])
+        return self
+
+    @property
+    def workloads(self) -> tuple[str, ...]:
+        """The workloads this bench measures: its suites, then `traffic` with a traffic file."""
+        return (*self.suite, *((TRAFFIC,) if self.traffic_file is not None else ()))
+
+    @property
+    def runs_bundled(self) -> bool:
+        return BUNDLED in self.suite
 
     @classmethod
     def from_dict(cls, table: dict[str, Any]) -> BenchMatrix:
@@ -111,16 +159,20 @@ class BenchMatrix(StrictModel):
         return cls.from_dict(data.get("bench", data)).resolve_paths(path.parent)
 
     def resolve_paths(self, base: Path) -> BenchMatrix:
-        """Relative `prompts_file` and `coding.tasks_file` made absolute against `base`."""
+        """Relative `prompts_file`, `coding.tasks_file` and `traffic_file` made absolute."""
 
         def resolve(value: str | None) -> str | None:
             return None if value is None else str((base / value).resolve())
 
         coding = self.coding.model_copy(update={"tasks_file": resolve(self.coding.tasks_file)})
         return self.model_copy(
-            update={"prompts_file": resolve(self.prompts_file), "coding": coding}
+            update={
+                "prompts_file": resolve(self.prompts_file),
+                "coding": coding,
+                "traffic_file": resolve(self.traffic_file),
+            }
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able; `from_dict` reads it back."""
-        return self.model_dump()
+        """JSON-able (the suite list a list, as JSON reads it back); `from_dict` reads it."""
+        return self.model_dump(mode="json")

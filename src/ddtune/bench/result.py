@@ -1,6 +1,7 @@
 """`BenchResult`: one run's JSON document, per-request samples and aggregates.
 
-Aggregates use the shared metric names (`ddtune.report.inputs.METRIC_NAMES`):
+Aggregates use the shared metric names (`ddtune.records.METRIC_NAMES`), and
+`workloads` the per-workload ones (`ddtune.records.WORKLOAD_METRICS`):
 short_tps / long_tps (mean per-request decode tokens/s), short_ttft_s /
 long_ttft_s (mean), acceptance_length (pooled over the measured requests, None
 when unavailable), coding_passed / coding_total (samples); extras:
@@ -50,6 +51,11 @@ class BenchResult:
     load_result: dict[str, Any] | None = (
         None  # [bench.load]: LoadResult.to_dict(), bench/load/generator.py
     )
+    # per workload (bench/suites/figures.py): {"humaneval": {"tps": ..., "passed": ...}, ...}
+    workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    suites: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # where each suite's data came from
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -2,26 +2,30 @@
 
 Steps:
 1. Resolve the model name (/v1/models) and the identity snapshot.
-2. Build the request list: warmup, short, long, coding (deterministic order).
+2. Build the request list: warmup, short, long, coding (the `bundled` suite), then
+   each named suite's seeded subset and the sampled traffic (`bench/suites/`).
 3. Send the warmup requests (at most 32 tokens each; excluded from every figure).
 4. Kinds that count acceptance on the server (vLLM): read the counters.
 5. Send the measured requests (concurrency from the matrix), timed from the stream.
 6. Read those counters again; acceptance from the difference (else per response).
    At T=0 on a kind that supports logprobs: the logit gaps (`ddtune.bench.gaps`).
-7. Run the coding samples' tests in the sandbox.
-8. Samples, aggregates and T=0 outputs into one `BenchResult`.
+7. Run the coding samples' and HumanEval's tests in the sandbox, check GSM8K's answers.
+8. Samples, aggregates (per workload, and the mix) and T=0 outputs into one `BenchResult`.
 9. With `[bench.load]`: every load level (`bench/load/generator.py`) into `result.load`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import platform
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib import metadata
+from itertools import groupby
 from typing import Any
 
 import httpx
@@ -29,7 +33,13 @@ from rich.progress import Progress
 
 import ddtune.bench.acceptance as acc
 from ddtune.assets import default_tasks_file
-from ddtune.bench.client import RequestSpec, StreamRecord, discover_model, stream_request
+from ddtune.bench.client import (
+    RequestSpec,
+    StreamRecord,
+    discover_model,
+    records_in_order,
+    stream_request,
+)
 from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, load_tasks, pass_at_k_summary
 from ddtune.bench.gaps import record_gaps
 from ddtune.bench.hardware import hardware_fingerprint
@@ -38,6 +48,17 @@ from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.prompts import PromptSet, build_prompt_set
 from ddtune.bench.result import BenchResult, make_sample, throughput_aggregates
 from ddtune.bench.sandbox.checker import SandboxLimits, isolation_notes
+from ddtune.bench.suites import (
+    TRAFFIC,
+    Workloads,
+    mix_tps,
+    plan_workloads,
+    private_sample,
+    score_samples,
+    tested,
+    workload_figures,
+    workload_of,
+)
 from ddtune.errors import UserError
 from ddtune.kinds import ServerKind, get_kind
 
@@ -54,6 +75,14 @@ class BenchPlan:
     tasks: list[CodingTask]
     warmup: list[RequestSpec]
     measured: list[RequestSpec]
+    workloads: Workloads
+
+    def prompt_set_hash(self) -> str:
+        """The bundled prompts' hash, combined with every suite and traffic request sent."""
+        if not self.workloads.requests:
+            return self.prompts.hash()
+        both = f"{self.prompts.hash()}:{self.workloads.hash()}"
+        return hashlib.sha256(both.encode()).hexdigest()[:16]
 
     @property
     def kind(self) -> ServerKind:
@@ -79,9 +108,11 @@ def run_bench(
         with _progress(progress) as bar:
             _run_all(send, plan.warmup, 1, bar, "warmup")  # 3.
             before = acc.read_counters(client, plan.base_url, kind)  # 4.
-            records = _run_all(send, plan.measured, matrix.concurrency, bar, "requests")  # 5.
+            records, counted = _run_measured(send, client, plan, bar)  # 5.
             after = acc.read_counters(client, plan.base_url, kind)  # 6.
-            result = finish_bench(plan, client, identity, records, (before, after), started, bar)
+            result = finish_bench(
+                plan, client, identity, records, (before, after), started, bar, counted
+            )
     result.duration_s = time.perf_counter() - t0
     return result
 
@@ -98,13 +129,17 @@ def plan_bench(
     base_url = base_url.rstrip("/")
     tasks = coding_tasks(matrix)
     prompts = matrix_prompts(matrix)
-    if matrix.load is not None:
-        level_prompts(matrix, prompts)  # a load workload without prompts fails before any request
+    workloads = plan_workloads(matrix, lambda: kind.context_length(client, base_url))
+    traffic = [r for r in workloads.requests if r.workload == TRAFFIC]
+    if matrix.load is not None:  # a load workload without prompts fails before any request
+        level_prompts(matrix, prompts, traffic)
     model = matrix.model or (
         discover_model(client, base_url, kind) if kind.model_in_request else None
     )
-    warmup, measured = plan_requests(matrix, prompts.short, prompts.long, tasks)
-    return BenchPlan(base_url, matrix, server_kind, model, prompts, tasks, warmup, measured)
+    warmup, measured = plan_requests(matrix, prompts.short, prompts.long, tasks, workloads.requests)
+    return BenchPlan(
+        base_url, matrix, server_kind, model, prompts, tasks, warmup, measured, workloads
+    )
 
 
 def finish_bench(
@@ -115,14 +150,18 @@ def finish_bench(
     counters: tuple[dict[str, float] | None, dict[str, float] | None],
     started_at: float,
     bar: Progress | None = None,
+    counted: dict[str, float | None] | None = None,
 ) -> BenchResult:
     """Steps 6-9 once the measured `records` (in `plan.measured` order) are in;
-    `counters`: the kind's acceptance counters before and after them (or Nones)."""
+    `counters`: the kind's acceptance counters before and after them (or Nones);
+    `counted`: per workload, the acceptance its own counter difference gave (vLLM)."""
     kind, matrix = plan.kind, plan.matrix
-    samples = _samples(kind, plan.measured, records)
-    gaps, gap_note = _gaps(client, plan.base_url, kind, plan.model, plan.measured, samples, matrix)
-    coding = _run_coding(samples, plan.measured, plan.tasks, matrix, bar)  # 7.
-    load = _run_load(plan.base_url, kind, plan.model, matrix, plan.prompts)  # 9.
+    specs, samples = _samples(kind, plan.measured, records)
+    gaps, gap_note = _gaps(client, plan.base_url, kind, plan.model, specs, samples, matrix)
+    coding = _run_coding(samples, specs, plan.tasks, matrix, bar)  # 7.
+    _score_suites(samples, plan.workloads, matrix, bar)
+    outputs = _outputs(specs, samples, matrix.store_prompts)
+    load = _run_load(plan, kind, matrix)  # 9.
     hardware = hardware_fingerprint()
     result = BenchResult(  # 8.
         base_url=plan.base_url,
@@ -132,26 +171,33 @@ def finish_bench(
         identity=identity,
         hardware=hardware,
         hardware_fingerprint=hardware["fingerprint"],
-        prompt_set_hash=plan.prompts.hash(),
+        prompt_set_hash=plan.prompt_set_hash(),
         prompt_source=plan.prompts.source,
         temperature=matrix.temperature,
         started_at=started_at,  # unix seconds
         duration_s=0.0,
         samples=samples,
-        outputs=[s["text"] for s in samples],
+        outputs=outputs,
         versions=_versions(),
         prompts={"short": plan.prompts.short, "long": plan.prompts.long},
         logprob_gaps=gaps,
         load_result=load,
+        suites=plan.workloads.sources,
     )
     if gap_note:
         result.notes.append(gap_note)
-    _aggregate(result, kind, records, *counters, coding)
+    _aggregate(result, kind, records_in_order(records), *counters, coding)
+    for workload, value in (counted or {}).items():  # a counting kind: per workload's counters
+        if workload in result.workloads:
+            result.workloads[workload]["acceptance_length"] = value
     return result
 
 
 def matrix_prompts(matrix: BenchMatrix) -> PromptSet:
-    """The short and long prompts a bench of `matrix` sends (seeded slices, or its prompts file)."""
+    """The short and long prompts a bench of `matrix` sends (seeded slices, or its prompts
+    file); none without the `bundled` suite."""
+    if not matrix.runs_bundled:
+        return PromptSet([], [], "none: the bundled suite is not run")
     return build_prompt_set(
         matrix.seed,
         (matrix.short.n_prompts, matrix.short.prompt_tokens),
@@ -165,9 +211,30 @@ WARMUP_MAX_TOKENS = 32  # enough rounds to touch every code path and shape; not 
 
 
 def plan_requests(
-    matrix: BenchMatrix, short: list[str], long: list[str], tasks: list[CodingTask]
+    matrix: BenchMatrix,
+    short: list[str],
+    long: list[str],
+    tasks: list[CodingTask],
+    suites: list[RequestSpec] | None = None,
 ) -> tuple[list[RequestSpec], list[RequestSpec]]:
-    """(warmup, measured) in a fixed order: short repeats, long repeats, coding samples."""
+    """(warmup, measured) in a fixed order: short repeats, long repeats, coding samples (the
+    bundled suite), then the named suites' and the traffic's requests (`suites`)."""
+    measured = _bundled_requests(matrix, short, long, tasks) if matrix.runs_bundled else []
+    measured += suites or []
+    if not measured and matrix.load is not None:
+        return [], []  # a load-only run: the levels have their own warm-up
+    if not measured:
+        raise UserError(
+            "every bench workload is disabled; enable bench.short, bench.long or bench.coding"
+        )
+    pool = [m for m in measured if m.workload not in ("coding", TRAFFIC)] or measured
+    warmup = [_warmup(pool[i % len(pool)], i) for i in range(matrix.warmup)]
+    return warmup, measured
+
+
+def _bundled_requests(
+    matrix: BenchMatrix, short: list[str], long: list[str], tasks: list[CodingTask]
+) -> list[RequestSpec]:
     measured: list[RequestSpec] = []
     for workload, prompts in (("short", short), ("long", long)):
         cfg = getattr(matrix, workload)
@@ -179,35 +246,34 @@ def plan_requests(
         ]
     for t, task in enumerate(tasks):
         for s in range(matrix.coding.n_samples):
-            index = t * matrix.coding.n_samples + s
             measured.append(
                 RequestSpec(
                     "coding",
-                    index,
+                    t * matrix.coding.n_samples + s,
                     task.prompt,
                     matrix.coding.max_tokens,
                     matrix.seed + s,
                     tuple(STOP_SEQUENCES),
                 )
             )
-    if not measured and matrix.load is not None:
-        return [], []  # a load-only run: the levels have their own warm-up
-    if not measured:
-        raise UserError(
-            "every bench workload is disabled; enable bench.short, bench.long or bench.coding"
-        )
-    pool = [m for m in measured if m.workload != "coding"] or measured
-    warmup = [
-        RequestSpec(
-            "warmup",
-            i,
-            pool[i % len(pool)].prompt,
-            min(pool[i % len(pool)].max_tokens, WARMUP_MAX_TOKENS),
-            matrix.seed,
-        )
-        for i in range(matrix.warmup)
-    ]
-    return warmup, measured
+    return measured
+
+
+def _warmup(spec: RequestSpec, index: int) -> RequestSpec:
+    """A warm-up copy of `spec` (one turn, at most WARMUP_MAX_TOKENS; a logged body capped)."""
+    tokens = min(spec.max_tokens or WARMUP_MAX_TOKENS, WARMUP_MAX_TOKENS)
+    body = spec.body_json
+    if body is not None:
+        body = json.dumps({**json.loads(body), "max_tokens": tokens})
+    return replace(
+        spec,
+        workload="warmup",
+        index=index,
+        max_tokens=tokens,
+        stop=(),
+        follow_ups=(),
+        body_json=body,
+    )
 
 
 def snapshot_identity(
@@ -235,7 +301,7 @@ def measured_requests(matrix: BenchMatrix) -> tuple[PromptSet, list[RequestSpec]
 def coding_tasks(matrix: BenchMatrix) -> list[CodingTask]:
     """The coding tasks of `matrix` (none when disabled)."""
     cfg = matrix.coding
-    if not cfg.enabled or cfg.limit == 0:
+    if not matrix.runs_bundled or not cfg.enabled or cfg.limit == 0:
         return []
     return load_tasks(cfg.tasks_file or default_tasks_file(), cfg.limit)
 
@@ -267,24 +333,41 @@ def _gaps(
     samples: list[dict[str, Any]],
     matrix: BenchMatrix,
 ) -> tuple[list[dict[str, Any] | None] | None, str | None]:
-    """Logit gaps per request at T=0 when the kind serves logprobs; else (None, None)."""
+    """Logit gaps per sample at T=0 when the kind serves logprobs (completions only; chats
+    and replayed requests get None); else (None, None)."""
     if matrix.temperature != 0 or not kind.supports_logprobs or not matrix.logprob_gaps:
         return None, None
-    texts = [s["text"] for s in samples]
-    return record_gaps(
-        client, base_url, kind, model, specs, texts, matrix.concurrency, matrix.ignore_eos
+    plain = [i for i, s in enumerate(specs) if not s.messages and s.body_json is None]
+    texts = [samples[i]["text"] for i in plain]
+    found, note = record_gaps(
+        client,
+        base_url,
+        kind,
+        model,
+        [specs[i] for i in plain],
+        texts,
+        matrix.concurrency,
+        matrix.ignore_eos,
     )
+    gaps: list[dict[str, Any] | None] = [None] * len(specs)
+    for i, entry in zip(plain, found, strict=True):
+        gaps[i] = entry
+    return gaps, note
 
 
-def _run_load(
-    base_url: str, kind: ServerKind, model: str | None, matrix: BenchMatrix, prompts: PromptSet
-) -> dict[str, Any] | None:
+def _run_load(plan: BenchPlan, kind: ServerKind, matrix: BenchMatrix) -> dict[str, Any] | None:
     if matrix.load is None:
         return None
     target = LoadTarget(
-        base_url, kind, model, matrix.temperature, matrix.ignore_eos, matrix.request_timeout_s
+        plan.base_url,
+        kind,
+        plan.model,
+        matrix.temperature,
+        matrix.ignore_eos,
+        matrix.request_timeout_s,
     )
-    return run_load(target, matrix, prompts).to_dict()
+    traffic = [r for r in plan.workloads.requests if r.workload == TRAFFIC]
+    return run_load(target, matrix, plan.prompts, traffic).to_dict()
 
 
 def _progress(enabled: bool) -> Progress | nullcontext[None]:
@@ -314,13 +397,67 @@ def _run_all(
         return list(pool.map(one, specs))
 
 
+def _run_measured(
+    send: Callable[[RequestSpec], StreamRecord],
+    client: httpx.Client,
+    plan: BenchPlan,
+    bar: Progress | None,
+) -> tuple[list[StreamRecord], dict[str, float | None]]:
+    """The measured requests, workload by workload; where the kind counts acceptance on the
+    server (vLLM), its counters are read around each workload, so each gets its own."""
+    kind, concurrency = plan.kind, plan.matrix.concurrency
+    if kind.metrics_path is None:
+        return _run_all(send, plan.measured, concurrency, bar, "requests"), {}
+    records: list[StreamRecord] = []
+    counted: dict[str, float | None] = {}
+    for workload, group in groupby(plan.measured, key=lambda s: workload_of(asdict(s))):
+        before = acc.read_counters(client, plan.base_url, kind)
+        records += _run_all(send, list(group), concurrency, bar, workload)
+        after = acc.read_counters(client, plan.base_url, kind)
+        counted[workload] = kind.counter_acceptance(before, after)[0]
+    return records, counted
+
+
 def _samples(
     kind: ServerKind, specs: list[RequestSpec], records: list[StreamRecord]
-) -> list[dict[str, Any]]:
+) -> tuple[list[RequestSpec], list[dict[str, Any]]]:
+    """One sample per response (a chat's later turns after it, `turn` 2, 3, ...), with the
+    spec of each."""
+    sample_specs, samples = [], []
+    for spec, record in zip(specs, records, strict=True):
+        for turn, response in enumerate((record, *record.turns), start=1):
+            acceptance = kind.response_acceptance(response)[0]
+            sample = make_sample(spec.workload, spec.index, response, acceptance)
+            if spec.messages:
+                sample["turn"] = turn
+            sample_specs.append(spec)
+            samples.append(sample)
+    return sample_specs, samples
+
+
+def _outputs(
+    specs: list[RequestSpec], samples: list[dict[str, Any]], store_prompts: bool
+) -> list[str]:
+    """The T=0 outputs in request order; a traffic answer as its hash unless `store_prompts`."""
     return [
-        make_sample(spec.workload, spec.index, record, kind.response_acceptance(record)[0])
-        for spec, record in zip(specs, records, strict=True)
+        private_sample(s, spec, store_prompts) if spec.workload == TRAFFIC else s["text"]
+        for spec, s in zip(specs, samples, strict=True)
     ]
+
+
+def _score_suites(
+    samples: list[dict[str, Any]], workloads: Workloads, matrix: BenchMatrix, bar: Progress | None
+) -> None:
+    """HumanEval's tests in the sandbox (with the coding table's limits), GSM8K's answers."""
+    limits = SandboxLimits(timeout_s=matrix.coding.timeout_s, memory_mb=matrix.coding.memory_mb)
+    total = tested(workloads)
+    task = bar.add_task("suite tests", total=total) if bar is not None and total else None
+
+    def advance() -> None:
+        if bar is not None and task is not None:
+            bar.advance(task)
+
+    score_samples(samples, workloads, limits, advance)
 
 
 def _run_coding(
@@ -373,13 +510,26 @@ def _aggregate(
         sum(request_values) / len(request_values) if request_values else None
     )
     result.acceptance_source = kind.acceptance_source if value is not None else None
-    aggregates["coding_passed"] = sum(sum(t) for t in coding)
-    aggregates["coding_total"] = sum(len(t) for t in coding)
+    suite_tests = [  # HumanEval's tests count as coding tests too (Fisher between configs)
+        s["passed"]
+        for s in result.samples
+        if s.get("test_s") is not None and s["workload"] != "coding"
+    ]
+    aggregates["coding_passed"] = sum(sum(t) for t in coding) + sum(map(bool, suite_tests))
+    aggregates["coding_total"] = sum(len(t) for t in coding) + len(suite_tests)
     aggregates.update(pass_at_k_summary(coding))
     aggregates["requests"] = len(result.samples)
+    result.workloads = workload_figures(result.samples, per_request)
+    aggregates["mix_tps"] = mix_tps(result.workloads, result_mix(result))
     if aggregates["coding_total"]:
         result.notes.append("coding tests sandboxed with: " + ", ".join(isolation_notes()))
     result.aggregates = aggregates
+
+
+def result_mix(result: BenchResult) -> dict[str, float] | None:
+    """The matrix's `[bench] mix` (None: every workload measured, alike)."""
+    mix = result.matrix.get("mix")
+    return dict(mix) if isinstance(mix, dict) else None
 
 
 def workload_acceptance(

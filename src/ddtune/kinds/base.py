@@ -179,6 +179,16 @@ class ServerKind(ABC):
             raise ValueError(f"/v1/models lists a model whose id is {model!r}")
         return model
 
+    def context_length(self, client: httpx.Client, base_url: str) -> int | None:
+        """The context the server says it serves (`max_model_len` of its first `/v1/models`
+        entry: ddtune, vLLM, SGLang); None when it does not say."""
+        try:
+            data = client.get(base_url + "/v1/models").raise_for_status().json()
+            value = data["data"][0].get("max_model_len")
+        except (httpx.HTTPError, ValueError, LookupError, TypeError, AttributeError):
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
     def generate_one_token(self, client: httpx.Client, base_url: str, model: str) -> str | None:
         """One 1-token completion; None on success, else why it failed."""
         body = {"model": model, "prompt": "Hello", "max_tokens": 1, "temperature": 0.0}
@@ -196,6 +206,22 @@ class ServerKind(ABC):
         self, base_url: str, prompt: str, sampling: SamplingParams, model: str | None
     ) -> tuple[str, dict[str, Any]]:
         """(URL, JSON body) of one streaming generation request."""
+
+    @abstractmethod
+    def chat_request(
+        self,
+        base_url: str,
+        messages: list[list[str]],
+        sampling: SamplingParams,
+        model: str | None,
+    ) -> tuple[str, dict[str, Any]]:
+        """(URL, JSON body) of one streaming chat request (`messages`: [role, content] pairs)."""
+
+    @abstractmethod
+    def replay_request(
+        self, base_url: str, body: dict[str, Any], model: str | None
+    ) -> tuple[str, dict[str, Any]]:
+        """(URL, JSON body) replaying a logged OpenAI request body, streamed."""
 
     @abstractmethod
     def parse_chunk(self, payload: dict[str, Any], text_so_far: str) -> StreamChunk:

@@ -391,7 +391,10 @@ class SglangKind(OpenAIKind):
         return f"{base_url}/generate", {"text": prompt, "sampling_params": params, "stream": True}
 
     def parse_chunk(self, payload: dict[str, Any], text_so_far: str) -> StreamChunk:
-        """SGLang streams the cumulative text by default; incremental chunks work too."""
+        """SGLang streams the cumulative text by default; incremental chunks work too. A
+        chat (its OpenAI `/v1/chat/completions`, no `meta_info`) streams OpenAI chunks."""
+        if "choices" in payload:
+            return super().parse_chunk(payload, text_so_far)
         text = payload.get("text") or ""
         meta = payload.get("meta_info") or None
         finish = (meta or {}).get("finish_reason")

@@ -15,10 +15,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ddtune.errors import UserError
+from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.by_slot import slot_report
 from ddtune.report.conditions import condition_values, condition_warnings
-from ddtune.report.decide import best_pass_rate, compare_pass_rates, pareto_front, recommend
-from ddtune.report.inputs import SweepContext, TrialRecord
+from ddtune.report.decide import (
+    MIX,
+    Recommendation,
+    best_pass_rate,
+    compare_pass_rates,
+    pareto_front,
+    recommend,
+)
 from ddtune.report.load.decide import analyze_load
 from ddtune.report.load.document import add_load_section, write_load_csv
 from ddtune.report.load.plots import write_load_plots
@@ -39,6 +46,7 @@ from ddtune.report.summarize import (
     unknown_metric_names,
 )
 from ddtune.report.tables import write_csv, write_json
+from ddtune.report.workloads import workload_report
 
 
 def build_report(
@@ -114,17 +122,24 @@ def analyze(
     if summary.slots is not None:  # trials ran on several service slots
         summary.warnings += summary.slots.warnings
         summary.notes += summary.slots.notes
-    headline = _headline(summary.context)
+    headline = _headline(summary.context, summary.recommendations)
     summary.recommendations.sort(
         key=lambda r: r.objective != headline
     )  # the sweep's objective first
     summary.load = analyze_load(records, configs, pass_rates, options)  # [bench.load] levels
+    summary.workloads = workload_report(summary)  # bench suites / traffic, and the mix
     return summary
 
 
-def _headline(context: SweepContext) -> str:
-    """The recommendation the sweep's objective maps to (speedup ranks as throughput)."""
-    return "throughput" if context.objective == "speedup" else context.objective
+def _headline(context: SweepContext, recommendations: Sequence[Recommendation] = ()) -> str:
+    """The recommendation the sweep's objective maps to (speedup ranks as throughput); the
+    mix's when that objective has no data (a bench of suites without the bundled one)."""
+    objective = "throughput" if context.objective == "speedup" else context.objective
+    by_objective = {r.objective: r for r in recommendations}
+    own = by_objective.get(objective)
+    if (own is None or own.status == "no data") and MIX in by_objective:
+        return MIX
+    return objective
 
 
 def _race(context: SweepContext | None) -> tuple[str, list[str]] | None:

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 from ddtune.stats.intervals import MeanCI, mean_ci
 
 

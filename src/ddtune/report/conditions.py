@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 
 # identity fields that name what is served (models, software), the same for every config;
 # everything else in an identity (pid, argv, instance id, reported config) changes by design

@@ -13,11 +13,12 @@ Rules (docs/architecture.md "Report", decision rules):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ddtune.records import MIX_TPS, workload_metric
 from ddtune.report.options import ReportOptions
-from ddtune.report.summarize import THROUGHPUT, ConfigSummary
+from ddtune.report.summarize import THROUGHPUT, Coding, ConfigSummary, workload_names
 from ddtune.stats.blocked import BlockedOptions, Verdict, decide
 from ddtune.stats.intervals import fisher_exact_two_sided
 
@@ -30,11 +31,37 @@ OBJECTIVES = (
     ("long_context", "long_tps", "best long-context tok/s"),
     ("short_context", "short_tps", "best short-context tok/s"),
 )
+MIX = "mix"
 METRIC_WORDS = {
     THROUGHPUT: "throughput (geometric mean of short and long)",
     "short_tps": "short",
     "long_tps": "long",
+    MIX_TPS: "the mix's",
 }
+CodingOf = Callable[[ConfigSummary], Coding | None]
+
+
+def workload_objective(workload: str) -> str:
+    """The objective of one workload's own recommendation: "workload:humaneval"."""
+    return f"workload:{workload}"
+
+
+def objectives(summaries: Sequence[ConfigSummary]) -> list[tuple[str, str, str]]:
+    """The report's objectives: the three of `OBJECTIVES`, and where the bench ran suites or
+    traffic, the mix (`[bench] mix`) and one per workload."""
+    names = workload_names(summaries)
+    if names in ([], ["bundled"]):
+        return list(OBJECTIVES)
+    mix = (
+        MIX,
+        MIX_TPS,
+        "highest tok/s over the workload mix whose pass rates are not significantly below the best",
+    )
+    own = [(workload_objective(n), workload_metric(n, "tps"), f"best {n} tok/s") for n in names]
+    base = list(OBJECTIVES) if "bundled" in names else []  # short/long tok/s come from it
+    return [*base, mix, *own]
+
+
 PARETO_METRICS = ("short_tps", "long_tps", "pass_rate")
 
 
@@ -67,25 +94,32 @@ class Recommendation:
     analysis: str = ""  # which comparison was used, and why
 
 
-def best_pass_rate(summaries: Sequence[ConfigSummary]) -> ConfigSummary | None:
+def _coding(s: ConfigSummary) -> Coding | None:
+    return s.coding
+
+
+def best_pass_rate(
+    summaries: Sequence[ConfigSummary], coding_of: CodingOf = _coding
+) -> ConfigSummary | None:
     """Highest pooled pass rate; ties go to more tasks, then the cheaper config."""
-    coded = [(s, s.coding) for s in summaries if s.coding is not None]
+    coded = [(s, c) for s in summaries if (c := coding_of(s)) is not None]
     if not coded:
         return None
     return min(coded, key=lambda sc: (-sc[1].rate, -sc[1].total, sc[0].cost, sc[0].label))[0]
 
 
 def compare_pass_rates(
-    summaries: Sequence[ConfigSummary], alpha: float
+    summaries: Sequence[ConfigSummary], alpha: float, coding_of: CodingOf = _coding
 ) -> dict[str, PassRateComparison]:
-    """Each config with coding results against the best one (Fisher exact, two-sided)."""
-    best = best_pass_rate(summaries)
-    b = None if best is None else best.coding
+    """Each config with coding results against the best one (Fisher exact, two-sided);
+    `coding_of`: which pass rate (a workload's own, `ConfigSummary.scores`)."""
+    best = best_pass_rate(summaries, coding_of)
+    b = None if best is None else coding_of(best)
     if best is None or b is None:
         return {}
     results = {}
     for s in summaries:
-        c = s.coding
+        c = coding_of(s)
         if c is None or s is best:
             continue
         p = fisher_exact_two_sided(c.passed, c.total, b.passed, b.total)
@@ -129,11 +163,9 @@ def recommend(
     `race_verdict`: a restart-bound race's own answer on that objective (its mixed
     model of the starts), which the report repeats instead of pairing by pass."""
     recommendations = []
-    for objective, metric, description in OBJECTIVES:
+    for objective, metric, description in objectives(summaries):
         candidates = [s for s in summaries if s.mean(metric) is not None]
-        excluded: list[str] = []
-        if objective == "throughput":
-            candidates, excluded = _pass_rate_eligible(candidates, summaries, pass_rates)
+        candidates, excluded = _eligible(objective, candidates, summaries, pass_rates, options)
         left = list(race[1]) if race is not None and race[0] == objective else []
         candidates = [s for s in candidates if s.label not in left] or candidates
         own = race_verdict if race is not None and race[0] == objective else None
@@ -317,18 +349,53 @@ def name_list(labels: list[str], shown: int = 4) -> str:
     return names + (f" and {more} more" if more > 0 else "")
 
 
+def _eligible(
+    objective: str,
+    candidates: list[ConfigSummary],
+    summaries: Sequence[ConfigSummary],
+    pass_rates: dict[str, PassRateComparison],
+    options: ReportOptions,
+) -> tuple[list[ConfigSummary], list[str]]:
+    """The throughput and mix objectives hold the coding pass rate against a config (as
+    today), a workload's own objective its pass rate, the mix every workload's."""
+    if objective in ("throughput", MIX):
+        candidates, excluded = _pass_rate_eligible(candidates, summaries, pass_rates)
+    else:
+        excluded = []
+    scored = [w for w in workload_names(summaries) if any(w in s.scores for s in summaries)]
+    for workload in scored:
+        if objective not in (MIX, workload_objective(workload)):
+            continue
+        coding_of = _scores_of(workload)
+        rates = compare_pass_rates(summaries, options.alpha, coding_of)
+        candidates, more = _pass_rate_eligible(candidates, summaries, rates, coding_of)
+        excluded += [f"{label} ({workload})" for label in more]
+    return candidates, excluded
+
+
+def _scores_of(workload: str) -> CodingOf:
+    """The pass rate of one workload (`ConfigSummary.scores`)."""
+
+    def coding_of(s: ConfigSummary) -> Coding | None:
+        return s.scores.get(workload)
+
+    return coding_of
+
+
 def _pass_rate_eligible(
     candidates: list[ConfigSummary],
     summaries: Sequence[ConfigSummary],
     pass_rates: dict[str, PassRateComparison],
+    coding_of: CodingOf = _coding,
 ) -> tuple[list[ConfigSummary], list[str]]:
-    if not any(s.coding is not None for s in summaries):
+    if not any(coding_of(s) is not None for s in summaries):
         return candidates, []  # pass rate not measured anywhere: nothing to hold against
     eligible, excluded = [], []
     for s in candidates:
         comparison = pass_rates.get(s.label)
-        if s.coding is None or (comparison is not None and comparison.significantly_below):
-            excluded.append(s.label + ("" if s.coding is not None else " (pass rate not measured)"))
+        coded = coding_of(s) is not None
+        if not coded or (comparison is not None and comparison.significantly_below):
+            excluded.append(s.label + ("" if coded else " (pass rate not measured)"))
         else:
             eligible.append(s)
     return eligible, excluded
@@ -337,7 +404,8 @@ def _pass_rate_eligible(
 def _value_text(s: ConfigSummary, metric: str) -> str:
     ci = s.ci(metric)
     interval = f" [{ci.low:.1f}, {ci.high:.1f}]" if ci.has_interval else " (n = 1, no CI)"
-    value = f"{METRIC_WORDS.get(metric, metric)} {ci.mean:.1f} tok/s{interval}"
+    words = METRIC_WORDS.get(metric, metric.removesuffix("/tps"))
+    value = f"{words} {ci.mean:.1f} tok/s{interval}"
     ratio = s.ratios.get(metric)
     if ratio is None or s.is_baseline:
         return value

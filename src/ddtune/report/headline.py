@@ -27,7 +27,8 @@ OBJECTIVE_WORDS = {
     "throughput": "Throughput",
     "long_context": "Long context",
     "short_context": "Short context",
-}
+    "mix": "Traffic mix",
+}  # a workload's own line is titled by its name ("humaneval")
 TONES = {"separated": "decided", "equivalent": "tie", "inconclusive": "open", "no data": "open"}
 
 
@@ -70,7 +71,7 @@ def headline(summary: ReportSummary) -> Answer:
 
 
 def _line(summary: ReportSummary, rec: Recommendation) -> AnswerLine:
-    title = OBJECTIVE_WORDS.get(rec.objective, rec.objective)
+    title = OBJECTIVE_WORDS.get(rec.objective, rec.objective.removeprefix("workload:"))
     tone = TONES.get(rec.status, "open")
     if rec.label is None:
         return AnswerLine(rec.objective, title, None, "No measurements yet", "", "no data", tone)

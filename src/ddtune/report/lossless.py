@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ddtune.records import TrialRecord
 from ddtune.report.gaps import classify_divergence
-from ddtune.report.inputs import TrialRecord
 
 if TYPE_CHECKING:
     from ddtune.bench.lossless import LosslessVerdict

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ddtune.records import SweepContext
 from ddtune.report.by_slot import SlotReport
 from ddtune.report.decide import PassRateComparison, Recommendation
-from ddtune.report.inputs import SweepContext
 from ddtune.report.load.figures import LoadReport
 from ddtune.report.lossless import LosslessCheck
 from ddtune.report.options import ReportOptions
 from ddtune.report.render.plots import Plot
 from ddtune.report.summarize import ConfigSummary
+from ddtune.report.workloads import workload_lines
 from ddtune.stats.intervals import VarianceComponents, format_ci
+
+if TYPE_CHECKING:
+    from ddtune.report.workloads import WorkloadReport
 
 
 @dataclass
@@ -45,6 +49,7 @@ class ReportSummary:
         default_factory=dict
     )  # "html", "markdown", "csv", "json", plot names
     load: LoadReport | None = None  # [bench.load] levels (report/load/)
+    workloads: WorkloadReport | None = None  # per suite / traffic, and the mix (workloads.py)
 
     def config(self, label: str) -> ConfigSummary:
         for summary in self.configs:
@@ -98,6 +103,8 @@ class ReportSummary:
             lines.append(f"{rec.description}: {rec.text}")
         if self.load is not None:
             lines += load_lines(self.load)
+        if self.workloads is not None:
+            lines += workload_lines(self.workloads, self.configs)
         lines += [f"WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 

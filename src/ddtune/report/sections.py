@@ -31,12 +31,14 @@ from ddtune.report.render.document import (
 from ddtune.report.render.verdict_plots import FOREST, RACE
 from ddtune.report.result import ReportSummary
 from ddtune.report.summarize import THROUGHPUT, ConfigSummary
+from ddtune.report.workloads import workload_section
 from ddtune.stats.intervals import MeanCI, format_ci
 
 
 def build_document(summary: ReportSummary, out_dir: Path) -> Document:
     sections = [
         answer_section(summary),
+        workload_section(summary),
         _recommendations(summary),
         race_section(summary),
         _configurations(summary),
@@ -60,6 +62,8 @@ def answer_section(summary: ReportSummary) -> Section:
         for line in answer.lines
     ]
     blocks: list[Block] = [Lead(items)]
+    if summary.workloads is not None:  # one config for every workload, or who loses how much
+        blocks.append(Paragraph(summary.workloads.finding))
     if answer.command is not None:
         blocks.append(Code(answer.command, answer.command_caption))
     blocks += [Image(p.name, p.title, p.caption) for p in summary.plots if p.name == FOREST]

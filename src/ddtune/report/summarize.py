@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ddtune.params import MODES, DecodeParams
-from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.records import METRIC_NAMES, MIX_TPS, TrialRecord, workload_metric
 from ddtune.stats.blocked import block_of
 from ddtune.stats.intervals import (
     MeanCI,
@@ -35,9 +35,16 @@ MEAN_METRICS = (
     "short_ttft_s",
     "long_ttft_s",
     "acceptance_length",
+    MIX_TPS,
 )
 REPORTED_METRICS = tuple(m for m in MEAN_METRICS if m != THROUGHPUT)  # read from records
-RATIO_METRICS = ("short_tps", "long_tps", THROUGHPUT)
+RATIO_METRICS = ("short_tps", "long_tps", THROUGHPUT, MIX_TPS)
+WORKLOAD_MEANS = ("tps", "acceptance_length", "ttft_s", "e2e_s")  # per workload, as "<name>/tps"
+
+
+def is_ratio_metric(metric: str) -> bool:
+    """Metrics compared as ratios (pass by pass, and to the baseline): tok/s ones."""
+    return metric in RATIO_METRICS or metric.endswith("/tps")
 
 
 @dataclass
@@ -92,6 +99,7 @@ class ConfigSummary:
     acceptance: AcceptanceDistribution | None = None
     coding: Coding | None = None
     notes: list[str] = field(default_factory=list)
+    scores: dict[str, Coding] = field(default_factory=dict)  # workload -> pooled pass rate
 
     @property
     def cost(self) -> Cost:
@@ -163,6 +171,7 @@ def _summarize_group(label: str, group: list[TrialRecord], confidence: float) ->
         metrics={m: (mean_ci(v, confidence) if v else None) for m, v in samples.items()},
         acceptance=_acceptance_distribution(done),
         coding=_coding(done, confidence),
+        scores=_workload_scores(done, confidence),
     )
     if any((r.params, r.vars) != (group[0].params, group[0].vars) for r in group):
         summary.notes.append(f"records labelled {label!r} carry different configurations")
@@ -175,7 +184,7 @@ def _metric_samples(done: list[TrialRecord]) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {m: [] for m in MEAN_METRICS}
     for record in done:
         for metric, value in record_values(record).items():
-            samples[metric].append(value)
+            samples.setdefault(metric, []).append(value)
     return samples
 
 
@@ -185,6 +194,10 @@ def record_values(record: TrialRecord) -> dict[str, float]:
     short, long = values.get("short_tps"), values.get("long_tps")
     if short is not None and long is not None and short > 0 and long > 0:
         values[THROUGHPUT] = math.sqrt(short * long)
+    for workload, figures in record.workloads.items():
+        for name in WORKLOAD_MEANS:
+            if (value := _number(figures.get(name))) is not None:
+                values[workload_metric(workload, name)] = value
     return values
 
 
@@ -196,7 +209,7 @@ def _by_pass(group: list[TrialRecord], passes_per_start: int) -> dict[str, dict[
             continue
         block = block_of(record.repeat, passes_per_start)
         for metric, value in record_values(record).items():
-            if metric in RATIO_METRICS and value > 0:
+            if is_ratio_metric(metric) and value > 0:
                 logs.setdefault(metric, {}).setdefault(block, []).append(math.log(value))
     return {
         metric: {b: math.exp(math.fsum(v) / len(v)) for b, v in blocks.items()}
@@ -238,7 +251,7 @@ def _ratios(
     summary: ConfigSummary, baseline: ConfigSummary, confidence: float
 ) -> dict[str, MeanCI | None]:
     ratios: dict[str, MeanCI | None] = {}
-    for metric in RATIO_METRICS:
+    for metric in [m for m in summary.samples if is_ratio_metric(m)]:
         num, den = summary.samples.get(metric) or [], baseline.samples.get(metric) or []
         ok = num and den and math.fsum(den) != 0
         ratios[metric] = ratio_ci(num, den, confidence) if ok else None
@@ -266,6 +279,28 @@ def _coding(done: list[TrialRecord], confidence: float) -> Coding | None:
         return None
     low, high = wilson_interval(passed, total, confidence)
     return Coding(passed, total, passed / total, low, high)
+
+
+def _workload_scores(done: list[TrialRecord], confidence: float) -> dict[str, Coding]:
+    """workload -> pass rate pooled over the done trials (scored workloads only)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for record in done:
+        for workload, figures in record.workloads.items():
+            passed, total = _number(figures.get("passed")), _number(figures.get("total"))
+            if passed is not None and total:
+                have = counts.get(workload, (0, 0))
+                counts[workload] = (have[0] + int(passed), have[1] + int(total))
+    scores = {}
+    for workload, (passed, total) in counts.items():
+        low, high = wilson_interval(passed, total, confidence)
+        scores[workload] = Coding(passed, total, passed / total, low, high)
+    return scores
+
+
+def workload_names(summaries: Sequence[ConfigSummary]) -> list[str]:
+    """The workloads any config measured, in the order their metrics first appear."""
+    names = [m.split("/")[0] for s in summaries for m in s.samples if m.endswith("/tps")]
+    return list(dict.fromkeys(names))
 
 
 def _failure_info(record: TrialRecord) -> FailureInfo:

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord, workload_metric
 from ddtune.report.render.atomic import atomic_path, write_atomic
 from ddtune.report.result import ReportSummary
-from ddtune.report.summarize import MEAN_METRICS, RATIO_METRICS, ConfigSummary
+from ddtune.report.summarize import MEAN_METRICS, RATIO_METRICS, WORKLOAD_MEANS, ConfigSummary
 
 
 def csv_row(summary: ReportSummary, s: ConfigSummary) -> dict[str, Any]:
@@ -42,6 +42,13 @@ def csv_row(summary: ReportSummary, s: ConfigSummary) -> dict[str, Any]:
     row["divergence_class"] = None if verdict is None else verdict.divergence_class
     row["divergence_gap"] = None if verdict is None else verdict.gap
     row["pareto"] = s.label in summary.pareto
+    for workload in [] if summary.workloads is None else summary.workloads.names:
+        for name in WORKLOAD_MEANS:  # "humaneval_tps_mean", ... (the report's "humaneval/tps")
+            metric = workload_metric(workload, name)
+            row.update(_ci_columns(metric.replace("/", "_"), s.metrics.get(metric)))
+        score = s.scores.get(workload)
+        row[f"{workload}_passed"] = None if score is None else score.passed
+        row[f"{workload}_total"] = None if score is None else score.total
     return row
 
 

@@ -20,6 +20,7 @@ from rich.console import Console
 from ddtune.errors import UserError
 
 if TYPE_CHECKING:
+    from ddtune.sweep.reporting import LiveReport
     from ddtune.sweep.run.common import RunSummary
     from ddtune.sweep.store.db import Store
 
@@ -221,14 +222,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     summary = run_sweep(spec, store_path, console, resume_hint=hint, on_pass=live, checked=checked)
     console.print(live.summary_line(), markup=False, highlight=False)
     _print_summary(console, summary)
+    if not (summary.interrupted or summary.blocked):
+        _print_answer(console, live, store_path, spec.name)
     return summary.exit_code
+
+
+def _print_answer(console: Console, live: LiveReport, store_path: Path, sweep: str) -> None:
+    """The answer last (the headline and the apply command), as the report begins with it:
+    the live report's last analysis when no pass ended since, else the store's now."""
+    from ddtune.sweep.reporting import analyze_stored, answer_text
+    from ddtune.sweep.store.db import Store
+
+    if live.last is not None and not live.dirty:
+        report = live.last[0]
+    else:
+        store = Store(store_path, create=False)
+        try:
+            report = analyze_stored(store, store.sweep_row(sweep))
+        finally:
+            store.close()
+    console.print(answer_text(report), markup=False, highlight=False)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.services.preflight import check_launches
     from ddtune.sweep.plan.grid import plan_spec
     from ddtune.sweep.plan.mode import run_spec
-    from ddtune.sweep.plan.planners import estimate_text, restart_word, sweep_mode
+    from ddtune.sweep.plan.planners import bench_text, estimate_text, restart_word, sweep_mode
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.preflight import planned_launches
     from ddtune.sweep.spec.load import load_spec
@@ -240,6 +260,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         mode = sweep_mode(spec, store)
         print(estimate_text(spec, store, mode))
+        print(bench_text(spec, store))
     finally:
         if store is not None:
             store.close()

@@ -22,16 +22,21 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.errors import UserError
-from ddtune.sweep.reporting import LiveReport
+from ddtune.sweep.reporting import LiveReport, answer_text
 from ddtune.sweep.run.common import RunSummary
 from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.spec.load import load_spec
 from ddtune.sweep.store.db import SpecChangedError, Store
+
+if TYPE_CHECKING:
+    from ddtune.report.result import ReportSummary
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 RESTART_SPEC = EXAMPLES / "demo.toml"
@@ -56,23 +61,29 @@ def run_demo(
         ("restart", restart_spec or RESTART_SPEC, out),
         ("hot", hot_spec or HOT_SPEC, out / "hot"),
     ]
-    codes = []
+    codes, answers = [], []
     for kind, path, folder in passes:
-        summary = _one_pass(console, kind, path, folder)
+        summary, report = _one_pass(console, kind, path, folder)
         if summary.interrupted or summary.blocked:
             console.print("[yellow]demo stopped[/]; run `ddtune demo` again to resume")
             return summary.exit_code
         codes.append(summary.exit_code)
+        answers.append((kind, report))
     minutes = (time.monotonic() - started) / 60
     console.print(f"[bold]demo finished in {minutes:.1f} min[/]; reports:")
     for kind, _, folder in passes:
         console.print(
             f"  {kind:8s} {folder / 'report' / 'report.html'}  (store {folder / 'store.sqlite'})"
         )
+    for kind, report in answers:  # the answer last, as each report begins with it
+        if report is not None:
+            console.print(f"[bold]{kind} pass[/]" + escape(answer_text(report)))
     return max(codes)  # 1 when a pass had failed trials (the sweep's exit codes)
 
 
-def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> RunSummary:
+def _one_pass(
+    console: Console, kind: str, spec_path: Path, folder: Path
+) -> tuple[RunSummary, ReportSummary | None]:
     spec = load_spec(spec_path)
     how = {
         "restart": "each configuration restarts `ddtune serve` (process controller)",
@@ -96,13 +107,14 @@ def _one_pass(console: Console, kind: str, spec_path: Path, folder: Path) -> Run
         ) from exc
     summary.print(console, f"{kind} pass")
     console.print(live.summary_line(), markup=False, highlight=False)
-    if not (summary.interrupted or summary.blocked):
-        store = Store(store_path, create=False)
-        try:
-            live.final(store)  # the end-of-run rewrite, printed (built again only if stale)
-        finally:
-            store.close()
-    return summary
+    if summary.interrupted or summary.blocked:
+        return summary, None
+    store = Store(store_path, create=False)
+    try:
+        report = live.final(store)  # the end-of-run rewrite, printed (built again only if stale)
+    finally:
+        store.close()
+    return summary, report
 
 
 def _clear(out: Path) -> None:

@@ -11,7 +11,7 @@ import json
 import sqlite3
 from typing import Any
 
-from ddtune.report.inputs import METRIC_NAMES
+from ddtune.records import METRIC_NAMES
 from ddtune.sweep.store.db import Store
 
 

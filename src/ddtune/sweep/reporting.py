@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from ddtune.report.inputs import SweepContext, TrialRecord
+from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.options import ReportOptions
 from ddtune.sweep.plan.mode import run_spec
 from ddtune.sweep.spec.load import Config, SweepSpec, parse_spec
@@ -104,6 +104,8 @@ def answer_text(summary: ReportSummary) -> str:
 
     answer = headline(summary)
     lines = [f"{line.title}: {line.text} — {line.status}" for line in answer.lines]
+    if summary.workloads is not None:
+        lines.append(summary.workloads.finding)
     if answer.command is not None:
         lines += [answer.command_caption, f"  {answer.command}"]
     return "\n".join(["", "answer:", *lines])
@@ -161,13 +163,14 @@ def analyze_stored(
 def print_report(
     result: ReportSummary, sweep_name: str, trials: int, out_dir: Path, console: Console
 ) -> None:
-    """The table, the answer and the files of a report written to `out_dir`."""
+    """The table, the files of a report written to `out_dir`, then the answer (the headline
+    and the apply command: the last thing the terminal shows, as the report begins with it)."""
     console.print(result.terminal_table(), markup=False, highlight=False)
-    console.print(answer_text(result), markup=False, highlight=False)
     files = sorted(p.name for p in out_dir.iterdir())
     console.print(
         f"report for sweep {sweep_name} ({trials} trials) in {out_dir}: {', '.join(files)}"
     )
+    console.print(answer_text(result), markup=False, highlight=False)
 
 
 class LiveReport:

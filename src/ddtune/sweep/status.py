@@ -13,7 +13,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import failed_attempts
 from ddtune.sweep.store.schema import TRIAL_STATUSES

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from matplotlib import image
 
+from ddtune.records import SweepContext
 from ddtune.report import ReportOptions, build_report
-from ddtune.report.inputs import SweepContext
 
 CHROMIUM = shutil.which("chromium")
 FLAGS = [

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import image
 
+from ddtune.records import Elimination, SweepContext
 from ddtune.report import build_report
-from ddtune.report.inputs import Elimination, SweepContext
 
 RACE = SweepContext(
     "race",

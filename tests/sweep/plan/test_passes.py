@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ddtune.params import DecodeParams
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 from ddtune.sweep.plan.passes import (
     block_of,
     blocked_samples,

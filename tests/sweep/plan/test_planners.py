@@ -180,7 +180,7 @@ def test_a_hot_sweep_counts_reconfigures_not_restarts(tmp_path, capsys, spec_tex
 
 def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():
     from ddtune.params import DecodeParams
-    from ddtune.report.inputs import TrialRecord
+    from ddtune.records import TrialRecord
     from ddtune.sweep.plan.search_planner import pass_rate_constraint
 
     def rec(i, passed, total=20):
@@ -193,3 +193,36 @@ def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():
     assert pass_rate_constraint(records[3], records) > 0  # 5/20 vs 20/20: infeasible
     no_coding = TrialRecord(4, "x", DecodeParams(), False, 4, "done", metrics={})
     assert pass_rate_constraint(no_coding, records) is None
+
+
+def test_sweep_plan_splits_a_bench_by_workload(tmp_path) -> None:  # noqa: ANN001
+    from ddtune.sweep.plan.planners import bench_text
+    from ddtune.sweep.spec.load import load_spec
+
+    spec_path = tmp_path / "spec.toml"
+    spec_path.write_text(
+        """
+[sweep]
+name = "split"
+repeats = 1
+baseline = { mode = "ar" }
+[service]
+kind = "process"
+profile = "ddtune"
+command = ["{python}", "-m", "ddtune.cli", "serve", "--port", "{port}", "--mode", "{mode}"]
+port = 18799
+expected_start_s = 5
+expected_bench_s = 60
+[bench]
+suite = ["humaneval", "mt-bench"]
+[bench.suites.humaneval]
+limit = 10
+max_tokens = 100
+[bench.suites.mt-bench]
+limit = 5
+max_tokens = 100
+"""
+    )
+    text = bench_text(load_spec(spec_path), None)
+    # 10 x 100 tokens and 5 questions x 2 turns x 100 tokens: half of the 60 s each
+    assert text == "  bench per trial: humaneval 10 request(s), ~30 s; mt-bench 10 request(s), ~30 s"

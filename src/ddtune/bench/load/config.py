@@ -7,7 +7,8 @@
     requests = 32              # measured requests per level (or duration_s = 60)
     warmup_requests = 4        # per level, sent at the level's load, excluded (default:
                                # one per client, or one second of arrivals)
-    workload = "short"         # prompts (and max_tokens) of bench.short | long | mixed
+    workload = "short"         # prompts (and max_tokens) of bench.short | long | mixed, or
+                               # "traffic": the sampled requests of bench.traffic_file
     search = "max_rate"        # bisect the highest rate meeting the SLO (needs [bench.slo])
     slo_attainment = 0.99      # fraction of requests that must meet every SLO
     [bench.slo]
@@ -34,7 +35,7 @@ from ddtune.tables import StrictModel
 
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
-Workload = Literal["short", "long", "mixed"]
+Workload = Literal["short", "long", "mixed", "traffic"]
 DEFAULT_REQUESTS = 32
 
 

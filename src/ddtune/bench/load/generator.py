@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -81,12 +81,18 @@ class LoadResult:
         return {"levels": levels, "requests": self.requests, "max_rate": self.max_rate}
 
 
-def run_load(target: LoadTarget, matrix: BenchMatrix, prompts: PromptSet) -> LoadResult:
-    """Every level of `matrix.load`, then the max-rate search when asked for."""
+def run_load(
+    target: LoadTarget,
+    matrix: BenchMatrix,
+    prompts: PromptSet,
+    traffic: Sequence[RequestSpec] = (),
+) -> LoadResult:
+    """Every level of `matrix.load`, then the max-rate search when asked for; `traffic`:
+    the sampled requests of `bench.traffic_file` (workload "traffic")."""
     load = matrix.load
     if load is None:
         return LoadResult()
-    specs = level_prompts(matrix, prompts)
+    specs = level_prompts(matrix, prompts, traffic)
     slo = matrix.slo.targets() if matrix.slo is not None else None
     out = LoadResult()
 
@@ -109,10 +115,20 @@ def run_load(target: LoadTarget, matrix: BenchMatrix, prompts: PromptSet) -> Loa
     return out
 
 
-def level_prompts(matrix: BenchMatrix, prompts: PromptSet) -> list[RequestSpec]:
-    """The request templates of the load workload (short, long, or both interleaved)."""
+def level_prompts(
+    matrix: BenchMatrix, prompts: PromptSet, traffic: Sequence[RequestSpec] = ()
+) -> list[RequestSpec]:
+    """The request templates of the load workload (short, long, both interleaved, or the
+    user's replayed traffic)."""
     load = matrix.load
     workload = "short" if load is None else load.workload
+    if workload == "traffic":
+        if not traffic:
+            raise UserError(
+                'bench.load.workload = "traffic" needs bench.traffic_file',
+                key="bench.load.workload",
+            )
+        return list(traffic)
     chosen = {"short": ["short"], "long": ["long"], "mixed": ["short", "long"]}[workload]
     lists = [
         [RequestSpec(w, i, p, getattr(matrix, w).max_tokens, matrix.seed) for i, p in enumerate(ps)]

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from ddtune.records import TrialRecord
 from ddtune.report.decide import PassRateComparison, blocked_options
-from ddtune.report.inputs import TrialRecord
 from ddtune.report.load.figures import (
     LevelFigures,
     LoadRecommendation,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddtune.bench.load.latency import Distribution, LevelResult
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 from ddtune.report.render.plots import Plot
 from ddtune.stats.blocked import block_of
 from ddtune.stats.intervals import MeanCI, mean_ci

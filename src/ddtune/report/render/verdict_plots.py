@@ -19,7 +19,7 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ddtune.report.inputs import SweepContext
+from ddtune.records import SweepContext
 from ddtune.report.render.plots import Made, Plot, save_plots
 from ddtune.report.summarize import THROUGHPUT, ConfigSummary
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import MIX_TPS, TrialRecord
 from ddtune.report.summarize import THROUGHPUT, record_values
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.race import PassResult
@@ -22,6 +22,7 @@ OBJECTIVE_METRICS = {  # [sweep] objective -> the per-trial value it optimises (
     "long_context": "long_tps",
     "short_context": "short_tps",
     "speedup": THROUGHPUT,  # ratio to the baseline per pass: paired, the baseline cancels
+    "mix": MIX_TPS,  # tok/s over the bench's workloads, weighted by [bench] mix
 }
 FINISHED = ("done", "failed")
 

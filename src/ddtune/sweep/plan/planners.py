@@ -142,6 +142,21 @@ def _start_estimates(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dic
     return {f"restart-bound race, {name}": e for name, e in zip(names, cases, strict=True)}
 
 
+def bench_text(spec: SweepSpec, store: Store | None) -> str:
+    """One bench's expected seconds per workload: the bench's expected (or measured) time
+    split by each workload's share of the tokens it generates at most."""
+    from ddtune.bench.suites import bench_shares
+
+    shares = bench_shares(spec.bench)
+    costs = trial_costs(spec, store)
+    tokens = sum(t for _, t in shares.values()) or 1
+    parts = []
+    for name, (requests, most) in shares.items():
+        seconds = "" if costs is None else f", ~{costs.bench_s * most / tokens:.0f} s"
+        parts.append(f"{name} {requests} request(s){seconds}")
+    return "  bench per trial: " + "; ".join(parts)
+
+
 def estimate_text(spec: SweepSpec, store: Store | None, mode: SweepMode | None = None) -> str:
     """What `sweep plan` and `sweep run` print first: the mode and why, the costs, the cases."""
     costs = trial_costs(spec, store)

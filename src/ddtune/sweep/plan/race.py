@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ddtune.report.inputs import Elimination
+from ddtune.records import Elimination
 from ddtune.stats.blocked import BlockedOptions, compare, leader_of
 from ddtune.stats.intervals import fisher_exact_two_sided, holm_adjust, tost_equivalence
 

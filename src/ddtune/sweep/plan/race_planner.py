@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from ddtune.report.inputs import SweepContext
+from ddtune.records import SweepContext
 from ddtune.sweep.plan.grid import plan_block
 from ddtune.sweep.plan.passes import OBJECTIVE_METRICS, pass_results
 from ddtune.sweep.plan.race import RaceSettings, RaceState, replay

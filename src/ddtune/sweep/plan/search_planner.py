@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 from ddtune.stats.intervals import fisher_exact_two_sided
 from ddtune.sweep.plan.grid import plan_trials
 from ddtune.sweep.plan.passes import objective_value

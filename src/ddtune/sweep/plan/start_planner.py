@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from ddtune.errors import UserError
-from ddtune.report.inputs import SweepContext, TrialRecord
+from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.summarize import cost_key
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.passes import objective_value

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddtune.report.inputs import Elimination
+from ddtune.records import Elimination
 from ddtune.stats.blocked import BlockedOptions, Verdict, verdict_of
 from ddtune.stats.intervals import holm_adjust, tost_equivalence
 from ddtune.stats.mixed import (

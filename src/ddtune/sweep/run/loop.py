@@ -57,6 +57,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from ddtune.bench.suites import check_workloads
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.grid import plan_spec
 from ddtune.sweep.plan.mode import run_spec
@@ -108,6 +109,7 @@ def run_sweep(
     `sweep/reporting.py`). `checked`: the preflight the caller already ran (step 0)."""
     console = console or Console(stderr=True)
     started = time.monotonic()
+    check_workloads(spec.bench)  # 0: every suite's data and the traffic file, before anything
     if checked is None:
         checked = preflight(spec, store_path.parent.resolve())  # 0
     if checked.engine is not None or not spec.service.preflight:

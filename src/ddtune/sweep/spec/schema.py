@@ -40,8 +40,9 @@ Order = Literal["interleaved", "random", "sequential"]
 RestartBoundSetting = bool | Literal["auto"]  # true / false pin it; "auto": from the costs
 STRATEGIES = ("grid", "race", "optuna")
 Strategy = Literal["grid", "race", "optuna"]
-OBJECTIVES = ("throughput", "long_context", "short_context", "speedup")
-Objective = Literal["throughput", "long_context", "short_context", "speedup"]
+OBJECTIVES = ("throughput", "long_context", "short_context", "speedup", "mix")
+# mix: tok/s over the bench's workloads weighted by [bench] mix (bench suites, traffic)
+Objective = Literal["throughput", "long_context", "short_context", "speedup", "mix"]
 RESERVED_VARS = (*DECODE_KEYS, "port")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -37,7 +37,7 @@ import psutil
 import ddtune.sweep.store.records as records
 import ddtune.sweep.store.slot_tables as slots
 from ddtune.errors import UserError
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.load_rows import insert_load_rows, split_load_rows
 from ddtune.sweep.store.modes import SweepMode, write_mode

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ddtune.report.inputs import TrialRecord
+    from ddtune.records import TrialRecord
     from ddtune.sweep.store.db import Store
 
 ATTEMPT_LOGS = ("log_tail.txt", "service.log", "hooks.log")  # first found is shown

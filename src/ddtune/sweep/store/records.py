@@ -3,7 +3,7 @@
 A record carries the trial's configuration as objects (`Config.from_wire` of its
 `config_json`), its status and last failure, and for a done trial the
 aggregates, per-request acceptance lengths, T=0 outputs, the `[bench.load]`
-levels with their per-request rows, and the conditions it ran under (hardware,
+levels with their per-request rows, the figures per workload (bench suites, traffic), and the conditions it ran under (hardware,
 prompt set, the server identity, and the slot and node when the ray backend ran
 it). See docs/architecture.md "Sweep".
 """
@@ -15,7 +15,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from ddtune.params import config_hash
-from ddtune.report.inputs import METRIC_NAMES, TrialRecord
+from ddtune.records import METRIC_NAMES, TrialRecord
 from ddtune.sweep.store.load_rows import read_load
 from ddtune.sweep.store.slot_tables import attempt_slot
 
@@ -72,6 +72,7 @@ def _fill_result(store: Store, record: TrialRecord, result: sqlite3.Row) -> None
     record.outputs = json.loads(result["outputs_json"])
     record.logprob_gaps = bench.get("logprob_gaps")
     record.load = read_load(store.db, result["attempt_id"], bench)
+    record.workloads = bench.get("workloads") or {}  # per suite / traffic (older stores: none)
     record.temperature = float(_find(bench, "temperature", 0.0) or 0.0)
     hardware = json.loads(attempt["hardware_json"]) or bench.get("hardware") or {}
     record.conditions = {

@@ -33,6 +33,7 @@ from ddtune.report.render.document import (
 from ddtune.report.render.html import STYLE, render_sections
 from ddtune.report.render.verdict_plots import FOREST, RACE, TITLES
 from ddtune.report.sections import answer_section, race_section
+from ddtune.report.workloads import workload_section
 from ddtune.sweep.plan.planners import format_duration
 from ddtune.sweep.watch.state import LiveState
 
@@ -44,6 +45,7 @@ def live_document(state: LiveState, report_dir: Path) -> Document:
     sections = [
         _now(state),
         _answer(state, report_dir),
+        _workloads(state),
         _configurations(state),
         _race(state, report_dir),
         _failures(state),
@@ -130,6 +132,13 @@ def _rank(state: LiveState, label: str) -> tuple[bool, float]:
     s = next((x for x in summary.configs if x.label == label), None)
     mean = None if s is None else s.mean("throughput_tps")
     return (summary.context.exit_of(label) is not None, -(mean or 0.0))
+
+
+def _workloads(state: LiveState) -> Section:
+    """Per workload (bench suites, traffic) so far: tok/s, τ and pass rate per config."""
+    if state.summary is None:
+        return Section("Workloads so far", [])
+    return Section("Workloads so far", workload_section(state.summary).blocks)
 
 
 def _race(state: LiveState, report_dir: Path) -> Section:

@@ -23,7 +23,7 @@ from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
-from ddtune.report.inputs import TrialRecord
+from ddtune.records import TrialRecord
 from ddtune.report.sections import STOP_WORDS
 from ddtune.services.outcome import tail_lines
 from ddtune.sweep.plan.planners import estimates, format_duration, trial_costs

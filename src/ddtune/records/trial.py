@@ -1,8 +1,8 @@
-"""What the report reads: one `TrialRecord` per (configuration, repeat).
+"""One `TrialRecord` per (configuration, repeat): what the store keeps and the report reads.
 
-The sweep store builds these (`ddtune.sweep.store.db.Store.trial_records`); the
-report never touches SQLite or HTTP. Metric names are shared with the bench
-aggregates (`ddtune.bench`): see docs/architecture.md "Metric names". A record
+The sweep store builds these (`ddtune.sweep.store.records.trial_records`); the
+report never touches SQLite or HTTP. Metric keys are `METRIC_NAMES`
+(`metrics.py`), shared with the bench aggregates. A record
 carries its configuration as objects (`params: DecodeParams` + user `vars`);
 `to_dict`/`from_dict` render `params` with `to_wire`/`from_wire`.
 """
@@ -14,17 +14,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeGuard
 
 from ddtune.params import DecodeParams
-from ddtune.stats.blocked import Verdict
-
-METRIC_NAMES = (
-    "short_tps",  # mean decode tokens/s over the short-context requests
-    "long_tps",  # same at long context
-    "short_ttft_s",  # mean time to first token, short context
-    "long_ttft_s",
-    "acceptance_length",  # tokens committed per verify round incl. bonus, this run only
-    "coding_passed",  # tasks (samples) whose tests passed
-    "coding_total",  # tasks (samples) run
-)
 
 
 @dataclass
@@ -48,6 +37,8 @@ class TrialRecord:
     temperature: float = 0.0
     conditions: dict[str, Any] = field(default_factory=dict)
     load: dict[str, Any] = field(default_factory=dict)  # [bench.load]: levels, requests, max_rate
+    # per workload (suite or "traffic"): {WORKLOAD_METRICS name: value}
+    workloads: dict[str, dict[str, float | None]] = field(default_factory=dict)
     # conditions keys: "hardware" (dict), "hardware_fingerprint" (str),
     # "prompt_set_hash" (str), "server_identity" (dict)
 
@@ -71,35 +62,6 @@ class TrialRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
         return cls(**{**data, "params": DecodeParams.from_wire(data["params"], "params")})
-
-
-@dataclass(frozen=True)
-class Elimination:
-    """When and why a config left a race (`ddtune.sweep.plan.race` decides, the report tells)."""
-
-    label: str
-    at_pass: int
-    reason: str  # "worse" | "pass_rate" | "failed"
-    detail: str
-    p_value: float | None = None  # Holm-adjusted
-
-
-@dataclass
-class SweepContext:
-    """How the sweep was run, for the report's words (strategy, race history)."""
-
-    strategy: str = "grid"  # "grid" | "race" | "optuna"
-    objective: str = "throughput"
-    passes: int = 0  # finished passes (blocks)
-    stop: str | None = None  # why a race stopped
-    exits: list[Elimination] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # e.g. what an Optuna search explored
-    efforts: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> starts, benches
-    verdict: Verdict | None = None  # a restart-bound race's own answer (its mixed model)
-    store: str | None = None  # the sweep's store, for the command that applies the answer
-
-    def exit_of(self, label: str) -> Elimination | None:
-        return next((e for e in self.exits if e.label == label), None)
 
 
 def _finite(value: Any) -> TypeGuard[float]:
