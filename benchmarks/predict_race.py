@@ -38,7 +38,7 @@ import numpy as np
 from ddtune.params import DecodeParams
 from ddtune.report.summarize import cost_key
 from ddtune.stats.blocked import Verdict
-from ddtune.sweep.plan.predicted import Forecast, PredictRace
+from ddtune.sweep.plan.predicted import PredictRace
 from ddtune.sweep.plan.simulate import (
     PRODUCTION_COSTS,
     PRODUCTION_NOISE,
@@ -47,6 +47,7 @@ from ddtune.sweep.plan.simulate import (
 )
 from ddtune.sweep.plan.starts import StartSettings
 from ddtune.trace.costs import Shape
+from ddtune.trace.forecast import Forecast
 
 SPLITS = 4
 CONTEXT = {"short": 1000.0, "long": 8000.0}

@@ -10,7 +10,7 @@ builds the records, the report (`ddtune.report`) reads them; none of the
 three imports another for these types (docs/architecture.md "Layers").
 """
 
-from ddtune.records.context import Elimination, SweepContext
+from ddtune.records.context import Elimination, PredictedConfig, SweepContext
 from ddtune.records.metrics import METRIC_NAMES, MIX_TPS, WORKLOAD_METRICS, workload_metric
 from ddtune.records.trial import TrialRecord
 
@@ -19,6 +19,7 @@ __all__ = [
     "MIX_TPS",
     "WORKLOAD_METRICS",
     "Elimination",
+    "PredictedConfig",
     "SweepContext",
     "TrialRecord",
     "workload_metric",

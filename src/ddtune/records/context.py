@@ -22,11 +22,22 @@ class Elimination:
     p_value: float | None = None  # Holm-adjusted
 
 
+@dataclass(frozen=True)
+class PredictedConfig:
+    """What a trace predicted for one config, to set beside what was measured."""
+
+    label: str
+    acceptance: float | None  # τ as the service counts it (None: its kind reports none)
+    objective: tuple[float, float, float] | None  # the objective's tok/s: point, 95% low, high
+    status: str  # "started" | "dominated" | "predicted out" | "not started"
+    check: str | None = None  # the predicting race's check of it, in words
+
+
 @dataclass
 class SweepContext:
     """How the sweep was run, for the report's words (strategy, race history)."""
 
-    strategy: str = "grid"  # "grid" | "race" | "optuna"
+    strategy: str = "grid"  # "grid" | "race" | "optuna" (a predicting race reports "race")
     objective: str = "throughput"
     passes: int = 0  # finished passes (blocks)
     stop: str | None = None  # why a race stopped
@@ -35,6 +46,8 @@ class SweepContext:
     efforts: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> starts, benches
     verdict: Verdict | None = None  # a restart-bound race's own answer (its mixed model)
     store: str | None = None  # the sweep's store, for the command that applies the answer
+    predictions: list[PredictedConfig] = field(default_factory=list)  # `[sweep] trace`
+    fallback: str | None = None  # why a predicting race went on racing every config
 
     def exit_of(self, label: str) -> Elimination | None:
         return next((e for e in self.exits if e.label == label), None)

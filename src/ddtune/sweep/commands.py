@@ -249,6 +249,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.sweep.plan.grid import plan_spec
     from ddtune.sweep.plan.mode import run_spec
     from ddtune.sweep.plan.planners import bench_text, estimate_text, restart_word, sweep_mode
+    from ddtune.sweep.plan.start_planner import predicted_lines
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.preflight import planned_launches
     from ddtune.sweep.spec.load import load_spec
@@ -261,6 +262,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         mode = sweep_mode(spec, store)
         print(estimate_text(spec, store, mode))
         print(bench_text(spec, store))
+        for line in predicted_lines(spec, store):
+            print(line)
     finally:
         if store is not None:
             store.close()

@@ -92,7 +92,7 @@ def _one_pass(
     configs = len(spec.configs) + bool(spec.baseline)
     trials = (
         f"{configs} configs raced over {spec.min_repeats}-{spec.repeats} passes"
-        if spec.strategy == "race"
+        if spec.races
         else f"{configs * spec.repeats} trials"
     )
     console.rule(f"{kind} pass: {spec.name}, {trials} — {how}")

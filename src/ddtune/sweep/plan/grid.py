@@ -79,5 +79,5 @@ def plan_spec(spec: SweepSpec, restart_bound: bool = False) -> list[PlannedTrial
     a restart-bound race and a search: none, they plan from the results)."""
     if spec.strategy == "optuna" or restart_bound:
         return []
-    repeats = spec.min_repeats if spec.strategy == "race" else spec.repeats
+    repeats = spec.min_repeats if spec.races else spec.repeats
     return plan_trials(spec.all_configs(), repeats, spec.order, spec.seed, spec.passes_per_start)

@@ -2,7 +2,8 @@
 
     mode = choose_mode(spec, trial_costs(spec, store))   # a SweepMode, with its reason
 
-`[sweep] restart_bound = true / false` pins it. Left at "auto" (the default),
+`[sweep] restart_bound = true / false` pins it. Strategy "predict" is always
+restart-bound (at T > 0 it cannot predict, and races like strategy "race"). Left at "auto" (the default),
 a race is restart-bound when a restart (stop + start to READY) takes at least
 as long as one bench: the trial is then mostly restart, and deciding start by
 start (`starts.py`) spends them where they buy information. Not restart-bound:
@@ -27,7 +28,12 @@ def choose_mode(spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
     """The mode a new sweep of `spec` runs in, and why."""
     setting = spec.restart_bound.setting
     start_s, bench_s = (costs.start_s, costs.bench_s) if costs is not None else (None, None)
-    if spec.strategy != "race":
+    if spec.predicting:
+        why = (
+            "strategy predict: the trace chooses which configs start, a restart-bound race confirms"
+        )
+        return SweepMode(True, why, start_s, bench_s, spec.restart_bound.most_benches)
+    if not spec.races:
         return SweepMode(False, f"strategy {spec.strategy}")
     if setting is not True:
         off = _why_not(spec, costs, setting)

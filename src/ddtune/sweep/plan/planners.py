@@ -45,11 +45,11 @@ def make_planner(
     spec: SweepSpec, store: Store, store_path: Path, sweep_id: int, mode: SweepMode | None = None
 ) -> Planner | None:
     """The planner of the spec's strategy (a restart-bound race when `mode` says so)."""
-    if spec.strategy == "race" and mode is not None and mode.restart_bound:
+    if spec.races and mode is not None and mode.restart_bound:
         from ddtune.sweep.plan.start_planner import StartPlanner
 
         return StartPlanner(spec, store, sweep_id, mode)
-    if spec.strategy == "race":
+    if spec.races:
         from ddtune.sweep.plan.race_planner import RacePlanner
 
         return RacePlanner(spec, store, sweep_id)
@@ -170,7 +170,7 @@ def estimate_text(spec: SweepSpec, store: Store | None, mode: SweepMode | None =
         head += f"; per trial {costs.start_s:.0f} s start + {costs.bench_s:.0f} s bench"
         head += f" ({costs.source})"
     lines = [head]
-    if spec.strategy == "race":
+    if spec.races:
         kind = "restart-bound" if mode.restart_bound else "passes (today's race)"
         lines.append(f"  race mode: {kind}: {mode.reason}")
     if costs is None:

@@ -30,42 +30,19 @@ See docs/architecture.md "Predict, then confirm".
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from ddtune.report.inputs import Elimination
+from ddtune.records import Elimination, PredictedConfig
 from ddtune.sweep.plan.starts import BenchResult, StartRace, Step
-from ddtune.trace.costs import CostModel, Observation, Shape
+from ddtune.trace.costs import CostModel, Observation
+from ddtune.trace.forecast import Forecast
 
 PRUNE_LEVEL = 0.95  # a config is out when its 97.5% point is below the leader's level
 CHECK_LEVEL = 0.99  # a measurement outside the 99% prediction interval is a miss
 TAU_TOLERANCE = 0.05  # measured acceptance this far from the trace's is a miss
 Z = 0.0  # the leader's level: its measured mean less Z standard errors
-
-
-@dataclass(frozen=True)
-class Forecast:
-    """What the trace says of every config before anything runs."""
-
-    shapes: Mapping[str, Mapping[str, Shape]]  # label -> workload -> shape
-    acceptance: Mapping[str, float | None]  # label -> τ as the service counts it, all requests
-    cost: Callable[[str], Any]  # the report's "cheaper" order
-    objective: str = "throughput"
-
-    def dominates(self, a: str, b: str) -> bool:
-        """Is `a` never slower than `b`, whatever a round costs (rule 1)?"""
-        sa, sb = self.shapes[a], self.shapes[b]
-        if a == b or set(sa) != set(sb) or any(sa[w].mode != sb[w].mode for w in sa):
-            return False
-        cheaper = all(
-            x <= y for w in sa for x, y in zip(sa[w].features(), sb[w].features(), strict=True)
-        )
-        faster = all(sa[w].tokens_per_round >= sb[w].tokens_per_round for w in sa)
-        same = all(sa[w] == sb[w] for w in sa)
-        return cheaper and faster and (not same or self.cost(a) < self.cost(b))
 
 
 @dataclass
@@ -129,6 +106,8 @@ class PredictRace(StartRace):
 
     def _record(self, step: Step, result: BenchResult) -> None:
         super()._record(step, result)
+        if result.unpredicted is not None:
+            self.fall_back(f"{step.label}: {result.unpredicted}")
         start = self.efforts[step.label].starts
         if result.value is not None:
             per = self.tps.setdefault((step.label, start), {})
@@ -220,7 +199,7 @@ class PredictRace(StartRace):
         words = f"acceptance {measured:.3f} measured, {predicted:.3f} predicted"
         self.checked[label] = words
         if miss > TAU_TOLERANCE:
-            self._fall_back(f"{label}: {words} ({miss:.1%} apart, more than {TAU_TOLERANCE:.0%})")
+            self.fall_back(f"{label}: {words} ({miss:.1%} apart, more than {TAU_TOLERANCE:.0%})")
 
     def _check_objective(self, label: str) -> None:
         """The config's measured objective against the model fitted without it."""
@@ -239,10 +218,13 @@ class PredictRace(StartRace):
         words = f"objective {measured:.3g} measured, [{low:.3g}, {high:.3g}] predicted"
         self.checked[label] = "; ".join(filter(None, [self.checked.get(label), words]))
         if not low <= measured <= high:
-            self._fall_back(f"{label}: {words} (outside the {CHECK_LEVEL:.0%} interval)")
+            self.fall_back(f"{label}: {words} (outside the {CHECK_LEVEL:.0%} interval)")
 
-    def _fall_back(self, why: str) -> None:
-        """Rule 4: what the prediction left out races too."""
+    def fall_back(self, why: str) -> None:
+        """Rule 4: what the prediction left out races too (also when the planner finds the
+        service's models are not the traced ones)."""
+        if self.fallback is not None:
+            return
         self.fallback = why
         back = [x for x in self.left_out if x in self.eliminated]
         for label in back:
@@ -251,9 +233,35 @@ class PredictRace(StartRace):
             self.queue.append(label)
             self.order.append(label)
 
+    # --- what the report shows ---------------------------------------------------------
+
+    def predictions(self) -> list[PredictedConfig]:
+        """Per config: its predicted τ and objective (the model as it stands), what became of
+        it, its check."""
+        if self.forecast is None:
+            return []
+        model = self.model or self._fit()
+        out = []
+        for label in self.contenders:
+            exit_ = self.eliminated.get(label)
+            status = "started" if self.efforts[label].starts else "not started"
+            if exit_ is not None and exit_.reason in ("dominated", "predicted"):
+                status = "dominated" if exit_.reason == "dominated" else "predicted out"
+            interval = model.interval(label, self.forecast.objective)
+            out.append(
+                PredictedConfig(
+                    label,
+                    self.forecast.acceptance.get(label),
+                    (interval.point, interval.low, interval.high),
+                    status,
+                    self.checked.get(label),
+                )
+            )
+        return out
+
 
 def _geo(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-__all__ = ["CHECK_LEVEL", "PRUNE_LEVEL", "TAU_TOLERANCE", "Forecast", "PredictRace"]
+__all__ = ["CHECK_LEVEL", "PRUNE_LEVEL", "TAU_TOLERANCE", "PredictRace"]

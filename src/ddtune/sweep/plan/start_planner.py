@@ -20,17 +20,23 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from ddtune.errors import UserError
+from ddtune.kinds import get_kind
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.summarize import cost_key
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.passes import objective_value
+from ddtune.sweep.plan.predicted import PredictRace
 from ddtune.sweep.plan.starts import BenchResult, StartRace, StartSettings
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, trial_times
 from ddtune.sweep.store.records import trial_records
+from ddtune.trace.costs import WORKLOADS, CostModel, Observation
+from ddtune.trace.forecast import Forecast, build_forecast, check_requests, identity_mismatch
+from ddtune.trace.predict import Trace
 
 FINISHED = ("done", "failed")
 
@@ -66,6 +72,7 @@ class StartPlanner:
         self.settings = start_settings(spec, mode)
         self._race: StartRace | None = None
         self._folded: list[BenchResult] = []
+        self.prediction = spec_prediction(spec, self.configs) if spec.predicting else None
 
     def results(self) -> list[BenchResult]:
         """The finished trials in run order, up to the first unfinished one."""
@@ -83,9 +90,7 @@ class StartPlanner:
         """The race after the stored trials (the cached fold when it is a prefix of them)."""
         results = self.results()
         if self._race is None or results[: len(self._folded)] != self._folded:
-            labels = [config.label() for config, _ in self.configs]
-            baseline = next((c.label() for c, is_base in self.configs if is_base), None)
-            self._race = StartRace(tuple(labels), baseline, self.settings, self.spec.seed)
+            self._race = self._new_race()
             self._folded = []
         for result in results[len(self._folded) :]:
             self._fold(result)
@@ -129,7 +134,18 @@ class StartPlanner:
         context.exits = list(race.eliminated.values())
         context.efforts, context.verdict = efforts, verdict
         context.notes.append(f"Restart-bound race ({self.mode.reason}): {_words(race)}")
+        if isinstance(race, PredictRace):
+            context.predictions, context.fallback = race.predictions(), race.fallback
+            context.notes.append(_predicted_words(race))
         return context
+
+    def _new_race(self) -> StartRace:
+        labels = tuple(config.label() for config, _ in self.configs)
+        baseline = next((c.label() for c, is_base in self.configs if is_base), None)
+        if self.prediction is None:
+            return StartRace(labels, baseline, self.settings, self.spec.seed)
+        forecast = self.prediction.forecast
+        return PredictRace(labels, baseline, self.settings, self.spec.seed, forecast=forecast)
 
     def _fold(self, result: BenchResult) -> None:
         assert self._race is not None
@@ -147,7 +163,7 @@ class StartPlanner:
         self, record: TrialRecord, hours: float, fresh: bool, seconds: float
     ) -> BenchResult:
         k = self.settings.most_benches
-        return BenchResult(
+        result = BenchResult(
             record.label,
             block_of(record.repeat, k),
             (record.repeat - 1) % k + 1,
@@ -157,6 +173,106 @@ class StartPlanner:
             seconds,
             fresh,
         )
+        if self.prediction is None or record.status != "done":
+            return result
+        tps = tuple(
+            (w, float(v))
+            for w in WORKLOADS
+            if isinstance(v := record.metrics.get(f"{w}_tps"), int | float) and v > 0
+        )
+        identity = record.conditions.get("server_identity") or {}
+        return replace(
+            result,
+            tps=tps,
+            acceptance=record.metrics.get("acceptance_length"),
+            unpredicted=identity_mismatch(self.prediction.trace, identity),
+        )
+
+
+@dataclass(frozen=True)
+class SpecPrediction:
+    """A predicting sweep's trace and what it says of the sweep's configs."""
+
+    trace: Trace
+    forecast: Forecast
+
+
+def spec_prediction(spec: SweepSpec, configs: Sequence[tuple[Config, bool]]) -> SpecPrediction:
+    """The spec's trace, checked against its bench, and its forecast (UserError: exit 2)."""
+    assert spec.trace is not None
+    trace = Trace.load(spec.trace)
+    check_requests(trace, spec.bench)
+    params = {config.label(): config.params for config, _ in configs}
+    kind = get_kind(spec.service.profile)
+    return SpecPrediction(trace, build_forecast(trace, params, kind, spec.objective))
+
+
+def predicted_lines(spec: SweepSpec, store: Store | None) -> list[str]:
+    """What `sweep plan` prints for a spec that names a trace: every config's predicted τ and,
+    once a store of the same service has measured trials, its tok/s; the dominated ones."""
+    if spec.trace is None:
+        return []
+    configs = spec.all_configs()
+    prediction = spec_prediction(spec, configs)
+    observations = _store_observations(store, prediction.forecast) if store is not None else []
+    model = CostModel(prediction.forecast.shapes, observations, spec.seed)
+    forecast, labels = prediction.forecast, [c.label() for c, _ in configs]
+    head = f"predicted from the trace {spec.trace} (T = 0"
+    head += (
+        f"; tok/s from a round-cost model of {len(observations)} measured start-workload(s) "
+        f"in {store.path}):"
+        if observations and store is not None
+        else "; tok/s once trials are measured: ranked by tau):"
+    )
+
+    def key(x: str) -> float:
+        if observations:
+            return -model.interval(x, spec.objective).point
+        return -(forecast.acceptance.get(x) or 1.0)
+
+    lines = [head]
+    for label in sorted(labels, key=key):
+        tau = forecast.acceptance.get(label)
+        text = f"  {label:<28} tau {'-' if tau is None else f'{tau:.2f}':>5}"
+        if observations:
+            text += f"  {model.interval(label, spec.objective).text()} tok/s"
+        better = next((a for a in labels if forecast.dominates(a, label)), None)
+        if better is not None:
+            text += f"  (dominated by {better}: never faster, never started by predict)"
+        lines.append(text)
+    if spec.strategy == "predict" and not spec.predicting:
+        lines.append("  the bench is not at T = 0: a trace predicts T = 0 only, so the sweep races")
+    return lines
+
+
+def _store_observations(store: Store, forecast: Forecast) -> list[Observation]:
+    """One observation per done trial and workload of configs the forecast knows."""
+    out = []
+    for row in store.db.execute("SELECT id FROM sweeps"):
+        for record in trial_records(store, int(row["id"])):
+            shapes = forecast.shapes.get(record.label)
+            if record.status != "done" or shapes is None:
+                continue
+            for w, shape in shapes.items():
+                tps = record.metrics.get(f"{w}_tps")
+                if isinstance(tps, int | float) and tps > 0:
+                    out.append(
+                        Observation(record.label, w, shape.tokens_per_round / tps, record.trial_id)
+                    )
+    return out
+
+
+def _predicted_words(race: PredictRace) -> str:
+    """How the trace spent the starts, for the report's notes."""
+    started = sum(1 for e in race.efforts.values() if e.starts)
+    left = sum(1 for x in race.left_out if x in race.eliminated)
+    text = (
+        f"Predicted from a trace: {started} of {len(race.contenders)} configs started; "
+        f"{left} never needed a start (dominated, or predicted below the leader)."
+    )
+    if race.fallback is not None:
+        text += f" The check failed ({race.fallback}): every config races as without a trace."
+    return text
 
 
 def _words(race: StartRace) -> str:
@@ -176,4 +292,4 @@ def _words(race: StartRace) -> str:
     )
 
 
-__all__ = ["StartPlanner", "start_settings"]
+__all__ = ["StartPlanner", "predicted_lines", "spec_prediction", "start_settings"]

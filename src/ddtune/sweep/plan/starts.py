@@ -126,6 +126,7 @@ class BenchResult:
     fresh: bool | None = None  # its attempt restarted the server (None: bench == 1)
     tps: tuple[tuple[str, float], ...] = ()  # (workload, tok/s) measured: a predicting race's
     acceptance: float | None = None  # the acceptance length measured (`predicted.py` checks it)
+    unpredicted: str | None = None  # why a trace cannot speak for this trial (other weights)
 
 
 @dataclass

@@ -45,6 +45,8 @@ def check_strategy(doc: SpecDocument) -> None:
             )
     if strategy == "optuna":
         _search_inputs(doc)
+    if strategy == "predict":
+        _predict(doc)
     _restart_bound(doc)
     _passes_per_start(doc)
     if sweep.objective == "speedup" and sweep.baseline is None:
@@ -159,6 +161,27 @@ def _restart_bound(doc: SpecDocument) -> None:
         )
 
 
+def _predict(doc: SpecDocument) -> None:
+    """A predicting race needs its trace, and races restart-bound: starts in this process."""
+    sweep = doc.sweep
+    if sweep.trace is None:
+        _fail(
+            "sweep.trace",
+            'is required by strategy = "predict": the trace folder to predict from (record it '
+            "with `ddtune trace record --spec SPEC --out DIR`)",
+        )
+    if doc.cluster.backend != "local":
+        _fail(
+            "sweep.strategy", '"predict" reuses a start in this process: use cluster.backend local'
+        )
+    if sweep.interleave == "request":
+        _fail(
+            "sweep.interleave",
+            '"request" shares one hot server among a pass\'s configs; strategy = "predict" '
+            "decides start by start: remove interleave",
+        )
+
+
 def _passes_per_start(doc: SpecDocument) -> None:
     sweep = doc.sweep
     k = sweep.passes_per_start
@@ -168,7 +191,7 @@ def _passes_per_start(doc: SpecDocument) -> None:
         _fail("sweep.passes_per_start", "needs order interleaved or sequential, not random")
     if doc.cluster.backend != "local":
         _fail("sweep.passes_per_start", "reuses a start in this process: use cluster.backend local")
-    if sweep.restart_bound is True:
+    if sweep.restart_bound is True or sweep.strategy == "predict":
         return  # the most benches of one start: the restart-bound race decides 1..k
     counts = [("repeats", effective_repeats(doc))]
     if sweep.strategy != "grid":

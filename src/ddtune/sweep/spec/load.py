@@ -1,7 +1,7 @@
 """The sweep spec: a TOML file parsed strictly into a `SweepSpec` of objects.
 
     [sweep]    name, repeats, order (interleaved|random|sequential), seed, baseline,
-               strategy (grid|race|optuna), min_repeats, tolerance, max_trials,
+               strategy (grid|race|optuna|predict), min_repeats, tolerance, max_trials,
                max_hours, passes_per_start, objective, interleave (trial|request:
                a pass's configs take turns request by request; hot services only),
                restart_bound (auto|true|false: a race decided start by start, `RestartBound`)
@@ -143,6 +143,17 @@ class SweepSpec:
     source: str = "<spec>"
     base_dir: str | None = None  # relative paths in the spec resolve here
     cluster: Cluster = field(default_factory=Cluster)
+    trace: str | None = None  # `[sweep] trace`, resolved against the spec's folder
+
+    @property
+    def races(self) -> bool:
+        """Does the sweep race (strategy race, or predict: a race among the configs it starts)?"""
+        return self.strategy in ("race", "predict")
+
+    @property
+    def predicting(self) -> bool:
+        """Strategy predict at T = 0 (above it the trace cannot predict: the sweep races)."""
+        return self.strategy == "predict" and self.bench.temperature == 0
 
     @property
     def hash(self) -> str:
@@ -227,7 +238,15 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
         source=source,
         base_dir=str(base_dir) if base_dir else None,
         cluster=build_cluster(doc.cluster, doc.service, _service),
+        trace=_trace_path(sweep.trace, base_dir),
     )
+
+
+def _trace_path(trace: str | None, base_dir: Path | None) -> str | None:
+    if trace is None:
+        return None
+    path = Path(trace).expanduser()
+    return str(path if path.is_absolute() or base_dir is None else (base_dir / path).resolve())
 
 
 def _restart_bound(sweep: SweepTable) -> RestartBound:

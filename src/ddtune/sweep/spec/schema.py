@@ -1,9 +1,9 @@
 """The tables of a sweep spec as strict pydantic models (`ddtune.tables.StrictModel`).
 
     [sweep]      SweepTable: name, description, repeats, order, seed, baseline,
-                 strategy (grid|race|optuna), min_repeats, tolerance, max_trials,
+                 strategy (grid|race|optuna|predict), min_repeats, tolerance, max_trials,
                  max_hours, passes_per_start, objective, interleave (trial|request),
-                 restart_bound (auto|true|false)
+                 restart_bound (auto|true|false), trace (a trace folder)
     [space]      SpaceTable: lists (or single values) of mode/budget/topk/window and the
                  knobs depth_bonus/rank_probe, `{low, high, log, step}` integer ranges
                  (strategy "optuna" only), [space.vars] lists of user variables
@@ -39,7 +39,7 @@ ORDERS = ("interleaved", "random", "sequential")
 Order = Literal["interleaved", "random", "sequential"]
 RestartBoundSetting = bool | Literal["auto"]  # true / false pin it; "auto": from the costs
 STRATEGIES = ("grid", "race", "optuna")
-Strategy = Literal["grid", "race", "optuna"]
+Strategy = Literal["grid", "race", "optuna", "predict"]
 OBJECTIVES = ("throughput", "long_context", "short_context", "speedup", "mix")
 # mix: tok/s over the bench's workloads weighted by [bench] mix (bench suites, traffic)
 Objective = Literal["throughput", "long_context", "short_context", "speedup", "mix"]
@@ -168,6 +168,7 @@ class SweepTable(StrictModel):
     objective: Objective = "throughput"
     interleave: Interleave = "trial"  # "request": a pass's configs alternate request by request
     restart_bound: Annotated[RestartBoundSetting, BeforeValidator(_restart_bound)] = "auto"
+    trace: str | None = None  # a trace folder (`ddtune trace record`): predictions; "predict"
 
 
 class OptunaTable(StrictModel):

@@ -257,7 +257,7 @@ def _eta(
     summary: ReportSummary | None,
 ) -> str:
     """'about 40 s for the 4 trial(s) planned now; a race may add up to ...'."""
-    if spec.strategy == "race" and (text := restart_bound_eta(store, sweep_id, spec)):
+    if spec.races and (text := restart_bound_eta(store, sweep_id, spec)):
         return text
     seconds = list(store.trial_seconds(sweep_id).values())
     expected = trial_costs(spec, None)  # the spec's expected seconds, before any finished
@@ -272,7 +272,7 @@ def _eta(
         if left
         else "the next pass is being planned"
     )
-    if spec.strategy == "race" and summary is not None:
+    if spec.races and summary is not None:
         text += _race_more(spec, summary, per_trial, left, sum(counts.values()))
     elif spec.strategy == "optuna":
         text += "; the search proposes more trials until its budget is spent"
