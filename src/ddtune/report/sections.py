@@ -14,6 +14,7 @@ from pathlib import Path
 from ddtune.report.conditions import CONDITION_NAMES
 from ddtune.report.headline import headline
 from ddtune.report.options import Interleave
+from ddtune.report.predicted import predicted_section
 from ddtune.report.render.document import (
     Block,
     Bullets,
@@ -41,6 +42,7 @@ def build_document(summary: ReportSummary, out_dir: Path) -> Document:
         workload_section(summary),
         _recommendations(summary),
         race_section(summary),
+        predicted_section(summary),
         _configurations(summary),
         _variance(summary),
         Section("Plots", _plots(summary)),

@@ -80,9 +80,7 @@ def build_forecast(
     shapes, acceptance = {}, {}
     for label, params in configs.items():
         shapes[label] = trace.shapes(params, kind)
-        acceptance[label] = (
-            None if params.mode == "ar" else trace.predict(params, kind).acceptance(kind)
-        )
+        acceptance[label] = trace.predict(params, kind).acceptance(kind)
     return Forecast(shapes, acceptance, lambda x: (cost_key(configs[x]), x), objective)
 
 

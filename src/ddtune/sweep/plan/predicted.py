@@ -247,17 +247,26 @@ class PredictRace(StartRace):
             status = "started" if self.efforts[label].starts else "not started"
             if exit_ is not None and exit_.reason in ("dominated", "predicted"):
                 status = "dominated" if exit_.reason == "dominated" else "predicted out"
-            interval = model.interval(label, self.forecast.objective)
             out.append(
                 PredictedConfig(
                     label,
                     self.forecast.acceptance.get(label),
-                    (interval.point, interval.low, interval.high),
+                    self._measurable(model, label),
                     status,
                     self.checked.get(label),
                 )
             )
         return out
+
+    def _measurable(self, model: CostModel, label: str) -> tuple[float, float, float]:
+        """(median, 2.5%, 97.5%) of what one start of `label` would measure: the model's
+        draws with a start's own spread."""
+        assert self.forecast is not None
+        logs = np.log(model.objective(label, self.forecast.objective))
+        rng = np.random.default_rng(self.seed)
+        noisy = np.exp(logs + rng.normal(0.0, model.noise_sd(), size=logs.shape))
+        mid, low, high = np.percentile(noisy, [50.0, 2.5, 97.5])
+        return float(mid), float(low), float(high)
 
 
 def _geo(values: list[float]) -> float:
