@@ -1,0 +1,109 @@
+"""The predicting race on a simulated service: fewer starts, the same answer, and a check that falls back."""
+
+from __future__ import annotations
+
+import math
+from ddtune.sweep.plan.predicted import PredictRace
+from ddtune.sweep.plan.simulate import (
+    PRODUCTION_COSTS,
+    PRODUCTION_NOISE,
+    SimulatedService,
+    run_start_race,
+)
+from ddtune.sweep.plan.starts import BenchResult, StartSettings
+from ddtune.trace.costs import Shape
+from ddtune.trace.forecast import Forecast
+
+WORKLOADS = ("short", "long")
+BUDGETS = (4, 8, 16, 32, 64)
+STEP = 1 / 40  # seconds of a plain target step
+
+
+def tokens(budget: int, topk: int) -> float:
+    """Tokens a round: saturating with the budget; topk 8 accepts 5% less than 4."""
+    return 1 + 3.0 * (1 - math.exp(-budget / 6)) * (0.95 if topk == 8 else 1.0)
+
+
+def seconds(budget: int) -> float:
+    return STEP * (1.3 + 0.08 * (budget + 1) + 0.3)  # b8 best, b16 7% behind
+
+
+def landscape() -> tuple[dict[str, dict[str, Shape]], dict[str, dict[str, float]]]:
+    """(shapes, true tok/s) of ar + ddtree budgets x topk {4, 8}, window none."""
+    shapes = {"ar": {w: Shape("ar", 1.0, 1, 0.0, 1.0) for w in WORKLOADS}}
+    tps = {"ar": {w: 1 / STEP for w in WORKLOADS}}
+    for b in BUDGETS:
+        for k in (4, 8):
+            label = f"b{b} k{k}"
+            r = tokens(b, k)
+            shapes[label] = {w: Shape("ddtree", r, b + 1, 1.0, r) for w in WORKLOADS}
+            tps[label] = {w: r / seconds(b) for w in WORKLOADS}
+    return shapes, tps
+
+
+def settings() -> StartSettings:
+    return StartSettings(tolerance=0.03, most_benches=4, start_s=480.0, bench_s=75.0)
+
+
+def run(seed: int, tau_factor: float = 1.0):
+    shapes, tps = landscape()
+    objective = {x: math.sqrt(t["short"] * t["long"]) for x, t in tps.items()}
+    cost = lambda label: (label != "ar", int(label[1:].split()[0]) if label != "ar" else 0, label)  # noqa: E731
+    forecast = Forecast(shapes, {x: s["short"].acceptance for x, s in shapes.items()}, cost)
+    service = SimulatedService(objective, PRODUCTION_NOISE, seed, costs=PRODUCTION_COSTS,
+                               workloads=tps)
+    labels = list(objective)
+    race = PredictRace(tuple(labels), "ar", settings(), seed, forecast=forecast)
+    seen: list[BenchResult] = []
+    add = race.add
+    race.add = lambda result: (seen.append(result), add(result))[1]  # type: ignore[method-assign]
+    race.seen = seen  # type: ignore[attr-defined]
+    measured = {x: (a or 1.0) * (tau_factor if x != "ar" else 1.0)
+                for x, a in forecast.acceptance.items()}
+    done = run_start_race(service, labels, "ar", settings(), seed, race, measured)
+    assert isinstance(done, PredictRace)
+    return done, objective, service, forecast
+
+
+def test_it_finds_the_best_with_a_fraction_of_the_starts():
+    for seed in range(3):
+        race, objective, service, forecast = run(seed)
+        best = max(objective, key=objective.__getitem__)
+        verdict = race.verdict(forecast.cost)
+        assert verdict.status in ("separated", "equivalent")
+        members = [verdict.label, *verdict.equivalent]
+        assert all(objective[m] * 1.03 >= objective[best] for m in members)
+        assert race.fallback is None
+        assert service.starts <= 8 < len(objective)  # a restart-bound race starts all 11 first
+        reasons = {e.reason for e in race.eliminated.values()}
+        assert {"dominated", "predicted"} <= reasons
+        assert all(f"b{b} k8" in race.eliminated for b in BUDGETS)  # topk 8: never faster
+
+
+def test_a_trace_that_misses_the_measured_acceptance_brings_everything_back():
+    race, objective, service, forecast = run(0, tau_factor=0.9)
+    assert race.fallback is not None and "acceptance" in race.fallback
+    assert not any(e.reason in ("dominated", "predicted") for e in race.eliminated.values())
+    assert service.starts >= len(objective)  # every config got its start
+    verdict = race.verdict(forecast.cost)
+    best = max(objective, key=objective.__getitem__)
+    assert verdict.label is not None and objective[verdict.label] * 1.03 >= objective[best]
+
+
+def test_a_resumed_race_decides_as_the_uninterrupted_one():
+    race, _, _, forecast = run(1)
+    again = PredictRace(race.contenders, "ar", settings(), 1, forecast=forecast)
+    for result in race.seen:
+        again.add(result)
+    assert again.alive == race.alive and again.eliminated == race.eliminated
+    assert again.next() == race.next()
+
+
+def test_other_weights_fall_back_at_once():
+    _, _, _, forecast = run(0)
+    race = PredictRace(("ar", "b4 k4", "b8 k4"), "ar", settings(), 0, forecast=forecast)
+    step = race.next()
+    assert step is not None
+    race.add(BenchResult(step.label, step.start, step.bench, 40.0, unpredicted="other target"))
+    assert race.fallback == f"{step.label}: other target"
+    assert not race.left_out or all(x in race.alive for x in race.left_out)

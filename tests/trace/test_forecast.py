@@ -1,0 +1,79 @@
+"""A forecast: dominance among configs, and a trace refused for another bench or other weights."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddtune.bench.matrix import BenchMatrix
+from ddtune.errors import UserError
+from ddtune.kinds import get_kind
+from ddtune.params import DecodeParams
+from ddtune.trace.costs import Shape
+from ddtune.trace.forecast import Forecast, build_forecast, check_requests, identity_mismatch
+from ddtune.trace.predict import Trace
+from ddtune.trace.record import TraceSettings, record_trace
+from ddtune.trace.sources import requests_from_matrix
+
+MATRIX = BenchMatrix.from_dict(
+    {
+        "temperature": 0,
+        "short": {"n_prompts": 1, "prompt_tokens": 8, "max_tokens": 12, "repeats": 2},
+        "long": {"n_prompts": 1, "prompt_tokens": 16, "max_tokens": 12, "repeats": 1},
+        "coding": {"enabled": False},
+        "chars_per_token": 1.0,
+    }
+)
+
+
+def forecast(shapes):
+    return Forecast(shapes, dict.fromkeys(shapes), lambda label: label)
+
+
+def test_dominance_needs_no_fewer_tokens_a_round_at_no_lower_cost():
+    s = lambda mode, verify, share, tokens: {"short": Shape(mode, tokens, verify, share)}  # noqa: E731
+    f = forecast(
+        {
+            "small": s("ddtree", 5, 1.0, 3.0),
+            "big": s("ddtree", 17, 1.0, 2.9),  # more verify tokens, fewer tokens a round
+            "bigger": s("ddtree", 33, 1.0, 3.5),  # more tokens a round: could win
+            "windowed": s("ddtree", 17, 0.5, 2.9),  # cheaper drafter than "big"
+            "chain": s("dflash", 8, 1.0, 2.0),
+        }
+    )
+    assert f.dominates("small", "big")
+    assert not f.dominates("small", "bigger") and not f.dominates("big", "small")
+    assert f.dominates("windowed", "big") and not f.dominates("big", "windowed")
+    assert not f.dominates("small", "chain")  # another mode: another fixed cost
+    assert not f.dominates("small", "small")
+
+
+@pytest.fixture(scope="module")
+def bench_trace(sides, tmp_path_factory):
+    side = sides("qwen3", 4)
+    folder = tmp_path_factory.mktemp("trace")
+    requests, prompt_hash = requests_from_matrix(MATRIX)
+    record_trace(side, requests, folder, TraceSettings((None,), (), 4), "engine", prompt_hash)
+    return Trace.load(folder)
+
+
+def test_a_trace_of_the_bench_is_accepted_and_counts_repeats(bench_trace):
+    check_requests(bench_trace, MATRIX)
+    assert [r.count for r in bench_trace.header.requests] == [2, 1]
+    kind = get_kind("ddtune")
+    f = build_forecast(bench_trace, {"b8": DecodeParams("ddtree", 8, 4), "ar": DecodeParams("ar")},
+                       kind)
+    assert set(f.shapes["b8"]) == {"short", "long"}
+    assert f.shapes["ar"]["short"].verify_tokens == 1 and f.acceptance["b8"] > 1.0
+
+
+def test_a_trace_of_other_requests_is_refused(bench_trace):
+    other = MATRIX.model_copy(update={"seed": 7})
+    with pytest.raises(UserError, match="recorded for other requests"):
+        check_requests(bench_trace, other)
+
+
+def test_other_weights_are_named(bench_trace):
+    sha = bench_trace.header.target.sha256
+    assert identity_mismatch(bench_trace, {"target_sha256": sha}) is None
+    assert "target" in identity_mismatch(bench_trace, {"target_sha256": "0" * 64})
+    assert identity_mismatch(bench_trace, {}) is None  # a kind that reports no weights
