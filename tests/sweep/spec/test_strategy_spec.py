@@ -72,7 +72,7 @@ def test_optuna_keys_and_space_are_read(spec_text):
 @pytest.mark.parametrize(
     ("body", "key", "message"),
     [
-        (RACE.replace('"race"', '"bandit"'), "sweep.strategy", "'grid', 'race' or 'optuna'"),
+        (RACE.replace('"race"', '"bandit"'), "sweep.strategy", "'grid', 'race', 'optuna' or 'predict'"),
         (RACE.replace("tolerance = 0.05", "tolerance = 0"), "sweep.tolerance", "greater than 0"),
         (RACE.replace("tolerance = 0.05", "tolerance = -0.1"), "sweep.tolerance", "greater than 0"),
         (
@@ -134,3 +134,35 @@ def test_bad_strategy_settings_name_the_key(body: str, key: str, message: str, s
 def test_passes_per_start_must_divide_the_passes(spec_text):
     spec = spec_text.parse(RACE.replace('name = "r"', 'name = "r"\npasses_per_start = 2'))
     assert spec.passes_per_start == 2
+
+
+PREDICT = """
+[sweep]
+name = "p"
+strategy = "predict"
+trace = "traces/p"
+baseline = { mode = "ar" }
+[space]
+budget = [4, 8, 16]
+"""
+
+
+def test_predict_reads_its_trace_relative_to_the_spec(spec_text, tmp_path):
+    from ddtune.sweep.spec.load import parse_spec
+
+    spec = parse_spec(spec_text.toml(PREDICT), base_dir=tmp_path)
+    assert spec.strategy == "predict" and spec.races and spec.predicting
+    assert spec.trace == str(tmp_path / "traces" / "p")
+    assert spec.repeats == 10  # a race's most passes
+
+
+def test_predict_needs_a_trace_and_runs_in_this_process(spec_text):
+    error = _error(spec_text, PREDICT.replace('trace = "traces/p"\n', ""))
+    assert error.key == "sweep.trace" and "ddtune trace record --spec" in str(error)
+    ray = PREDICT + '[cluster]\nbackend = "ray"\n[[cluster.slots]]\nname = "a"\nservice = { port = 1 }\n'
+    assert _error(spec_text, ray).key == "sweep.strategy"
+
+
+def test_predict_above_t0_races_and_says_why(spec_text):
+    spec = spec_text.parse(PREDICT + "[bench]\ntemperature = 0.7\n")
+    assert spec.races and not spec.predicting

@@ -1,0 +1,64 @@
+"""`ddtune trace record|predict|landscape` as a user runs them (in process, a random checkpoint)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ddtune.cli import main
+from ddtune.engine.testing import write_random_checkpoint
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("trace-cli")
+    return write_random_checkpoint(folder, seed=2, std=0.3, vocab_size=12, block_size=4)
+
+
+def record(models, out, *extra):
+    target, drafter = models
+    return main(["trace", "record", "--target", str(target), "--drafter", str(drafter),
+                 "--out", str(out), "--max-tokens", "12", *extra])
+
+
+def test_record_then_predict_json_and_landscape(models, tmp_path, capsys):
+    out = tmp_path / "trace"
+    assert record(models, out, "--prompt", "eat", "--prompt", "a toe", "--window", "none",
+                  "--window", "2", "--topk-max", "3") == 0
+    assert "per 1,000 tokens" in capsys.readouterr().out
+    assert main(["trace", "predict", str(out), "--budget", "6", "--topk", "2", "--window", "2",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert set(got) >= {"mean_acceptance_length", "prompts"} and len(got["prompts"]) == 2
+    lengths = [n for p in got["prompts"] for n in p["acceptance_lengths"]]
+    assert got["mean_acceptance_length"] == pytest.approx(sum(lengths) / len(lengths))
+    assert all(1 <= n <= 4 for n in lengths)
+    assert main(["trace", "landscape", str(out), "--budgets", "2,4", "--topks", "1,3"]) == 0
+    text = capsys.readouterr().out
+    assert "window none" in text and "window 2" in text and "dflash chain" in text
+    assert (out / "landscape.png").stat().st_size > 1000
+    assert len(json.loads((out / "landscape.json").read_text())["ddtree"]) == 2 * 2 * 2
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "give exactly one of --prompt, --prompts-file, --spec, --store"),
+        (["--prompt", "eat", "--spec", "x.toml"], "give exactly one of"),
+        (["--prompt", "eat", "--query-length", "9"], "does not fit the drafter's block of 4"),
+        (["--prompt", "eat", "--max-tokens", "0"], "--max-tokens must be at least 1"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(models, tmp_path, capsys, args, message):
+    assert record(models, tmp_path / "t", *args) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_predicting_past_what_was_recorded_is_exit_2(models, tmp_path, capsys):
+    out = tmp_path / "trace"
+    assert record(models, out, "--prompt", "eat", "--topk-max", "2") == 0
+    capsys.readouterr()
+    assert main(["trace", "predict", str(out), "--topk", "3"]) == 2
+    assert "above the trace's K = 2; record it with --topk-max 3" in capsys.readouterr().err
