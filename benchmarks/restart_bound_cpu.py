@@ -10,9 +10,12 @@ full readiness protocol: a real start of ~5 s against a bench of ~1-2 s).
    spec's costs).
 2. The grid: the same spec with `strategy = "grid"` and `repeats = PASSES`
    (the race's most passes), `ddtune sweep run` the same way.
-3. `ddtune sweep report` of each; printed per sweep: wall time of the run,
-   restarts, benches, the throughput recommendation (status, config); then the
-   race's wall time as a share of the grid's.
+3. With `--predict`: predict, then confirm. `ddtune trace record --spec` of the
+   same spec as `strategy = "predict"` (the bench's requests, windows 64 and none),
+   then `ddtune sweep run` of it; its wall time counts the recording.
+4. `ddtune sweep report` of each; printed per sweep: wall time of the run,
+   restarts, benches, the throughput recommendation (status, config); then each
+   one's wall time as a share of the grid's.
 
 Real subprocesses and the real CLI, run one after the other on the same machine.
 Results: docs/benchmarks.md "Restart-bound races".
@@ -38,6 +41,35 @@ def grid_spec(text: str, passes: int) -> str:
     text = re.sub(r'(?m)^strategy = "race"', 'strategy = "grid"', text, count=1)
     text = re.sub(r"(?m)^repeats = \d+", f"repeats = {passes}", text, count=1)
     return re.sub(r"(?m)^(min_repeats|max_trials|max_hours|restart_bound) = .*\n", "", text)
+
+
+def predict_spec(text: str, trace: Path) -> str:
+    """The race spec as strategy "predict" with its trace at `trace`."""
+    text = re.sub(r'(?m)^name = "([^"]+)"', r'name = "\1-predict"', text, count=1)
+    return re.sub(
+        r'(?m)^strategy = "race"', f'strategy = "predict"\ntrace = "{trace}"', text, count=1
+    )
+
+
+def record(spec: Path, trace: Path) -> float:
+    """`ddtune trace record --spec SPEC --out TRACE --fresh`; its wall seconds."""
+    started = time.monotonic()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ddtune.cli",
+            "trace",
+            "record",
+            "--spec",
+            str(spec),
+            "--out",
+            str(trace),
+            "--fresh",
+        ],
+        check=True,
+    )
+    return time.monotonic() - started
 
 
 def run(spec: Path, out: Path) -> dict[str, object]:
@@ -89,23 +121,39 @@ def main() -> None:
     parser.add_argument("--spec", type=Path, default=Path("examples/restart-bound-cpu.toml"))
     parser.add_argument("--out", type=Path, default=Path("runs/restart-bound-cpu"))
     parser.add_argument("--passes", type=int, default=10)
+    parser.add_argument("--predict", action="store_true", help="also predict, then confirm")
     args = parser.parse_args()
-    race_dir, grid_dir = args.out / "race", args.out / "grid"
-    for folder in (race_dir, grid_dir):
+    dirs = {name: args.out / name for name in ("race", "predict", "grid")}
+    for folder in dirs.values():
         folder.mkdir(parents=True, exist_ok=True)
-    grid_path = grid_dir / "grid.toml"
+    grid_path = dirs["grid"] / "grid.toml"
     grid_path.write_text(grid_spec(args.spec.read_text(), args.passes))
     parse_spec(grid_path.read_text(), str(grid_path), args.spec.parent.resolve())  # checks it
-    figures = {"race": run(args.spec, race_dir), "grid": run(grid_path, grid_dir)}
+    figures = {"race": run(args.spec, dirs["race"])}
+    if args.predict:
+        trace = (dirs["predict"] / "trace").resolve()
+        path = dirs["predict"] / "predict.toml"
+        path.write_text(predict_spec(args.spec.read_text(), trace))
+        traced = record(path, trace)
+        figures["predict"] = run(path, dirs["predict"])
+        figures["predict"]["wall_s"] = float(figures["predict"]["wall_s"]) + traced  # type: ignore[arg-type]
+        print(f"trace recorded in {traced:.0f} s (counted in predict's wall time)")
+    figures["grid"] = run(grid_path, dirs["grid"])
     for name, f in figures.items():
         print(
             f"{name}: exit {f['exit']}, {f['wall_s']:.0f} s, {f['restarts']} restarts, "
             f"{f['benches']} benches; {f['status']}: {f['winner']} (leader {f['leader']})"
         )
         print(f"  {f['text']}")
-    race, grid = figures["race"], figures["grid"]
-    share = float(race["wall_s"]) / float(grid["wall_s"])  # type: ignore[arg-type]
-    print(f"race wall / grid wall = {share:.0%}; same winner: {race['winner'] == grid['winner']}")
+    grid = figures["grid"]
+    for name in ("race", "predict"):
+        if name in figures:
+            f = figures[name]
+            share = float(f["wall_s"]) / float(grid["wall_s"])  # type: ignore[arg-type]
+            print(
+                f"{name} wall / grid wall = {share:.0%}; same winner: "
+                f"{f['winner'] == grid['winner']}"
+            )
 
 
 if __name__ == "__main__":

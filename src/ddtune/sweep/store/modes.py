@@ -2,6 +2,7 @@
 
     sweep_modes   sweep_id → restart_bound (0/1), the reason, the costs it was chosen
                   from (start_s, bench_s) and the most benches one start may get
+    sweep_forecasts  sweep_id → a predicting race's forecast (`ddtune.trace.forecast`)
 
 `sweep/plan/mode.py` chooses the mode; `Store.open_sweep` writes it in the
 transaction that creates the sweep, so a resumed race runs (and a report
@@ -30,6 +31,7 @@ class SweepMode:
     start_s: float | None = None  # the costs the choice was made from (None: unknown)
     bench_s: float | None = None
     most_benches: int = 1  # restart-bound: the most benches on one start
+    forecast: str | None = None  # strategy predict: the trace's `Forecast`, JSON, fixed at creation
 
 
 NOT_RESTART_BOUND = SweepMode(False, "passes of restarts (the sweep predates restart-bound races)")
@@ -49,6 +51,11 @@ def write_mode(db: sqlite3.Connection, sweep_id: int, mode: SweepMode) -> None:
             mode.most_benches,
         ),
     )
+    if mode.forecast is not None:
+        db.execute(
+            "INSERT INTO sweep_forecasts (sweep_id, forecast_json) VALUES (?,?)",
+            (sweep_id, mode.forecast),
+        )
 
 
 def read_mode(store: Store, sweep_id: int) -> SweepMode:
@@ -69,7 +76,19 @@ def read_mode(store: Store, sweep_id: int) -> SweepMode:
         row["start_s"],
         row["bench_s"],
         int(row["most_benches"]),
+        _forecast(store, sweep_id),
     )
+
+
+def _forecast(store: Store, sweep_id: int) -> str | None:
+    try:
+        query = "SELECT forecast_json FROM sweep_forecasts WHERE sweep_id=?"
+        row = store.db.execute(query, (sweep_id,)).fetchone()
+    except sqlite3.OperationalError as exc:  # a store from before the table, read-only
+        if "no such table" not in str(exc):
+            raise
+        return None
+    return None if row is None else str(row[0])
 
 
 def trial_times(store: Store, sweep_id: int) -> dict[int, tuple[float, bool]]:

@@ -80,9 +80,13 @@ MODE_TABLE = (
     " sweep_id INTEGER PRIMARY KEY REFERENCES sweeps(id), restart_bound INTEGER NOT NULL,"
     " reason TEXT NOT NULL, start_s REAL, bench_s REAL, most_benches INTEGER NOT NULL)"
 )
+FORECAST_TABLE = (
+    "CREATE TABLE IF NOT EXISTS sweep_forecasts ("
+    " sweep_id INTEGER PRIMARY KEY REFERENCES sweeps(id), forecast_json TEXT NOT NULL)"
+)
 
 
 def ensure_additive_tables(db: sqlite3.Connection) -> None:
     """Create the tables added after version 1 if missing (inside the caller's transaction)."""
-    for statement in (*SLOT_TABLES, LOAD_TABLE, LOAD_INDEX, MODE_TABLE):
+    for statement in (*SLOT_TABLES, LOAD_TABLE, LOAD_INDEX, MODE_TABLE, FORECAST_TABLE):
         db.execute(statement)

@@ -18,6 +18,8 @@ from html import escape
 from pathlib import Path
 
 from ddtune.report.headline import baseline_name
+from ddtune.report.predicted import TITLE as PREDICTED
+from ddtune.report.predicted import predicted_section
 from ddtune.report.render.document import (
     Block,
     Bullets,
@@ -48,6 +50,7 @@ def live_document(state: LiveState, report_dir: Path) -> Document:
         _workloads(state),
         _configurations(state),
         _race(state, report_dir),
+        _predicted(state),
         _failures(state),
         _slots(state),
         _files(report_dir),
@@ -139,6 +142,13 @@ def _workloads(state: LiveState) -> Section:
     if state.summary is None:
         return Section("Workloads so far", [])
     return Section("Workloads so far", workload_section(state.summary).blocks)
+
+
+def _predicted(state: LiveState) -> Section:
+    """A trace's predictions beside the measurements so far (`[sweep] trace`)."""
+    if state.summary is None:
+        return Section(PREDICTED, [])
+    return Section(f"{PREDICTED} so far", predicted_section(state.summary).blocks)
 
 
 def _race(state: LiveState, report_dir: Path) -> Section:
