@@ -45,8 +45,14 @@ def measure(url: str, ids: list[list[int]]) -> tuple[float, list[list[int]]]:
     with httpx.Client(timeout=600) as client:
         for prompt in ids:
             before = parse_prometheus(client.get(url + "/metrics").text)
-            body = {"model": "t", "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0,
-                    "ignore_eos": True, "return_token_ids": True}
+            body = {
+                "model": "t",
+                "prompt": prompt,
+                "max_tokens": MAX_TOKENS,
+                "temperature": 0,
+                "ignore_eos": True,
+                "return_token_ids": True,
+            }
             reply = client.post(url + "/v1/completions", json=body).raise_for_status().json()
             after = parse_prometheus(client.get(url + "/metrics").text)
             accepted += after[f"{VLLM_ACCEPTED}_total"] - before[f"{VLLM_ACCEPTED}_total"]
@@ -67,8 +73,7 @@ def test_a_trace_predicts_vllms_dflash_acceptance(tmp_path):
     texts = prompts()
     requests = requests_from_prompts(texts, MAX_TOKENS, ignore_eos=True)
     lengths = tuple(k + 1 for k in KS if k < block)
-    record_trace(side, requests, tmp_path / "trace", TraceSettings((None,), lengths, 1,
-                                                                   "pre-norm"))
+    record_trace(side, requests, tmp_path / "trace", TraceSettings((None,), lengths, 1, "pre-norm"))
     trace, kind = Trace.load(tmp_path / "trace"), get_kind("vllm")
     ids = [side.encode(t) for t in texts]
     for k in KS:
@@ -83,8 +88,11 @@ def test_a_trace_predicts_vllms_dflash_acceptance(tmp_path):
             measured, outputs = measure(url, ids)
         finally:
             stop(proc)
-        same = sum(o == list(d.generated[:MAX_TOKENS]) for o, d in zip(outputs, trace.data,
-                                                                         strict=True))
-        print(f"TRACE-VLLM K={k} measured {measured:.3f} predicted {predicted:.3f} "
-              f"({predicted / measured - 1:+.1%}); greedy tokens equal on {same}/{len(ids)}")
+        same = sum(
+            o == list(d.generated[:MAX_TOKENS]) for o, d in zip(outputs, trace.data, strict=True)
+        )
+        print(
+            f"TRACE-VLLM K={k} measured {measured:.3f} predicted {predicted:.3f} "
+            f"({predicted / measured - 1:+.1%}); greedy tokens equal on {same}/{len(ids)}"
+        )
         assert predicted is not None and abs(predicted / measured - 1) <= 0.05

@@ -18,17 +18,60 @@ def models(tmp_path_factory):
 
 def record(models, out, *extra):
     target, drafter = models
-    return main(["trace", "record", "--target", str(target), "--drafter", str(drafter),
-                 "--out", str(out), "--max-tokens", "12", *extra])
+    return main(
+        [
+            "trace",
+            "record",
+            "--target",
+            str(target),
+            "--drafter",
+            str(drafter),
+            "--out",
+            str(out),
+            "--max-tokens",
+            "12",
+            *extra,
+        ]
+    )
 
 
 def test_record_then_predict_json_and_landscape(models, tmp_path, capsys):
     out = tmp_path / "trace"
-    assert record(models, out, "--prompt", "eat", "--prompt", "a toe", "--window", "none",
-                  "--window", "2", "--topk-max", "3") == 0
+    assert (
+        record(
+            models,
+            out,
+            "--prompt",
+            "eat",
+            "--prompt",
+            "a toe",
+            "--window",
+            "none",
+            "--window",
+            "2",
+            "--topk-max",
+            "3",
+        )
+        == 0
+    )
     assert "per 1,000 tokens" in capsys.readouterr().out
-    assert main(["trace", "predict", str(out), "--budget", "6", "--topk", "2", "--window", "2",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "predict",
+                str(out),
+                "--budget",
+                "6",
+                "--topk",
+                "2",
+                "--window",
+                "2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     got = json.loads(capsys.readouterr().out)
     assert set(got) >= {"mean_acceptance_length", "prompts"} and len(got["prompts"]) == 2
     lengths = [n for p in got["prompts"] for n in p["acceptance_lengths"]]

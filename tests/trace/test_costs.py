@@ -16,7 +16,9 @@ def shape(mode: str, verify: int, share: float, tokens: float) -> Shape:
 def true_seconds(s: Shape) -> float:
     if s.mode == "ar":
         return TRUE["ar"]
-    return TRUE["ddtree"] + TRUE["verify"] * (s.verify_tokens - 1) + TRUE["drafter"] * s.drafter_share
+    return (
+        TRUE["ddtree"] + TRUE["verify"] * (s.verify_tokens - 1) + TRUE["drafter"] * s.drafter_share
+    )
 
 
 CONFIGS = {

@@ -60,8 +60,9 @@ def test_a_trace_of_the_bench_is_accepted_and_counts_repeats(bench_trace):
     check_requests(bench_trace, MATRIX)
     assert [r.count for r in bench_trace.header.requests] == [2, 1]
     kind = get_kind("ddtune")
-    f = build_forecast(bench_trace, {"b8": DecodeParams("ddtree", 8, 4), "ar": DecodeParams("ar")},
-                       kind)
+    f = build_forecast(
+        bench_trace, {"b8": DecodeParams("ddtree", 8, 4), "ar": DecodeParams("ar")}, kind
+    )
     assert set(f.shapes["b8"]) == {"short", "long"}
     assert f.shapes["ar"]["short"].verify_tokens == 1 and f.acceptance["b8"] > 1.0
 

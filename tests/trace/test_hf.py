@@ -20,7 +20,12 @@ def test_transformers_and_the_engine_trace_the_same_drafts(tmp_path, capture):
     from ddtune.trace.hf import HfTarget
 
     target, drafter = write_random_checkpoint(
-        tmp_path / "models", family="llama", seed=3, std=0.3, vocab_size=40, num_layers=3,
+        tmp_path / "models",
+        family="llama",
+        seed=3,
+        std=0.3,
+        vocab_size=40,
+        num_layers=3,
         block_size=4,
     )
     config = json.loads((drafter / "config.json").read_text())
@@ -44,6 +49,9 @@ def test_the_two_captures_feed_the_drafter_differently(tmp_path):
     test_transformers_and_the_engine_trace_the_same_drafts(tmp_path / "a", "post-norm")
     test_transformers_and_the_engine_trace_the_same_drafts(tmp_path / "b", "pre-norm")
     post, pre = Trace.load(tmp_path / "a" / "own"), Trace.load(tmp_path / "b" / "own")
-    diff = [np.abs(x.views[v]["top_lp"] - y.views[v]["top_lp"]).max()
-            for x, y in zip(post.data, pre.data, strict=True) for v in x.views]
+    diff = [
+        np.abs(x.views[v]["top_lp"] - y.views[v]["top_lp"]).max()
+        for x, y in zip(post.data, pre.data, strict=True)
+        for v in x.views
+    ]
     assert max(diff) > 1e-2

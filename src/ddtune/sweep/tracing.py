@@ -143,7 +143,23 @@ def cmd_record(args: argparse.Namespace) -> int:
     with _progress(len(requests)) as advance:
         header = record_trace(side, requests, args.out, settings, source, prompt_hash, advance)
     _print_cost(args.out, header, time.perf_counter() - started)
+    _print_mismatches(args.out)
     return 0
+
+
+def _print_mismatches(folder: Path) -> None:
+    """A note when a continuation parts from the teacher-forced argmax somewhere."""
+    from ddtune.trace.predict import Trace
+
+    parted = [d for d in Trace.load(folder).data if d.greedy_mismatches]
+    if parted:
+        tokens = sum(d.greedy_mismatches for d in parted)
+        print(
+            f"note: in {len(parted)} request(s), {tokens} continuation token(s) are not the "
+            "target's argmax when teacher-forced: near-ties, or another engine's greedy path "
+            "(--store); the replay follows the continuation as recorded",
+            file=sys.stderr,
+        )
 
 
 def _requests(

@@ -275,11 +275,16 @@ def trace_request(
 
 def continuation(side: TargetSide, prompt: list[int], request: TraceRequest) -> list[int]:
     """The T = 0 tokens after the prompt (EOS ignored), up to max_tokens and a block more:
-    a round may draft past a stop, and vLLM drafts its K tokens past max_tokens."""
+    a round may draft past a stop, and vLLM drafts its K tokens past max_tokens.
+
+    With a stored output (a served engine's own greedy text): the engine's greedy tokens
+    when their text begins with it (the two paths agree; re-encoding a text need not give
+    the tokens that produced it), else the stored text's tokens, continued greedily."""
     room = side.max_context - len(prompt) + 1  # the root at the last position runs too
     want = min(request.max_tokens + side.drafter.cfg.block_size - 1, room)
-    if request.continuation is None:
-        return side.greedy(prompt, want)
+    own = side.greedy(prompt, want)
+    if request.continuation is None or side.decode(own).startswith(request.continuation):
+        return own
     stored = side.encode(request.continuation)[:want]
     if len(stored) >= want:
         return stored

@@ -225,4 +225,6 @@ max_tokens = 100
     )
     text = bench_text(load_spec(spec_path), None)
     # 10 x 100 tokens and 5 questions x 2 turns x 100 tokens: half of the 60 s each
-    assert text == "  bench per trial: humaneval 10 request(s), ~30 s; mt-bench 10 request(s), ~30 s"
+    assert (
+        text == "  bench per trial: humaneval 10 request(s), ~30 s; mt-bench 10 request(s), ~30 s"
+    )

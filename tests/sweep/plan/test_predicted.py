@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+
 from ddtune.sweep.plan.predicted import PredictRace
 from ddtune.sweep.plan.simulate import (
     PRODUCTION_COSTS,
@@ -50,16 +51,18 @@ def run(seed: int, tau_factor: float = 1.0):
     objective = {x: math.sqrt(t["short"] * t["long"]) for x, t in tps.items()}
     cost = lambda label: (label != "ar", int(label[1:].split()[0]) if label != "ar" else 0, label)  # noqa: E731
     forecast = Forecast(shapes, {x: s["short"].acceptance for x, s in shapes.items()}, cost)
-    service = SimulatedService(objective, PRODUCTION_NOISE, seed, costs=PRODUCTION_COSTS,
-                               workloads=tps)
+    service = SimulatedService(
+        objective, PRODUCTION_NOISE, seed, costs=PRODUCTION_COSTS, workloads=tps
+    )
     labels = list(objective)
     race = PredictRace(tuple(labels), "ar", settings(), seed, forecast=forecast)
     seen: list[BenchResult] = []
     add = race.add
     race.add = lambda result: (seen.append(result), add(result))[1]  # type: ignore[method-assign]
     race.seen = seen  # type: ignore[attr-defined]
-    measured = {x: (a or 1.0) * (tau_factor if x != "ar" else 1.0)
-                for x, a in forecast.acceptance.items()}
+    measured = {
+        x: (a or 1.0) * (tau_factor if x != "ar" else 1.0) for x, a in forecast.acceptance.items()
+    }
     done = run_start_race(service, labels, "ar", settings(), seed, race, measured)
     assert isinstance(done, PredictRace)
     return done, objective, service, forecast

@@ -72,7 +72,11 @@ def test_optuna_keys_and_space_are_read(spec_text):
 @pytest.mark.parametrize(
     ("body", "key", "message"),
     [
-        (RACE.replace('"race"', '"bandit"'), "sweep.strategy", "'grid', 'race', 'optuna' or 'predict'"),
+        (
+            RACE.replace('"race"', '"bandit"'),
+            "sweep.strategy",
+            "'grid', 'race', 'optuna' or 'predict'",
+        ),
         (RACE.replace("tolerance = 0.05", "tolerance = 0"), "sweep.tolerance", "greater than 0"),
         (RACE.replace("tolerance = 0.05", "tolerance = -0.1"), "sweep.tolerance", "greater than 0"),
         (
@@ -159,7 +163,10 @@ def test_predict_reads_its_trace_relative_to_the_spec(spec_text, tmp_path):
 def test_predict_needs_a_trace_and_runs_in_this_process(spec_text):
     error = _error(spec_text, PREDICT.replace('trace = "traces/p"\n', ""))
     assert error.key == "sweep.trace" and "ddtune trace record --spec" in str(error)
-    ray = PREDICT + '[cluster]\nbackend = "ray"\n[[cluster.slots]]\nname = "a"\nservice = { port = 1 }\n'
+    ray = (
+        PREDICT
+        + '[cluster]\nbackend = "ray"\n[[cluster.slots]]\nname = "a"\nservice = { port = 1 }\n'
+    )
     assert _error(spec_text, ray).key == "sweep.strategy"
 
 
