@@ -105,3 +105,55 @@ def test_predicting_past_what_was_recorded_is_exit_2(models, tmp_path, capsys):
     capsys.readouterr()
     assert main(["trace", "predict", str(out), "--topk", "3"]) == 2
     assert "above the trace's K = 2; record it with --topk-max 3" in capsys.readouterr().err
+
+
+SPEC = """
+[sweep]
+name = "p"
+strategy = "predict"
+trace = "{trace}"
+baseline = {{ mode = "ar" }}
+[[configs]]
+mode = "ddtree"
+budget = 4
+topk = 2
+[service]
+kind = "process"
+command = ["{{python}}", "-m", "ddtune.cli", "serve", "--port", "{{port}}", "--target", "{target}",
+           "--drafter", "{drafter}", "--mode", "{{mode}}", "--budget", "{{budget}}",
+           "--topk", "{{topk}}"]
+port = 18799
+[bench]
+temperature = 0
+prompts_file = "{prompts}"
+[bench.short]
+n_prompts = 1
+max_tokens = 8
+[bench.long]
+n_prompts = 1
+max_tokens = 8
+[bench.coding]
+enabled = false
+"""
+
+
+def test_a_sweep_refuses_a_trace_of_other_models_or_requests(models, tmp_path, capsys):
+    target, drafter = models
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "eat a toe"}\n{"prompt": "tie a", "workload": "long"}\n')
+    spec = tmp_path / "p.toml"
+    trace = tmp_path / "trace"
+    spec.write_text(SPEC.format(trace=trace, target=target, drafter=drafter, prompts=prompts))
+    assert main(["trace", "record", "--spec", str(spec), "--out", str(trace), "--target",
+                 str(target), "--drafter", str(drafter)]) == 0
+    assert main(["sweep", "plan", str(spec)]) == 0
+    assert "ddtree b4 k2 wnone" in capsys.readouterr().out
+    other, _ = write_random_checkpoint(tmp_path / "other", seed=9, std=0.3, vocab_size=12,
+                                       block_size=4)
+    spec.write_text(SPEC.format(trace=trace, target=other, drafter=drafter, prompts=prompts))
+    assert main(["sweep", "plan", str(spec)]) == 2
+    assert "the service serves a target with sha256" in capsys.readouterr().err
+    prompts.write_text('{"prompt": "a tie"}\n{"prompt": "tie a", "workload": "long"}\n')
+    spec.write_text(SPEC.format(trace=trace, target=target, drafter=drafter, prompts=prompts))
+    assert main(["sweep", "plan", str(spec)]) == 2
+    assert "recorded for other requests" in capsys.readouterr().err

@@ -65,6 +65,22 @@ def report_setup(
 def sweep_context(
     store: Store, sweep: sqlite3.Row, spec: SweepSpec, mode: SweepMode | None = None
 ) -> SweepContext:
+    from ddtune.sweep.plan.start_planner import traced_context
+
+    context = _strategy_context(store, sweep, spec, mode)
+    if spec.trace is not None and not context.predictions:
+        traced_context(spec, store, sweep["id"], context)
+    if spec.strategy == "predict" and not spec.predicting:
+        context.notes.append(
+            f"A trace predicts T = 0 only; the bench ran at T = {spec.bench.temperature}, so "
+            "every config raced as in a restart-bound race."
+        )
+    return context
+
+
+def _strategy_context(
+    store: Store, sweep: sqlite3.Row, spec: SweepSpec, mode: SweepMode | None
+) -> SweepContext:
     from ddtune.sweep.plan.race_planner import RacePlanner, race_context
     from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX
     from ddtune.sweep.plan.start_planner import StartPlanner

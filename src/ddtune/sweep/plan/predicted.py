@@ -240,37 +240,40 @@ class PredictRace(StartRace):
         it, its check."""
         if self.forecast is None:
             return []
-        model = self.model or self._fit()
-        out = []
+        statuses = {}
         for label in self.contenders:
             exit_ = self.eliminated.get(label)
-            status = "started" if self.efforts[label].starts else "not started"
+            statuses[label] = "started" if self.efforts[label].starts else "not started"
             if exit_ is not None and exit_.reason in ("dominated", "predicted"):
-                status = "dominated" if exit_.reason == "dominated" else "predicted out"
-            out.append(
-                PredictedConfig(
-                    label,
-                    self.forecast.acceptance.get(label),
-                    self._measurable(model, label),
-                    status,
-                    self.checked.get(label),
-                )
-            )
-        return out
+                statuses[label] = "dominated" if exit_.reason == "dominated" else "predicted out"
+        model = self.model or self._fit()
+        return predicted_configs(self.forecast, model, statuses, self.checked, self.seed)
 
-    def _measurable(self, model: CostModel, label: str) -> tuple[float, float, float]:
-        """(median, 2.5%, 97.5%) of what one start of `label` would measure: the model's
-        draws with a start's own spread."""
-        assert self.forecast is not None
-        logs = np.log(model.objective(label, self.forecast.objective))
-        rng = np.random.default_rng(self.seed)
+
+def predicted_configs(
+    forecast: Forecast,
+    model: CostModel,
+    statuses: dict[str, str],
+    checked: dict[str, str] | None = None,
+    seed: int = 0,
+) -> list[PredictedConfig]:
+    """The report's rows: each config's predicted τ and what one start of it would measure
+    (the model's draws with a start's own spread: median and 95%)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for label, status in statuses.items():
+        logs = np.log(model.objective(label, forecast.objective))
         noisy = np.exp(logs + rng.normal(0.0, model.noise_sd(), size=logs.shape))
-        mid, low, high = np.percentile(noisy, [50.0, 2.5, 97.5])
-        return float(mid), float(low), float(high)
+        mid, low, high = (float(v) for v in np.percentile(noisy, [50.0, 2.5, 97.5]))
+        check = (checked or {}).get(label)
+        out.append(
+            PredictedConfig(label, forecast.acceptance.get(label), (mid, low, high), status, check)
+        )
+    return out
 
 
 def _geo(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-__all__ = ["CHECK_LEVEL", "PRUNE_LEVEL", "TAU_TOLERANCE", "PredictRace"]
+__all__ = ["CHECK_LEVEL", "PRUNE_LEVEL", "TAU_TOLERANCE", "PredictRace", "predicted_configs"]

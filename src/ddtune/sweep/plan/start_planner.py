@@ -21,6 +21,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from ddtune.errors import UserError
 from ddtune.kinds import get_kind
@@ -28,7 +29,7 @@ from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.summarize import cost_key
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.passes import objective_value
-from ddtune.sweep.plan.predicted import PredictRace
+from ddtune.sweep.plan.predicted import PredictRace, predicted_configs
 from ddtune.sweep.plan.starts import BenchResult, StartRace, StartSettings
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
@@ -200,7 +201,40 @@ def spec_forecast(spec: SweepSpec, configs: Sequence[tuple[Config, bool]]) -> Fo
     trace = Trace.load(spec.trace)
     check_requests(trace, spec.bench)
     params = {config.label(): config.params for config, _ in configs}
-    return build_forecast(trace, params, get_kind(spec.service.profile), spec.objective)
+    forecast = build_forecast(trace, params, get_kind(spec.service.profile), spec.objective)
+    served = served_weights(spec)
+    why = identity_mismatch(forecast, served) if served else None
+    if why is not None:
+        raise UserError(
+            f"sweep.trace: {why}; record the trace of the served models (ddtune trace record "
+            "--spec SPEC --target DIR --drafter DIR --out DIR --fresh)",
+            key="sweep.trace",
+        )
+    return forecast
+
+
+def served_weights(spec: SweepSpec) -> dict[str, str | None]:
+    """The sha256 of the models a `ddtune serve` service command loads ({}: not ddtune's, or
+    its folders cannot be found from here)."""
+    from ddtune import assets
+    from ddtune.server.identity import weights_sha256
+
+    if spec.service.profile != "ddtune" or "serve" not in spec.service.command:
+        return {}
+    config, _ = spec.all_configs()[0]
+    argv = spec.service.render_argv(config.params, config.user_vars())
+    where = Path(spec.service.cwd or spec.base_dir or ".")
+    out = {}
+    for side, default in (
+        ("target", assets.default_target_dir),
+        ("drafter", assets.default_drafter_dir),
+    ):
+        flag = f"--{side}"
+        path = Path(argv[argv.index(flag) + 1]) if flag in argv[:-1] else default()
+        path = path if path.is_absolute() else where / path
+        if path.is_dir():
+            out[f"{side}_sha256"] = weights_sha256(path)
+    return out
 
 
 def stored_forecast(
@@ -251,11 +285,35 @@ def predicted_lines(spec: SweepSpec, store: Store | None) -> list[str]:
     return lines
 
 
-def _store_observations(store: Store, forecast: Forecast) -> list[Observation]:
-    """One observation per done trial and workload of configs the forecast knows."""
+def traced_context(spec: SweepSpec, store: Store, sweep_id: int, context: SweepContext) -> None:
+    """A grid's or a plain race's report with `[sweep] trace`: each config's predicted τ and
+    tok/s (a cost model of this sweep's measured trials) beside the measurements."""
+    try:
+        forecast = spec_forecast(spec, spec.all_configs())
+    except UserError as exc:
+        context.notes.append(f"No predictions: {exc}")
+        return
+    model = CostModel(forecast.shapes, _store_observations(store, forecast, sweep_id), spec.seed)
+    done = {r.label for r in trial_records(store, sweep_id) if r.status == "done"}
+    statuses = {
+        c.label(): "started" if c.label() in done else "not started" for c, _ in spec.all_configs()
+    }
+    context.predictions = predicted_configs(forecast, model, statuses, seed=spec.seed)
+
+
+def _store_observations(
+    store: Store, forecast: Forecast, sweep_id: int | None = None
+) -> list[Observation]:
+    """One observation per done trial and workload of configs the forecast knows (of one
+    sweep, or of every sweep in the store)."""
     out = []
-    for row in store.db.execute("SELECT id FROM sweeps"):
-        for record in trial_records(store, int(row["id"])):
+    ids = (
+        [sweep_id]
+        if sweep_id is not None
+        else [int(row["id"]) for row in store.db.execute("SELECT id FROM sweeps")]
+    )
+    for sid in ids:
+        for record in trial_records(store, sid):
             shapes = forecast.shapes.get(record.label)
             if record.status != "done" or shapes is None:
                 continue
@@ -298,4 +356,11 @@ def _words(race: StartRace) -> str:
     )
 
 
-__all__ = ["StartPlanner", "predicted_lines", "spec_forecast", "start_settings", "stored_forecast"]
+__all__ = [
+    "StartPlanner",
+    "predicted_lines",
+    "spec_forecast",
+    "start_settings",
+    "stored_forecast",
+    "traced_context",
+]
