@@ -271,6 +271,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     trials = plan_spec(spec, mode.restart_bound)
     restarts = sum(1 for t in trials if (t.repeat - 1) % spec.passes_per_start == 0)
     later = _RESTART_BOUND_LATER if mode.restart_bound else _later(spec.strategy)
+    if spec.predicting:
+        later = _PREDICT_LATER
     print(f"planned now: {len(trials)} trial(s), {restarts} {restart_word(spec)}" + later)
     for t in trials:
         print(
@@ -285,6 +287,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
 _RESTART_BOUND_LATER = (
     "; a restart-bound race plans one bench at a time from the results (pass 1 starts every "
     "config once, later passes only the configs still in the race)"
+)
+
+
+_PREDICT_LATER = (
+    "; a predicting race plans one bench at a time from the results: the baseline and the "
+    "fewest and most verify tokens first, then only configs the trace says could still win "
+    "(the dominated ones never)"
 )
 
 
