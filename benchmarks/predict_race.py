@@ -31,13 +31,14 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import sys
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from ddtune.params import DecodeParams
 from ddtune.report.summarize import cost_key
-from ddtune.stats.blocked import Verdict
 from ddtune.sweep.plan.predicted import PredictRace
 from ddtune.sweep.plan.simulate import (
     PRODUCTION_COSTS,
@@ -47,6 +48,11 @@ from ddtune.sweep.plan.simulate import (
 )
 from ddtune.sweep.plan.starts import StartSettings
 from ddtune.trace.costs import Shape
+
+sys.path.insert(0, str(Path(__file__).parent))
+from restart_bound import Run as RaceRun  # noqa: E402
+from restart_bound import correct  # noqa: E402
+
 from ddtune.trace.forecast import Forecast
 
 SPLITS = 4
@@ -144,11 +150,7 @@ def truth(world: World) -> tuple[dict[str, dict[str, float]], dict[str, float], 
 
 
 @dataclass
-class Run:
-    verdict: Verdict
-    hours: float
-    starts: int
-    benches: int
+class Run(RaceRun):
     fell_back: bool = False
 
 
@@ -176,14 +178,6 @@ def one(world: World, seed: int, predicting: bool) -> Run:
     return Run(done.verdict(fc.cost), service.hours, service.starts, service.trials, fell)
 
 
-def correct(objective: dict[str, float], verdict: Verdict, tol: float = 0.03) -> bool:
-    best = max(objective.values())
-    if verdict.status == "equivalent":
-        members = [verdict.label, *verdict.equivalent]
-        return all(m is not None and objective[m] * (1 + tol) >= best for m in members)
-    return verdict.label is not None and objective[verdict.label] == best
-
-
 WORLDS = {
     "production": World("production: the trace is exact, the cost mildly convex"),
     "wrong-trace": World("wrong trace: the service accepts 12% less on window none", 0.88),
@@ -200,7 +194,7 @@ def print_world(world: World, seeds: int) -> None:
     for name, predicting in (("restart-bound race", False), ("predict, then confirm", True)):
         runs = [one(world, seed, predicting) for seed in range(seeds)]
         done = [r for r in runs if r.verdict.status in ("separated", "equivalent")]
-        right = sum(correct(objective, r.verdict) for r in done)
+        right = sum(correct(objective, r.verdict, 0.03) for r in done)
         hours = [r.hours for r in runs]
         print(
             f"   {name:<26} {right / seeds:5.0%}  {(len(done) - right) / seeds:5.0%}  "

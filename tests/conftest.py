@@ -6,7 +6,9 @@ model arguments and `--flag value` pairs. `common.ServerProcess` is one
 `ddtune serve --port 0` subprocess in its own process group that waits for the
 single `ready instance_id=... port=...` stdout line and on close kills whatever
 is left of the group; `common.serving(args, log_path)` starts one, waits until it
-is ready and leaves nothing running afterwards. `common.setup_fake_systemd(base,
+is ready and leaves nothing running afterwards. `random_engines(family,
+block_size, context)` is a cached random float64 checkpoint and its `Engine` (the engine's
+and the trace's tests). `common.setup_fake_systemd(base,
 setenv)` installs the FAKE systemctl/journalctl of tests/services/fake_systemd.py
 (the `fake_systemd` fixture does it for one test).
 """
@@ -141,6 +143,37 @@ def setup_fake_systemd(base: Path, setenv) -> tuple[Path, Any]:
         subprocess.run(["systemctl", "daemon-reload"], check=True)  # what boot would have done
 
     return root, install_unit
+
+
+@pytest.fixture(scope="session")
+def random_engines(tmp_path_factory):
+    """random_engines(family, block_size, context=512) -> (target dir, drafter dir, Engine):
+    a vocab-8 random checkpoint in float64 (T=0 ties never flip between paths), cached."""
+    made: dict[tuple[str, int, int], tuple[Path, Path, Any]] = {}
+
+    def get(family: str = "qwen3", block_size: int = 4, context: int = 512):  # noqa: ANN202
+        import torch
+
+        from ddtune.engine.engine import Engine
+        from ddtune.engine.testing import write_random_checkpoint
+
+        key = (family, block_size, context)
+        if key not in made:
+            folder = tmp_path_factory.mktemp(f"{family}-b{block_size}-c{context}")
+            target, drafter = write_random_checkpoint(
+                folder,
+                family=family,
+                seed=block_size,
+                std=0.3,
+                vocab_size=8,
+                num_layers=2,
+                block_size=block_size,
+                max_position_embeddings=context,
+            )
+            made[key] = (target, drafter, Engine.load(target, drafter, dtype=torch.float64))
+        return made[key]
+
+    return get
 
 
 @pytest.fixture(scope="session")
