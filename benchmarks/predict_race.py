@@ -6,7 +6,8 @@ Measurement-level simulation (`ddtune.sweep.plan.simulate`, no servers) at
 issue 27's production scale: 17 configs (ar + DDTree budget {4, 8, 12, 16} x
 topk {4, 6} x window {2048, none}), a start of 480 s, a bench of 300 s
 (benched a quarter at a time), `PRODUCTION_NOISE` (1.5% a start, 3% a request,
-drift 1%/h steady + 1%/h random walk). Unlike `restart_bound.py`, each config
+drift 1%/h steady + 1%/h random walk; `start-noise` and `drift` make one of them
+worse than that). Unlike `restart_bound.py`, each config
 is built from its rounds on two workloads (short context ~1k tokens, long ~8k):
 a true cost of a round (a GPU-like verify whose cost grows with the tree,
 mildly convex; a drafter that costs more over a whole 8k context than over
@@ -43,6 +44,7 @@ from ddtune.sweep.plan.predicted import PredictRace
 from ddtune.sweep.plan.simulate import (
     PRODUCTION_COSTS,
     PRODUCTION_NOISE,
+    NoiseModel,
     SimulatedService,
     run_start_race,
 )
@@ -69,6 +71,7 @@ class World:
     title: str
     wrong_trace: float = 1.0  # the service's τ on window none / the trace's
     cost_step: float = 1.0  # a round of a tree above 8 nodes costs this much more
+    noise: NoiseModel = PRODUCTION_NOISE
 
 
 def configs() -> list[DecodeParams]:
@@ -165,9 +168,7 @@ def settings() -> StartSettings:
 
 def one(world: World, seed: int, predicting: bool) -> Run:
     tps, objective, tau_seen = truth(world)
-    service = SimulatedService(
-        objective, PRODUCTION_NOISE, seed, costs=PRODUCTION_COSTS, workloads=tps
-    )
+    service = SimulatedService(objective, world.noise, seed, costs=PRODUCTION_COSTS, workloads=tps)
     labels, fc = list(objective), forecast()
     race = None
     if predicting:
@@ -182,6 +183,14 @@ WORLDS = {
     "production": World("production: the trace is exact, the cost mildly convex"),
     "wrong-trace": World("wrong trace: the service accepts 12% less on window none", 0.88),
     "cost-step": World("cost step: trees above 8 nodes cost 40% more a round", 1.0, 1.4),
+    "start-noise": World(
+        "production, start noise 4% (above the 3% prior)",
+        noise=replace(PRODUCTION_NOISE, start_sd=0.04),
+    ),
+    "drift": World(
+        "production, drift 4%/h steady (no walk)",
+        noise=replace(PRODUCTION_NOISE, trend_per_hour=0.04, walk_per_hour=0.0),
+    ),
 }
 
 
