@@ -144,12 +144,28 @@ def test_a_sweep_refuses_a_trace_of_other_models_or_requests(models, tmp_path, c
     spec = tmp_path / "p.toml"
     trace = tmp_path / "trace"
     spec.write_text(SPEC.format(trace=trace, target=target, drafter=drafter, prompts=prompts))
-    assert main(["trace", "record", "--spec", str(spec), "--out", str(trace), "--target",
-                 str(target), "--drafter", str(drafter)]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "record",
+                "--spec",
+                str(spec),
+                "--out",
+                str(trace),
+                "--target",
+                str(target),
+                "--drafter",
+                str(drafter),
+            ]
+        )
+        == 0
+    )
     assert main(["sweep", "plan", str(spec)]) == 0
     assert "ddtree b4 k2 wnone" in capsys.readouterr().out
-    other, _ = write_random_checkpoint(tmp_path / "other", seed=9, std=0.3, vocab_size=12,
-                                       block_size=4)
+    other, _ = write_random_checkpoint(
+        tmp_path / "other", seed=9, std=0.3, vocab_size=12, block_size=4
+    )
     spec.write_text(SPEC.format(trace=trace, target=other, drafter=drafter, prompts=prompts))
     assert main(["sweep", "plan", str(spec)]) == 2
     assert "the service serves a target with sha256" in capsys.readouterr().err
