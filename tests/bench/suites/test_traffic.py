@@ -79,7 +79,7 @@ def test_temperature_is_overridden_only_when_the_spec_says_so(tmp_path: Path) ->
 
 def test_prompts_and_answers_stay_out_of_samples_unless_asked(tmp_path: Path) -> None:
     spec = traffic_requests(
-        read_traffic(write(tmp_path / "t.jsonl", GOOD[1:2])), TrafficTable(), 0
+        read_traffic(write(tmp_path / "t.jsonl", GOOD[1:2])), TrafficTable(temperature=0.0), 0
     )[0]
     sample = {"text": "secret answer", "sha256": "abc"}
     kept = private_sample(sample, spec, store_prompts=False)
@@ -88,6 +88,16 @@ def test_prompts_and_answers_stay_out_of_samples_unless_asked(tmp_path: Path) ->
     stored = {"text": "secret answer", "sha256": "abc"}
     assert private_sample(stored, spec, store_prompts=True) == "secret answer"
     assert stored["prompt"] == [{"role": "user", "content": "hi"}]
+
+
+def test_a_sampled_answer_is_kept_out_of_the_lossless_comparison(tmp_path: Path) -> None:
+    """T > 0 as logged (0.7, or unset: OpenAI's 1.0) gives a placeholder every config shares."""
+    logged = read_traffic(write(tmp_path / "t.jsonl", GOOD[:2]))
+    specs = traffic_requests(logged, TrafficTable(), 0)
+    kept = [private_sample({"text": "an answer", "sha256": "abc"}, s, False) for s in specs]
+    assert kept == ["(sampled at T = 0.7: not compared)", "(sampled at T = 1: not compared)"]
+    stored = private_sample({"text": "an answer", "sha256": "abc"}, specs[0], store_prompts=True)
+    assert stored == "(sampled at T = 0.7: not compared)"
 
 
 def test_a_missing_or_empty_file_is_one_line(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ from ddtune.errors import UserError
 from ddtune.jsonl import jsonl_rows
 
 ROLES = ("system", "user", "assistant", "tool", "developer")
+OPENAI_DEFAULT_TEMPERATURE = 1.0  # what the API (and `ddtune serve`) samples at when unset
+SAMPLED = "(sampled at T = {:g}: not compared)"
 
 
 @dataclass(frozen=True)
@@ -71,16 +73,26 @@ def traffic_requests(
 
 def private_sample(sample: dict[str, Any], spec: RequestSpec, store_prompts: bool) -> str:
     """Hash and length of the prompt into a traffic sample; without `store_prompts` the
-    answer's text leaves it too. Returns what `outputs` keeps for the request."""
+    answer's text leaves it too. Returns what `outputs` keeps for the request: a sampled
+    answer (T > 0, as logged) is not a lossless config's to reproduce, so it keeps a
+    placeholder every config shares and the T = 0 comparison skips it."""
     body = json.loads(spec.body_json or "{}")
     prompt = json.dumps(body.get("messages", body.get("prompt")), ensure_ascii=False)
     sample["prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()[:16]
     sample["prompt_chars"] = len(prompt)
+    temperature = replayed_temperature(body)
+    kept = SAMPLED.format(temperature) if temperature > 0 else None
     if store_prompts:
         sample["prompt"] = body.get("messages", body.get("prompt"))
-        return str(sample["text"])
+        return kept or str(sample["text"])
     sample["text"] = ""
-    return f"sha256:{sample['sha256'] or output_hash('')}"
+    return kept or f"sha256:{sample['sha256'] or output_hash('')}"
+
+
+def replayed_temperature(body: dict[str, Any]) -> float:
+    """The temperature a replayed body is sampled at: its own, or OpenAI's default of 1."""
+    value = body.get("temperature")
+    return OPENAI_DEFAULT_TEMPERATURE if value is None else float(value)
 
 
 def _with_temperature(request: LoggedRequest, temperature: float | str) -> str:
