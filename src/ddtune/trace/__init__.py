@@ -27,7 +27,8 @@ from ddtune.lazy import lazy_names
 if TYPE_CHECKING:
     from ddtune.trace.files import TraceHeader, read_header
     from ddtune.trace.predict import Prediction, Trace
-    from ddtune.trace.record import OwnTarget, TraceRequest, TraceSettings, record_trace
+    from ddtune.trace.record import OwnTarget, record_trace
+    from ddtune.trace.requests import TraceRequest, TraceSettings
 
 __getattr__ = lazy_names(
     __name__,
@@ -37,8 +38,8 @@ __getattr__ = lazy_names(
         "Prediction": "predict",
         "Trace": "predict",
         "OwnTarget": "record",
-        "TraceRequest": "record",
-        "TraceSettings": "record",
+        "TraceRequest": "requests",
+        "TraceSettings": "requests",
         "record_trace": "record",
     },
 )
