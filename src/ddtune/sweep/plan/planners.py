@@ -150,7 +150,7 @@ def _start_estimates(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dic
 def bench_text(spec: SweepSpec, store: Store | None) -> str:
     """One bench's expected seconds per workload: the bench's expected (or measured) time
     split by each workload's share of the tokens it generates at most."""
-    from ddtune.bench.suites import bench_shares
+    from ddtune.bench.suites.plan import bench_shares
 
     shares = bench_shares(spec.bench)
     costs = trial_costs(spec, store)

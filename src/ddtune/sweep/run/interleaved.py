@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -43,7 +43,25 @@ if TYPE_CHECKING:
     from ddtune.params import DecodeParams
     from ddtune.services import Controller, Outcome
     from ddtune.services.controllers.hot import HotController, Switched
-    from ddtune.sweep.run.loop import TrialLoop
+    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.store.db import Store
+
+
+class TrialLoop(Protocol):
+    """What an interleaved pass uses of the sweep's loop (`loop.TrialLoop` is one, and the one
+    that calls it; naming only this keeps the pass below the loop)."""
+
+    spec: SweepSpec
+    store: Store
+    workdir: Path
+
+    def retry(
+        self, controller: Controller, trial: sqlite3.Row, error: str | None, phase: Phase
+    ) -> str: ...
+
+    def store_attempt(
+        self, trial: sqlite3.Row, attempt_id: int, folder: Path, report: AttemptReport
+    ) -> str | None: ...
 
 
 @dataclass

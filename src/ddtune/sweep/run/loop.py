@@ -57,7 +57,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from ddtune.bench.suites import check_workloads
+from ddtune.bench.suites.plan import check_workloads
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.grid import plan_spec
 from ddtune.sweep.plan.mode import run_spec
