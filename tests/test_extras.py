@@ -100,9 +100,7 @@ def test_a_real_core_install_has_no_torch(tmp_path: Path) -> None:
     env_dir = tmp_path / "core"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", str(ROOT)], check=True, timeout=1200
-    )
+    subprocess.run([str(python), "-m", "pip", "install", "-q", str(ROOT)], check=True, timeout=1200)
     installed = subprocess.run(
         [str(python), "-m", "pip", "list", "--format=freeze"],
         capture_output=True,

@@ -25,7 +25,6 @@ the key for other services. See docs/architecture.md "Sweep".
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +37,7 @@ import httpx
 from ddtune.bench.alternate import Arm, run_alternated
 from ddtune.sweep.run.attempt import AttemptReport, Phase, become_ready, note_ready
 from ddtune.sweep.store.files import attempt_dir
+from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
     from ddtune.params import DecodeParams
@@ -56,17 +56,17 @@ class TrialLoop(Protocol):
     workdir: Path
 
     def retry(
-        self, controller: Controller, trial: sqlite3.Row, error: str | None, phase: Phase
+        self, controller: Controller, trial: TrialRow, error: str | None, phase: Phase
     ) -> str: ...
 
     def store_attempt(
-        self, trial: sqlite3.Row, attempt_id: int, folder: Path, report: AttemptReport
+        self, trial: TrialRow, attempt_id: int, folder: Path, report: AttemptReport
     ) -> str | None: ...
 
 
 @dataclass
 class _Ready:
-    trial: sqlite3.Row
+    trial: TrialRow
     attempt_id: int
     folder: Path
     outcome: Outcome
@@ -74,7 +74,7 @@ class _Ready:
 
 
 def run_interleaved_pass(
-    loop: TrialLoop, controller: Controller, trials: list[sqlite3.Row], phase: Phase
+    loop: TrialLoop, controller: Controller, trials: list[TrialRow], phase: Phase
 ) -> list[str]:
     """Steps 1-4 of the module docstring; each trial's final status (done | failed)."""
     from ddtune.services.controllers.hot import HotController, Switched
@@ -96,7 +96,7 @@ def run_interleaved_pass(
 def _make_ready(
     loop: TrialLoop,
     controller: HotController,
-    trials: list[sqlite3.Row],
+    trials: list[TrialRow],
     phase: Phase,
     errors: dict[int, str | None],
 ) -> list[_Ready]:

@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from ddtune.sweep.spec.load import Config
+from ddtune.sweep.store.rows import AttemptRow, TrialRow
 
 
 class Connected(Protocol):
@@ -30,11 +31,11 @@ class Connected(Protocol):
 class TrialReader(Connected, Protocol):
     """An open store that reads a sweep's trials and their attempts back."""
 
-    def trials(self, sweep_id: int, statuses: tuple[str, ...] = ...) -> list[sqlite3.Row]: ...
+    def trials(self, sweep_id: int, statuses: tuple[str, ...] = ...) -> list[TrialRow]: ...
 
-    def attempts(self, trial_id: int) -> list[sqlite3.Row]: ...
+    def attempts(self, trial_id: int) -> list[AttemptRow]: ...
 
-    def trial_config(self, trial: sqlite3.Row) -> Config: ...
+    def trial_config(self, trial: TrialRow) -> Config: ...
 
 
 __all__ = ["Connected", "TrialReader"]

@@ -18,6 +18,7 @@ from ddtune.params import config_hash
 from ddtune.records import METRIC_NAMES, TrialRecord
 from ddtune.sweep.store.connected import TrialReader
 from ddtune.sweep.store.load_rows import read_load
+from ddtune.sweep.store.rows import TrialRow
 from ddtune.sweep.store.slot_tables import attempt_slot
 
 
@@ -26,7 +27,7 @@ def trial_records(store: TrialReader, sweep_id: int) -> list[TrialRecord]:
     return [_record(store, row) for row in store.trials(sweep_id)]
 
 
-def _record(store: TrialReader, trial: sqlite3.Row) -> TrialRecord:
+def _record(store: TrialReader, trial: TrialRow) -> TrialRecord:
     attempts = store.attempts(trial["id"])
     result = store.db.execute("SELECT * FROM results WHERE trial_id=?", (trial["id"],)).fetchone()
     failed = [a for a in attempts if a["state"] in ("failed", "interrupted")]

@@ -44,10 +44,14 @@ def record_attempt_slot(store: Connected, attempt_id: int, slot: str, node: str 
 
 
 def attempt_slot(store: Connected, attempt_id: int) -> tuple[str, str | None] | None:
-    """(slot, node) of an attempt, or None when the local backend ran it."""
-    row = store.db.execute(
-        "SELECT slot, node FROM attempt_slots WHERE attempt_id=?", (attempt_id,)
-    ).fetchone()
+    """(slot, node) of an attempt, or None when the local backend ran it (or the store is
+    from before the slot tables, opened read-only, so not migrated)."""
+    try:
+        row = store.db.execute(
+            "SELECT slot, node FROM attempt_slots WHERE attempt_id=?", (attempt_id,)
+        ).fetchone()
+    except sqlite3.OperationalError:
+        return None
     return None if row is None else (row["slot"], row["node"])
 
 
@@ -67,12 +71,18 @@ def set_slot(store: Connected, sweep_id: int, name: str, **fields: Any) -> None:
             )
 
 
-def slot_rows(store: Connected, sweep_id: int) -> list[sqlite3.Row]:
-    return store.db.execute(
-        "SELECT s.*, t.label, t.repeat FROM slots s LEFT JOIN trials t ON t.id = s.trial_id"
-        " WHERE s.sweep_id=? ORDER BY s.name",
-        (sweep_id,),
-    ).fetchall()
+def slot_rows(store: Connected, sweep_id: int) -> list[dict[str, Any]]:
+    """The ray backend's slots with their current trial's label and repeat; [] for a store
+    from before the slot table (opened read-only, so not migrated)."""
+    try:
+        rows = store.db.execute(
+            "SELECT s.*, t.label, t.repeat FROM slots s LEFT JOIN trials t ON t.id = s.trial_id"
+            " WHERE s.sweep_id=? ORDER BY s.name",
+            (sweep_id,),
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    return [dict(row) for row in rows]
 
 
 def slot_table(store: Connected, sweep_id: int) -> list[Table]:
