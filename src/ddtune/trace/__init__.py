@@ -12,7 +12,7 @@ features, the drafter at every position), `hf` (a Hugging Face target through
 `transformers`), `sources` (what to trace: a bench matrix, prompts), `replay`
 (one request's rounds under one config, torch-free), `predict` (`Trace`,
 `Prediction`; `ddtune trace predict`), `landscape` (acceptance over budget x
-topk per window), `costs` (seconds per round from measured trials: predicted
+topk per window), `round_cost` (seconds per round from measured trials: predicted
 tok/s with an interval). The CLI lives in `ddtune.sweep.tracing` (it reads
 sweep specs and stores). Torch loads only for recording. See
 docs/architecture.md "Traces".

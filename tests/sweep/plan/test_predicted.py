@@ -12,7 +12,7 @@ from ddtune.sweep.plan.simulate import (
     run_start_race,
 )
 from ddtune.sweep.plan.starts import BenchResult, StartSettings
-from ddtune.trace.costs import Shape
+from ddtune.trace.round_cost import Shape
 from ddtune.trace.forecast import Forecast
 
 WORKLOADS = ("short", "long")

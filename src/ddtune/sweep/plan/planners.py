@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from ddtune.sweep.plan.costs import (
+from ddtune.sweep.plan.estimate import (
     Estimate,
     TrialCosts,
     estimate,
