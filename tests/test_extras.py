@@ -72,6 +72,7 @@ def test_sweep_plan_runs_without_the_engine(tmp_path: Path) -> None:
         ["generate", "--prompt", "hi"],
         ["serve", "--port", "0"],
         ["trace", "record", "--prompt", "x", "--out", "OUT"],
+        ["demo", "--out", "OUT"],
     ],
 )
 def test_engine_commands_name_the_extra(tmp_path: Path, command: list[str]) -> None:
