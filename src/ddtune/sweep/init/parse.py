@@ -9,7 +9,8 @@ installed: its option table (every option string and the field it sets, the
 probe of `ddtune.kinds.engine_check`), so aliases (`--model` for
 `--model-path`, `-tp`) and argparse's unique-prefix abbreviations resolve as
 the engine would resolve them. Where the engine is not installed here, the
-option strings below (SGLang 0.5.23, vLLM 0.32) stand in. Every argument that
+option strings below (SGLang 0.5.23 and its DDTree pull request, vLLM 0.32)
+stand in. Every argument that
 sets none of the fields read here is kept verbatim, in order.
 """
 
@@ -161,7 +162,9 @@ def engine_options(found: EngineLaunch, env: Mapping[str, str]) -> Mapping[str, 
 
 def parse_launch(found: EngineLaunch, options: Mapping[str, str] | None) -> ParsedLaunch:
     """Split the arguments into the fields read here and the rest (kept verbatim)."""
-    table = dict(options) if options else KNOWN_OPTIONS[found.engine]
+    # the engine's own table decides; a flag only ddtune's table knows (a build's own flag
+    # the installed engine lacks) still reads, and the plan's engine check judges it
+    table = {**KNOWN_OPTIONS[found.engine], **(options or {})}
     wanted = set(KNOWN_OPTIONS[found.engine].values())
     values, spans = _split(found.args, table, wanted)
     parser = "the engine's own parser" if options else "ddtune's table of the engine's flags"

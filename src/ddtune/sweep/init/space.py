@@ -196,6 +196,11 @@ def _sglang_template(launch: ParsedLaunch, block_size: int | None) -> SpaceChoic
         f"{launch.method} is not one of ddtune's modes: its knobs are user variables "
         "in SGLang's own command, each [[configs]] one consistent setting"
     )
+    choice.notes.append(
+        f'with mode = "ar", SGLang\'s readiness check expects no speculative algorithm and '
+        f"refuses a running {launch.method} server as a config mismatch until ddtune's "
+        "modes name it: `ddtune sweep canary` shows this in two starts"
+    )
     return choice
 
 
