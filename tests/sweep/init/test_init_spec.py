@@ -79,7 +79,9 @@ def test_the_baseline_is_the_command_as_it_runs_every_flag_kept(installed, unit,
     assert found is not None
     window = {"--speculative-draft-window-size": "speculative_draft_window_size"}
     info = EngineInfo(found.kind.name, "0.5.23", window, argv[0], "test")
-    built = engine_command(found, argv, spec.service.render_env(base.params, base.user_vars()), info)
+    built = engine_command(
+        found, argv, spec.service.render_env(base.params, base.user_vars()), info
+    )
     original = find_engine(tuple(installed.argv(unit)))
     expected = flag_values(EngineCommand(original.python, "", original.args))
     if original.positional_model:
@@ -200,5 +202,7 @@ def test_an_existing_spec_is_not_overwritten_without_force(installed, capsys):
 
 def test_a_command_without_a_method_is_refused(tmp_path, capsys):
     args = ["--out", str(tmp_path / "s.toml"), "--from-command", "--"]
-    line = one_line_error(capsys, *args, "python", "-m", "sglang.launch_server", "--model-path", "m")
+    line = one_line_error(
+        capsys, *args, "python", "-m", "sglang.launch_server", "--model-path", "m"
+    )
     assert "no speculative method" in line

@@ -59,7 +59,9 @@ def build_spec(source: LaunchSource, front: str, cwd: Path | None = None) -> Ini
         _service_table(source, launch, choice, start_s, start_how, bench, base),
         *_env_table(source, choice),
         *_bench_tables(bench, choice, context),
-        Table("retry", {"attempts": 2, "backoff": 60}, {"attempts": "a failed start is retried once"}),
+        Table(
+            "retry", {"attempts": 2, "backoff": 60}, {"attempts": "a failed start is retried once"}
+        ),
     ]
     return InitResult(document(tables, _header(source, launch, choice)), launch, choice)
 
@@ -162,7 +164,13 @@ def _service_table(
         vars=choice.vars,
     )
     timeouts = max(900, round(3 * start_s))
-    values["timeouts"] = {"stop": 120, "quiesce": 120, "gpu": 300, "start": timeouts, "health": timeouts}
+    values["timeouts"] = {
+        "stop": 120,
+        "quiesce": 120,
+        "gpu": 300,
+        "start": timeouts,
+        "health": timeouts,
+    }
     comments["timeouts"] = "seconds; start and health allow three times the expected start"
     return Table("service", values, comments)
 
@@ -198,7 +206,9 @@ def _bench_tables(bench: dict[str, Any], choice: SpaceChoice, context: int | Non
         ),
         Table("bench.short", bench["short"], header=["Chat-sized prompts."]),
         Table("bench.long", bench["long"], header=[long_note]),
-        Table("bench.coding", bench["coding"], header=["Held-out coding tasks, run by their tests."]),
+        Table(
+            "bench.coding", bench["coding"], header=["Held-out coding tasks, run by their tests."]
+        ),
     ]
 
 

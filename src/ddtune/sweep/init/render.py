@@ -67,7 +67,12 @@ def value_text(value: Any, key: str = "") -> str:
 def _argv(argv: list[str]) -> str:
     groups: list[list[str]] = []
     for arg in argv:
-        if groups and not arg.startswith("-") and groups[-1][-1].startswith("-") and len(groups[-1]) == 1:
+        if (
+            groups
+            and not arg.startswith("-")
+            and groups[-1][-1].startswith("-")
+            and len(groups[-1]) == 1
+        ):
             groups[-1].append(arg)
         else:
             groups.append([arg])

@@ -36,6 +36,17 @@ SGLANG_DEFAULT_TOPK = 6  # the DDTree pull request's default when the variable i
 DEFAULT_WINDOW = 2048  # the finite window tried beside "none" when the service runs none
 WILDCARD_HOSTS = ("0.0.0.0", "::", "[::]")
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "MTP", "STANDALONE")
+LAUNCHER_FIELDS: tuple[str, ...] = (  # what ddtune's SGLang launcher sets from its options
+    "model_path",
+    "speculative_draft_model_path",
+    "speculative_algorithm",
+    "host",
+    "port",
+    "tp_size",
+    "speculative_ddtree_budget",
+    "speculative_draft_window_size",
+    "speculative_dflash_draft_window_size",
+)
 
 
 @dataclass
@@ -75,7 +86,9 @@ def method_space(
     return _vllm_template(launch, block_size)
 
 
-def around(value: int, step: int = 1, side: int = 2, low: int = 1, high: int = 1 << 30) -> list[int]:
+def around(
+    value: int, step: int = 1, side: int = 2, low: int = 1, high: int = 1 << 30
+) -> list[int]:
     """`value` and `side` values on each side, `step` apart, within [low, high]."""
     values = {value + k * step for k in range(-side, side + 1)}
     return sorted(v for v in values if low <= v <= high)
@@ -98,9 +111,7 @@ def _host(launch: ParsedLaunch) -> str:
 def _sglang_launcher(
     launch: ParsedLaunch, env: dict[str, str], block_size: int | None, front: str
 ) -> SpaceChoice:
-    owned = ("model_path", "speculative_draft_model_path", "speculative_algorithm", "host")
-    owned += ("port", "tp_size", "speculative_ddtree_budget", "speculative_draft_window_size")
-    owned += ("speculative_dflash_draft_window_size",)
+    owned = LAUNCHER_FIELDS
     if not launch.drafter:
         raise UserError(
             f"the SGLang command runs {launch.method} without --speculative-draft-model-path"
@@ -212,7 +223,11 @@ def _eagle_configs(steps: int, topk: int, tokens: int) -> Iterable[dict[str, int
             if k == 1:
                 yield {"steps": s, "eagle_topk": 1, "draft_tokens": s + 1}
             else:
-                yield {"steps": s, "eagle_topk": k, "draft_tokens": min(max(tokens, s + 1), s * k + 1)}
+                yield {
+                    "steps": s,
+                    "eagle_topk": k,
+                    "draft_tokens": min(max(tokens, s + 1), s * k + 1),
+                }
 
 
 def _vllm_template(launch: ParsedLaunch, block_size: int | None) -> SpaceChoice:
