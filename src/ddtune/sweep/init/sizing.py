@@ -20,7 +20,7 @@ from typing import Any
 LONG_MIN_TOKENS = 4096
 ANSWER_TOKENS = 256  # max_tokens of the throughput workloads
 CONTEXT_MARGIN = 512  # tokens kept free of the served context (chat template, answer slack)
-LOAD_GB_PER_S = 1.3  # weights read and placed per second (a 548 GB MoE: ~7 minutes)
+LOAD_GB_PER_S = 1.5  # GB of weights read and placed per second (548 GB: ~7 minutes)
 START_OVERHEAD_S = 60.0  # process start, CUDA graphs, warmup
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 ASSUMED_TOKENS_PER_S = 60.0  # one stream of a large model, before anything is measured
