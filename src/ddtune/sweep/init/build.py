@@ -45,7 +45,7 @@ class InitResult:
 def build_spec(source: LaunchSource, front: str, cwd: Path | None = None) -> InitResult:
     """The spec for `source` (see the module doc); `front` runs ddtune's launcher."""
     found = find_engine(source.argv)
-    env = {k: v for k, v in source.env.items()}
+    env = dict(source.env)
     launch = parse_launch(found, engine_options(found, env))
     base = Path(source.working_directory or cwd or os.getcwd())
     model, drafter = base / launch.model, base / launch.drafter if launch.drafter else None
@@ -96,7 +96,19 @@ def _header(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice) -> 
         "    ddtune sweep run SPEC       # the original config is restored at the end or on Ctrl-C",
         "Trim the space (or set max_hours) when the plan's hours are more than you can spend.",
     ]
-    return lines + [f"Note: {note}" for note in choice.notes]
+    notes = list(choice.notes)
+    if source.unit and choice.command[1:3] == ["-m", "ddtune.launchers"]:
+        user = f" ({source.user})" if source.user else ""
+        notes.append(
+            f"the unit's user{user} runs ddtune's launcher with {choice.command[0]}: "
+            "install ddtune where that user can read it"
+        )
+    if not source.unit:
+        notes.append(
+            "a command carries no environment: add the variables it needs to [service.env] "
+            "(e.g. CUDA_VISIBLE_DEVICES)"
+        )
+    return lines + [f"Note: {note}" for note in notes]
 
 
 def _sweep_table(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice) -> Table:

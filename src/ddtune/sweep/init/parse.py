@@ -17,6 +17,7 @@ sets none of the fields read here is kept verbatim, in order.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,7 +155,7 @@ def engine_options(found: EngineLaunch, env: Mapping[str, str]) -> Mapping[str, 
     if not Path(found.python).is_file():
         return None
     try:
-        with EngineProbe(found.engine, found.python, env={**_os_env(), **env}, timeout=300) as p:
+        with EngineProbe(found.engine, found.python, env={**os.environ, **env}, timeout=300) as p:
             return p.info().options
     except ProbeError:
         return None
@@ -286,12 +287,6 @@ def _int(text: str, name: str) -> int:
         return int(text)
     except ValueError:
         raise UserError(f"the launch command sets {name} to {text!r}, not a whole number") from None
-
-
-def _os_env() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
 
 
 __all__ = [
