@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,9 @@ def _header(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice) -> 
             "a command carries no environment: add the variables it needs to [service.env] "
             "(e.g. CUDA_VISIBLE_DEVICES)"
         )
-    return lines + [f"Note: {note}" for note in notes]
+    for note in notes:
+        lines += textwrap.wrap(f"Note: {note}", width=92, subsequent_indent="  ")
+    return lines
 
 
 def _sweep_table(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice) -> Table:
