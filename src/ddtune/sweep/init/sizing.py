@@ -19,6 +19,8 @@ from typing import Any
 
 LONG_MIN_TOKENS = 4096
 ANSWER_TOKENS = 256  # max_tokens of the throughput workloads
+SHORT_PROMPT_TOKENS = 200  # a chat turn
+CODING_TOKENS = 512  # max_tokens of a coding task
 CONTEXT_MARGIN = 512  # tokens kept free of the served context (chat template, answer slack)
 LOAD_GB_PER_S = 1.5  # GB of weights read and placed per second (548 GB: ~7 minutes)
 START_OVERHEAD_S = 60.0  # process start, CUDA graphs, warmup
@@ -26,30 +28,45 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 ASSUMED_TOKENS_PER_S = 60.0  # one stream of a large model, before anything is measured
 
 
+def answer_tokens(context: int | None) -> int:
+    """max_tokens of the throughput workloads: ANSWER_TOKENS, at most a quarter of the context."""
+    return ANSWER_TOKENS if context is None else max(1, min(ANSWER_TOKENS, context // 4))
+
+
 def long_prompt_tokens(windows: list[int], context: int | None) -> int:
-    """Twice the largest finite window (at least LONG_MIN_TOKENS), within the context."""
+    """Twice the largest finite window (at least LONG_MIN_TOKENS), within the context (less
+    the answer and a margin for the chat template)."""
     tokens = max([LONG_MIN_TOKENS, *(2 * w for w in windows)])
     if context is not None:
-        tokens = min(tokens, context - ANSWER_TOKENS - CONTEXT_MARGIN)
+        margin = min(CONTEXT_MARGIN, context // 8)
+        tokens = min(tokens, context - answer_tokens(context) - margin)
     return max(tokens, 1)
 
 
 def bench_table(windows: list[int], context: int | None) -> dict[str, Any]:
     """The [bench] table: short chat-sized prompts, long ones past every window, coding."""
+    answer = answer_tokens(context)
+    coding = CODING_TOKENS if context is None else max(1, min(CODING_TOKENS, context // 4))
+    short = SHORT_PROMPT_TOKENS if context is None else min(SHORT_PROMPT_TOKENS, context // 4)
     return {
         "temperature": 0,
         "warmup": 2,
         "concurrency": 1,
         "chars_per_token": 3.5,
         "request_timeout_s": 600,
-        "short": {"n_prompts": 8, "prompt_tokens": 200, "max_tokens": ANSWER_TOKENS, "repeats": 1},
+        "short": {
+            "n_prompts": 8,
+            "prompt_tokens": max(short, 1),
+            "max_tokens": answer,
+            "repeats": 1,
+        },
         "long": {
             "n_prompts": 2,
             "prompt_tokens": long_prompt_tokens(windows, context),
-            "max_tokens": ANSWER_TOKENS,
+            "max_tokens": answer,
             "repeats": 1,
         },
-        "coding": {"limit": 10, "n_samples": 1, "max_tokens": 512, "timeout_s": 10},
+        "coding": {"limit": 10, "n_samples": 1, "max_tokens": coding, "timeout_s": 10},
     }
 
 

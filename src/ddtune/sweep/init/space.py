@@ -64,13 +64,18 @@ class SpaceChoice:
 
 
 def method_space(
-    launch: ParsedLaunch, env: dict[str, str], block_size: int | None, front: str
+    launch: ParsedLaunch,
+    env: dict[str, str],
+    block_size: int | None,
+    front: str,
+    context: int | None = None,
 ) -> SpaceChoice:
     """The space, baseline and command template for the service's method (module doc).
 
     `env` is the service's environment (SGLang's DDTree top-k lives there),
     `block_size` the drafter's block when its config could be read, `front`
-    the Python that runs ddtune's launcher.
+    the Python that runs ddtune's launcher, `context` the served context in
+    tokens when known (windows stay within it).
     """
     method = launch.method
     if method is None:
@@ -80,7 +85,7 @@ def method_space(
             "want to try to the command and run sweep init again"
         )
     if launch.engine == "sglang" and method in ("DDTREE", "DFLASH"):
-        return _sglang_launcher(launch, env, block_size, front)
+        return _sglang_launcher(launch, env, block_size, front, context)
     if launch.engine == "sglang":
         return _sglang_template(launch, block_size)
     return _vllm_template(launch, block_size)
@@ -109,7 +114,11 @@ def _host(launch: ParsedLaunch) -> str:
 
 
 def _sglang_launcher(
-    launch: ParsedLaunch, env: dict[str, str], block_size: int | None, front: str
+    launch: ParsedLaunch,
+    env: dict[str, str],
+    block_size: int | None,
+    front: str,
+    context: int | None,
 ) -> SpaceChoice:
     owned = LAUNCHER_FIELDS
     if not launch.drafter:
@@ -120,7 +129,7 @@ def _sglang_launcher(
     window = launch.knobs.get("speculative_draft_window_size") or launch.knobs.get(
         "speculative_dflash_draft_window_size"
     )
-    windows = windows_around(window, launch.context_tokens)
+    windows = windows_around(window, context)
     command = [front, "-m", "ddtune.launchers", "sglang", "--python", launch.python]
     command += ["--model-path", "{model}", "--draft-model-path", "{drafter}", "--mode", "{mode}"]
     baseline: dict[str, Any] = {"mode": mode, "window": window or "none"}
