@@ -59,6 +59,8 @@ def test_an_argv_gives_a_process_spec_the_plan_accepts(installed, unit, capsys):
     assert code == 0, err
     doc = tomllib.loads(out.read_text())
     assert doc["service"]["kind"] == "process" and "unit" not in doc["service"]
+    windows = [w for w in doc.get("space", {}).get("window", []) if isinstance(w, int)]
+    assert doc["bench"]["long"]["prompt_tokens"] > max(windows, default=0)
     code, text = plan(capsys, out)
     assert code == 0, text
     assert "accepted all" in text
