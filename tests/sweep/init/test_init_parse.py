@@ -97,3 +97,28 @@ def test_values_around_the_current_one():
     assert around(15, high=15) == [13, 14, 15]  # the drafter's block
     assert windows_around(2048, None) == [1024, 2048, "none"]
     assert windows_around(None, 4096) == [1024, "none"]  # within a small context
+
+
+def test_ddtree_knobs_the_unit_sets_are_kept_at_their_values():
+    """SGLANG_DDTREE_DEPTH_BONUS in the unit's environment: the baseline and the space keep it,
+    and the launcher sets it (readiness expects exactly the variables the launch sets)."""
+    import tomllib
+
+    from ddtune.kinds.launch import build, launcher_parser
+    from ddtune.sweep.init.build import build_spec
+    from ddtune.sweep.init.source import LaunchSource
+    from ddtune.sweep.spec.load import parse_spec
+
+    argv = ("/nowhere/python", "-m", "sglang.launch_server", "--model-path", "/m")
+    argv += ("--speculative-algorithm", "DDTREE", "--speculative-draft-model-path", "/d")
+    argv += ("--speculative-ddtree-budget", "8")
+    env = {"SGLANG_DDTREE_DEPTH_BONUS": "0.3", "SGLANG_DDTREE_MAX_TOPK": "4"}
+    text = build_spec(LaunchSource(argv, env, "u.service"), front="/ddtune/python").text
+    doc = tomllib.loads(text)
+    assert doc["sweep"]["baseline"]["depth_bonus"] == 0.3
+    assert doc["space"]["depth_bonus"] == [0.3]
+    spec = parse_spec(text, source="test")
+    assert spec.baseline is not None
+    command = spec.service.render_argv(spec.baseline.params, spec.baseline.user_vars())
+    _, added = build(launcher_parser().parse_args(command[3:]))
+    assert added == {"SGLANG_DDTREE_MAX_TOPK": "4", "SGLANG_DDTREE_DEPTH_BONUS": "0.3"}

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddtune.errors import UserError
-from ddtune.params import MAX_BUDGET, MAX_TOPK
+from ddtune.kinds.sglang import KNOB_ENV, TOPK_ENV
+from ddtune.params import MAX_BUDGET, MAX_TOPK, parse_knob
 from ddtune.sweep.init.parse import ParsedLaunch, escape
 
-TOPK_ENV = "SGLANG_DDTREE_MAX_TOPK"
 SGLANG_DEFAULT_TOPK = 6  # the DDTree pull request's default when the variable is unset
 DEFAULT_WINDOW = 2048  # the finite window tried beside "none" when the service runs none
 WILDCARD_HOSTS = ("0.0.0.0", "::", "[::]")
@@ -142,7 +142,11 @@ def _sglang_launcher(
         space["topk"] = around(topk, side=1, high=MAX_TOPK)
         baseline.update(budget=budget, topk=topk)
         command += ["--budget", "{budget}", "--topk", "{topk}"]
-        choice.drop_env = (TOPK_ENV,)
+        knobs = _ddtree_knobs(env)
+        for key, value in knobs.items():  # kept at the unit's value, set by the launcher
+            baseline[key], space[key] = value, [value]
+            command += ["--" + key.replace("_", "-"), "{" + key + "}"]
+        choice.drop_env = (TOPK_ENV, *(KNOB_ENV[key] for key in knobs))
     extra = launch.kept(*owned)
     if mode == "dflash":
         extra, tokens = _dflash_draft_tokens(launch, block_size, choice, owned)
@@ -277,6 +281,12 @@ def _config_template(config: dict[str, Any]) -> str:
         marks["model"] = "@@drafter@@"
     text = escape(json.dumps({**config, **marks}, separators=(",", ":")))
     return text.replace('"@@K@@"', "{K}").replace("@@drafter@@", "{drafter}")
+
+
+def _ddtree_knobs(env: dict[str, str]) -> dict[str, float | bool]:
+    """The DDTree knobs the service's environment sets (SGLANG_DDTREE_DEPTH_BONUS, ...)."""
+    found = {key: parse_knob(key, env.get(name)) for key, name in KNOB_ENV.items()}
+    return {key: value for key, value in found.items() if value is not None}
 
 
 def _int_env(env: dict[str, str], name: str, default: int) -> int:
