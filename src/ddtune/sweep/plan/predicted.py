@@ -36,8 +36,8 @@ import numpy as np
 
 from ddtune.records import Elimination, PredictedConfig
 from ddtune.sweep.plan.starts import BenchResult, StartRace, Step
-from ddtune.trace.round_cost import CostModel, Observation
 from ddtune.trace.forecast import Forecast
+from ddtune.trace.round_cost import CostModel, Observation
 
 PRUNE_LEVEL = 0.95  # a config is out when its 97.5% point is below the leader's level
 CHECK_LEVEL = 0.99  # a measurement outside the 99% prediction interval is a miss

@@ -35,7 +35,6 @@ from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, trial_times
 from ddtune.sweep.store.records import trial_records
 from ddtune.sweep.store.rows import TrialRow
-from ddtune.trace.round_cost import WORKLOADS, CostModel, Observation
 from ddtune.trace.forecast import (
     Forecast,
     build_forecast,
@@ -44,6 +43,7 @@ from ddtune.trace.forecast import (
     identity_mismatch,
 )
 from ddtune.trace.predict import Trace
+from ddtune.trace.round_cost import WORKLOADS, CostModel, Observation
 
 FINISHED = ("done", "failed")
 
