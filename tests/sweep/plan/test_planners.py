@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from ddtune.cli import main
-from ddtune.sweep.plan.grid import plan_spec
-from ddtune.sweep.plan.planners import estimate_text, estimates, make_planner, trial_costs
+from ddtune.sweep.plan.planners import estimates, make_planner, trial_costs
+from ddtune.sweep.plan.prepare import plan_spec, prepare
 from ddtune.sweep.plan.race_planner import RacePlanner
 from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX, SearchPlanner
 from ddtune.sweep.plan.simulate import NoiseModel, SimulatedService
@@ -142,7 +142,7 @@ def test_estimates_for_grid_race_and_search(spec_text):
     assert estimates(grid, costs)["grid"].trials == 9 * 8
     search = estimates(spec_text.parse(OPTUNA, COSTS), costs)
     assert search["search"].trials == 12 and search["confirm race, best case"].trials == 3 * 3
-    text = estimate_text(race, None)
+    text = prepare(race, None).estimate_text()
     assert "race, worst case: 72 trial(s), 72 restart(s), ~9.6 h" in text
 
 

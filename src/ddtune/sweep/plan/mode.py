@@ -1,9 +1,10 @@
 """Restart-bound or not: how a race runs, chosen once from the spec and the costs.
 
-    mode = choose_mode(spec, trial_costs(spec, store))   # a SweepMode, with its reason
+    mode = race_mode(spec, trial_costs(spec, store))   # a race's SweepMode, with its reason
 
-`[sweep] restart_bound = true / false` pins it. Strategy "predict" is always
-restart-bound (at T > 0 it cannot predict, and races like strategy "race"). Left at "auto" (the default),
+`[sweep] restart_bound = true / false` pins it (each strategy chooses its mode:
+`strategies/`; a grid and a search never restart-bound, a predicting race always).
+Left at "auto" (the default),
 a race is restart-bound when a restart (stop + start to READY) takes at least
 as long as one bench: the trial is then mostly restart, and deciding start by
 start (`starts.py`) spends them where they buy information. Not restart-bound:
@@ -24,17 +25,10 @@ from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.modes import SweepMode
 
 
-def choose_mode(spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
-    """The mode a new sweep of `spec` runs in, and why."""
+def race_mode(spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
+    """The mode a new race of `spec` runs in, and why (`[sweep] restart_bound`, else auto)."""
     setting = spec.restart_bound.setting
     start_s, bench_s = (costs.start_s, costs.bench_s) if costs is not None else (None, None)
-    if spec.predicting:
-        why = (
-            "strategy predict: the trace chooses which configs start, a restart-bound race confirms"
-        )
-        return SweepMode(True, why, start_s, bench_s, spec.restart_bound.most_benches)
-    if not spec.races:
-        return SweepMode(False, f"strategy {spec.strategy}")
     if setting is not True:
         off = _why_not(spec, costs, setting)
         if off is not None:
@@ -77,4 +71,4 @@ def _s(seconds: float | None) -> str:
     return "?" if seconds is None else f"{seconds:.0f} s"
 
 
-__all__ = ["choose_mode", "run_spec"]
+__all__ = ["race_mode", "run_spec"]

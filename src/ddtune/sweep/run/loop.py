@@ -58,15 +58,8 @@ from rich.progress import (
 
 from ddtune.bench.suites.plan import check_workloads
 from ddtune.stats.blocked import block_of
-from ddtune.sweep.plan.grid import plan_spec
-from ddtune.sweep.plan.mode import run_spec
-from ddtune.sweep.plan.planners import (
-    Planner,
-    estimate_text,
-    live_eta,
-    make_planner,
-    sweep_mode,
-)
+from ddtune.sweep.plan.planners import Planner, live_eta
+from ddtune.sweep.plan.prepare import prepare
 from ddtune.sweep.run.attempt import (
     AttemptReport,
     Phase,
@@ -118,16 +111,16 @@ def run_sweep(
     try:
         store.acquire()  # 1
         store.recover_if_unlocked()
-        mode = sweep_mode(spec, store)  # a new sweep's mode is stored with it; then it stays
-        given, spec = spec, run_spec(spec, mode)
-        plan = plan_spec(spec, mode.restart_bound)
+        sweep = prepare(spec, store)  # a new sweep's mode is stored with it; then it stays
+        spec, mode = sweep.run_spec, sweep.mode
+        plan = list(sweep.plan)
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan, spec.base_dir, mode)
         todo, summary = _open_trials(
             store, sweep_id, store_path, console, reopen_failed, only_reopened
         )
         summary.on_pass = on_pass
-        planner = None if only_reopened else make_planner(spec, store, store_path, sweep_id, mode)
-        console.print(escape(estimate_text(given, store, mode)))
+        planner = None if only_reopened else sweep.planner(store, store_path, sweep_id)
+        console.print(escape(sweep.estimate_text()))
         if todo or planner is not None:
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
             loop.run(todo, None if planner is None else planner.next_batch)  # 2, 3
