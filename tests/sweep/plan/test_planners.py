@@ -223,7 +223,7 @@ limit = 5
 max_tokens = 100
 """
     )
-    text = bench_text(load_spec(spec_path), None)
+    text = bench_text(load_spec(spec_path), prepare(load_spec(spec_path), None).costs)
     # 10 x 100 tokens and 5 questions x 2 turns x 100 tokens: half of the 60 s each
     assert (
         text == "  bench per trial: humaneval 10 request(s), ~30 s; mt-bench 10 request(s), ~30 s"
