@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ddtune.cli import main
-from ddtune.sweep.plan.planners import estimates, make_planner, trial_costs
+from ddtune.sweep.plan.planners import estimates, trial_costs
 from ddtune.sweep.plan.prepare import plan_spec, prepare
 from ddtune.sweep.plan.race_planner import RacePlanner
 from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX, SearchPlanner
@@ -79,7 +79,7 @@ def test_race_plans_each_pass_from_the_store_and_stops(tmp_path, spec_text):
     try:
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec))
         assert len(store.trials(sweep_id)) == 9 * 3  # the first min_repeats passes
-        planner = make_planner(spec, store, tmp_path / "store.sqlite", sweep_id)
+        planner = prepare(spec, store).planner(store, tmp_path / "store.sqlite", sweep_id)
         assert isinstance(planner, RacePlanner)
         service = SimulatedService(
             {c.label(): _rate(c.label()) for c, _ in spec.all_configs()}, NoiseModel(), 1

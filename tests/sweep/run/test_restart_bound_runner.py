@@ -19,7 +19,6 @@ from rich.console import Console
 from ddtune.services import procs
 from ddtune.services.controllers.process import scope_prefix
 from ddtune.sweep.plan.mode import run_spec
-from ddtune.sweep.plan.planners import sweep_mode
 from ddtune.sweep.plan.prepare import prepare
 from ddtune.sweep.plan.start_planner import StartPlanner
 from ddtune.sweep.plan.starts import StartRace
@@ -108,7 +107,7 @@ def _assert_every_trial_was_the_planned_one(spec_path: Path, store_path: Path) -
     spec = load_spec(spec_path)
     store = Store(store_path)
     try:
-        mode = sweep_mode(spec, store)
+        mode = prepare(spec, store).mode
         assert mode.restart_bound
         planner = StartPlanner(run_spec(spec, mode), store, 1, mode)
         results = planner.results()

@@ -22,7 +22,7 @@ uninterrupted one would.
 """
 
 from ddtune.sweep.plan.grid import block_order, plan_trials
-from ddtune.sweep.plan.planners import Planner, estimate_text, make_planner
+from ddtune.sweep.plan.planners import Planner, estimate_text
 from ddtune.sweep.plan.prepare import Sweep, plan_spec, prepare
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "Sweep",
     "block_order",
     "estimate_text",
-    "make_planner",
     "plan_spec",
     "plan_trials",
     "prepare",

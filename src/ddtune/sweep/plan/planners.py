@@ -1,8 +1,7 @@
 """The costs of a sweep and the words for them; the strategy's mode, planner and estimates.
 
-    mode = sweep_mode(spec, store)  # restart-bound or not: stored with the sweep, else chosen
-    planner = make_planner(spec, store, store_path, sweep_id, mode)   # None for a grid
-    rows = planner.next_batch()     # trials to run next ([] = done); planner.outcome()
+    costs = trial_costs(spec, store)          # measured medians, else the spec's expected
+    mode = choose_mode(spec, costs)           # the strategy's choice for a new sweep
     print(estimate_text(spec, costs, mode))   # mode, trials, restarts, hours (sweep plan/run)
 
 `prepare.py` calls these once per command (`prepare(spec, store) -> Sweep`); what
@@ -17,35 +16,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts, format_duration, measured_costs
 from ddtune.sweep.plan.strategies import Planner, strategy_of
 from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import Store
-from ddtune.sweep.store.modes import NOT_RESTART_BOUND, SweepMode, read_mode
+from ddtune.sweep.store.modes import NOT_RESTART_BOUND, SweepMode
 
 
 def choose_mode(spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
     """The mode a new sweep of `spec` runs in, and why (its strategy's choice)."""
     return strategy_of(spec).choose_mode(spec, costs)
-
-
-def make_planner(
-    spec: SweepSpec, store: Store, store_path: Path, sweep_id: int, mode: SweepMode | None = None
-) -> Planner | None:
-    """The planner of the spec's strategy in `mode` (None: a grid, which plans nothing later)."""
-    mode = mode or NOT_RESTART_BOUND
-    return strategy_of(spec, mode).planner(spec, store, store_path, sweep_id, mode)
-
-
-def sweep_mode(spec: SweepSpec, store: Store | None) -> SweepMode:
-    """The mode stored with this spec's sweep in `store`, else the one a new sweep gets now."""
-    if store is not None:
-        sweep_id = store.sweep_id(spec.name)
-        if sweep_id is not None:
-            return read_mode(store, sweep_id)
-    return choose_mode(spec, trial_costs(spec, store))
 
 
 def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:
@@ -142,8 +123,6 @@ __all__ = [
     "estimates",
     "format_duration",
     "live_eta",
-    "make_planner",
     "restart_word",
-    "sweep_mode",
     "trial_costs",
 ]
