@@ -13,9 +13,8 @@ import pytest
 
 from ddtune.cli import main
 from ddtune.params import DecodeParams
-from ddtune.sweep.plan.mode import run_spec
 from ddtune.sweep.plan.planners import choose_mode, estimates, trial_costs
-from ddtune.sweep.plan.prepare import prepare
+from ddtune.sweep.plan.prepare import prepare, run_spec
 from ddtune.sweep.plan.simulate import Costs, NoiseModel, SimulatedService, run_start_race
 from ddtune.sweep.plan.start_planner import StartPlanner, start_settings
 from ddtune.sweep.spec.load import load_spec, parse_spec

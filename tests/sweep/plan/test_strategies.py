@@ -74,7 +74,6 @@ def test_only_prepare_derives_the_mode_the_run_spec_and_the_plan():
     allowed = {
         SRC / "sweep" / "plan" / "prepare.py",
         SRC / "sweep" / "plan" / "planners.py",  # choose_mode's own face
-        SRC / "sweep" / "plan" / "mode.py",  # run_spec's definition
         SRC / "sweep" / "store" / "modes.py",  # read_mode's definition
     }
     found = [

@@ -18,8 +18,7 @@ from rich.console import Console
 
 from ddtune.services import procs
 from ddtune.services.controllers.process import scope_prefix
-from ddtune.sweep.plan.mode import run_spec
-from ddtune.sweep.plan.prepare import prepare
+from ddtune.sweep.plan.prepare import prepare, run_spec
 from ddtune.sweep.plan.start_planner import StartPlanner
 from ddtune.sweep.plan.starts import StartRace
 from ddtune.sweep.reporting import report_setup

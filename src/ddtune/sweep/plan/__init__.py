@@ -1,7 +1,8 @@
 """Which trials run, in which order, and what they will cost: grid, race, search.
 
     prepare         a sweep prepared once: `prepare(spec, store) -> Sweep` (mode, strategy,
-                    run spec, plan, costs), passed whole to run, plan, report and watch
+                    run spec, plan, costs), passed whole to run, plan, report and watch;
+                    the mode (restart-bound or not) is the strategy's choice, from the costs
     strategies/     one module per strategy (grid, race, restart-bound race, optuna,
                     predict) and the table of them: nothing else branches on the name
     grid            configs x passes in the spec's order; a pass's seeded shuffle
@@ -9,7 +10,6 @@
     race_planner    a race run from the store: replay the finished passes, plan the next
     starts          a restart-bound race decided bench by bench (pure; issue 27)
     start_planner   a restart-bound race run from the store: replay the trials, plan the next
-    mode            restart-bound or not: `[sweep] restart_bound`, from the costs
     study           the Optuna study of `strategy = "optuna"`
     search_planner  the search run from the store, then a race over its best configs
     passes          trial records grouped into passes: what the race and analysis read

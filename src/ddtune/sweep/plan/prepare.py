@@ -13,11 +13,11 @@ store holds it, else the strategy's choice from the costs.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts
-from ddtune.sweep.plan.mode import run_spec
 from ddtune.sweep.plan.planners import choose_mode, estimate_text, trial_costs
 from ddtune.sweep.plan.strategies import Planner, Strategy, strategy_of
 from ddtune.sweep.spec.load import SweepSpec
@@ -71,6 +71,13 @@ def prepare(spec: SweepSpec, store: Store | None, sweep_id: int | None = None) -
     return Sweep(spec, mode, strategy, runs, tuple(strategy.first_trials(runs)), costs)
 
 
+def run_spec(spec: SweepSpec, mode: SweepMode) -> SweepSpec:
+    """The spec a sweep runs with: restart-bound, one start serves up to `most_benches`."""
+    if not mode.restart_bound:
+        return spec
+    return dataclasses.replace(spec, passes_per_start=mode.most_benches)
+
+
 def plan_spec(spec: SweepSpec, restart_bound: bool = False) -> list[PlannedTrial]:
     """The trials known before the first one runs (grid: all; race: the first passes;
     a restart-bound race and a search: none, they plan from the results)."""
@@ -78,4 +85,4 @@ def plan_spec(spec: SweepSpec, restart_bound: bool = False) -> list[PlannedTrial
     return strategy_of(spec, mode).first_trials(spec)
 
 
-__all__ = ["Sweep", "plan_spec", "prepare"]
+__all__ = ["Sweep", "plan_spec", "prepare", "run_spec"]

@@ -18,8 +18,9 @@
        d. all attempts failed → the trial is `failed`; the sweep goes on;
        e. `passes_per_start` > 1: the next trial of the same config and block
           benches the same server start (no reconfigure); a restart-bound race
-          (the mode stored with the sweep, `plan/mode.py`) plans one trial at a
-          time and reuses a start the same way (`plan/start_planner.py`);
+          (the mode stored with the sweep, `plan/strategies/restart_bound.py`)
+          plans one trial at a time and reuses a start the same way
+          (`plan/start_planner.py`);
        f. `interleave = "request"`: a pass's trials run as one unit
           (`interleaved.py`: each READY in turn, then their requests in turns).
        g. a pass's last trial finished: `on_pass(store, False)` (the CLI's live report,

@@ -1,7 +1,7 @@
 """Strategy "race" (F-Race): every config's first passes, then pass by pass only the
 configs not yet shown worse (and the baseline), until the race decides or its limits.
 
-Restart-bound or not is chosen once (`plan/mode.py`); restart-bound, it runs as
+Restart-bound or not is chosen once (`race_mode`); restart-bound, it runs as
 `restart_bound.py`'s race.
 """
 
@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from ddtune.records import SweepContext
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts
 from ddtune.sweep.plan.grid import plan_trials
-from ddtune.sweep.plan.mode import race_mode
 from ddtune.sweep.plan.race_planner import (
     RacePlanner,
     race_cases,
@@ -22,7 +21,7 @@ from ddtune.sweep.plan.race_planner import (
     sweep_configs,
 )
 from ddtune.sweep.plan.strategies.base import Planner, Strategy
-from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace
+from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace, race_mode
 from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode

@@ -1,7 +1,20 @@
 """The restart-bound race: a race decided start by start (`plan/starts.py`), one bench at
-a time; the mode (`plan/mode.py`) chooses it for a race whose restarts cost a bench or more,
-or `[sweep] restart_bound = true` pins it. It plans nothing ahead: every trial comes from
-the results (`plan/start_planner.py`)."""
+a time. It plans nothing ahead: every trial comes from the results (`plan/start_planner.py`).
+
+    mode = race_mode(spec, costs)   # how a race runs: restart-bound or not, with its reason
+
+`[sweep] restart_bound = true / false` pins it. Left at "auto" (the default),
+a race is restart-bound when a restart (stop + start to READY) takes at least
+as long as one bench: the trial is then mostly restart, and deciding start by
+start spends them where they buy information. Not restart-bound: a hot service
+(a reconfigure in place is no restart), configs taking turns by request, the
+Ray backend (a start is reused in this process only), or no costs known.
+`benchmarks/restart_bound.py` measured the restart-bound race ahead of today's
+race down to a restart of 1/10 of a bench on the production landscape, so the
+threshold keeps today's behaviour wherever a bench dominates. The mode is
+stored with the sweep when it is created (`store/modes.py`); a grid and a
+search are never restart-bound, a predicting race always (`predict.py`).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts, start_race_estimates
-from ddtune.sweep.plan.mode import race_mode
 from ddtune.sweep.plan.race_planner import race_cases, race_more
 from ddtune.sweep.plan.strategies.base import Planner, Strategy
 from ddtune.sweep.spec.load import SweepSpec
@@ -99,4 +111,43 @@ def start_cases(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str
     return {f"restart-bound race, {name}": e for name, e in zip(names, cases, strict=True)}
 
 
-__all__ = ["RESTART_BOUND_LATER", "RestartBoundRace", "start_cases"]
+def race_mode(spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
+    """The mode a new race of `spec` runs in, and why (`[sweep] restart_bound`, else auto)."""
+    setting = spec.restart_bound.setting
+    start_s, bench_s = (costs.start_s, costs.bench_s) if costs is not None else (None, None)
+    if setting is not True:
+        off = _why_not(spec, costs, setting)
+        if off is not None:
+            return SweepMode(False, off, start_s, bench_s)
+    why = (
+        "[sweep] restart_bound = true"
+        if setting is True
+        else f"auto: a restart ({_s(start_s)}) takes at least one bench ({_s(bench_s)})"
+    )
+    return SweepMode(True, why, start_s, bench_s, spec.restart_bound.most_benches)
+
+
+def _why_not(spec: SweepSpec, costs: TrialCosts | None, setting: object) -> str | None:
+    """Why "auto" (or false) keeps today's race; None when auto picks restart-bound."""
+    if setting is False:
+        return "[sweep] restart_bound = false"
+    if spec.service.kind == "hot":
+        return "auto: a hot reconfigure in place is not a restart"
+    if spec.interleave == "request":
+        return "auto: configs take turns request by request on one server"
+    if spec.cluster.backend != "local":
+        return "auto: the ray backend does not reuse a start"
+    if costs is None:
+        return "auto: no costs known (set [service] expected_start_s and expected_bench_s)"
+    if costs.start_s < costs.bench_s:
+        return (
+            f"auto: a restart ({_s(costs.start_s)}) takes less than a bench ({_s(costs.bench_s)})"
+        )
+    return None
+
+
+def _s(seconds: float | None) -> str:
+    return "?" if seconds is None else f"{seconds:.0f} s"
+
+
+__all__ = ["RESTART_BOUND_LATER", "RestartBoundRace", "race_mode", "start_cases"]
