@@ -112,22 +112,27 @@ def write_report(
     out_dir: Path,
     console: Console,
     overrides: dict[str, Any] | None = None,
+    prepared: Sweep | None = None,
 ) -> ReportSummary:
     """Hand the store's TrialRecords to `ddtune.report.build_report`; say where it wrote."""
-    result, trials = build_stored_report(store, sweep, out_dir, overrides)
+    result, trials = build_stored_report(store, sweep, out_dir, overrides, prepared)
     print_report(result, sweep["name"], trials, out_dir, console)
     return result
 
 
 def build_stored_report(
-    store: Store, sweep: SweepRow, out_dir: Path, overrides: dict[str, Any] | None = None
+    store: Store,
+    sweep: SweepRow,
+    out_dir: Path,
+    overrides: dict[str, Any] | None = None,
+    prepared: Sweep | None = None,
 ) -> tuple[ReportSummary, int]:
     """The sweep's report written to `out_dir`, and how many trials it holds."""
     from ddtune.report import build_report
 
     records = store.trial_records(sweep["id"])
     out_dir.mkdir(parents=True, exist_ok=True)
-    options, context = report_setup(store, sweep, overrides)
+    options, context = report_setup(store, sweep, overrides, prepared)
     return build_report(records, out_dir, options, context), len(records)
 
 
@@ -176,6 +181,7 @@ class LiveReport:
         self.skipped = 0  # passes folded into a later rewrite (too soon after the last)
         self.dirty = False  # a pass finished since the last rewrite
         self.last: tuple[ReportSummary, int] | None = None  # the last rewrite's (report, trials)
+        self.prepared: Sweep | None = None  # the sweep prepared from the store, once a run
         self._last_end: float | None = None
 
     def __call__(self, store: Store, final: bool = False) -> None:
@@ -199,7 +205,10 @@ class LiveReport:
     def _rewrite(self, store: Store) -> bool:
         self.last = None
         try:
-            self.last = build_stored_report(store, store.sweep_row(self.sweep_name), self.out_dir)
+            row = store.sweep_row(self.sweep_name)
+            self.last = build_stored_report(
+                store, row, self.out_dir, None, self._prepared(store, row)
+            )
         except Exception as exc:  # noqa: BLE001 - a report must never stop the sweep
             why = escape(f"{type(exc).__name__}: {exc}")
             self.console.print(f"[yellow]live report not rewritten[/]: {why}")
@@ -213,7 +222,16 @@ class LiveReport:
             result, trials = self.last
             print_report(result, self.sweep_name, trials, self.out_dir, self.console)
             return result
-        return write_report(store, store.sweep_row(self.sweep_name), self.out_dir, self.console)
+        row = store.sweep_row(self.sweep_name)
+        prepared = self._prepared(store, row)
+        return write_report(store, row, self.out_dir, self.console, None, prepared)
+
+    def _prepared(self, store: Store, row: SweepRow) -> Sweep:
+        """The sweep as its stored spec and mode say, prepared at the first rewrite: its
+        spec, mode and strategy stay as they are while it runs."""
+        if self.prepared is None:
+            self.prepared = prepare(stored_spec(store, row), store, row["id"])
+        return self.prepared
 
     def summary_line(self) -> str:
         """'live report: 12 rewrites of runs/x/report, median 0.84 s, longest 1.20 s'."""
