@@ -29,7 +29,8 @@ readiness protocol, and misbehaves on demand:
 `stream: true` completions answer an OpenAI SSE stream of `max_tokens` chunks
 " x" with `usage.spec`, enough for the bench (so sweeps can run against it).
 
-It prints `ready instance_id=... port=...` when ready.
+It prints `ready instance_id=... port=...` when ready. With $FAKE_COUNT_STARTS set it
+appends each start's arguments (JSON) to that file first: tests count starts by it.
 """
 
 from __future__ import annotations
@@ -300,7 +301,16 @@ def load(args: argparse.Namespace, state: State) -> None:
     say(f"ready instance_id={state.instance_id} port={args.port}")
 
 
+def count_start() -> None:
+    """$FAKE_COUNT_STARTS: append one line per start (its argv as JSON), crashing ones too."""
+    ledger = os.environ.get("FAKE_COUNT_STARTS")
+    if ledger:
+        with open(ledger, "a") as out:
+            out.write(json.dumps(sys.argv[1:]) + "\n")
+
+
 def main() -> None:
+    count_start()
     args = parse_args()
     say(f"fake fault server pid={os.getpid()} pgid={os.getpgid(0)}")
     if args.hang_after is not None:

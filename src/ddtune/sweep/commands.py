@@ -211,10 +211,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.loop import run_sweep
     from ddtune.sweep.run.preflight import preflight
+    from ddtune.sweep.run.prestop import check_before_stopping
     from ddtune.sweep.spec.load import load_spec
 
     spec = load_spec(args.spec)
     store_path = Path(args.store) if args.store else default_store_path(spec)
+    check_before_stopping(spec, store_path)  # refused: exit 2, nothing stopped or started
     hint = f"ddtune sweep run {args.spec}" + (f" --store {args.store}" if args.store else "")
     console = Console(stderr=True)
     checked = preflight(spec, store_path.parent.resolve())  # refused: exit 2, nothing ran
@@ -252,11 +254,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.sweep.plan.start_planner import predicted_lines
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.preflight import planned_launches
+    from ddtune.sweep.run.prestop import check_before_stopping
     from ddtune.sweep.spec.load import load_spec
     from ddtune.sweep.store.db import Store
 
     spec = load_spec(args.spec)
     path = Path(args.store) if args.store else default_store_path(spec)
+    check_before_stopping(spec, path)  # every mistake a spec can hold: exit 2
     store = Store(path, create=False) if path.is_file() else None
     try:
         mode = sweep_mode(spec, store)

@@ -57,7 +57,6 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from ddtune.bench.suites import check_workloads
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.grid import plan_spec
 from ddtune.sweep.plan.mode import run_spec
@@ -85,6 +84,7 @@ from ddtune.sweep.run.common import (
     signals_raise,
 )
 from ddtune.sweep.run.preflight import PreflightReport, preflight
+from ddtune.sweep.run.prestop import check_before_stopping
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import attempt_dir
@@ -109,7 +109,7 @@ def run_sweep(
     `sweep/reporting.py`). `checked`: the preflight the caller already ran (step 0)."""
     console = console or Console(stderr=True)
     started = time.monotonic()
-    check_workloads(spec.bench)  # 0: every suite's data and the traffic file, before anything
+    check_before_stopping(spec, store_path)  # 0: files, store, windows (prestop.py)
     if checked is None:
         checked = preflight(spec, store_path.parent.resolve())  # 0
     if checked.engine is not None or not spec.service.preflight:
