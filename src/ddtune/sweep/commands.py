@@ -224,7 +224,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     summary = run_sweep(spec, store_path, console, resume_hint=hint, on_pass=live, checked=checked)
     console.print(live.summary_line(), markup=False, highlight=False)
     _print_summary(console, summary)
-    if not (summary.interrupted or summary.blocked):
+    stopped = summary.interrupted or summary.blocked or summary.broken
+    if not stopped and measured(summary):
         _print_answer(console, live, store_path, spec.name)
     return summary.exit_code
 
@@ -465,6 +466,19 @@ def _newest_store() -> Path:
 
 def _print_summary(console: Console, summary: RunSummary) -> None:
     summary.print(console)
-    if not (summary.interrupted or summary.blocked):
-        report = summary.store_path.parent / "report"
-        console.print(f"next: ddtune sweep report --store {summary.store_path} --out {report}")
+    if summary.interrupted or summary.blocked or summary.broken:
+        return  # the resume command is printed with the reason
+    if not measured(summary):
+        console.print(
+            "nothing was measured: every trial failed (their failure classes and logs are "
+            "above). Fix the cause, then rerun them: "
+            f"ddtune sweep retry --failed --store {summary.store_path}"
+        )
+        return
+    report = summary.store_path.parent / "report"
+    console.print(f"next: ddtune sweep report --store {summary.store_path} --out {report}")
+
+
+def measured(summary: RunSummary) -> bool:
+    """Did any trial of the sweep finish (now or in an earlier run)?"""
+    return summary.done + summary.already_done > 0

@@ -329,6 +329,14 @@ class Store:
                 (time.time(), attempt_id),
             )
 
+    def reopen_trials(self, trial_ids: list[int]) -> None:
+        """Put these trials back to `pending` (the breaker: the service, not they, failed)."""
+        with self.tx() as db:
+            db.executemany(
+                "UPDATE trials SET status='pending', updated_at=? WHERE id=?",
+                [(time.time(), trial_id) for trial_id in trial_ids],
+            )
+
     def finish_trial(self, trial_id: int, status: str) -> None:
         """Close a trial as `failed` (all attempts used) or `interrupted`."""
         with self.tx() as db:
