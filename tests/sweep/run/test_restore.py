@@ -99,3 +99,24 @@ def test_a_hot_server_that_ran_before_the_sweep_gets_its_config_back(
     finally:
         server.kill()
         server.wait()
+
+
+def test_run_apply_applies_the_answer_instead_of_restoring(
+    tmp_path, fake_systemd, fake_spec_writer, port, capsys
+):
+    root, install_unit = fake_systemd
+    install_unit(UNIT, f"{sys.executable} -S {FAULT_SERVER} --port {port} --mode ar")
+    subprocess.run(["systemctl", "start", UNIT], check=True)
+    try:
+        _wait(lambda: _config(port)["mode"] == "ar")
+        service = f'kind = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
+        configs = LOADING.replace('    vars = { delay = "600" }\n', "")
+        spec = fake_spec_writer(tmp_path, "once", configs, port, service)
+        code = main(["sweep", "run", "--apply", str(spec), "--store", str(tmp_path / "s.sqlite")])
+        err = " ".join(capsys.readouterr().err.split())
+        assert code == 0, err
+        assert "applied ddtree b4 k2 wnone to prod-llm.service: READY" in err, err
+        assert "restored:" not in err  # ended: applied, not put back
+        assert _config(port)["budget"] == 4 and _unit(port)["ActiveState"] == "active"
+    finally:
+        subprocess.run(["systemctl", "stop", UNIT], check=True)
