@@ -106,11 +106,11 @@ def estimates(
     spec: SweepSpec, costs: TrialCosts, mode: SweepMode | None = None
 ) -> dict[str, Estimate]:
     """Named estimates: the grid, or a race's best and worst case, or a search + its race;
-    a restart-bound race's best, expected and worst case, then today's race for comparison."""
+    a restart-bound race's best, expected and worst case, then the pass-by-pass race for comparison."""
     n, k = len(spec.all_configs()), spec.passes_per_start
     if mode is not None and mode.restart_bound:
         return _start_estimates(spec, costs, mode) | {
-            f"today's race (restart_bound = false), {key.removeprefix('race, ')}": value
+            f"the pass-by-pass race (restart_bound = false), {key.removeprefix('race, ')}": value
             for key, value in estimates(spec, costs).items()
         }
     if spec.strategy == "grid":
@@ -176,7 +176,7 @@ def estimate_text(spec: SweepSpec, store: Store | None, mode: SweepMode | None =
         head += f" ({costs.source})"
     lines = [head]
     if spec.races:
-        kind = "restart-bound" if mode.restart_bound else "passes (today's race)"
+        kind = "restart-bound" if mode.restart_bound else "pass by pass"
         lines.append(f"  race mode: {kind}: {mode.reason}")
     if costs is None:
         return "\n".join(lines)
