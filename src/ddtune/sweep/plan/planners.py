@@ -158,8 +158,27 @@ def bench_text(spec: SweepSpec, store: Store | None) -> str:
     parts = []
     for name, (requests, most) in shares.items():
         seconds = "" if costs is None else f", ~{costs.bench_s * most / tokens:.0f} s"
-        parts.append(f"{name} {requests} request(s){seconds}")
+        parts.append(f"{_how_much(spec, name, requests)}{seconds}")
     return "  bench per trial: " + "; ".join(parts)
+
+
+SUITE_TITLES = {"humaneval": "HumanEval", "mt-bench": "MT-Bench", "gsm8k": "GSM8K"}
+SUITE_TITLES["agent-sessions"] = "the agent sessions"
+
+
+def _how_much(spec: SweepSpec, name: str, requests: int) -> str:
+    """`20 of HumanEval's 164, seeded`: how much of a suite one trial runs."""
+    from ddtune.bench.suites.names import SIZES, TURNS
+
+    if name not in SIZES:
+        return f"{name} {requests} request(s)"
+    size, turns = SIZES[name], TURNS.get(name, 1)
+    items = requests // turns
+    title = SUITE_TITLES.get(name, name)
+    whole = "all" if items >= size else f"{items} of"
+    each = f" ({turns} turns each: {requests} requests)" if turns > 1 else ""
+    seeded = "" if items >= size else f", seeded (bench.seed = {spec.bench.seed})"
+    return f"{whole} {title}'s {size}{each}{seeded}"
 
 
 def estimate_text(spec: SweepSpec, store: Store | None, mode: SweepMode | None = None) -> str:
