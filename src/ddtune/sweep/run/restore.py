@@ -20,7 +20,7 @@ What "as it was" means depends on who runs the service:
              READY; without a baseline it is left stopped and the line says so
 
 `restore` never raises for a service failure: it returns the line the summary
-prints, which says READY or exactly what is wrong. See docs/engines.md "Restore".
+prints, which says READY or exactly what is wrong. See docs/engines.md "Safe on a production service".
 """
 
 from __future__ import annotations
