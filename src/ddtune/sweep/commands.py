@@ -289,7 +289,7 @@ def _apply_or_restore(
         code = 1
     finally:
         store.close()
-    if code != 0:
+    if code != 0 and summary.before is not None:  # None: the Ray slots stopped theirs
         controller = build_controller(spec.service, store_path.parent.resolve())
         console.print(escape(restore(controller, summary.before, spec.baseline)))
     return max(code, summary.exit_code)

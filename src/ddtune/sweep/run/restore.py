@@ -33,6 +33,7 @@ import httpx
 
 from ddtune.params import DecodeParams
 from ddtune.services.controllers.systemd import SystemdController
+from ddtune.services.outcome import PhaseFailure
 
 if TYPE_CHECKING:
     from ddtune.services import Controller, Outcome
@@ -54,7 +55,10 @@ def seen_before(controller: Controller) -> Before:
     """Look at the service before anything is stopped (read only)."""
     spec = controller.spec
     if spec.kind == "systemd" and isinstance(controller, SystemdController):
-        return Before(controller.show().get("ActiveState") in ("active", "activating"))
+        try:
+            return Before(controller.show().get("ActiveState") in ("active", "activating"))
+        except PhaseFailure:  # no systemctl here: the first trial's preflight says so
+            return Before(False)
     if spec.kind == "hot":
         from ddtune.services.controllers.hot import HotController
 
