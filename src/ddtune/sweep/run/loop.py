@@ -79,7 +79,7 @@ from ddtune.sweep.run.attempt import (
     note_ready,
     store_report,
 )
-from ddtune.sweep.run.breaker import Breaker, ServiceBroken, stopped_line
+from ddtune.sweep.run.breaker import Breaker, ServiceBroken, failed_outcome, stopped_line
 from ddtune.sweep.run.common import (
     RESUMABLE,
     RunSummary,
@@ -282,31 +282,47 @@ class TrialLoop:
     def _breaker(
         self, controller: Controller, trial: sqlite3.Row, status: str, phase: Phase
     ) -> None:
-        """The breaker (`breaker.py`): at its threshold, the baseline is started as a control;
-        if it fails too, ServiceBroken stops the sweep and the streak's trials are reopened."""
+        """The breaker (`breaker.py`): at its threshold, the baseline is started as a control
+        (unless it is in the streak: it failed already); if it fails too, ServiceBroken stops
+        the sweep and the streak's trials are reopened."""
         failure = self.store.attempts(trial["id"])[-1]["failure"] if status == "failed" else None
         if not self.breaker.record(trial["id"], status, failure):
             return
-        streak, baseline = list(self.breaker.streak), self.spec.baseline
+        streak = list(self.breaker.streak)
         self.console.print(
-            f"[yellow]breaker[/]: {len(streak)} configs in a row failed with "
-            f"{escape(str(failure))}; starting the baseline as a control"
+            f"[yellow]breaker[/]: {len(streak)} configs in a row failed with {escape(str(failure))}"
         )
-        outcome: dict[str, object] = {"failure": "no baseline", "detail": "[sweep] baseline unset"}
-        if baseline is not None:
-            folder = self.workdir / "control" / f"after-trial-{trial['id']}"
-            outcome = become_ready(controller, baseline, folder, phase).to_dict()
-            if outcome.get("ready"):
-                self.console.print(
-                    "breaker: the baseline is READY, so these configs fail on their own"
-                )
-                self.breaker.cleared()
-                return
+        outcome = self._control(controller, trial, streak, phase)
+        if outcome is None:
+            self.breaker.cleared()
+            return
         self.store.reopen_trials(streak)
-        self.summary.failed -= len(streak)
-        self.summary.failure_classes[str(failure)] -= len(streak)
-        self.summary.failure_classes += Counter()  # drop the zero count
+        summary = self.summary
+        summary.failed -= len(streak)
+        del summary.failures[-len(streak) :]  # the streak's lines: they run again on resume
+        summary.failure_classes[str(failure)] -= len(streak)
+        summary.failure_classes += Counter()  # drop the zero count
         raise ServiceBroken(stopped_line(str(failure), outcome))
+
+    def _control(
+        self, controller: Controller, trial: sqlite3.Row, streak: list[int], phase: Phase
+    ) -> dict[str, object] | None:
+        """The baseline's failure (its trial in the streak, or a control start); None: READY."""
+        rows = [t for t in self.store.trials(self.summary.sweep_id) if t["id"] in streak]
+        failed_baseline = [t for t in rows if t["is_baseline"]]
+        if failed_baseline:
+            self.console.print("breaker: the baseline failed the same way in this streak")
+            return failed_outcome(self.store.attempts(failed_baseline[-1]["id"])[-1])
+        baseline = self.spec.baseline
+        if baseline is None:
+            return {"failure": "no baseline to check", "detail": "[sweep] baseline is unset"}
+        self.console.print("breaker: starting the baseline as a control")
+        folder = self.workdir / "control" / f"after-trial-{trial['id']}"
+        outcome = become_ready(controller, baseline, folder, phase).to_dict()
+        if not outcome.get("ready"):
+            return outcome
+        self.console.print("breaker: the baseline is READY, so these configs fail on their own")
+        return None
 
     def _progress(self) -> Progress:
         return Progress(
