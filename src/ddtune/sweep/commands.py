@@ -1,4 +1,4 @@
-"""`ddtune sweep run|plan|canary|status|retry|export|report|apply|watch|cleanup` and `ddtune demo`.
+"""`ddtune sweep run|plan|canary|status|retry|export|report|apply|watch|cleanup|init` and `ddtune demo`.
 
 Each handler parses its arguments, calls one function of the sweep package
 and prints the result; errors in the user's input are `UserError`s. `run`,
@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ddtune.errors import UserError
+from ddtune.sweep.init.commands import add_init
 
 if TYPE_CHECKING:
     from ddtune.sweep.reporting import LiveReport
@@ -49,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_apply(actions)
     _add_watch(actions)
     _add_cleanup(actions)
+    add_init(actions)
     _add_demo(subparsers)
 
 

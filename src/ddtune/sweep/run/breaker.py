@@ -23,10 +23,11 @@ baseline's trial was one of the three): at most 5.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ddtune.sweep.store.rows import AttemptRow
 
 TAIL_LINES = 3  # log lines quoted in the stop line
 
@@ -61,7 +62,7 @@ class Breaker:
         self.failure, self.streak = None, []
 
 
-def failed_outcome(attempt: sqlite3.Row) -> dict[str, Any]:
+def failed_outcome(attempt: AttemptRow) -> dict[str, Any]:
     """A stored failed attempt as the outcome `stopped_line` quotes (its log tail read back)."""
     path = attempt["log_tail_path"]
     tail = Path(path).read_text(errors="replace") if path and Path(path).is_file() else ""

@@ -44,7 +44,6 @@ See docs/architecture.md "Sweep".
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -95,6 +94,7 @@ from ddtune.sweep.run.restore import restore, seen_before
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import attempt_dir
+from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
     from ddtune.services import Controller, Outcome
@@ -161,7 +161,7 @@ def _open_trials(
     console: Console,
     reopen_failed: bool,
     only_reopened: bool,
-) -> tuple[list[sqlite3.Row], RunSummary]:
+) -> tuple[list[TrialRow], RunSummary]:
     """The trials to run now (pending, interrupted, reopened failed ones) and a fresh summary."""
     reopened = store.reset_trials(sweep_id, ("failed",)) if reopen_failed else []
     if reopen_failed:
@@ -223,9 +223,7 @@ class TrialLoop:
         self.breaker = Breaker(spec.breaker)
         self.restore_at_end = True  # False (`sweep run --apply`): an ended sweep stays stopped
 
-    def run(
-        self, todo: list[sqlite3.Row], more: Callable[[], list[sqlite3.Row]] | None = None
-    ) -> None:
+    def run(self, todo: list[TrialRow], more: Callable[[], list[TrialRow]] | None = None) -> None:
         """The trials of `todo`, then each batch `more()` returns, until it returns []."""
         from ddtune.services import Owner, build_controller
 
@@ -279,9 +277,7 @@ class TrialLoop:
         self.console.print("restoring the service as it was before the sweep ...")
         summary.restored = restore(controller, summary.before, self.spec.baseline)
 
-    def _breaker(
-        self, controller: Controller, trial: sqlite3.Row, status: str, phase: Phase
-    ) -> None:
+    def _breaker(self, controller: Controller, trial: TrialRow, status: str, phase: Phase) -> None:
         """The breaker (`breaker.py`): at its threshold, the baseline is started as a control
         (unless it is in the streak: it failed already); if it fails too, ServiceBroken stops
         the sweep and the streak's trials are reopened."""
@@ -305,7 +301,7 @@ class TrialLoop:
         raise ServiceBroken(stopped_line(str(failure), outcome))
 
     def _control(
-        self, controller: Controller, trial: sqlite3.Row, streak: list[int], phase: Phase
+        self, controller: Controller, trial: TrialRow, streak: list[int], phase: Phase
     ) -> dict[str, object] | None:
         """The baseline's failure (its trial in the streak, or a control start); None: READY."""
         rows = [t for t in self.store.trials(self.summary.sweep_id) if t["id"] in streak]
@@ -336,11 +332,11 @@ class TrialLoop:
             transient=False,
         )
 
-    def _units(self, batch: list[sqlite3.Row]) -> list[list[sqlite3.Row]]:
+    def _units(self, batch: list[TrialRow]) -> list[list[TrialRow]]:
         """What runs as one: a trial, or with `interleave = "request"` a pass's trials."""
         if self.spec.interleave != "request":
             return [[trial] for trial in batch]
-        units: list[list[sqlite3.Row]] = []
+        units: list[list[TrialRow]] = []
         for trial in batch:
             if units and units[-1][0]["repeat"] == trial["repeat"]:
                 units[-1].append(trial)
@@ -348,7 +344,7 @@ class TrialLoop:
                 units.append([trial])
         return units
 
-    def _run_unit(self, controller: Controller, unit: list[sqlite3.Row], phase: Phase) -> list[str]:
+    def _run_unit(self, controller: Controller, unit: list[TrialRow], phase: Phase) -> list[str]:
         if self.spec.interleave != "request":
             return [self._trial(controller, unit[0], phase)]
         from ddtune.sweep.run.interleaved import run_interleaved_pass
@@ -356,7 +352,7 @@ class TrialLoop:
         return run_interleaved_pass(self, controller, unit, phase)
 
     def retry(
-        self, controller: Controller, trial: sqlite3.Row, error: str | None, phase: Phase
+        self, controller: Controller, trial: TrialRow, error: str | None, phase: Phase
     ) -> str:
         """After a first attempt made elsewhere (an interleaved pass): done, or the rest alone."""
         if error is None:
@@ -365,16 +361,14 @@ class TrialLoop:
         return self._trial(controller, trial, phase, first=2)
 
     def _say_failed(
-        self, trial: sqlite3.Row, attempt: int, error: str, attempts: int | None = None
+        self, trial: TrialRow, attempt: int, error: str, attempts: int | None = None
     ) -> None:
         self.console.print(
             f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
             f"attempt {attempt}/{attempts or self.spec.retry.attempts} failed[/]: {escape(error)}"
         )
 
-    def _trial(
-        self, controller: Controller, trial: sqlite3.Row, phase: Phase, first: int = 1
-    ) -> str:
+    def _trial(self, controller: Controller, trial: TrialRow, phase: Phase, first: int = 1) -> str:
         """Attempts `first`.. of one trial; returns its final status (done | failed)."""
         config = self.store.trial_config(trial)
         retry = self.spec.retry
@@ -396,7 +390,7 @@ class TrialLoop:
     def _attempt(
         self,
         controller: Controller,
-        trial: sqlite3.Row,
+        trial: TrialRow,
         config: Config,
         attempt_id: int,
         attempt_dir: Path,
@@ -431,7 +425,7 @@ class TrialLoop:
         return error
 
     def store_attempt(
-        self, trial: sqlite3.Row, attempt_id: int, folder: Path, report: AttemptReport
+        self, trial: TrialRow, attempt_id: int, folder: Path, report: AttemptReport
     ) -> str | None:
         """Store one attempt's report; its failure line, or None when the trial is done.
 
@@ -445,7 +439,7 @@ class TrialLoop:
         return error
 
 
-def _unit_label(unit: list[sqlite3.Row]) -> str:
+def _unit_label(unit: list[TrialRow]) -> str:
     first = unit[0]
     if len(unit) == 1:
         return f"{first['label']} r{first['repeat']}"

@@ -30,7 +30,7 @@ from pathlib import Path
 from ddtune.bench.coding import load_tasks
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.prompts import load_prompts_file
-from ddtune.bench.suites import check_workloads
+from ddtune.bench.suites.plan import check_workloads
 from ddtune.errors import UserError
 from ddtune.params import window_to_wire
 from ddtune.sweep.spec.load import SweepSpec
