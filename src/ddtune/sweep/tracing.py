@@ -97,7 +97,12 @@ def _add_record(actions: argparse._SubParsersAction) -> None:
 def _add_predict(actions: argparse._SubParsersAction) -> None:
     predict = actions.add_parser("predict", help="one config's acceptance, round by round")
     predict.add_argument("trace", type=Path)
-    predict.add_argument("--mode", choices=MODES, default="ddtree")
+    predict.add_argument(
+        "--mode",
+        choices=(*MODES, "ngram"),
+        default="ddtree",
+        help="ngram: vLLM's prompt lookup from the greedy path alone (--min, --max, --k)",
+    )
     predict.add_argument("--budget", type=int, default=16)
     predict.add_argument("--topk", type=int, default=4)
     predict.add_argument("--window", default=WINDOW_NONE)
@@ -106,6 +111,12 @@ def _add_predict(actions: argparse._SubParsersAction) -> None:
         "--kind",
         help="count as this server kind's acceptance source does "
         "(ddtune, sglang, vllm; vllm also drafts K tokens every round)",
+    )
+    predict.add_argument("--min", type=int, default=1, help="ngram: prompt_lookup_min")
+    predict.add_argument("--max", type=int, default=4, help="ngram: prompt_lookup_max")
+    predict.add_argument("--k", type=int, default=4, help="ngram: num_speculative_tokens")
+    predict.add_argument(
+        "--max-model-len", type=int, help="ngram: the served model's length (default: the trace's)"
     )
     predict.add_argument("--json", action="store_true", help="print one JSON object")
     predict.set_defaults(func=cmd_predict)
@@ -316,6 +327,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from ddtune.kinds import get_kind
     from ddtune.trace.predict import Trace
 
+    if args.mode == "ngram":
+        from ddtune.trace.ngram import ngram_lines
+
+        print(
+            "\n".join(
+                ngram_lines(args.trace, args.min, args.max, args.k, args.max_model_len, args.json)
+            )
+        )
+        return 0
     params = DecodeParams.from_wire(
         {
             "mode": args.mode,
