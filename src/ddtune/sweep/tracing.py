@@ -85,8 +85,16 @@ def _add_record(actions: argparse._SubParsersAction) -> None:
         "(ddtune, HF, SGLang) or pre-norm (vLLM); auto: by the spec's profile",
     )
     record.add_argument("--backend", choices=("ddtune", "transformers"), default="ddtune")
-    record.add_argument("--target", type=Path, help="target folder (default: bundled)")
-    record.add_argument("--drafter", type=Path, help="DFlash drafter folder (default: bundled)")
+    record.add_argument(
+        "--target",
+        type=Path,
+        help="target folder (default: the one the spec's service loads; with --prompt: bundled)",
+    )
+    record.add_argument(
+        "--drafter",
+        type=Path,
+        help="DFlash drafter folder (default: the spec's service's; with --prompt: bundled)",
+    )
     record.add_argument("--device", default="auto", help="transformers: cpu, cuda or auto")
     record.add_argument("--dtype", default="float32", help="transformers: float32, bfloat16, ...")
     record.add_argument("--threads", type=int, help="torch CPU threads")
@@ -147,7 +155,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     _threads(args.threads)
     spec, requests, prompt_hash, source = _requests(args)
     settings = _settings(args, spec)
-    side = _target_side(args)
+    side = _target_side(args, spec)
     if args.fresh and args.out.exists():
         shutil.rmtree(args.out)
     started = time.perf_counter()
@@ -268,18 +276,19 @@ def _settings(args: argparse.Namespace, spec: SweepSpec | None) -> TraceSettings
     return TraceSettings(tuple(windows), tuple(args.query_length), topk, capture)
 
 
-def _target_side(args: argparse.Namespace) -> TargetSide:
-    from ddtune import assets
+def _target_side(args: argparse.Namespace, spec: SweepSpec | None) -> TargetSide:
+    from ddtune.sweep.spec.served import spec_models
+    from ddtune.trace.models import trace_models
 
-    target = args.target or assets.default_target_dir()
-    drafter = args.drafter or assets.default_drafter_dir()
+    served = spec_models(spec) if spec is not None else None
+    models = trace_models(args.target, args.drafter, served)
     if args.backend == "transformers":
         from ddtune.trace.hf import HfTarget
 
-        return HfTarget(target, drafter, args.device, args.dtype)
+        return HfTarget(models.target, models.drafter, args.device, args.dtype)
     from ddtune.trace.record import OwnTarget
 
-    return OwnTarget(target, drafter)
+    return OwnTarget(models.target, models.drafter)
 
 
 def _threads(threads: int | None) -> None:
