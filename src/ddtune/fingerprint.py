@@ -132,7 +132,7 @@ def _samples(start: int, size: int) -> list[tuple[int, int]]:
     return [(start, SAMPLE_BYTES), (middle, SAMPLE_BYTES), (size - SAMPLE_BYTES, SAMPLE_BYTES)]
 
 
-def config_of(folder: Path) -> dict[str, object] | None:
+def config_of(folder: Path) -> dict[str, Any] | None:
     """The folder's config.json (None when it has none or it does not parse)."""
     path = Path(folder) / "config.json"
     try:

@@ -23,6 +23,8 @@ from ddtune.params import MODES, WINDOW_NONE, DecodeParams, parse_window, window
 
 if TYPE_CHECKING:
     from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.trace.planning.loading import Loading
+    from ddtune.trace.planning.models import TraceModels
     from ddtune.trace.record import TargetSide, TraceRequest, TraceSettings
 
 CAPTURE_CHOICES = ("auto", "post-norm", "pre-norm")
@@ -95,8 +97,30 @@ def _add_record(actions: argparse._SubParsersAction) -> None:
         type=Path,
         help="DFlash drafter folder (default: the spec's service's; with --prompt: bundled)",
     )
-    record.add_argument("--device", default="auto", help="transformers: cpu, cuda or auto")
-    record.add_argument("--dtype", default="float32", help="transformers: float32, bfloat16, ...")
+    hf = record.add_argument_group("loading (--backend transformers)")
+    hf.add_argument("--device", default="auto", help="cpu, cuda or auto (the GPUs, if any)")
+    hf.add_argument(
+        "--dtype",
+        default="auto",
+        help="auto (the model's own, else bfloat16), float32, bfloat16, float16",
+    )
+    hf.add_argument("--devices", help="the GPUs to spread the target over: 0,1,2 (or cpu)")
+    hf.add_argument(
+        "--max-memory",
+        action="append",
+        default=[],
+        metavar="DEVICE=AMOUNT",
+        help="at most this much on a device: cuda:0=70GiB, cpu=200GiB (repeatable)",
+    )
+    hf.add_argument("--offload", action="store_true", help="spill layers to CPU memory")
+    hf.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="run the model folder's own code (without --spec; with it, the spec's command says)",
+    )
+    record.add_argument(
+        "--plan-only", action="store_true", help="print the memory and time plan, load nothing"
+    )
     record.add_argument("--threads", type=int, help="torch CPU threads")
     record.add_argument("--fresh", action="store_true", help="replace what --out holds")
     record.set_defaults(func=cmd_record)
@@ -155,7 +179,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     _threads(args.threads)
     spec, requests, prompt_hash, source = _requests(args)
     settings = _settings(args, spec)
-    side = _target_side(args, spec)
+    models, loading = _models(args, spec)
+    _plan(args, models, loading, requests, settings)
+    if args.plan_only:
+        return 0
+    side = _target_side(args.backend, models, loading)
     if args.fresh and args.out.exists():
         shutil.rmtree(args.out)
     started = time.perf_counter()
@@ -276,16 +304,51 @@ def _settings(args: argparse.Namespace, spec: SweepSpec | None) -> TraceSettings
     return TraceSettings(tuple(windows), tuple(args.query_length), topk, capture)
 
 
-def _target_side(args: argparse.Namespace, spec: SweepSpec | None) -> TargetSide:
+def _models(args: argparse.Namespace, spec: SweepSpec | None) -> tuple[TraceModels, Loading]:
     from ddtune.sweep.spec.served import spec_models
-    from ddtune.trace.models import trace_models
+    from ddtune.trace.planning.loading import Loading, parse_devices, parse_max_memory
+    from ddtune.trace.planning.models import trace_models
 
     served = spec_models(spec) if spec is not None else None
     models = trace_models(args.target, args.drafter, served)
-    if args.backend == "transformers":
+    if args.trust_remote_code and served is not None:
+        raise UserError(
+            "--trust-remote-code: with a spec, its service command decides "
+            "(add --trust-remote-code there)"
+        )
+    loading = Loading(
+        device=args.device,
+        dtype=args.dtype,
+        devices=parse_devices(args.devices),
+        max_memory=parse_max_memory(args.max_memory),
+        offload=args.offload,
+        trust_remote_code=models.trust_remote_code or args.trust_remote_code,
+    )
+    return models, loading
+
+
+def _plan(
+    args: argparse.Namespace,
+    models: TraceModels,
+    loading: Loading,
+    requests: list[TraceRequest],
+    settings: TraceSettings,
+) -> None:
+    """Print the plan; a UserError when it cannot fit (before a weight is read)."""
+    from ddtune.trace.planning.plan import record_plan
+
+    plan = record_plan(models, loading, requests, settings, args.backend)
+    print("\n".join(plan.lines()))
+    why = plan.refusal()
+    if why is not None:
+        raise UserError(why)
+
+
+def _target_side(backend: str, models: TraceModels, loading: Loading) -> TargetSide:
+    if backend == "transformers":
         from ddtune.trace.hf import HfTarget
 
-        return HfTarget(models.target, models.drafter, args.device, args.dtype)
+        return HfTarget(models.target, models.drafter, loading)
     from ddtune.trace.record import OwnTarget
 
     return OwnTarget(models.target, models.drafter)
