@@ -187,7 +187,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     if args.fresh and args.out.exists():
         shutil.rmtree(args.out)
     started = time.perf_counter()
-    with _progress(len(requests)) as advance:
+    with _progress([r.max_tokens for r in requests]) as advance:
         header = record_trace(side, requests, args.out, settings, source, prompt_hash, advance)
     _print_cost(args.out, header, time.perf_counter() - started)
     _print_mismatches(args.out)
@@ -360,10 +360,17 @@ def _threads(threads: int | None) -> None:
     setup_threads(threads)
 
 
-def _progress(total: int) -> Any:
+def _progress(tokens: list[int]) -> Any:
+    """A bar over the requests: done of total, traced tokens a second, time left."""
     import contextlib
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     @contextlib.contextmanager
     def bar() -> Any:
@@ -371,11 +378,18 @@ def _progress(total: int) -> Any:
             "[progress.description]{task.description}",
             BarColumn(),
             MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
             TimeRemainingColumn(),
         )
+        started = time.perf_counter()
         with Progress(*columns, transient=True) as progress:
-            task = progress.add_task("tracing requests", total=total)
-            yield lambda done, _total: progress.update(task, completed=done)
+            task = progress.add_task("tracing requests", total=len(tokens), rate="")
+
+            def advance(done: int, _total: int) -> None:
+                rate = sum(tokens[:done]) / max(time.perf_counter() - started, 1e-9)
+                progress.update(task, completed=done, rate=f"{rate:,.0f} tokens/s")
+
+            yield advance
 
     return bar()
 

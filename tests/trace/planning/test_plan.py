@@ -75,6 +75,7 @@ def plan(tmp_path, devices, longest=4096):
         "bfloat16",
         longest=longest,
         tokens=10 * longest,
+        continuation=1000,
         generated=0,
         views=2,
         query_length=16,

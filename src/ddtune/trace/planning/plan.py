@@ -22,7 +22,7 @@ Weights spread over the devices in proportion to their free memory (as
 with the embeddings, on the first. Time: loading at an assumed disk rate,
 the greedy continuation as memory-bound decoding (the weights read once a
 token), the forwards as compute-bound (2 FLOPs a parameter a token, active
-experts only), at rates measured on this machine (`measured_rates`) or given.
+experts only; the drafter at every continuation position, per view), at rates measured on this machine (`measured_rates`) or given.
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ class TracePlan:
     drafter: ModelSize
     bytes_per_element: int
     longest: int  # tokens of the longest request, continuation and a block included
-    tokens: int  # traced tokens in all (prompt + continuation, every request)
+    tokens: int  # tokens forwarded in all (prompt + continuation, every request)
+    continuation: int  # traced positions (the drafter runs at each): continuation tokens
     generated: int  # continuation tokens the target must decode itself (0: given)
     views: int
     query_length: int
@@ -144,7 +145,7 @@ class TracePlan:
         return {
             "load": (self.target.disk_bytes + self.drafter.disk_bytes) / r.disk,
             "greedy": decode,
-            "forward": forward + per_token * self.tokens / r.flops,
+            "forward": forward + per_token * self.continuation / r.flops,
         }
 
     def lines(self) -> list[str]:
@@ -163,7 +164,7 @@ class TracePlan:
                 f"  {device.name}: {_bytes(placed[device.name])} of "
                 f"{_bytes(device.free_bytes)} free"
             )
-        per_k = 1000 * work / max(self.tokens, 1)
+        per_k = 1000 * work / max(self.continuation, 1)
         out.append(
             f"  time: load {_duration(s['load'])} (disk at {self.rates.disk / GB:.1f} GB/s, "
             f"assumed), greedy continuation {_duration(s['greedy'])}, forwards "
@@ -275,6 +276,7 @@ def trace_plan(
     *,
     longest: int,
     tokens: int,
+    continuation: int,
     generated: int,
     views: int,
     query_length: int,
@@ -288,6 +290,7 @@ def trace_plan(
         b,
         longest,
         tokens,
+        continuation,
         generated,
         views,
         query_length,
@@ -389,6 +392,7 @@ def record_plan(
         dtype,
         longest=max(lengths, default=extra),
         tokens=sum(lengths),
+        continuation=sum(r.max_tokens for r in requests),
         generated=sum(r.max_tokens + block for r in requests if r.continuation is None),
         views=views,
         query_length=q,
