@@ -58,6 +58,13 @@ def _add_record(actions: argparse._SubParsersAction) -> None:
         "the stored baseline T=0 outputs as the continuation",
     )
     source.add_argument("--sweep", help="sweep name inside --store (default: the newest)")
+    record.add_argument(
+        "--from-service",
+        metavar="URL",
+        help="take each T=0 continuation from the running service at URL (its token ids "
+        "where it returns them): the trace then decodes nothing itself",
+    )
+    record.add_argument("--service-model", help="with --from-service: the model name to request")
     record.add_argument("--max-tokens", type=int, default=64, help="with --prompt/--prompts-file")
     record.add_argument("--ignore-eos", action="store_true", help="with --prompt/--prompts-file")
     record.add_argument(
@@ -180,6 +187,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     spec, requests, prompt_hash, source = _requests(args)
     settings = _settings(args, spec)
     models, loading = _models(args, spec)
+    if args.from_service:
+        requests, source = _from_service(args, models, requests), f"service:{args.from_service}"
     _plan(args, models, loading, requests, settings)
     if args.plan_only:
         return 0
@@ -302,6 +311,18 @@ def _settings(args: argparse.Namespace, spec: SweepSpec | None) -> TraceSettings
         vllm = spec is not None and spec.service.profile == "vllm"
         capture = "pre-norm" if vllm else "post-norm"
     return TraceSettings(tuple(windows), tuple(args.query_length), topk, capture)
+
+
+def _from_service(
+    args: argparse.Namespace, models: TraceModels, requests: list[TraceRequest]
+) -> list[TraceRequest]:
+    from ddtune.fingerprint import config_of
+    from ddtune.trace.service import continue_from_service
+
+    if args.store is not None:
+        raise UserError("--from-service and --store both give the continuation: give one")
+    block = int((config_of(models.drafter) or {}).get("block_size", 16))
+    return continue_from_service(args.from_service, requests, block, args.service_model)
 
 
 def _models(args: argparse.Namespace, spec: SweepSpec | None) -> tuple[TraceModels, Loading]:

@@ -73,6 +73,7 @@ class TraceRequest:
     ignore_eos: bool = False
     count: int = 1
     continuation: str | None = None  # a stored T = 0 output text (a sweep's baseline), if any
+    continuation_ids: tuple[int, ...] | None = None  # the service's T = 0 token ids, if any
 
     def traced(self, key: str) -> TracedRequest:
         return TracedRequest(
@@ -292,11 +293,16 @@ def continuation(side: TargetSide, prompt: list[int], request: TraceRequest) -> 
     """The T = 0 tokens after the prompt (EOS ignored), up to max_tokens and a block more:
     a round may draft past a stop, and vLLM drafts its K tokens past max_tokens.
 
-    With a stored output (a served engine's own greedy text): the engine's greedy tokens
+    With the service's token ids (`--from-service`): those, decoded further only where
+    they stop short. With a stored output (a served engine's own greedy text): the engine's greedy tokens
     when their text begins with it (the two paths agree; re-encoding a text need not give
     the tokens that produced it), else the stored text's tokens, continued greedily."""
     room = side.max_context - len(prompt) + 1  # the root at the last position runs too
     want = min(request.max_tokens + side.drafter.cfg.block_size - 1, room)
+    if request.continuation_ids is not None:  # the service's own tokens: no local decode
+        given = list(request.continuation_ids[:want])
+        more = want - len(given)
+        return given + (side.greedy(prompt + given, more)[:more] if more > 0 else [])
     own = side.greedy(prompt, want)
     if request.continuation is None or side.decode(own).startswith(request.continuation):
         return own
