@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import subprocess
 import sys
 import tempfile
@@ -89,15 +89,18 @@ def ddtune(*args: str) -> list[str]:
 
 
 def child(argv: list[str]) -> tuple[str, float, float]:
-    """(stdout, seconds, peak RSS in bytes of the child) of one command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    started = time.perf_counter()
-    run = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, check=False)
-    seconds = time.perf_counter() - started
-    if run.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed:\n{run.stdout}\n{run.stderr}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return run.stdout, seconds, max(peak, before) * 1024.0
+    """(stdout, seconds, peak RSS in bytes) of one command, its own peak (`wait4`)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=REPO)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        text = out.read().decode()
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{' '.join(argv)} failed:\n{text}\n{err.read().decode()[-4000:]}")
+    return text, seconds, usage.ru_maxrss * 1024.0
 
 
 def bundled(folder: Path) -> None:

@@ -261,7 +261,7 @@ def predicted_lines(spec: SweepSpec, store: Store | None) -> list[str]:
         lines.append(text)
     if spec.strategy == "predict" and not spec.predicting:
         lines.append("  the bench is not at T = 0: a trace predicts T = 0 only, so the sweep races")
-    return lines + [f"  note: {note}" for note in trace_binding(spec)]
+    return lines
 
 
 def traced_context(spec: SweepSpec, store: Store, sweep_id: int, context: SweepContext) -> None:
