@@ -137,6 +137,12 @@ done = time.perf_counter()
 peak = torch.cuda.max_memory_allocated() if device.startswith("cuda") else None
 print(json.dumps({"load_s": loaded - started, "trace_s": done - loaded, "gpu_peak": peak}))
 """
+WRITE = """
+import json, sys
+from pathlib import Path
+from ddtune.engine.testing import write_random_checkpoint
+write_random_checkpoint(Path(sys.argv[1]), seed=1, std=0.02, **json.loads(sys.argv[2]))
+"""
 BASELINE = """
 import torch, transformers
 from ddtune.trace.hf import HfTarget
@@ -145,13 +151,15 @@ from ddtune.trace.record import record_trace
 
 
 def realistic(folder: Path, device: str, prompt_len: int = 512, max_tokens: int = 32) -> None:
-    from ddtune.engine.testing import write_random_checkpoint
     from ddtune.trace.planning.plan import these_devices
 
-    started = time.perf_counter()
-    target, drafter = write_random_checkpoint(folder / "realistic", seed=1, std=0.02, **REALISTIC)
+    # written by a child: a parent holding the random weights would lend its RSS to every
+    # child it forks (a forked child's peak counts the pages it shares before exec)
+    _, written, _ = child(
+        [sys.executable, "-c", WRITE, str(folder / "realistic"), json.dumps(REALISTIC)]
+    )
+    target, drafter = folder / "realistic" / "target", folder / "realistic" / "drafter"
     _bf16_config(target)
-    written = time.perf_counter() - started
     length = prompt_len + max_tokens + REALISTIC["block_size"]
     devices = these_devices([device], {}) if device.startswith("cuda") else [Device("cpu", 64e9)]
     plan = trace_plan(
@@ -191,7 +199,8 @@ def realistic(folder: Path, device: str, prompt_len: int = 512, max_tokens: int 
     )
     print(
         f"   plan {planned / 1e9:.2f} GB (weights {plan.target.load_bytes / 1e9:.2f}, "
-        f"activations {plan.activation_bytes() / 1e9:.2f}, drafter {plan.drafter_bytes() / 1e9:.2f}); "
+        f"activations {plan.activation_bytes() / 1e9:.2f}, drafter {plan.drafter_bytes() / 1e9:.2f}, "
+        f"loading peak {plan.loading_bytes() / 1e9:.2f}); "
         f"measured peak {used / 1e9:.2f} GB"
         + (
             ""

@@ -148,3 +148,24 @@ def test_plan_only_prints_the_plan_and_loads_nothing(tmp_path, capsys):
     argv = ["trace", "record", "--prompt", "x", "--out", str(out), "--backend", "transformers"]
     assert main([*argv, "--devices", "cpu", "--max-memory", "cpu=1MB"]) == 2
     assert "the trace needs" in capsys.readouterr().err and not out.exists()
+
+
+def test_on_the_cpu_a_converted_checkpoint_counts_twice_while_loading(tmp_path):
+    folder = write_sparse_checkpoint(tmp_path / "f", DENSE, dense_tensors(DENSE, "F32"), 5e8)
+    common = dict(longest=64, tokens=64, continuation=32, generated=0, views=1, query_length=16)
+    rates = Rates(flops=1e12, bandwidth=1e11)
+    cpu = trace_plan(
+        folder, folder, "bfloat16", devices=[Device("cpu", 64e9)], rates=rates, **common
+    )
+    assert cpu.target.converted
+    assert (
+        cpu.place()["cpu"] == cpu.loading_bytes() == cpu.target.load_bytes + cpu.target.disk_bytes
+    )
+    same = trace_plan(
+        folder, folder, "float32", devices=[Device("cpu", 64e9)], rates=rates, **common
+    )
+    assert not same.target.converted and same.loading_bytes() == same.target.load_bytes
+    gpu = trace_plan(
+        folder, folder, "bfloat16", devices=[Device("cuda:0", 80e9)], rates=rates, **common
+    )
+    assert gpu.place()["cuda:0"] < cpu.loading_bytes()  # GPU memory holds the loaded copy only

@@ -19,7 +19,10 @@ the longest request (prompt + continuation + a block):
 
 Weights spread over the devices in proportion to their free memory (as
 `device_map="auto"` fills them in order); the activations and the drafter sit
-with the embeddings, on the first. Time: loading at an assumed disk rate,
+with the embeddings, on the first. On the CPU alone, loading maps the shard
+files: a checkpoint converted to another dtype (float32 on disk, bf16 loaded)
+is resident twice until it is loaded, so the plan takes the larger of that
+and the working set. Time: loading at an assumed disk rate,
 the greedy continuation as memory-bound decoding (the weights read once a
 token), the forwards as compute-bound (2 FLOPs a parameter a token, active
 experts only; the drafter at every continuation position, per view), at rates measured on this machine (`measured_rates`) or given.
@@ -63,6 +66,7 @@ class ModelSize:
     vocab: int
     intermediate: int
     kv_bytes_per_token: int  # all layers, K and V
+    converted: bool = False  # floating tensors stored in another dtype than they load in
 
 
 @dataclass(frozen=True)
@@ -110,12 +114,21 @@ class TracePlan:
         mask = rows * (t + rows)
         return size.load_bytes + features + logits + mask
 
+    def loading_bytes(self) -> float:
+        """The CPU's peak while loading: transformers maps the shard files, so a checkpoint
+        converted to another dtype is resident twice (as stored and as loaded)."""
+        t = self.target
+        return t.load_bytes + (t.disk_bytes if t.converted else 0)
+
     def place(self) -> dict[str, float]:
-        """Bytes per device: the weights in proportion to free memory, the rest on the first."""
+        """Bytes per device: the weights in proportion to free memory, the rest on the first;
+        on the CPU alone, at least the loading peak."""
         total = sum(d.free_bytes for d in self.devices) or 1.0
         out = {d.name: self.target.load_bytes * d.free_bytes / total for d in self.devices}
         first = self.devices[0].name
         out[first] += self.activation_bytes() + self.drafter_bytes()
+        if [d.name for d in self.devices] == ["cpu"]:
+            out["cpu"] = max(out["cpu"], self.loading_bytes())
         self.per_device = out
         return out
 
@@ -189,12 +202,14 @@ def model_size(folder: Path, dtype: str) -> ModelSize:
     config = _text_config(config_of(folder) or {})
     b = DTYPE_BYTES.get(dtype)
     params = load = disk = expert = 0
+    converted = False
     for shard in sorted(Path(folder).glob("*.safetensors")):
         disk += shard.stat().st_size
         for name, (kind, numel) in _tensors(shard).items():
             params += numel
             stored = FLOAT_TYPES.get(kind) or STORED_BYTES.get(kind, 1)
             load += numel * (b if b and kind in FLOAT_TYPES else stored)
+            converted |= bool(b and kind in FLOAT_TYPES and stored != b)
             expert += numel if ".experts." in name else 0
     routed = int(config.get("n_routed_experts") or config.get("num_experts") or 0)
     per_token = int(config.get("num_experts_per_tok") or 0)
@@ -211,6 +226,7 @@ def model_size(folder: Path, dtype: str) -> ModelSize:
             config.get("intermediate_size") or config.get("moe_intermediate_size") or 0
         ),
         kv_bytes_per_token=_kv_bytes(config, b or 2),
+        converted=converted,
     )
 
 
