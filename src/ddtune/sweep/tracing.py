@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from ddtune.sweep.spec.load import SweepSpec
     from ddtune.trace.planning.loading import Loading
     from ddtune.trace.planning.models import TraceModels
-    from ddtune.trace.record import TargetSide, TraceRequest, TraceSettings
+    from ddtune.trace.record import TargetSide
+    from ddtune.trace.requests import TraceRequest, TraceSettings
 
 CAPTURE_CHOICES = ("auto", "post-norm", "pre-norm")
 
@@ -297,7 +298,7 @@ def _baseline_outputs(store: Any, sweep_id: int) -> list[str]:
 
 
 def _settings(args: argparse.Namespace, spec: SweepSpec | None) -> TraceSettings:
-    from ddtune.trace.record import TraceSettings
+    from ddtune.trace.requests import TraceSettings
 
     params = [c.params for c, _ in spec.all_configs()] if spec is not None else []
     windows = (

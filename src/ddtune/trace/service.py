@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from ddtune.errors import UserError
-from ddtune.trace.record import TraceRequest
+from ddtune.trace.requests import TraceRequest
 
 
 def continue_from_service(

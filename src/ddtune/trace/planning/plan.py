@@ -30,6 +30,7 @@ experts only; the drafter at every continuation position, per view), at rates me
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import struct
 import time
@@ -44,7 +45,7 @@ from ddtune.trace.planning.loading import DTYPE_BYTES
 if TYPE_CHECKING:
     from ddtune.trace.planning.loading import Loading
     from ddtune.trace.planning.models import TraceModels
-    from ddtune.trace.record import TraceRequest, TraceSettings
+    from ddtune.trace.requests import TraceRequest, TraceSettings
 
 ROWS = 32  # root positions per drafter forward (`trace.record.ROWS_PER_CALL`)
 FLOAT_TYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2}
@@ -319,7 +320,7 @@ def request_lengths(target: Path, prompts: list[str], extra: int) -> list[int]:
     """Tokens per request: the prompt (by the target's tokenizer.json where it has one, else
     one token a character: an upper bound) plus `extra` (continuation and a block)."""
     path = Path(target) / "tokenizer.json"
-    if path.is_file():
+    if path.is_file() and importlib.util.find_spec("tokenizers") is not None:
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(path))
