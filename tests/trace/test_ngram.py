@@ -92,3 +92,28 @@ def test_cli_predicts_ngram_from_a_recorded_trace(tmp_path, capsys):
     assert main([*ngram, "--k", "3"]) == 0
     assert "as vLLM counts it" in capsys.readouterr().out
     assert main([*ngram, "--k", "0"]) == 2
+
+
+def test_stored_outputs_give_the_paths_their_tokens_give(tmp_path):
+    """`--store`: a sweep's baseline texts, re-encoded with the target's tokenizer."""
+    from ddtune.engine.testing import char_tokenizer
+    from ddtune.trace.ngram import paths_of_texts
+    from ddtune.trace.requests import TraceRequest
+
+    tokenizer = tmp_path / "tokenizer.json"
+    char_tokenizer(30).save(str(tokenizer))
+    request = TraceRequest("short", "eat a toe", 12, count=2, continuation="eat a toe eat")
+    (path,) = paths_of_texts(tokenizer, [request])
+    assert path.prompt_len == 9 and path.finish == 13 and path.count == 2
+    assert path.tokens[:9].tolist() == path.tokens[9:18].tolist()  # the output repeats the prompt
+    counts = predict_ngram([path], rule(low=2, high=4, k=4))["all"]
+    assert counts.drafts >= 1 and counts.accepted >= 4
+    with pytest.raises(UserError, match="--tokenizer FILE"):
+        paths_of_texts(tmp_path / "absent.json", [request])
+
+
+def test_ngram_needs_a_trace_or_a_store(capsys):
+    assert main(["trace", "predict", "--mode", "ngram"]) == 2
+    assert "give a trace folder or --store S" in capsys.readouterr().err
+    assert main(["trace", "predict", "--mode", "ddtree"]) == 2
+    assert "give the trace folder" in capsys.readouterr().err

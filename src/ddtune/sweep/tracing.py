@@ -136,7 +136,7 @@ def _add_record(actions: argparse._SubParsersAction) -> None:
 
 def _add_predict(actions: argparse._SubParsersAction) -> None:
     predict = actions.add_parser("predict", help="one config's acceptance, round by round")
-    predict.add_argument("trace", type=Path)
+    predict.add_argument("trace", type=Path, nargs="?", help="the trace folder")
     predict.add_argument(
         "--mode",
         choices=(*MODES, "ngram"),
@@ -157,6 +157,15 @@ def _add_predict(actions: argparse._SubParsersAction) -> None:
     predict.add_argument("--k", type=int, default=4, help="ngram: num_speculative_tokens")
     predict.add_argument(
         "--max-model-len", type=int, help="ngram: the served model's length (default: the trace's)"
+    )
+    predict.add_argument(
+        "--store", type=Path, help="ngram without a trace: a sweep store's baseline T=0 outputs"
+    )
+    predict.add_argument("--sweep", help="with --store: the sweep's name (default: the newest)")
+    predict.add_argument(
+        "--tokenizer",
+        type=Path,
+        help="with --store: the target's tokenizer.json (default: the stored spec's target's)",
     )
     predict.add_argument("--json", action="store_true", help="print one JSON object")
     predict.set_defaults(func=cmd_predict)
@@ -436,14 +445,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from ddtune.trace.predict import Trace
 
     if args.mode == "ngram":
-        from ddtune.trace.ngram import ngram_lines
-
-        print(
-            "\n".join(
-                ngram_lines(args.trace, args.min, args.max, args.k, args.max_model_len, args.json)
-            )
-        )
-        return 0
+        return _predict_ngram(args)
+    if args.trace is None:
+        raise UserError("give the trace folder: ddtune trace predict DIR ...")
     params = DecodeParams.from_wire(
         {
             "mode": args.mode,
@@ -470,6 +474,26 @@ def cmd_predict(args: argparse.Namespace) -> int:
         counted = prediction.acceptance(kind)
         shown = "none (it reports no acceptance)" if counted is None else f"{counted:.3f}"
         print(f"  as {kind.name} counts it: {shown}")
+    return 0
+
+
+def _predict_ngram(args: argparse.Namespace) -> int:
+    """vLLM's prompt lookup over a trace's greedy paths, or a store's baseline outputs."""
+    from ddtune.trace.ngram import NgramRule, ngram_lines, paths_of_texts, trace_paths
+
+    if (args.trace is None) == (args.store is None):
+        raise UserError("--mode ngram: give a trace folder or --store S, one of them")
+    if args.store is not None:
+        from ddtune.sweep.spec.served import spec_models
+
+        spec, requests, _, _ = store_requests(args.store, args.sweep)
+        target = spec_models(spec).target
+        where = args.tokenizer or (target / "tokenizer.json" if target else Path("tokenizer.json"))
+        paths, context = paths_of_texts(where, requests), 1 << 30
+    else:
+        paths, context = trace_paths(args.trace)
+    rule = NgramRule(args.min, args.max, args.k, args.max_model_len or context)
+    print("\n".join(ngram_lines(paths, rule, args.json)))
     return 0
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ddtune.errors import UserError
+from ddtune.trace.requests import TraceRequest
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,8 @@ def paths_of_trace(data: Sequence[object]) -> list[GreedyPath]:
 __all__ = [
     "GreedyPath",
     "ngram_lines",
+    "paths_of_texts",
+    "trace_paths",
     "NgramCounts",
     "NgramRule",
     "paths_of_trace",
@@ -201,21 +204,46 @@ __all__ = [
 ]
 
 
-def ngram_lines(
-    folder: Path, min_n: int, max_n: int, k: int, max_model_len: int | None, as_json: bool
-) -> list[str]:
-    """What `ddtune trace predict --mode ngram` prints for a trace folder."""
+def trace_paths(folder: Path) -> tuple[list[GreedyPath], int]:
+    """A trace folder's greedy paths and its context length."""
     from ddtune.trace.predict import Trace
 
     trace = Trace.load(folder)
-    rule = NgramRule(min_n, max_n, k, max_model_len or trace.header.max_context)
-    counts = predict_ngram(paths_of_trace(trace.data), rule)
+    return paths_of_trace(trace.data), trace.header.max_context
+
+
+def paths_of_texts(tokenizer_file: Path, requests: Sequence[TraceRequest]) -> list[GreedyPath]:
+    """Greedy paths from texts (a sweep's stored T = 0 outputs: `TraceRequest.continuation`),
+    tokenized with the target's tokenizer.json. The output is re-encoded: where that gives
+    other tokens than the engine produced, a match may differ (the trace's own path is exact)."""
+    if not Path(tokenizer_file).is_file():
+        raise UserError(
+            f"{tokenizer_file}: no tokenizer here to read the stored outputs with; pass "
+            "--tokenizer FILE (the target's tokenizer.json)"
+        )
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    paths = []
+    for r in requests:
+        prompt = tokenizer.encode(r.prompt, add_special_tokens=False).ids
+        output = tokenizer.encode(r.continuation or "", add_special_tokens=False).ids
+        tokens = np.array(prompt + output)
+        paths.append(
+            GreedyPath(tokens, len(prompt), len(output), r.max_tokens, r.count, r.workload)
+        )
+    return paths
+
+
+def ngram_lines(paths: Sequence[GreedyPath], rule: NgramRule, as_json: bool) -> list[str]:
+    """What `ddtune trace predict --mode ngram` prints."""
+    counts = predict_ngram(paths, rule)
     if as_json:
         body = {
             "mode": "ngram",
-            "prompt_lookup_min": min_n,
-            "prompt_lookup_max": max_n,
-            "num_speculative_tokens": k,
+            "prompt_lookup_min": rule.min_n,
+            "prompt_lookup_max": rule.max_n,
+            "num_speculative_tokens": rule.k,
             **{name: _counts_json(c) for name, c in counts.items()},
         }
         return [json.dumps(body)]
