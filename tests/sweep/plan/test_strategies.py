@@ -120,12 +120,12 @@ def test_a_costly_restart_makes_the_race_restart_bound(spec_text):
     assert sweep.spec.passes_per_start == 2  # the estimates compare with the spec as written
     cases = sweep.estimates()
     assert "restart-bound race, expected (median)" in cases
-    assert "today's race (restart_bound = false), worst case" in cases
+    assert "the pass-by-pass race (restart_bound = false), worst case" in cases
     assert "race mode: restart-bound" in sweep.estimate_text()
 
 
 def test_a_stored_mode_wins_over_the_costs_of_now(tmp_path, spec_text):
-    """Resume decides as before: the mode kept with the sweep, not today's choice."""
+    """Resume decides as before: the mode kept with the sweep, not the one the costs would choose now."""
     spec = spec_text.parse(RACE, "expected_start_s = 400\nexpected_bench_s = 60\n")
     store = Store(tmp_path / "store.sqlite")
     try:

@@ -60,7 +60,8 @@ def estimates(
     spec: SweepSpec, costs: TrialCosts, mode: SweepMode | None = None
 ) -> dict[str, Estimate]:
     """Named estimates: the grid, or a race's best and worst case, or a search + its race;
-    a restart-bound race's best, expected and worst case, then today's race for comparison."""
+    a restart-bound race's best, expected and worst case, then the pass-by-pass race for
+    comparison."""
     mode = mode or NOT_RESTART_BOUND
     return strategy_of(spec, mode).estimates(spec, costs, mode)
 
@@ -75,8 +76,27 @@ def bench_text(spec: SweepSpec, costs: TrialCosts | None) -> str:
     parts = []
     for name, (requests, most) in shares.items():
         seconds = "" if costs is None else f", ~{costs.bench_s * most / tokens:.0f} s"
-        parts.append(f"{name} {requests} request(s){seconds}")
+        parts.append(f"{_how_much(spec, name, requests)}{seconds}")
     return "  bench per trial: " + "; ".join(parts)
+
+
+SUITE_TITLES = {"humaneval": "HumanEval", "mt-bench": "MT-Bench", "gsm8k": "GSM8K"}
+SUITE_TITLES["agent-sessions"] = "the agent sessions"
+
+
+def _how_much(spec: SweepSpec, name: str, requests: int) -> str:
+    """`20 of HumanEval's 164, seeded`: how much of a suite one trial runs."""
+    from ddtune.bench.suites.names import SIZES, TURNS
+
+    if name not in SIZES:
+        return f"{name} {requests} request(s)"
+    size, turns = SIZES[name], TURNS.get(name, 1)
+    items = requests // turns
+    title = SUITE_TITLES.get(name, name)
+    whole = "all" if items >= size else f"{items} of"
+    each = f" ({turns} turns each: {requests} requests)" if turns > 1 else ""
+    seeded = "" if items >= size else f", seeded (bench.seed = {spec.bench.seed})"
+    return f"{whole} {title}'s {size}{each}{seeded}"
 
 
 def estimate_text(spec: SweepSpec, costs: TrialCosts | None, mode: SweepMode) -> str:
@@ -89,9 +109,9 @@ def estimate_text(spec: SweepSpec, costs: TrialCosts | None, mode: SweepMode) ->
     else:
         head += f"; per trial {costs.start_s:.0f} s start + {costs.bench_s:.0f} s bench"
         head += f" ({costs.source})"
-    lines = [head]
+    lines = [head, *_trace_notes(spec)]
     if spec.races:
-        kind = "restart-bound" if mode.restart_bound else "passes (today's race)"
+        kind = "restart-bound" if mode.restart_bound else "pass by pass"
         lines.append(f"  race mode: {kind}: {mode.reason}")
     if costs is None:
         return "\n".join(lines)
@@ -101,6 +121,16 @@ def estimate_text(spec: SweepSpec, costs: TrialCosts | None, mode: SweepMode) ->
             f"~{format_duration(e.seconds)}"
         )
     return "\n".join(lines)
+
+
+def _trace_notes(spec: SweepSpec) -> list[str]:
+    """What the trace's binding to the served models could not check here (a UserError
+    when the trace is of other models: before anything is stopped)."""
+    if spec.trace is None:
+        return []
+    from ddtune.sweep.plan.start_planner import trace_binding
+
+    return [f"  note: {note}" for note in trace_binding(spec)]
 
 
 def restart_word(spec: SweepSpec) -> str:

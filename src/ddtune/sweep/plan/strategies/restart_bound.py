@@ -9,9 +9,9 @@ as long as one bench: the trial is then mostly restart, and deciding start by
 start spends them where they buy information. Not restart-bound: a hot service
 (a reconfigure in place is no restart), configs taking turns by request, the
 Ray backend (a start is reused in this process only), or no costs known.
-`benchmarks/restart_bound.py` measured the restart-bound race ahead of today's
-race down to a restart of 1/10 of a bench on the production landscape, so the
-threshold keeps today's behaviour wherever a bench dominates. The mode is
+`benchmarks/restart_bound.py` measured the restart-bound race ahead of the
+pass-by-pass race down to a restart of 1/10 of a bench on the production
+landscape, so the threshold keeps today's behaviour wherever a bench dominates. The mode is
 stored with the sweep when it is created (`store/modes.py`); a grid and a
 search are never restart-bound, a predicting race always (`predict.py`).
 """
@@ -60,9 +60,9 @@ class RestartBoundRace:
         return StartPlanner(spec, store, sweep_id, mode)
 
     def estimates(self, spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
-        """Its best, expected and worst case, then today's race for comparison."""
+        """Its best, expected and worst case, then the pass-by-pass race for comparison."""
         return start_cases(spec, costs, mode) | {
-            f"today's race (restart_bound = false), {key.removeprefix('race, ')}": value
+            f"the pass-by-pass race (restart_bound = false), {key.removeprefix('race, ')}": value
             for key, value in race_cases(spec, costs, len(spec.all_configs())).items()
         }
 
@@ -128,7 +128,7 @@ def race_mode(spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
 
 
 def _why_not(spec: SweepSpec, costs: TrialCosts | None, setting: object) -> str | None:
-    """Why "auto" (or false) keeps today's race; None when auto picks restart-bound."""
+    """Why "auto" (or false) keeps the pass-by-pass race; None when auto picks restart-bound."""
     if setting is False:
         return "[sweep] restart_bound = false"
     if spec.service.kind == "hot":
