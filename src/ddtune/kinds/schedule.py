@@ -96,14 +96,20 @@ class Schedule:
         return cls(tuple(_tier(item, f"{where}[{i}]") for i, item in enumerate(data)))
 
     def describe(self) -> str:
-        """'ddtree b16 k4 wnone up to 2 concurrent requests; ar from 3'."""
+        """'ddtree b16 k4 wnone for 1-2 concurrent requests, ar for 3 and more'."""
         if self.is_single:
             return f"{self.tiers[0].label()} at every concurrency"
         parts = []
         for first, last, tier in self.ranges():
-            where = f"from {first}" if last is None else f"{first}-{last}" if first < last else f"{first}"
-            parts.append(f"{tier.label()} at {where}")
-        return "; ".join(parts) + " concurrent requests"
+            parts.append(f"{tier.label()} for {span(first, last)}")
+        return parts[0] + " concurrent requests, " + ", ".join(parts[1:])
+
+
+def span(first: int, last: int | None) -> str:
+    """'1', '2-7' or '8 and more' (concurrent requests)."""
+    if last is None:
+        return f"{first} and more"
+    return f"{first}-{last}" if last > first else str(first)
 
 
 def load_schedule(path: Path) -> Schedule:
@@ -232,6 +238,7 @@ __all__ = [
     "Schedule",
     "Tier",
     "load_schedule",
+    "span",
     "sglang_adaptive",
     "token_count",
     "vllm_schedule",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ddtune.kinds.schedule import span
 from ddtune.report.load.document import TITLE as LOAD_TITLE
 from ddtune.report.load.schedule import ScheduleReport
 from ddtune.report.render.atomic import write_atomic
@@ -33,8 +34,7 @@ def add_schedule_section(document: Document, found: ScheduleReport | None) -> No
 def schedule_section(found: ScheduleReport) -> Section:
     rows: list[list[Cell]] = []
     for first, last, tier in found.schedule.ranges():
-        span = f"{first} and more" if last is None else f"{first}-{last}" if last > first else str(first)
-        rows.append([span, tier.label(), json.dumps(tier.config_wire(), sort_keys=True)])
+        rows.append([span(first, last), tier.label(), json.dumps(tier.config_wire(), sort_keys=True)])
     levels = ", ".join(f"{level}: {label}" for level, label in found.picks.items())
     blocks: list[Block] = [
         Paragraph(found.text),
