@@ -107,7 +107,11 @@ def test_engines_refuse_what_they_cannot_switch_naming_why() -> None:
 def test_sglang_adaptive_config_per_batch_size_tier() -> None:
     eagle = {"method": "EAGLE3", "topk": 1}
     schedule = Schedule(
-        (Tier(3, DFLASH, {**eagle, "steps": 5}), Tier(15, DFLASH, {**eagle, "steps": 2}), Tier(None, AR))
+        (
+            Tier(3, DFLASH, {**eagle, "steps": 5}),
+            Tier(15, DFLASH, {**eagle, "steps": 2}),
+            Tier(None, AR),
+        )
     )
     rendered = sglang_adaptive(schedule)
     assert rendered.fields == {

@@ -25,7 +25,9 @@ AR = DecodeParams("ar")
 params_st = st.one_of(
     st.just(AR),
     st.builds(DecodeParams, st.just("dflash"), st.just(16), st.just(4), st.sampled_from([None, 2])),
-    st.builds(DecodeParams, st.just("ddtree"), st.integers(0, 24), st.integers(1, 5), st.just(None)),
+    st.builds(
+        DecodeParams, st.just("ddtree"), st.integers(0, 24), st.integers(1, 5), st.just(None)
+    ),
 )
 
 
@@ -75,7 +77,9 @@ def run_jobs(engine, schedule: Schedule, specs: list[dict], max_batch: int) -> l
     specs=st.lists(request_st, min_size=1, max_size=8),
     max_batch=st.integers(1, 6),
 )
-def test_t0_output_under_any_schedule_equals_autoregressive(random_engines, schedule, specs, max_batch) -> None:  # noqa: ANN001
+def test_t0_output_under_any_schedule_equals_autoregressive(
+    random_engines, schedule, specs, max_batch
+) -> None:  # noqa: ANN001
     engine = random_engines("qwen3", 4)[2]
     outcomes = run_jobs(engine, schedule, specs, max_batch)
     for spec, outcome in zip(specs, outcomes, strict=True):

@@ -86,7 +86,9 @@ class Schedule:
         return out
 
     def to_wire(self) -> list[dict[str, Any]]:
-        return [{"max_concurrency": t.max_concurrency, "config": t.config_wire()} for t in self.tiers]
+        return [
+            {"max_concurrency": t.max_concurrency, "config": t.config_wire()} for t in self.tiers
+        ]
 
     @classmethod
     def from_wire(cls, data: Any, where: str = "schedule") -> Schedule:
@@ -157,8 +159,14 @@ def vllm_schedule(schedule: Schedule) -> EngineSchedule:
     if base is None:
         return EngineSchedule(None, None, why)
     counts = [token_count(t) or 0 for t in schedule.tiers]
-    ranges = [[first, last or max(first, OPEN_END), k] for (first, last, _), k in zip(schedule.ranges(), counts, strict=True)]
-    fields = {"num_speculative_tokens": max(counts), "num_speculative_tokens_per_batch_size": ranges}
+    ranges = [
+        [first, last or max(first, OPEN_END), k]
+        for (first, last, _), k in zip(schedule.ranges(), counts, strict=True)
+    ]
+    fields = {
+        "num_speculative_tokens": max(counts),
+        "num_speculative_tokens_per_batch_size": ranges,
+    }
     return EngineSchedule(fields, base)
 
 
@@ -170,11 +178,19 @@ def sglang_adaptive(schedule: Schedule) -> EngineSchedule:
         return EngineSchedule(None, None, why)
     method = _method(base)
     if method not in ("eagle", "eagle3"):
-        return EngineSchedule(None, None, f"SGLang adapts only EAGLE/EAGLE3 (this config: {method or base.params.mode})")
+        return EngineSchedule(
+            None,
+            None,
+            f"SGLang adapts only EAGLE/EAGLE3 (this config: {method or base.params.mode})",
+        )
     if base.vars.get("topk", 1) != 1:
         return EngineSchedule(None, None, "SGLang adapts EAGLE only with topk 1")
-    config = {str(first): {"candidate_steps": [token_count(t) or 0]} for first, _, t in schedule.ranges()}
-    return EngineSchedule({"speculative_adaptive": True, "speculative_adaptive_config": config}, base)
+    config = {
+        str(first): {"candidate_steps": [token_count(t) or 0]} for first, _, t in schedule.ranges()
+    }
+    return EngineSchedule(
+        {"speculative_adaptive": True, "speculative_adaptive_config": config}, base
+    )
 
 
 def _token_tiers(schedule: Schedule) -> tuple[Tier | None, str]:
@@ -187,7 +203,10 @@ def _token_tiers(schedule: Schedule) -> tuple[Tier | None, str]:
     missing = [t.label() for t in drafting if token_count(t) is None]
     if missing:
         names = "/".join(TOKEN_COUNT_VARS)
-        return None, f"{missing[0]} names no token count (a var {names}): the varied knob is not the token count"
+        return (
+            None,
+            f"{missing[0]} names no token count (a var {names}): the varied knob is not the token count",
+        )
     base = drafting[0]
     rest = {k: v for k, v in base.vars.items() if k not in TOKEN_COUNT_VARS}
     for tier in drafting[1:]:
@@ -207,16 +226,20 @@ def _method(tier: Tier) -> str | None:
 
 def _tier(item: Any, where: str) -> Tier:
     if not isinstance(item, Mapping) or set(item) != {"max_concurrency", "config"}:
-        raise UserError(f"{where} must be {{\"max_concurrency\": n or null, \"config\": {{...}}}}")
+        raise UserError(f'{where} must be {{"max_concurrency": n or null, "config": {{...}}}}')
     limit, config = item["max_concurrency"], item["config"]
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise UserError(f"{where}.max_concurrency must be a whole number >= 1 or null; got {limit!r}")
+        raise UserError(
+            f"{where}.max_concurrency must be a whole number >= 1 or null; got {limit!r}"
+        )
     if not isinstance(config, Mapping):
         raise UserError(f"{where}.config must be a table of mode/budget/topk/window (and vars)")
     user_vars = config.get("vars", {})
     if not isinstance(user_vars, Mapping):
         raise UserError(f"{where}.config.vars must be a table")
-    params = DecodeParams.from_wire({k: v for k, v in config.items() if k != "vars"}, f"{where}.config")
+    params = DecodeParams.from_wire(
+        {k: v for k, v in config.items() if k != "vars"}, f"{where}.config"
+    )
     return Tier(limit, params, dict(user_vars))
 
 

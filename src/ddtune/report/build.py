@@ -203,10 +203,10 @@ def _write_files(summary: ReportSummary, records: Sequence[TrialRecord], out_dir
     if summary.load is not None:
         write_load_csv(summary.load, out_dir / "load_levels.csv")
         summary.files["load_csv"] = out_dir / "load_levels.csv"
+        summary.files |= {plot.name: out_dir / plot.name for plot in summary.load.plots}
     if summary.schedule is not None:
         write_schedule_json(summary.schedule, out_dir / "schedule.json")
         summary.files["schedule"] = out_dir / "schedule.json"
-        summary.files |= {plot.name: out_dir / plot.name for plot in summary.load.plots}
     write_json(summary, records, files["json"])
 
 

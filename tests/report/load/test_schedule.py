@@ -74,7 +74,9 @@ def test_the_mix_weights_set_the_gain(synth) -> None:
 
 
 def test_one_config_everywhere_is_said_as_such(synth) -> None:
-    flat = {p: {k: v * (3.0 if p == DDTREE else 1.0) for k, v in CROSSING[AR].items()} for p in CROSSING}
+    flat = {
+        p: {k: v * (3.0 if p == DDTREE else 1.0) for k, v in CROSSING[AR].items()} for p in CROSSING
+    }
     found = analyze(records(synth, flat), ReportOptions()).schedule
     assert found is not None and not found.switched and found.schedule.is_single
     assert "recommended at every measured concurrency" in found.text

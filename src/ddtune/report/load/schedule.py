@@ -99,7 +99,15 @@ def load_schedule_report(
     single = best if best is not None else picks[typical]
     tiers = _tiers(picks, by_label) if worth else [_tier(None, single, by_label)]
     schedule = Schedule(tuple(tiers))
-    text = _text(schedule, gain, worth, single, weights, options.schedule_min_gain, len(set(picks.values())) > 1)
+    text = _text(
+        schedule,
+        gain,
+        worth,
+        single,
+        weights,
+        options.schedule_min_gain,
+        len(set(picks.values())) > 1,
+    )
     found = ScheduleReport(schedule, picks, weights, best, typical, gain, worth, text, notes=notes)
     found.engines = engine_lines(schedule, picks[typical], typical, by_label)
     return found
@@ -109,9 +117,14 @@ def engine_lines(
     schedule: Schedule, typical_label: str, typical: str, by_label: dict[str, ConfigSummary]
 ) -> list[str]:
     """How each engine takes the schedule, or the single config it runs instead."""
-    lines = ["ddtune serve: `--schedule results.json` (switches per request by the requests in flight)."]
+    lines = [
+        "ddtune serve: `--schedule results.json` (switches per request by the requests in flight)."
+    ]
     fallback = f"run {typical_label}, the best config at {typical} (the typical concurrency)"
-    for engine, rendered in (("vLLM", vllm_schedule(schedule)), ("SGLang", sglang_adaptive(schedule))):
+    for engine, rendered in (
+        ("vLLM", vllm_schedule(schedule)),
+        ("SGLang", sglang_adaptive(schedule)),
+    ):
         if rendered.fields is not None and rendered.base is not None:
             fields = ", ".join(f"{k}={v}" for k, v in rendered.fields.items())
             lines.append(f"{engine}: {rendered.base.label()} with {fields}.")
@@ -142,7 +155,9 @@ def _relative(load: LoadReport, weights: dict[str, float]) -> dict[str, dict[str
             continue
         top = max(means) if higher else min(means)
         out[level] = {
-            k: {p: (x / top if higher else top / x) for p, x in v.items()} for k, v in values.items() if v
+            k: {p: (x / top if higher else top / x) for p, x in v.items()}
+            for k, v in values.items()
+            if v
         }
     return out
 
@@ -162,10 +177,16 @@ def _scores(
     }
 
 
-def _single_scores(relative: dict[str, dict[str, Scores]], weights: dict[str, float]) -> dict[str, Scores]:
+def _single_scores(
+    relative: dict[str, dict[str, Scores]], weights: dict[str, float]
+) -> dict[str, Scores]:
     labels = sorted({label for per in relative.values() for label in per})
-    found = {label: _scores(relative, weights, lambda _lv, lb=label: lb) for label in labels}
+    found = {label: _scores(relative, weights, _always(label)) for label in labels}
     return {k: v for k, v in found.items() if v}
+
+
+def _always(label: str) -> Callable[[str], str]:
+    return lambda _level: label
 
 
 def _worth_it(picks: dict[str, str], gain: RatioInterval | None, threshold: float) -> bool:
@@ -180,7 +201,11 @@ def _tiers(picks: dict[str, str], by_label: dict[str, ConfigSummary]) -> list[Ti
     tiers: list[Tier] = []
     for i, level in enumerate(levels):
         last = None if i == len(levels) - 1 else int(levels[i + 1][1:]) - 1
-        if tiers and tiers[-1].params == by_label[picks[level]].params and tiers[-1].vars == by_label[picks[level]].vars:
+        if (
+            tiers
+            and tiers[-1].params == by_label[picks[level]].params
+            and tiers[-1].vars == by_label[picks[level]].vars
+        ):
             tiers[-1] = replace(tiers[-1], max_concurrency=last)
             continue
         tiers.append(_tier(last, picks[level], by_label))
@@ -220,7 +245,9 @@ def _gain_words(gain: RatioInterval | None) -> str:
         return "gain not measured"
     if gain.low is None or gain.high is None:
         return f"gain {gain.ratio:.3f}x (n={gain.n}, no interval)"
-    return f"gain {gain.ratio:.3f}x [{gain.low:.3f}, {gain.high:.3f}] ({gain.method}, {gain.n} passes)"
+    return (
+        f"gain {gain.ratio:.3f}x [{gain.low:.3f}, {gain.high:.3f}] ({gain.method}, {gain.n} passes)"
+    )
 
 
 __all__ = ["ScheduleReport", "engine_lines", "load_schedule_report"]

@@ -34,7 +34,9 @@ def add_schedule_section(document: Document, found: ScheduleReport | None) -> No
 def schedule_section(found: ScheduleReport) -> Section:
     rows: list[list[Cell]] = []
     for first, last, tier in found.schedule.ranges():
-        rows.append([span(first, last), tier.label(), json.dumps(tier.config_wire(), sort_keys=True)])
+        rows.append(
+            [span(first, last), tier.label(), json.dumps(tier.config_wire(), sort_keys=True)]
+        )
     levels = ", ".join(f"{level}: {label}" for level, label in found.picks.items())
     blocks: list[Block] = [
         Paragraph(found.text),
