@@ -191,6 +191,8 @@ def cmd_daemon_reload() -> int:
     if os.environ.get("FAKE_SYSTEMD_BROKEN_RELOAD"):
         return 0
     for path in (ROOT / "units").iterdir():
+        if not path.is_file():  # a unit's drop-in folder, <unit>.d
+            continue
         loaded = {"hash": sources_hash(path.name), "config": parse_config(path.name)}
         write_atomic(ROOT / "state" / f"{path.name}.loaded.json", json.dumps(loaded))
     return 0

@@ -207,9 +207,9 @@ def _token_tiers(schedule: Schedule) -> tuple[Tier | None, str]:
             None,
             f"{missing[0]} names no token count (a var {names}): the varied knob is not the token count",
         )
-    base = drafting[0]
+    base = max(drafting, key=lambda t: token_count(t) or 0)  # the engine's largest K
     rest = {k: v for k, v in base.vars.items() if k not in TOKEN_COUNT_VARS}
-    for tier in drafting[1:]:
+    for tier in drafting:
         other = {k: v for k, v in tier.vars.items() if k not in TOKEN_COUNT_VARS}
         if tier.params != base.params or other != rest:
             return None, f"{base.label()} and {tier.label()} differ in more than the token count"
