@@ -100,12 +100,14 @@ def test_engines_refuse_what_they_cannot_switch_naming_why() -> None:
     assert "one config" in (vllm_schedule(Schedule.single(DFLASH, {"K": 3})).reason or "")
     ngram = Schedule((Tier(4, DFLASH, {"method": "ngram", "K": 4}), Tier(None, AR)))
     assert "only EAGLE/EAGLE3" in (sglang_adaptive(ngram).reason or "")
-    topk = Schedule((Tier(4, DFLASH, {"method": "eagle3", "K": 4, "topk": 4}), Tier(None, AR)))
+    topk = Schedule(
+        (Tier(4, DFLASH, {"method": "eagle3", "K": 4, "eagle_topk": 4}), Tier(None, AR))
+    )
     assert "topk 1" in (sglang_adaptive(topk).reason or "")
 
 
 def test_sglang_adaptive_config_per_batch_size_tier() -> None:
-    eagle = {"method": "EAGLE3", "topk": 1}
+    eagle = {"method": "EAGLE3", "eagle_topk": 1}
     schedule = Schedule(
         (
             Tier(3, DFLASH, {**eagle, "steps": 5}),

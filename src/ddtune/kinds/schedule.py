@@ -36,6 +36,7 @@ from ddtune.params import DecodeParams
 # user vars that hold the number of speculative tokens, by engine spelling
 TOKEN_COUNT_VARS = ("K", "num_speculative_tokens", "steps", "speculative_num_steps")
 METHOD_VARS = ("method", "algorithm", "speculative_algorithm")
+TOPK_VARS = ("eagle_topk", "speculative_eagle_topk")  # SGLang EAGLE's topk (unset: SGLang's)
 OPEN_END = 1 << 16  # the end of vLLM's last range: any batch size vLLM can run
 
 
@@ -183,7 +184,7 @@ def sglang_adaptive(schedule: Schedule) -> EngineSchedule:
             None,
             f"SGLang adapts only EAGLE/EAGLE3 (this config: {method or base.params.mode})",
         )
-    if base.vars.get("topk", 1) != 1:
+    if any(base.vars.get(name, 1) != 1 for name in TOPK_VARS):
         return EngineSchedule(None, None, "SGLang adapts EAGLE only with topk 1")
     config = {
         str(first): {"candidate_steps": [token_count(t) or 0]} for first, _, t in schedule.ranges()
