@@ -175,10 +175,12 @@ def run_burst(url: str, burst: list[tuple[int, float]], max_tokens: int) -> floa
                     time.sleep(0.01)
                     continue
                 body = {"prompt": PROMPTS[k % len(PROMPTS)], "max_tokens": max_tokens}
-                body |= {"temperature": 0, "ignore_eos": True, "model": "m"}
-                reply = http.post(f"{url}/v1/completions", json=body).json()
+                body |= {"temperature": 0, "ignore_eos": True}
+                reply = http.post(f"{url}/v1/completions", json=body)
+                if reply.status_code != 200:
+                    raise SystemExit(f"{url}: HTTP {reply.status_code}: {reply.text[:300]}")
                 with lock:
-                    tokens[0] += int(reply["usage"]["completion_tokens"])
+                    tokens[0] += int(reply.json()["usage"]["completion_tokens"])
                 k += 1
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(max(n for n, _ in burst))]
