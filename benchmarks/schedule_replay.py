@@ -43,6 +43,7 @@ from ddtune.kinds.schedule import Schedule, Tier
 from ddtune.params import DecodeParams
 from ddtune.stats.intervals import RatioInterval, paired_log_ratio
 
+AR = DecodeParams("ar")
 PROMPTS = [
     "def fibonacci(n):",
     "The capital of France is",
@@ -70,7 +71,9 @@ def real_server(schedule: Path | None, params: DecodeParams, threads: int) -> Se
     argv = [sys.executable, "-m", "ddtune.cli", "serve", "--port", "0", "--max-batch", "8"]
     argv += ["--schedule", str(schedule)] if schedule else _param_flags(params)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line.startswith("ready"):
@@ -250,7 +253,10 @@ def replay(
             order = [(single, a), (scheduled, b)] if p % 2 == 0 else [(scheduled, b), (single, a)]
             for server, out in order:
                 out.append(run_burst(server.url, burst, args.max_tokens))
-            print(f"  pass {p + 1}: single {a[-1]:8.1f} tok/s, schedule {b[-1]:8.1f} tok/s", flush=True)
+            print(
+                f"  pass {p + 1}: single {a[-1]:8.1f} tok/s, schedule {b[-1]:8.1f} tok/s",
+                flush=True,
+            )
     finally:
         single.stop()
         scheduled.stop()
@@ -264,7 +270,9 @@ def words(ratio: RatioInterval) -> str:
 
 
 def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--fake", action="store_true", help="a FAKE server with known per-level speeds")
     p.add_argument("--burst", default="1:10,8:10", help="clients:seconds,... one cycle")
     p.add_argument("--cycles", type=int, default=2)
@@ -286,11 +294,15 @@ def main() -> None:
     ]
     levels = sorted({n for n, _ in args.burst})
     seconds = {n: args.cycles * sum(s for m, s in args.burst if m == n) for n in levels}
-    what = "FAKE server (known ground truth)" if args.fake else "ddtune serve, bundled models, this CPU"
+    what = (
+        "FAKE server (known ground truth)"
+        if args.fake
+        else "ddtune serve, bundled models, this CPU"
+    )
     print(f"{what}; burst {args.burst} x {args.cycles}; {args.passes} passes")
     folder = Path(tempfile.mkdtemp(prefix="schedule-replay-"))
 
-    def make(schedule: Schedule | None, params: DecodeParams = DecodeParams("ar")) -> Server:
+    def make(schedule: Schedule | None, params: DecodeParams = AR) -> Server:
         if args.fake:
             return fake_server(schedule, params)
         path = None
@@ -318,7 +330,9 @@ def main() -> None:
     measured = paired_log_ratio(b, a)
     print(f"measured gain: {words(measured)} (predicted {words(predicted)})")
     mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
-    print(f"single {mean_a:.1f} tok/s, schedule {mean_b:.1f} tok/s; {time.monotonic() - started:.0f} s")
+    print(
+        f"single {mean_a:.1f} tok/s, schedule {mean_b:.1f} tok/s; {time.monotonic() - started:.0f} s"
+    )
     assert math.isfinite(measured.ratio)
 
 
