@@ -71,3 +71,32 @@ def test_sglang_adaptive_flags_and_file_ddtune_schedule_file(tmp_path) -> None:
     assert ddtune.argv[-2] == "--schedule"
     written = json.loads(next(iter(ddtune.files.values())))
     assert Schedule.from_wire(written["schedule"]) == schedule
+
+
+def test_vllm_spec_with_the_config_as_a_variable_as_in_the_cpu_example(tmp_path) -> None:
+    """examples/vllm-load-cpu.toml: mode ar throughout, K a var, `{spec}` the whole flag."""
+    command = ["vllm", "serve", "m", "{spec}", "--served-model-name", "target"]
+    service = ServiceSpec.from_dict(
+        {"profile": "vllm", "command": command, "vars": {"K": 0, "spec": "--x=y"}}
+    )
+
+    def ngram(k: int, lookup: int = 3) -> dict:
+        body = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": lookup}
+        return {"K": k, "spec": "--speculative-config=" + json.dumps(body)}
+
+    schedule = Schedule((Tier(1, AR, ngram(4)), Tier(3, AR, ngram(2)), Tier(None, AR, {"K": 0})))
+    launch = scheduled_launch(service, schedule, tmp_path)
+    assert launch.switches and launch.tier.vars["K"] == 4
+    flag = launch.argv[3]
+    assert flag.startswith("--speculative-config=")
+    config = json.loads(flag.split("=", 1)[1])
+    assert config["num_speculative_tokens_per_batch_size"] == [
+        [1, 1, 4],
+        [2, 3, 2],
+        [4, 1 << 16, 0],
+    ]
+    assert config["prompt_lookup_max"] == 3
+    other = Schedule((Tier(1, AR, ngram(4)), Tier(None, AR, ngram(2, lookup=5))))
+    refused = scheduled_launch(service, other, tmp_path, typical=4)
+    assert not refused.switches and "differ in more than the token count" in refused.words
+    assert refused.tier.vars["K"] == 2  # the typical concurrency's config

@@ -133,15 +133,13 @@ def load_schedule(path: Path) -> Schedule:
 
 
 def token_count(tier: Tier) -> int | None:
-    """The number of speculative tokens a tier's config drafts: 0 for mode ar, else the
-    config's token-count var (`TOKEN_COUNT_VARS`); None when the config names none."""
-    if tier.params.mode == "ar":
-        return 0
+    """The number of speculative tokens a tier's config drafts: its token-count var
+    (`TOKEN_COUNT_VARS`), else 0 for mode ar; None when a drafting config names none."""
     for name in TOKEN_COUNT_VARS:
         value = tier.vars.get(name)
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
-    return None
+    return 0 if tier.params.mode == "ar" else None
 
 
 @dataclass(frozen=True)
@@ -195,26 +193,35 @@ def sglang_adaptive(schedule: Schedule) -> EngineSchedule:
 
 
 def _token_tiers(schedule: Schedule) -> tuple[Tier | None, str]:
-    """The one drafting config the tiers share but for the token count, or why there is none."""
+    """The one drafting config the tiers share but for the token count, or why there is none.
+
+    Tiers that draft no tokens become K = 0. Variables holding the engine's speculative
+    settings as text (e.g. a `--speculative-config=...` argument) are left to the launch
+    command's own check (`ddtune.services.scheduled`)."""
     if schedule.is_single:
         return None, "the schedule has one config: nothing to switch"
-    drafting = [t for t in schedule.tiers if t.params.mode != "ar"]
-    if not drafting:
-        return None, "no tier drafts"
-    missing = [t.label() for t in drafting if token_count(t) is None]
+    missing = [t.label() for t in schedule.tiers if token_count(t) is None]
     if missing:
         names = "/".join(TOKEN_COUNT_VARS)
-        return (
-            None,
-            f"{missing[0]} names no token count (a var {names}): the varied knob is not the token count",
-        )
+        why = f"{missing[0]} names no token count (a var {names})"
+        return None, why + ": the varied knob is not the token count"
+    drafting = [t for t in schedule.tiers if token_count(t)]
+    if not drafting:
+        return None, "no tier drafts"
     base = max(drafting, key=lambda t: token_count(t) or 0)  # the engine's largest K
-    rest = {k: v for k, v in base.vars.items() if k not in TOKEN_COUNT_VARS}
     for tier in drafting:
-        other = {k: v for k, v in tier.vars.items() if k not in TOKEN_COUNT_VARS}
-        if tier.params != base.params or other != rest:
+        if tier.params != base.params or _shared(tier) != _shared(base):
             return None, f"{base.label()} and {tier.label()} differ in more than the token count"
     return base, ""
+
+
+def _shared(tier: Tier) -> dict[str, Any]:
+    """The vars that must agree between tiers: not the token count, not speculative text."""
+    return {
+        k: v
+        for k, v in tier.vars.items()
+        if k not in TOKEN_COUNT_VARS and not (isinstance(v, str) and "speculative" in v)
+    }
 
 
 def _method(tier: Tier) -> str | None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddtune.kinds.schedule import Schedule, Tier, sglang_adaptive, vllm_schedule
+from ddtune.kinds.schedule import Schedule, Tier, sglang_adaptive, token_count, vllm_schedule
 from ddtune.services.spec import ServiceSpec
 
 FILE_PREFIX = "ddtune-schedule-"
@@ -70,14 +70,34 @@ def _vllm(spec: ServiceSpec, schedule: Schedule, typical: int) -> ScheduledLaunc
     rendered = vllm_schedule(schedule)
     if rendered.fields is None or rendered.base is None:
         return _single(spec, schedule, typical, f"vLLM cannot take it: {rendered.reason}")
-    argv = _argv(spec, rendered.base)
-    merged = merge_speculative_config(argv, rendered.fields)
+    mismatch = _vllm_commands_differ(spec, schedule)
+    if mismatch:
+        return _single(spec, schedule, typical, f"vLLM cannot take it: {mismatch}")
+    merged = merge_speculative_config(_argv(spec, rendered.base), rendered.fields)
     if merged is None:
         why = "vLLM cannot take it: the command has no --speculative-config JSON to extend"
         return _single(spec, schedule, typical, why)
     ranges = rendered.fields["num_speculative_tokens_per_batch_size"]
     words = f"vLLM switches the token count by batch size: {ranges} ([first, last, K])"
     return ScheduledLaunch(rendered.base, merged, words)
+
+
+def _vllm_commands_differ(spec: ServiceSpec, schedule: Schedule) -> str | None:
+    """Why the drafting tiers' commands are not one speculative config but for its token
+    count (their `num_speculative_tokens` must be the tier's token count); None if they are."""
+    shared: dict[str, Any] | None = None
+    for tier in schedule.tiers:
+        count = token_count(tier)
+        if not count:
+            continue
+        found = speculative_config(_argv(spec, tier))
+        if found is None or found.get("num_speculative_tokens") != count:
+            return f"{tier.label()}'s --speculative-config does not draft its {count} tokens"
+        rest = {k: v for k, v in found.items() if k != "num_speculative_tokens"}
+        if shared is not None and rest != shared:
+            return f"the speculative configs differ in more than the token count ({tier.label()})"
+        shared = rest
+    return None
 
 
 def _sglang(spec: ServiceSpec, schedule: Schedule, folder: Path, typical: int) -> ScheduledLaunch:
@@ -106,23 +126,36 @@ def _single(spec: ServiceSpec, schedule: Schedule, typical: int, why: str) -> Sc
     return ScheduledLaunch(tier, _argv(spec, tier), words, switches=False)
 
 
+def speculative_config(argv: list[str]) -> dict[str, Any] | None:
+    """The `--speculative-config` JSON object of a vLLM command (None: none, or not JSON)."""
+    found = _find_speculative_config(argv)
+    return None if found is None else found[2]
+
+
 def merge_speculative_config(argv: list[str], fields: dict[str, Any]) -> list[str] | None:
     """`argv` with `fields` merged into its `--speculative-config` JSON (None: there is none)."""
+    found = _find_speculative_config(argv)
+    if found is None:
+        return None
+    at, name, config = found
+    merged = json.dumps({**config, **fields}, separators=(",", ":"))
     out = list(argv)
-    for i, arg in enumerate(out):
+    out[at] = merged if at > 0 and out[at - 1] == name else f"{name}={merged}"
+    return out
+
+
+def _find_speculative_config(argv: list[str]) -> tuple[int, str, dict[str, Any]] | None:
+    """(index of the JSON's argument, the flag's spelling, the JSON object)."""
+    for i, arg in enumerate(argv):
         name, eq, inline = arg.partition("=")
         if name not in SPECULATIVE_CONFIG:
             continue
-        at, text = (i, inline) if eq else (i + 1, out[i + 1] if i + 1 < len(out) else "")
+        at, text = (i, inline) if eq else (i + 1, argv[i + 1] if i + 1 < len(argv) else "")
         try:
             config = json.loads(text)
         except ValueError:
             return None
-        if not isinstance(config, dict):
-            return None
-        merged = json.dumps({**config, **fields}, separators=(",", ":"))
-        out[at] = f"{name}={merged}" if eq else merged
-        return out
+        return (at, name, config) if isinstance(config, dict) else None
     return None
 
 
@@ -136,4 +169,10 @@ def _file(folder: Path, data: Any) -> tuple[Path, str]:
     return folder / f"{FILE_PREFIX}{digest}.json", text
 
 
-__all__ = ["FILE_PREFIX", "ScheduledLaunch", "merge_speculative_config", "scheduled_launch"]
+__all__ = [
+    "FILE_PREFIX",
+    "ScheduledLaunch",
+    "merge_speculative_config",
+    "scheduled_launch",
+    "speculative_config",
+]
