@@ -33,6 +33,11 @@ REPO = Path(__file__).resolve().parents[1]
 VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
 MODEL = REPO / "src" / "ddtune" / "assets" / "models" / "target"
 EXAMPLE = REPO / "examples" / "vllm-ngram-cpu.toml"
+BENCH_SERVE = (
+    "from vllm.utils.argparse_utils import FlexibleArgumentParser as P; "
+    "from vllm.benchmarks.serve import add_cli_args, main; p = P(); add_cli_args(p); "
+    "main(p.parse_args())"
+)
 ENV = "VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1"
 
 
@@ -47,15 +52,15 @@ def run_vllm_sweep(args: argparse.Namespace, out: Path) -> tuple[float, str, lis
         f"--port {port} --served-model-name target --max-model-len 512 --dtype float32 "
         "--max-num-seqs 4"
     )
-    bench = (
-        f"{VLLM_PY} -m vllm.entrypoints.cli.main bench serve --backend openai --host 127.0.0.1 "
+    bench = (  # `vllm bench serve` (the `vllm` entry point of vllm-cpu lacks its metadata)
+        f"{VLLM_PY} -c {shlex.quote(BENCH_SERVE)} --backend openai --host 127.0.0.1 "
         f"--port {port} --model target --tokenizer {MODEL} --dataset-name random "
         f"--random-input-len 100 --random-output-len 48 --num-prompts {args.num_prompts} "
         f"--max-concurrency {args.max_concurrency} --temperature 0"
     )
     params = [{"speculative_config": ngram(k)} for k in args.ks]
     (out / "serve_params.json").write_text(json.dumps(params))
-    argv = [str(VLLM_PY), "-m", "vllm.entrypoints.cli.main", "bench", "sweep", "serve"]
+    argv = [str(VLLM_PY), "-m", "vllm.benchmarks.sweep.serve"]  # `vllm bench sweep serve`
     argv += ["--serve-cmd", serve, "--bench-cmd", bench, "--serve-params"]
     argv += [str(out / "serve_params.json"), "--num-runs", str(args.num_runs), "-o", str(out)]
     argv += ["-e", "vllm-sweep"]
@@ -75,7 +80,8 @@ def _vllm_answer(summary: Path) -> tuple[str, list[str]]:
     rows = list(csv.DictReader(summary.open()))
     by_k: dict[str, list[float]] = {}
     for row in rows:
-        match = re.search(r'"num_speculative_tokens": (\d+)', row.get("speculative_config", ""))
+        text = row.get("speculative_config", "")
+        match = re.search(r"""['"]num_speculative_tokens['"]: (\d+)""", text)
         by_k.setdefault(match.group(1) if match else "0", []).append(
             float(row["output_throughput"])
         )
@@ -90,7 +96,8 @@ def run_ddtune(args: argparse.Namespace, out: Path) -> tuple[float, str, list[st
     swept = [k for k in args.ks if k != 1]  # K = 1 is the example's baseline
     text = re.sub(r"vars = \{ K = \[[^]]*\] \}", f"vars = {{ K = {swept} }}", text)
     spec = out / "ddtune-h2h.toml"
-    spec.write_text(text.replace('cwd = "."', f'cwd = "{REPO}"'))
+    text = text.replace('cwd = "."', f'cwd = "{REPO}"')
+    spec.write_text(re.sub(r"^port = \d+", f"port = {args.port + 1}", text, flags=re.M))
     store = out / "ddtune" / "store.sqlite"
     ddtune = [sys.executable, "-m", "ddtune.cli"]
     started = time.monotonic()
