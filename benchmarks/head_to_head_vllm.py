@@ -38,7 +38,7 @@ BENCH_SERVE = (
     "from vllm.benchmarks.serve import add_cli_args, main; p = P(); add_cli_args(p); "
     "main(p.parse_args())"
 )
-ENV = "VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1"
+ENV = "VLLM_SERVER_DEV_MODE=1 VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1"
 
 
 def ngram(k: int) -> dict:
@@ -64,6 +64,8 @@ def run_vllm_sweep(args: argparse.Namespace, out: Path) -> tuple[float, str, lis
     argv += ["--serve-cmd", serve, "--bench-cmd", bench, "--serve-params"]
     argv += [str(out / "serve_params.json"), "--num-runs", str(args.num_runs), "-o", str(out)]
     argv += ["-e", "vllm-sweep"]
+    # it resets caches between runs itself only for a command named `vllm` (dev-mode endpoint)
+    argv += ["--after-bench-cmd", f"curl -sf -X POST http://127.0.0.1:{port}/reset_prefix_cache"]
     started = time.monotonic()
     done = subprocess.run(
         ["env", *shlex.split(ENV), *argv], capture_output=True, text=True, cwd=REPO
@@ -132,13 +134,15 @@ def main() -> None:
     p.add_argument("--num-prompts", type=int, default=8)
     p.add_argument("--max-concurrency", type=int, default=4)
     p.add_argument("--port", type=int, default=18790)
+    p.add_argument("--only", default="vllm,ddtune", help="which tools to run, in order")
     p.add_argument("--out", type=Path, default=REPO / "runs" / "head-to-head")
     args = p.parse_args()
     args.ks = [int(k) for k in args.ks.split(",")]
     if not VLLM_PY.exists():
         raise SystemExit(f"{VLLM_PY} is missing: install vLLM as docs/engines.md says")
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, runner in (("vllm bench sweep serve", run_vllm_sweep), ("ddtune", run_ddtune)):
+    runners = {"vllm": ("vllm bench sweep serve", run_vllm_sweep), "ddtune": ("ddtune", run_ddtune)}
+    for name, runner in (runners[k] for k in args.only.split(",")):
         wall, answer, lines = runner(args, args.out)
         print(f"{name}: {wall:.0f} s wall; answer: {answer}")
         for line in lines:
