@@ -19,7 +19,7 @@ batch-size ranges `[start, end, K]`, K = 0 for no drafting, K capped at
 `num_speculative_tokens`, vLLM >= 0.32) and SGLang's `--speculative-adaptive`
 config (candidate steps per batch-size tier, keyed by the tier's smallest batch
 size; EAGLE/EAGLE3 with topk 1 only). `ddtune serve --schedule FILE` takes any
-schedule (`ddtune.server.schedule`).
+schedule (`ddtune.server.state`).
 """
 
 from __future__ import annotations
