@@ -68,7 +68,8 @@ def test_the_mix_weights_set_the_gain(synth) -> None:
     heavy = analyze(made, ReportOptions(load_weights={"c1": 1.0, "c16": 1.0})).schedule
     assert light is not None and heavy is not None
     assert light.gain.ratio < heavy.gain.ratio  # little time at 16: little to gain
-    assert not light.switched and light.text.startswith("One config: ") and "below 2%" in light.text
+    assert not light.switched and light.text.startswith("One config: ")
+    assert "the gain is below 2% (report.schedule_min_gain)" in light.text, light.text
     assert light.schedule.to_wire() == [{"max_concurrency": None, "config": DDTREE.to_wire()}]
     assert heavy.switched and heavy.typical in ("c1", "c16")
 

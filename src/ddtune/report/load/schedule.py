@@ -235,7 +235,9 @@ def _text(
     why = (
         "the gain could not be estimated (fewer than two passes in common)"
         if gain is None or gain.low is None
-        else f"the gain's interval includes 1 or is below {threshold:.0%}"
+        else "the gain's interval includes 1"
+        if gain.low <= 1.0
+        else f"the gain is below {threshold:.0%} (report.schedule_min_gain)"
     )
     return f"One config: {single}. A schedule would switch configs by concurrency, but {why}: {how} on the load mix ({mix})."
 
