@@ -89,10 +89,10 @@ Axis = Annotated[tuple[Any, ...], BeforeValidator(_axis)]
 class IntRange(StrictModel):
     """`{low = 2, high = 256, log = true}`: the integers low..high (for strategy "optuna")."""
 
-    low: int
-    high: int
-    log: bool = False
-    step: Annotated[int, Field(ge=1)] = 1
+    low: int  # the smallest integer tried
+    high: int  # the largest integer tried
+    log: bool = False  # sample on a log scale
+    step: Annotated[int, Field(ge=1)] = 1  # distance between the integers tried
 
     def count(self) -> int:
         return max(0, (self.high - self.low) // self.step + 1)
@@ -111,12 +111,15 @@ Dimension = Annotated[
 class ConfigTable(StrictModel):
     """One `[[configs]]` table or `sweep.baseline`: parameters in wire form, plus vars."""
 
-    mode: Any = None
-    budget: Any = None
-    topk: Any = None
-    window: Any = None
+    mode: Any = None  # decoding mode: "ar", "dflash" (chain) or "ddtree"
+    budget: Any = None  # tree node budget (nodes besides the root)
+    topk: Any = None  # per-depth branching cap of the tree
+    window: Any = None  # draft window in tokens, or "none" (the whole context)
+    # DDTree knob: a bonus for deeper nodes (SGLang: SGLANG_DDTREE_DEPTH_BONUS)
     depth_bonus: Any = None
+    # DDTree knob: probe the target token's rank (SGLang: SGLANG_DDTREE_RANK_PROBE)
     rank_probe: Any = None
+    # user variables of this config, substituted into service.command
     vars: Annotated[dict[str, VarValue], AfterValidator(_var_names)] = {}
 
     def params_wire(self) -> dict[str, Any]:
@@ -127,13 +130,13 @@ class ConfigTable(StrictModel):
 class SpaceTable(StrictModel):
     """`[space]`: the grid is the cartesian product of every axis written."""
 
-    mode: Axis = ()
-    budget: Dimension = ()
-    topk: Dimension = ()
-    window: Dimension = ()
+    mode: Axis = ()  # modes to try: "ar", "dflash", "ddtree"
+    budget: Dimension = ()  # budgets to try (a list, or {low, high} for optuna)
+    topk: Dimension = ()  # top-k caps to try (a list, or {low, high} for optuna)
+    window: Dimension = ()  # windows to try, "none" included (a list, or {low, high} for optuna)
     depth_bonus: Axis = ()  # knobs: lists only (KNOB_KEYS)
-    rank_probe: Axis = ()
-    vars: Annotated[
+    rank_probe: Axis = ()  # rank-probe settings to try (true / false / "default")
+    vars: Annotated[  # user variables to sweep: each a list, crossed with the other axes
         dict[str, Annotated[tuple[VarValue, ...], BeforeValidator(_axis)]],
         AfterValidator(_var_names),
     ] = {}
@@ -153,31 +156,43 @@ class SpaceTable(StrictModel):
 
 
 class SweepTable(StrictModel):
+    # the sweep's name: the store keeps its trials under it (letters, digits, . _ -)
     name: Annotated[str, AfterValidator(_sweep_name)]
-    description: str = ""
+    description: str = ""  # free text kept with the sweep and shown in its report
+    # passes over every config (grid); the most passes a race may run
     repeats: Annotated[int, Field(ge=1, le=1000)] = 2
+    # trial order within a pass: interleaved, random (seeded) or sequential
     order: Order = "interleaved"
-    seed: int = 0
+    seed: int = 0  # seeds the trial order, the race's shuffles and the bench's sampling
+    # the config every other one is compared with (e.g. the service's current one)
     baseline: ConfigTable | None = None
+    # grid: every config each pass; race: drop the clearly worse; optuna: search; predict: a trace
+    # rules configs out
     strategy: Strategy = "grid"
     min_repeats: Annotated[int, Field(ge=2, le=1000)] = 3  # race: passes before eliminating
     tolerance: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.03  # relative equivalence margin
-    max_trials: Annotated[int, Field(ge=1)] | None = None
+    max_trials: Annotated[int, Field(ge=1)] | None = None  # stop planning after this many trials
+    # stop planning once the expected duration would pass this many hours
     max_hours: Annotated[float, Field(gt=0.0)] | None = None
+    # benches per start of a config (more benches share one restart)
     passes_per_start: Annotated[int, Field(ge=1, le=100)] = 1
+    # what the recommendation maximizes (mix: tok/s weighted by [bench] mix)
     objective: Objective = "throughput"
     interleave: Interleave = "trial"  # "request": a pass's configs alternate request by request
+    # true/false pin the restart-bound race; "auto" chooses it from the start and bench costs
     restart_bound: Annotated[RestartBoundSetting, BeforeValidator(_restart_bound)] = "auto"
     trace: str | None = None  # a trace folder (`ddtune trace record`): predictions; "predict"
 
 
 class OptunaTable(StrictModel):
+    # trials the search proposes before the confirming race
     n_trials: Annotated[int, Field(ge=1, le=100_000)] = 40
     confirm_top: Annotated[int, Field(ge=1, le=100)] = 4  # the best few confirmed by a race
     seed: int | None = None  # default: [sweep] seed
 
 
 class RetryPolicy(StrictModel):
+    # tries of a trial whose start or bench fails (1: no retry)
     attempts: Annotated[int, Field(ge=1, le=20)] = 2
     backoff: Annotated[float, Field(ge=0, le=3600)] = 2.0  # seconds before attempt 2, doubled after
 
