@@ -24,7 +24,6 @@ its config, then by service kind:
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 from rich.console import Console
@@ -41,10 +40,11 @@ from ddtune.sweep.reporting import analyze_stored, stored_spec
 from ddtune.sweep.run.preflight import preflight
 from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.rows import SweepRow
 
 
 def apply_schedule(
-    store: Store, sweep: sqlite3.Row, source: str | None, dry_run: bool, console: Console
+    store: Store, sweep: SweepRow, source: str | None, dry_run: bool, console: Console
 ) -> int:
     """Apply the report's schedule (or the one in `source`) to the sweep's service."""
     spec = stored_spec(store, sweep)
@@ -67,9 +67,7 @@ def apply_schedule(
     return _print(service, launch, dry_run, console)
 
 
-def chosen_schedule(
-    store: Store, sweep: sqlite3.Row, source: str | None
-) -> tuple[Schedule, int, str]:
+def chosen_schedule(store: Store, sweep: SweepRow, source: str | None) -> tuple[Schedule, int, str]:
     """(the schedule, the typical concurrency, where it came from)."""
     if source is not None:
         path = Path(source)
