@@ -114,6 +114,14 @@ class ServerKind(ABC):
         engine's parser accepts, when known (else asked where a flag name depends on it)."""
         raise UserError(f"server kind {self.name!r} has no launch command")
 
+    def method_args(self, params: DecodeParams) -> tuple[list[str], dict[str, str]]:
+        """(flags, environment) that select `params`' method and knobs on this engine (a
+        sweep command's `{method_args}`); UserError where the engine has no such spelling."""
+        raise UserError(
+            f"server kind {self.name!r} cannot spell a method's flags; write them in "
+            "service.command with placeholders instead of {method_args}"
+        )
+
     def parameter_origins(self, engine: EngineInfo | None = None) -> dict[str, str]:
         """The parameter behind each flag or variable `launch_command` sets."""
         return {}
