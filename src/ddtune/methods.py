@@ -58,7 +58,9 @@ class Knob:
         key = f"{where}.{self.name}" if where else self.name
         if self.kind is str:
             if not isinstance(value, str) or not value:
-                raise UserError(f"{key} must be a path (a non-empty string); got {value!r}", key=key)
+                raise UserError(
+                    f"{key} must be a path (a non-empty string); got {value!r}", key=key
+                )
             return value
         if isinstance(value, bool) or not isinstance(value, int):
             raise UserError(f"{key} must be an integer; got {value!r}", key=key)
@@ -156,7 +158,12 @@ METHODS: dict[str, Method] = {
             ),
             {"sglang": "NGRAM", "vllm": "ngram"},
             {
-                "sglang": ("num_draft_tokens", "min_bfs_breadth", "max_bfs_breadth", "max_trie_depth"),
+                "sglang": (
+                    "num_draft_tokens",
+                    "min_bfs_breadth",
+                    "max_bfs_breadth",
+                    "max_trie_depth",
+                ),
                 "vllm": ("num_draft_tokens", "prompt_lookup_min", "prompt_lookup_max"),
             },
         ),
@@ -322,7 +329,9 @@ def sglang_flags(config: MethodConfig, window_flag: str | None, window: int | No
 def sglang_reported(config: MethodConfig) -> dict[str, Any]:
     """The `/server_info` fields the running SGLang must report (NEXTN resolves to EAGLE)."""
     algorithm = config.method.spelled["sglang"] or None
-    fields: dict[str, Any] = {"speculative_algorithm": "EAGLE" if algorithm == "NEXTN" else algorithm}
+    fields: dict[str, Any] = {
+        "speculative_algorithm": "EAGLE" if algorithm == "NEXTN" else algorithm
+    }
     for key, value in config.knobs:
         fields[SGLANG_FLAGS[key][2:].replace("-", "_")] = value
     topk, steps = config.get("topk"), config.get("num_steps")

@@ -142,7 +142,9 @@ class DecodeParams:
         The knobs shape DDTree's tree: only `ddtree` keeps them. A method beyond `mode`'s
         keeps its own knobs only (and DFlash's window)."""
         if self.method is not None and self.method not in LEGACY:
-            return DecodeParams(self.mode, 0, 1, None, method=self.method, method_knobs=self.method_knobs)
+            return DecodeParams(
+                self.mode, 0, 1, None, method=self.method, method_knobs=self.method_knobs
+            )
         if self.method is not None:
             base = replace(self, method=None, method_knobs=()).canonical()
             return replace(base, method=self.method, method_knobs=self.method_knobs)

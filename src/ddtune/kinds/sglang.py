@@ -86,9 +86,7 @@ REPORTED_FIELDS = (
     WINDOW_FIELD,
 )
 # the fields `ddtune.methods` knobs set (their flags' names with underscores)
-METHOD_FIELDS = tuple(
-    dict.fromkeys(flag[2:].replace("-", "_") for flag in SGLANG_FLAGS.values())
-)
+METHOD_FIELDS = tuple(dict.fromkeys(flag[2:].replace("-", "_") for flag in SGLANG_FLAGS.values()))
 
 # Flags ddtune sets itself: passing them again in `extra` would make the
 # configuration ambiguous, so that is refused (a unique prefix of one too:

@@ -197,7 +197,7 @@ def per_position_acceptance(
 ) -> list[float]:
     """The share of drafts whose token at position i was accepted, over the run (vLLM's
     `..._per_pos` counter, one sample per `position` label; [] where it reports none)."""
-    rates = []
+    rates: list[float] = []
     for position in itertools.count():
         key = f"{VLLM_PER_POS}_total{{position={position}}}"
         if key not in after:
@@ -369,8 +369,11 @@ class VllmKind(OpenAIKind):
             return lines  # ar, or a command written by hand: the argv is the witness
         running = info[RUNNING]
         if running is None:
-            return [*lines, "vLLM /server_info is off: set VLLM_SERVER_DEV_MODE=1 to read back "
-                    "the speculative config it runs"]
+            return [
+                *lines,
+                "vLLM /server_info is off: set VLLM_SERVER_DEV_MODE=1 to read back "
+                "the speculative config it runs",
+            ]
         requested = vllm_reported(params.method_config())
         return [*lines, *speculative_mismatches(requested, running.get("config"))]
 

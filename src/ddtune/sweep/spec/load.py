@@ -50,6 +50,7 @@ from ddtune.sweep.spec.checks import (
 )
 from ddtune.sweep.spec.cluster import Cluster, build_cluster
 from ddtune.sweep.spec.lines import KeyLines
+from ddtune.sweep.spec.methods import method_grid
 from ddtune.sweep.spec.schema import (
     ORDERS,
     ConfigTable,
@@ -64,7 +65,6 @@ from ddtune.sweep.spec.schema import (
     Strategy,
     SweepTable,
 )
-from ddtune.sweep.spec.methods import method_grid
 from ddtune.sweep.spec.space import SearchSpace
 from ddtune.tables import parse_table
 

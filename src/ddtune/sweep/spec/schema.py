@@ -109,6 +109,7 @@ def _shape(value: Any) -> str:
 Dimension = Annotated[
     Annotated[Axis, Tag("list")] | Annotated[IntRange, Tag("dict")], Discriminator(_shape)
 ]
+MethodAxes = dict[str, Axis]
 
 
 def _method_knobs(data: Any, fields: tuple[str, ...]) -> Any:
@@ -130,7 +131,7 @@ class ConfigTable(StrictModel):
 
     mode: Any = None
     method: Any = None
-    method_knobs: dict[str, Any] = {}
+    method_knobs: dict[str, Any] = Field(default={}, exclude=True)  # from the keys beside method
     budget: Any = None
     topk: Any = None
     window: Any = None
@@ -158,7 +159,16 @@ class SpaceTable(StrictModel):
 
     mode: Axis = ()
     method: Axis = ()
-    methods: dict[str, dict[str, Axis]] = {}  # [space.<method>] tables, by method name
+    # [space.<method>]: one table of axes per method (`ddtune.methods.METHOD_NAMES`; a test
+    # keeps these fields and that list the same)
+    ar: MethodAxes = {}
+    dflash: MethodAxes = {}
+    ddtree: MethodAxes = {}
+    eagle: MethodAxes = {}
+    eagle3: MethodAxes = {}
+    mtp: MethodAxes = {}
+    nextn: MethodAxes = {}  # SGLang's name for mtp
+    ngram: MethodAxes = {}
     budget: Dimension = ()
     topk: Dimension = ()
     window: Dimension = ()
@@ -169,19 +179,12 @@ class SpaceTable(StrictModel):
         AfterValidator(_var_names),
     ] = {}
 
-    @model_validator(mode="before")
-    @classmethod
-    def _method_tables(cls, data: Any) -> Any:
-        """`[space.eagle3]` etc. → `methods`; a method table whose method is not listed
-        in `method` is refused by the grid (it would be silently unused)."""
-        if not isinstance(data, Mapping):
-            return data
+    @property
+    def methods(self) -> dict[str, dict[str, tuple[Any, ...]]]:
+        """The `[space.<method>]` tables written, by method name (aliases resolved)."""
         names = (*METHOD_NAMES, *ALIASES)
-        tables = {k: v for k, v in data.items() if k in names and isinstance(v, Mapping)}
-        if not tables:
-            return data
-        rest = {k: v for k, v in data.items() if k not in tables}
-        return {**rest, "methods": {ALIASES.get(k, k): v for k, v in tables.items()}}
+        written = [n for n in names if n in self.model_fields_set]
+        return {ALIASES.get(n, n): getattr(self, n) for n in written}
 
     def axes(self) -> dict[str, tuple[Any, ...]]:
         """Decoding-parameter axes the user wrote as lists, in `DECODE_KEYS` order."""
