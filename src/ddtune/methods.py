@@ -259,7 +259,8 @@ class MethodConfig:
                 f"{label}: {engine} has no method {self.name!r}; it runs {', '.join(runs)}"
             )
         allowed = self.method.engine_knobs.get(engine, ())
-        extra = [k for k, _ in self.knobs if k not in allowed]
+        written = dict(self.knobs)
+        extra = [k for k in self.method.knob_names() if k in written and k not in allowed]
         if extra:
             takes = ", ".join(allowed) or "no knobs"
             raise UserError(
