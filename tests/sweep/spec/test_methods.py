@@ -69,9 +69,6 @@ def test_method_args_is_the_engines_spelling_of_each_config():
     loaded = spec(MIXED)
     configs = [loaded.baseline, *loaded.configs]
     argv = {c.label(): loaded.service.render_argv(c.params, {})[5:] for c in configs if c}
-        c.label(): loaded.service.render_argv(c.params, {})[5:]
-        for c in loaded.all_configs()[0:0] or [loaded.baseline, *loaded.configs]
-    }
     assert argv["ar"] == []
     assert argv["eagle3 num_steps=3 topk=1 num_draft_tokens=4"] == [
         "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/m/eagle3",
@@ -154,3 +151,9 @@ def test_mode_and_vars_specs_are_unchanged():
     loaded = spec(text, SGLANG.replace(', "{method_args}"', ', "{mode}"'))
     assert [c.label() for c in loaded.configs] == ["ar", "ddtree b8 k4 wnone"]
     assert all(c.params.method is None for c in loaded.configs)
+
+
+def test_a_search_over_methods_is_refused_not_dropped():
+    text = '[sweep]\nname = "x"\nstrategy = "optuna"\n[space]\nmethod = ["ar", "ngram"]\n'
+    caught = error(text)
+    assert caught.key == "space.method" and "strategy 'grid' or 'race'" in str(caught)
