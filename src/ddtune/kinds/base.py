@@ -3,7 +3,8 @@
 A kind answers, for the services, the bench and the launcher CLI alike
 (docs/architecture.md "Kinds"):
 
-    launch      launch_help, add_launch_options(parser), launch_command(args, engine) -> (argv, env)
+    launch      launch_help, add_launch_options(parser), launch_command(args, engine) -> (argv, env),
+                method_args(params) -> (flags, env): a method's spelling (`ddtune.methods`)
     engine      engine (its argument probe), engine_modules, owned_fields, knobs,
                 engine_info(python), parameter_origins(engine): the preflight's inputs
     readiness   health_url(base), read_identity(client, base, launch) -> (identity, info),

@@ -12,6 +12,8 @@ ddtune's `DecodeParams` map onto `python -m sglang.launch_server` like this:
     topk K         environment SGLANG_DDTREE_MAX_TOPK=K            (ddtree only; default 6)
     depth_bonus    environment SGLANG_DDTREE_DEPTH_BONUS           (ddtree only; default 0.2)
     rank_probe     environment SGLANG_DDTREE_RANK_PROBE=true|false (ddtree only; default off)
+    method         EAGLE/EAGLE3/NEXTN/NGRAM and DFLASH's block size: `method_args`, from
+                   `ddtune.methods` (flags and the /server_info fields read back)
 
 The flag names come from the installed SGLang: `window_flag(options)` picks
 from its parser's option list (`EngineInfo.options`, read by the probe in

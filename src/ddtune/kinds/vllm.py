@@ -16,11 +16,13 @@ JSON braces doubled and the value of `num_speculative_tokens` replaced by a
 `{placeholder}`, so `ServiceSpec.render_argv` gives back exactly `vllm_argv`.
 
 Readiness: GET /health; `/v1/models` must list a model, and the new main
-process's command line must equal the launch argv (its configuration: vLLM's
-settings are not `DecodeParams`). Bench: the OpenAI completions stream;
+process's command line must equal the launch argv; a config naming a method
+(`ddtune.methods`, rendered by `method_args`) must also be the speculative
+config `/server_info?config_format=json` reports running (dev mode on). Bench: the OpenAI completions stream;
 acceptance from the Prometheus counters `vllm:spec_decode_num_accepted_tokens`
 and `vllm:spec_decode_num_drafts` read before and after the measured requests:
-1 + accepted/drafts over the differences (`round_counts`: what they add for
+1 + accepted/drafts over the differences, with the share accepted at each draft
+position (`..._per_pos`, `per_position_acceptance`) in the note (`round_counts`: what they add for
 given verify rounds, to count ddtune's rounds the same way). `last_layer_note`:
 a DFlash drafter that reads the target's last layer gets it before the final
 norm from vLLM, after it from ddtune (docs/engines.md "vLLM DFlash").
