@@ -81,4 +81,5 @@ def test_live_vllm_methods_sweep(tmp_path):
         assert value is not None and 1.0 < value <= 1 + DRAFTS[method], record.metrics
         rates = [float(r) for r in counted[0].split("per draft position ")[1].split()]
         assert len(rates) == DRAFTS[method] and rates[0] >= rates[-1]  # vLLM's per position
-        assert abs(1 + sum(rates) - value) < 1e-6  # they add up to the acceptance length
+        # they add up to the acceptance length (each printed to 2 decimals)
+        assert abs(1 + sum(rates) - value) <= 0.005 * len(rates)
