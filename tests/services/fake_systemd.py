@@ -25,6 +25,7 @@ Documented behaviours reproduced:
   * drop-ins of both folders apply in the order of their file names; of two with the same
     name the persistent one (beside the unit) wins;
   * `show` reports User, WorkingDirectory and Environment as loaded, and FragmentPath;
+  * `cat` prints the unit file and its drop-ins, each after a `# PATH` line;
   * the main process's exit and its ExecMainStatus appear together (systemd updates both on
     SIGCHLD): until the supervisor has written .exit, the unit still reads as active.
 Set FAKE_SYSTEMD_BROKEN_RELOAD=1 to make `daemon-reload` do nothing, and
@@ -291,6 +292,17 @@ def cmd_reset_failed(unit: str) -> int:
     return 0
 
 
+def cmd_cat(unit: str) -> int:
+    """`systemctl cat`: each source file as `# PATH` and its text; none: systemd's message."""
+    found = [path for path in unit_sources(unit) if path.exists()]
+    if not found:
+        print(f"No files found for {unit}.", file=sys.stderr)
+        return 1
+    for path in found:
+        print(f"# {path}\n{path.read_text()}")
+    return 0
+
+
 def systemctl(args: list[str]) -> int:
     props = [p for a in args if a.startswith("--property=") for p in a.split("=", 1)[1].split(",")]
     for i, a in enumerate(args):
@@ -307,6 +319,8 @@ def systemctl(args: list[str]) -> int:
     if verb == "restart":
         cmd_stop(units[0])
         return cmd_start(units[0])
+    if verb == "cat":
+        return cmd_cat(units[0])
     if verb == "is-active":
         state = properties(units[0])["ActiveState"]
         print(state)

@@ -56,39 +56,42 @@ SuiteName = Literal["bundled", "humaneval", "mt-bench", "gsm8k", "agent-sessions
 
 
 class ThroughputWorkload(StrictModel):
-    enabled: bool = True
-    n_prompts: Positive = 4
-    prompt_tokens: Positive = 100
-    max_tokens: Positive = 32
+    enabled: bool = True  # run this workload
+    n_prompts: Positive = 4  # prompts per pass
+    prompt_tokens: Positive = 100  # prompt length in tokens
+    max_tokens: Positive = 32  # tokens generated per prompt
     repeats: Positive = 2  # passes over the prompt set
 
 
 class CodingWorkload(StrictModel):
-    enabled: bool = True
+    enabled: bool = True  # run this workload
     tasks_file: str | None = None  # None: the bundled held-out tasks
     n_samples: Positive = 1  # per task; pass@k for k = n_samples when > 1
-    max_tokens: Positive = 96
+    max_tokens: Positive = 96  # tokens generated per task
     timeout_s: PositiveSeconds = 5.0  # per test run
     limit: Annotated[int, Field(ge=0)] | None = 10  # first N tasks (0 skips coding); None = all
-    memory_mb: Positive = 1024
+    memory_mb: Positive = 1024  # memory limit of each test run (MB)
 
 
 class BenchMatrix(StrictModel):
     model: str | None = None  # None: the first model of /v1/models
+    # sampling temperature of every request (0: greedy, outputs comparable across configs)
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.0
-    seed: int = 0
+    seed: int = 0  # seeds prompt choice and sampling
     warmup: Annotated[int, Field(ge=0)] = 2  # requests before measuring, excluded everywhere
-    concurrency: Positive = 1
+    concurrency: Positive = 1  # requests in flight at once in the throughput workloads
     ignore_eos: bool = True  # sent where the server kind supports it
+    # characters per token used to size prompts of a given token length
     chars_per_token: Annotated[float, Field(gt=0)] = 3.0
     prompts_file: str | None = None  # JSONL {"prompt", "workload": "short"|"long"}
-    request_timeout_s: PositiveSeconds = 300.0
+    request_timeout_s: PositiveSeconds = 300.0  # seconds one request may take
     # at T=0 on servers with logprobs: re-ask each measured request once, non-streamed, for the
     # top-1/top-2 gaps that classify a divergence as near-tie or bug (report "T=0 vs baseline")
     logprob_gaps: bool = True
-    short: ThroughputWorkload = ThroughputWorkload()
+    short: ThroughputWorkload = ThroughputWorkload()  # short-context throughput workload
+    # long-context throughput workload
     long: ThroughputWorkload = ThroughputWorkload(n_prompts=2, prompt_tokens=320, max_tokens=32)
-    coding: CodingWorkload = CodingWorkload()
+    coding: CodingWorkload = CodingWorkload()  # coding workload: tasks run by their tests
     load: LoadTable | None = (
         None  # [bench.load]: concurrency / rate levels (bench/load/generator.py)
     )

@@ -36,7 +36,7 @@ Interleave = Literal["trial", "request"]  # [sweep] interleave: what takes turns
 
 
 class ReportOptions(StrictModel):
-    title: str = "ddtune sweep report"
+    title: str = "ddtune sweep report"  # the report's title
     confidence: Level = 0.95  # level of every interval in the report
     alpha: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.05  # significance of the t-tests, Fisher
     power: Level = 0.80  # target power of the "passes needed" estimate

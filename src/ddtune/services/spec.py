@@ -72,9 +72,9 @@ class Timeouts(StrictModel):
 class Hooks(StrictModel):
     """Shell commands of `kind = "hooks"`; start and stop are required there."""
 
-    start: str | None = None
-    stop: str | None = None
-    logs: str | None = None
+    start: str | None = None  # shell command that starts the service (DDTUNE_* variables set)
+    stop: str | None = None  # shell command that stops it
+    logs: str | None = None  # shell command that prints its recent log (for failure reports)
 
 
 class ServiceSpec(StrictModel):
@@ -83,25 +83,38 @@ class ServiceSpec(StrictModel):
     Field order matters: the checks of a field see the fields above it.
     """
 
+    # how the service is started: process (ddtune runs the command), systemd (a unit), hooks (your
+    # scripts), hot (reconfigured in place)
     kind: Kind = "process"
     profile: str = "ddtune"  # a server kind: ddtune.kinds.SERVER_KINDS
+    # values of the command's own {placeholders}
     vars: dict[str, VarValue] = Field(default_factory=dict)
+    # the launch command, an argv with {placeholders} (mode, budget, topk, window, port, host,
+    # vars)
     command: Argv = Field(default=(), validate_default=True)
+    # environment of the command ({placeholders} allowed)
     env: dict[str, str] = Field(default_factory=dict)
-    port: Annotated[int, Field(ge=1, le=65535)] = 8000
-    host: str = "127.0.0.1"
-    cwd: str | None = None
+    port: Annotated[int, Field(ge=1, le=65535)] = 8000  # the port the server listens on
+    host: str = "127.0.0.1"  # the address ddtune connects to
+    cwd: str | None = None  # working directory of a process service
+    # the systemd unit (kind = "systemd"): each trial replaces its ExecStart= with a runtime
+    # drop-in
     unit: str | None = Field(default=None, validate_default=True)
-    systemd_dir: str = "/run/systemd/system"
+    systemd_dir: str = "/run/systemd/system"  # where the runtime drop-ins go
+    # shell commands of kind = "hooks": start, stop, logs
     hooks: Hooks = Field(default_factory=Hooks, validate_default=True)
-    health_url: str | None = None
+    health_url: str | None = None  # a health URL other than the kind's own
+    # the model name to request (profile = "openai")
     model: str | None = Field(default=None, validate_default=True)
+    # 1-token generations that must succeed in a row before READY
     generations: Annotated[int, Field(ge=1)] = 3
+    # wait for the GPU memory to return to its baseline after a stop ("off": skip)
     gpu: Literal["auto", "off"] = "auto"
+    # MiB above the baseline that still count as released
     gpu_tolerance_mib: Annotated[int, Field(ge=0)] = 256
     reclaim_leftovers: bool = False  # stop a dead runner's ddtune server found on the port
     preflight: bool = True  # check every launch command with the engine's own parser first
-    timeouts: Timeouts = Field(default_factory=Timeouts)
+    timeouts: Timeouts = Field(default_factory=Timeouts)  # seconds each phase of a restart may take
     # what `ddtune sweep plan` assumes before a store has measured them (seconds)
     expected_start_s: Annotated[float, Field(ge=0)] | None = None  # stop + start to READY
     expected_bench_s: Annotated[float, Field(ge=0)] | None = None  # one bench

@@ -1,4 +1,4 @@
-"""`ddtune sweep run|plan|status|retry|export|report|apply|watch|cleanup` and `ddtune demo`.
+"""`ddtune sweep run|plan|status|retry|export|report|apply|watch|cleanup|init` and `ddtune demo`.
 
 Each handler parses its arguments, calls one function of the sweep package
 and prints the result; errors in the user's input are `UserError`s. `run`,
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from ddtune.errors import UserError
+from ddtune.sweep.init.commands import add_init
 
 if TYPE_CHECKING:
     from ddtune.sweep.reporting import LiveReport
@@ -46,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_apply(actions)
     _add_watch(actions)
     _add_cleanup(actions)
+    add_init(actions)
     _add_demo(subparsers)
 
 

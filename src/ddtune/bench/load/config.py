@@ -48,17 +48,20 @@ def cross_key_error(model: str, loc: tuple[str, ...], message: str, value: Any) 
 class LoadTable(StrictModel):
     """`[bench.load]`: closed-loop concurrency levels and/or open-loop rates."""
 
-    concurrency: list[PositiveInt] = []
+    concurrency: list[PositiveInt] = []  # closed-loop levels: requests kept in flight
     rate: list[PositiveFloat] = []  # requests per second
     requests: PositiveInt | None = None  # measured per level (default DEFAULT_REQUESTS)
     duration_s: PositiveFloat | None = None  # or: send measured requests for this long
+    # requests per level before measuring
     warmup_requests: Annotated[int, Field(ge=0)] | None = None
-    workload: Workload = "short"
+    workload: Workload = "short"  # which workload's prompts the load uses
     seed: int | None = None  # arrivals and prompt order; None: bench.seed
     max_in_flight: Annotated[int, Field(gt=0, le=4096)] = 256  # open loop: client cap
+    # "max_rate": search the highest rate that meets the SLOs
     search: Literal["max_rate"] | None = None
+    # share of requests that must meet the SLOs
     slo_attainment: Annotated[float, Field(gt=0.0, le=1.0)] = 0.99
-    search_probes: Annotated[int, Field(ge=1, le=20)] = 6
+    search_probes: Annotated[int, Field(ge=1, le=20)] = 6  # rates the search tries
 
     @model_validator(mode="after")
     def _levels(self) -> LoadTable:
@@ -108,9 +111,9 @@ class LoadTable(StrictModel):
 class SloTable(StrictModel):
     """`[bench.slo]`: a request meets the SLO when each given figure is within its target."""
 
-    ttft_p99_s: PositiveFloat | None = None
+    ttft_p99_s: PositiveFloat | None = None  # time to first token target, seconds
     itl_p99_s: PositiveFloat | None = None  # the request's own p99 per-token gap
-    e2e_p99_s: PositiveFloat | None = None
+    e2e_p99_s: PositiveFloat | None = None  # whole-request latency target, seconds
 
     @model_validator(mode="after")
     def _some(self) -> SloTable:

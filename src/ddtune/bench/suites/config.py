@@ -64,9 +64,12 @@ class SuitesTable(StrictModel):
         extra="forbid", strict=True, frozen=True, populate_by_name=True, serialize_by_alias=True
     )
 
+    # [bench.suites.humaneval]: problems run by their tests
     humaneval: HumanEvalTable = HumanEvalTable()
-    gsm8k: Gsm8kTable = Gsm8kTable()
+    gsm8k: Gsm8kTable = Gsm8kTable()  # [bench.suites.gsm8k]: grade-school math, answers checked
+    # [bench.suites.mt-bench]: multi-turn chat questions
     mt_bench: MtBenchTable = Field(MtBenchTable(), alias="mt-bench")
+    # [bench.suites.agent-sessions]: multi-turn agent sessions
     agent_sessions: AgentTable = Field(AgentTable(), alias="agent-sessions")
 
     def table(self, suite: str) -> SuiteTable:

@@ -80,37 +80,44 @@ class Placement(StrictModel):
 class SlotService(StrictModel):
     """The `[service]` keys a slot may override; `port` is required."""
 
-    port: Annotated[int, Field(ge=1, le=65535)]
-    host: str | None = None
+    port: Annotated[int, Field(ge=1, le=65535)]  # the slot's port
+    host: str | None = None  # the slot's host
     env: dict[str, str] = {}  # merged over service.env
     vars: dict[str, Scalar] = {}  # merged over service.vars
-    unit: str | None = None
-    cwd: str | None = None
+    unit: str | None = None  # the slot's systemd unit
+    cwd: str | None = None  # the slot's working directory
 
 
 class SlotTable(StrictModel):
+    # the slot's name (default slot<i>)
     name: Annotated[str, AfterValidator(_slot_name)] | None = None
-    placement: Placement = Placement()
-    service: SlotService | None = None
+    placement: Placement = Placement()  # which Ray node the slot runs on
+    service: SlotService | None = None  # overrides of [service] for this slot
 
 
 class LocalCluster(StrictModel):
     """How to start a cluster on this machine (`address = "local"`)."""
 
-    num_cpus: Annotated[int, Field(ge=1)] | None = None
-    resources: dict[str, Amount] = {}
-    labels: dict[str, str] = {}
+    num_cpus: Annotated[int, Field(ge=1)] | None = None  # CPUs the local cluster offers
+    resources: dict[str, Amount] = {}  # custom resources the local cluster offers
+    labels: dict[str, str] = {}  # node labels of the local cluster
 
 
 class ClusterTable(StrictModel):
+    # "local": one service driven by this process; "ray": service slots as Ray actors
     backend: Literal["local", "ray"] = "local"
+    # "auto", "local" (start a cluster here), "host:port" or "ray://host:port"
     address: Annotated[str, AfterValidator(_address)] = "auto"
+    # fewer live slots than this: the sweep stops with a message
     min_slots: Annotated[int, Field(ge=1)] = 1
+    # seconds to reach Ray and to start every slot actor
     start_timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    # "by_pass": a pass stays on one slot; "by_trial": trials go to any free slot
     schedule: Literal["by_pass", "by_trial"] = "by_pass"
+    # absolute folder on every node for slots and trials (default: the store's folder)
     workdir: Annotated[str, AfterValidator(_absolute)] | None = None
-    local: LocalCluster | None = None
-    slots: list[SlotTable] = []
+    local: LocalCluster | None = None  # how to start a cluster here (address = "local")
+    slots: list[SlotTable] = []  # the service slots, one [[cluster.slots]] each
 
 
 @dataclass(frozen=True)

@@ -92,10 +92,10 @@ Axis = Annotated[tuple[Any, ...], BeforeValidator(_axis)]
 class IntRange(StrictModel):
     """`{low = 2, high = 256, log = true}`: the integers low..high (for strategy "optuna")."""
 
-    low: int
-    high: int
-    log: bool = False
-    step: Annotated[int, Field(ge=1)] = 1
+    low: int  # the smallest integer tried
+    high: int  # the largest integer tried
+    log: bool = False  # sample on a log scale
+    step: Annotated[int, Field(ge=1)] = 1  # distance between the integers tried
 
     def count(self) -> int:
         return max(0, (self.high - self.low) // self.step + 1)
@@ -129,14 +129,17 @@ class ConfigTable(StrictModel):
     `method = "eagle3"` with its knobs beside it (`num_steps = 3`, ...) names a method of
     `ddtune.methods`; `DecodeParams.from_wire` checks them."""
 
-    mode: Any = None
-    method: Any = None
+    mode: Any = None  # decoding mode: "ar", "dflash" (chain) or "ddtree"
+    method: Any = None  # a method of ddtune.methods (e.g. "eagle3"), its knobs beside it
     method_knobs: dict[str, Any] = Field(default={}, exclude=True)  # from the keys beside method
-    budget: Any = None
-    topk: Any = None
-    window: Any = None
+    budget: Any = None  # tree node budget (nodes besides the root)
+    topk: Any = None  # per-depth branching cap of the tree
+    window: Any = None  # draft window in tokens, or "none" (the whole context)
+    # DDTree knob: a bonus for deeper nodes (SGLang: SGLANG_DDTREE_DEPTH_BONUS)
     depth_bonus: Any = None
+    # DDTree knob: probe the target token's rank (SGLang: SGLANG_DDTREE_RANK_PROBE)
     rank_probe: Any = None
+    # user variables of this config, substituted into service.command
     vars: Annotated[dict[str, VarValue], AfterValidator(_var_names)] = {}
 
     @model_validator(mode="before")
@@ -157,24 +160,24 @@ class SpaceTable(StrictModel):
     axes (knobs of `ddtune.methods`; for dflash/ddtree also budget/topk/window and the
     DDTree knobs, which otherwise come from `[space]` itself)."""
 
-    mode: Axis = ()
-    method: Axis = ()
+    mode: Axis = ()  # modes to try: "ar", "dflash", "ddtree"
+    method: Axis = ()  # methods to try (ddtune.methods), each with its [space.<method>] axes
     # [space.<method>]: one table of axes per method (`ddtune.methods.METHOD_NAMES`; a test
     # keeps these fields and that list the same)
-    ar: MethodAxes = {}
-    dflash: MethodAxes = {}
-    ddtree: MethodAxes = {}
-    eagle: MethodAxes = {}
-    eagle3: MethodAxes = {}
-    mtp: MethodAxes = {}
+    ar: MethodAxes = {}  # plain decoding: no knobs
+    dflash: MethodAxes = {}  # DFlash: block_size, drafter (+ window)
+    ddtree: MethodAxes = {}  # DDTree: drafter (+ budget, topk, window, DDTree knobs)
+    eagle: MethodAxes = {}  # EAGLE: num_steps, topk, num_draft_tokens, drafter
+    eagle3: MethodAxes = {}  # EAGLE-3: num_steps, topk, num_draft_tokens, drafter
+    mtp: MethodAxes = {}  # multi-token prediction: num_steps, topk, num_draft_tokens
     nextn: MethodAxes = {}  # SGLang's name for mtp
-    ngram: MethodAxes = {}
-    budget: Dimension = ()
-    topk: Dimension = ()
-    window: Dimension = ()
+    ngram: MethodAxes = {}  # n-gram lookup: num_draft_tokens and the engine's n-gram knobs
+    budget: Dimension = ()  # budgets to try (a list, or {low, high} for optuna)
+    topk: Dimension = ()  # top-k caps to try (a list, or {low, high} for optuna)
+    window: Dimension = ()  # windows to try, "none" included (a list, or {low, high} for optuna)
     depth_bonus: Axis = ()  # knobs: lists only (KNOB_KEYS)
-    rank_probe: Axis = ()
-    vars: Annotated[
+    rank_probe: Axis = ()  # rank-probe settings to try (true / false / "default")
+    vars: Annotated[  # user variables to sweep: each a list, crossed with the other axes
         dict[str, Annotated[tuple[VarValue, ...], BeforeValidator(_axis)]],
         AfterValidator(_var_names),
     ] = {}
@@ -201,31 +204,43 @@ class SpaceTable(StrictModel):
 
 
 class SweepTable(StrictModel):
+    # the sweep's name: the store keeps its trials under it (letters, digits, . _ -)
     name: Annotated[str, AfterValidator(_sweep_name)]
-    description: str = ""
+    description: str = ""  # free text kept with the sweep and shown in its report
+    # passes over every config (grid); the most passes a race may run
     repeats: Annotated[int, Field(ge=1, le=1000)] = 2
+    # trial order within a pass: interleaved, random (seeded) or sequential
     order: Order = "interleaved"
-    seed: int = 0
+    seed: int = 0  # seeds the trial order, the race's shuffles and the bench's sampling
+    # the config every other one is compared with (e.g. the service's current one)
     baseline: ConfigTable | None = None
+    # grid: every config each pass; race: drop the clearly worse; optuna: search; predict: a trace
+    # rules configs out
     strategy: Strategy = "grid"
     min_repeats: Annotated[int, Field(ge=2, le=1000)] = 3  # race: passes before eliminating
     tolerance: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.03  # relative equivalence margin
-    max_trials: Annotated[int, Field(ge=1)] | None = None
+    max_trials: Annotated[int, Field(ge=1)] | None = None  # stop planning after this many trials
+    # stop planning once the expected duration would pass this many hours
     max_hours: Annotated[float, Field(gt=0.0)] | None = None
+    # benches per start of a config (more benches share one restart)
     passes_per_start: Annotated[int, Field(ge=1, le=100)] = 1
+    # what the recommendation maximizes (mix: tok/s weighted by [bench] mix)
     objective: Objective = "throughput"
     interleave: Interleave = "trial"  # "request": a pass's configs alternate request by request
+    # true/false pin the restart-bound race; "auto" chooses it from the start and bench costs
     restart_bound: Annotated[RestartBoundSetting, BeforeValidator(_restart_bound)] = "auto"
     trace: str | None = None  # a trace folder (`ddtune trace record`): predictions; "predict"
 
 
 class OptunaTable(StrictModel):
+    # trials the search proposes before the confirming race
     n_trials: Annotated[int, Field(ge=1, le=100_000)] = 40
     confirm_top: Annotated[int, Field(ge=1, le=100)] = 4  # the best few confirmed by a race
     seed: int | None = None  # default: [sweep] seed
 
 
 class RetryPolicy(StrictModel):
+    # tries of a trial whose start or bench fails (1: no retry)
     attempts: Annotated[int, Field(ge=1, le=20)] = 2
     backoff: Annotated[float, Field(ge=0, le=3600)] = 2.0  # seconds before attempt 2, doubled after
 

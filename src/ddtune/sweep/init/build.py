@@ -1,0 +1,230 @@
+"""`sweep init`: a commented spec from the service as it runs today.
+
+    result = build_spec(from_unit("sglang-kimi.service"), front=sys.executable)
+    write_spec(Path("kimi.toml"), result.text, force=False)
+
+The launch command is read as its engine reads it (`parse.py`), the space
+around its current config comes from one function (`space.method_space`),
+the bench and the expected costs from the model's own files (`sizing.py`),
+and `render.py` writes the TOML. The spec is one `sweep plan` accepts as
+written; the user reads it, trims the space if the plan's hours are too many,
+and runs it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ddtune.errors import UserError
+from ddtune.sweep.init.parse import ParsedLaunch, engine_options, find_engine, parse_launch
+from ddtune.sweep.init.render import Table, document
+from ddtune.sweep.init.sizing import (
+    bench_table,
+    context_of,
+    drafter_block,
+    expected_bench_s,
+    expected_start_s,
+)
+from ddtune.sweep.init.source import LaunchSource
+from ddtune.sweep.init.space import SpaceChoice, method_space
+
+
+@dataclass(frozen=True)
+class InitResult:
+    """The spec's text and what it was built from."""
+
+    text: str
+    launch: ParsedLaunch
+    choice: SpaceChoice
+
+
+def build_spec(source: LaunchSource, front: str, cwd: Path | None = None) -> InitResult:
+    """The spec for `source` (see the module doc); `front` runs ddtune's launcher."""
+    found = find_engine(source.argv)
+    env = dict(source.env)
+    launch = parse_launch(found, engine_options(found, env))
+    base = Path(source.working_directory or cwd or os.getcwd())
+    model, drafter = base / launch.model, base / launch.drafter if launch.drafter else None
+    context = context_of(model, launch.context_tokens)
+    choice = method_space(launch, env, drafter_block(drafter), front, context)
+    bench = bench_table(choice.windows, context)
+    start_s, start_how = expected_start_s(model, launch.tp)
+    tables = [
+        _sweep_table(source, launch, choice),
+        *_space_tables(choice),
+        _service_table(source, launch, choice, start_s, start_how, bench, base),
+        *_env_table(source, choice),
+        *_bench_tables(bench, choice, context),
+        Table(
+            "retry", {"attempts": 2, "backoff": 60}, {"attempts": "a failed start is retried once"}
+        ),
+    ]
+    return InitResult(document(tables, _header(source, launch, choice)), launch, choice)
+
+
+def write_spec(out: Path, text: str, force: bool) -> None:
+    """Write the spec; an existing file only with `force`."""
+    if out.exists() and not force:
+        raise UserError(f"{out} exists; pass --force to overwrite it, or choose another --out")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def sweep_name(source: LaunchSource, launch: ParsedLaunch) -> str:
+    """The unit's name without `.service`, else the model folder's name, as a sweep name."""
+    raw = (source.unit or "").removesuffix(".service") or Path(launch.model).name or "service"
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", raw).strip("-._")[:48] or "service"
+    return f"{name}-tune"
+
+
+def _header(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice) -> list[str]:
+    method = f"{launch.engine} {launch.method}"
+    lines = [
+        f"Written by `ddtune sweep init` from {source.origin}.",
+        f"The service runs {method}; its flags were read with {launch.parser}.",
+        "The current config is the baseline; the space around it is below. Every other flag",
+        "of the launch command is kept as written. Check, then run:",
+        "    ddtune sweep plan SPEC      # restarts, hours, and the engine's check of every command",
+        "    ddtune sweep canary SPEC    # one trial start and the original config back: two starts",
+        "    ddtune sweep run SPEC       # the original config is restored at the end or on Ctrl-C",
+        "Trim the space (or set max_hours) when the plan's hours are more than you can spend.",
+    ]
+    notes = list(choice.notes)
+    if source.unit and choice.command[1:3] == ["-m", "ddtune.launchers"]:
+        user = f" ({source.user})" if source.user else ""
+        notes.append(
+            f"the unit's user{user} runs ddtune's launcher with {choice.command[0]}: "
+            "install ddtune where that user can read it"
+        )
+    if not source.unit:
+        notes.append(
+            "a command carries no environment: add the variables it needs to [service.env] "
+            "(e.g. CUDA_VISIBLE_DEVICES)"
+        )
+    for note in notes:
+        lines += textwrap.wrap(f"Note: {note}", width=92, subsequent_indent="  ")
+    return lines
+
+
+def _sweep_table(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice) -> Table:
+    values = {
+        "name": sweep_name(source, launch),
+        "strategy": "race",
+        "tolerance": 0.03,
+        "seed": 0,
+        "baseline": choice.baseline,
+        "restart_bound": "auto",
+        "max_hours": 12,
+    }
+    comments = {
+        "strategy": "drops configs that are clearly worse, keeps measuring the close ones",
+        "tolerance": "configs within 3% of the best count as equivalent",
+        "baseline": "the config the service runs today",
+        "restart_bound": "from the costs below: several benches per start when starts dominate",
+        "max_hours": "a cap on the whole sweep",
+    }
+    return Table("sweep", values, comments)
+
+
+def _space_tables(choice: SpaceChoice) -> list[Table]:
+    tables: list[Table] = []
+    if choice.space:
+        tables.append(
+            Table("space", choice.space, header=["The grid is every combination of the lists."])
+        )
+    for i, config in enumerate(choice.configs):
+        head = ["One config each: these knobs are tied together by the engine."] if i == 0 else []
+        tables.append(Table("configs", config, header=head, array=True))
+    return tables
+
+
+def _service_table(
+    source: LaunchSource,
+    launch: ParsedLaunch,
+    choice: SpaceChoice,
+    start_s: float,
+    start_how: str,
+    bench: dict[str, Any],
+    base: Path,
+) -> Table:
+    values: dict[str, Any] = {"kind": "systemd" if source.unit else "process"}
+    comments = {
+        "expected_start_s": f"stop + start to READY: {start_how}; measured starts replace it",
+        "expected_bench_s": "one bench of [bench] at ~60 tok/s; measured benches replace it",
+        "host": "where ddtune connects",
+    }
+    if source.unit:
+        values["unit"] = source.unit
+        comments["unit"] = "each trial replaces its ExecStart= with a runtime drop-in"
+    else:
+        values["cwd"] = str(base)
+        comments["cwd"] = "where the command ran when sweep init read it"
+    values.update(
+        profile=launch.engine,
+        port=launch.port,
+        host="127.0.0.1" if launch.host in ("0.0.0.0", "::", "[::]") else launch.host,
+        generations=3,
+        gpu="auto",
+        expected_start_s=start_s,
+        expected_bench_s=expected_bench_s(bench),
+        command=choice.command,
+        vars=choice.vars,
+    )
+    timeouts = max(900, round(3 * start_s))
+    values["timeouts"] = {
+        "stop": 120,
+        "quiesce": 120,
+        "gpu": 300,
+        "start": timeouts,
+        "health": timeouts,
+    }
+    comments["timeouts"] = "seconds; start and health allow three times the expected start"
+    return Table("service", values, comments)
+
+
+def _env_table(source: LaunchSource, choice: SpaceChoice) -> list[Table]:
+    """A process's environment as given; a unit keeps its own Environment= lines."""
+    if source.unit or not source.env:
+        return []
+    env = {k: v.replace("{", "{{").replace("}", "}}") for k, v in source.env.items()}
+    env = {k: v for k, v in env.items() if k not in choice.drop_env}
+    return [Table("service.env", env)] if env else []
+
+
+def _bench_tables(bench: dict[str, Any], choice: SpaceChoice, context: int | None) -> list[Table]:
+    top = {k: v for k, v in bench.items() if not isinstance(v, dict)}
+    longest = max(choice.windows, default=None)
+    long_note = (
+        f"longer than the largest window swept ({longest} tokens), so each window can differ "
+        "from none"
+        if longest
+        else "long-context prompts"
+    )
+    if context is not None:
+        long_note += f"; within the served context ({context} tokens)"
+    return [
+        Table(
+            "bench",
+            top,
+            header=[
+                "Sized for the model. For the service's own traffic, set traffic_file to a JSONL",
+                "of logged OpenAI request bodies (docs/load.md); for a suite, suite = [...].",
+            ],
+        ),
+        Table("bench.short", bench["short"], header=["Chat-sized prompts."]),
+        Table("bench.long", bench["long"], header=[long_note]),
+        Table(
+            "bench.coding", bench["coding"], header=["Held-out coding tasks, run by their tests."]
+        ),
+    ]
+
+
+__all__ = ["InitResult", "build_spec", "sweep_name", "write_spec"]

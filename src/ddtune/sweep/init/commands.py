@@ -1,0 +1,69 @@
+"""`ddtune sweep init (--from-unit NAME|FILE | --from-command -- ARGV...) --out SPEC [--force]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ddtune.errors import UserError
+
+INIT_EPILOG = """examples:
+  ddtune sweep init --from-unit sglang-kimi.service --out kimi.toml
+  ddtune sweep init --out local.toml --from-command -- \\
+      python -m sglang.launch_server --model-path /models/M --speculative-algorithm DFLASH ...
+--from-command reads the command after `--`, the last thing on the line.
+exit codes: 0 written; 2 bad input (no ExecStart, an engine other than SGLang or vLLM,
+a unit that does not exist, a command with no model, an existing --out without --force)"""
+
+
+def add_init(actions: argparse._SubParsersAction) -> None:
+    """Register `sweep init` on the `sweep` subcommands."""
+    init = actions.add_parser(
+        "init",
+        help="write a spec from the service as it runs today (its unit or launch command)",
+        epilog=INIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = init.add_mutually_exclusive_group(required=True)
+    source.add_argument("--from-unit", metavar="NAME|FILE", help="a systemd unit or its file")
+    source.add_argument(
+        "--from-command",
+        action="store_true",
+        help="the launch command, given after `--` at the end of the line",
+    )
+    init.add_argument("argv", nargs="*", metavar="ARGV", help="with --from-command: the command")
+    init.add_argument("--out", required=True, metavar="SPEC", help="the spec to write (TOML)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    init.set_defaults(func=cmd_init)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from ddtune.sweep.init.build import build_spec, write_spec
+    from ddtune.sweep.init.source import from_command, from_unit
+
+    if args.from_unit and args.argv:
+        raise UserError("--from-unit takes no command words; use --from-command -- ARGV for one")
+    source = from_unit(args.from_unit) if args.from_unit else from_command(args.argv)
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise UserError(f"{out} exists; pass --force to overwrite it, or choose another --out")
+    result = build_spec(source, front=sys.executable)
+    write_spec(out, result.text, force=True)
+    launch = result.launch
+    print(f"wrote {out}: {launch.engine} {launch.method} from {source.origin}")
+    print(plan_cost(out))
+    print(f"next: ddtune sweep plan {out}  (the engine's check of every launch command)")
+    return 0
+
+
+def plan_cost(spec_path: Path) -> str:
+    """What `sweep plan` prints first: configs, the race mode, restarts and hours."""
+    from ddtune.sweep.plan.planners import estimate_text, sweep_mode
+    from ddtune.sweep.spec.load import load_spec
+
+    spec = load_spec(spec_path)
+    return estimate_text(spec, None, sweep_mode(spec, None))
+
+
+__all__ = ["add_init", "cmd_init", "plan_cost"]

@@ -1,0 +1,210 @@
+"""`ddtune sweep init` on the recorded launch commands (fixtures/): as a unit file, as a unit
+name (`systemctl cat`, FAKE systemd) and as an argv: every flag kept, `sweep plan` exit 0
+with the engine's check (FAKE SGLang / vLLM parsers) accepting every launch command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from ddtune.cli import main
+from ddtune.kinds.engine_check import EngineCommand, EngineInfo
+from ddtune.kinds.launch import engine_command, engine_of
+from ddtune.sweep.init.parse import find_engine
+from ddtune.sweep.spec.load import load_spec
+
+from .conftest import UNITS, Installed
+
+
+def init(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["sweep", "init", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def plan(capsys, spec: Path) -> tuple[int, str]:
+    code = main(["sweep", "plan", str(spec)])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def install_unit(root: Path, installed: Installed, name: str) -> None:
+    (root / "units" / name).write_text(installed.unit_text(name))
+    subprocess.run(["systemctl", "daemon-reload"], check=True)
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_a_unit_by_name_gives_a_spec_the_plan_accepts(installed, fake_systemd, unit, capsys):
+    root, _ = fake_systemd
+    install_unit(root, installed, unit)
+    out = installed.root / "spec.toml"
+    code, printed, err = init(capsys, "--from-unit", unit, "--out", str(out))
+    assert code == 0, err
+    assert "restart(s)" in printed and " h" in printed  # the plan's cost, printed at the end
+    doc = tomllib.loads(out.read_text())
+    assert doc["service"]["kind"] == "systemd" and doc["service"]["unit"] == unit
+    code, text = plan(capsys, out)
+    assert code == 0, text
+    assert "accepted all" in text
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_an_argv_gives_a_process_spec_the_plan_accepts(installed, unit, capsys):
+    out = installed.root / "spec.toml"
+    code, _, err = init(capsys, "--out", str(out), "--from-command", "--", *installed.argv(unit))
+    assert code == 0, err
+    doc = tomllib.loads(out.read_text())
+    assert doc["service"]["kind"] == "process" and "unit" not in doc["service"]
+    windows = [w for w in doc.get("space", {}).get("window", []) if isinstance(w, int)]
+    assert doc["bench"]["long"]["prompt_tokens"] > max(windows, default=0)
+    code, text = plan(capsys, out)
+    assert code == 0, text
+    assert "accepted all" in text
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_the_baseline_is_the_command_as_it_runs_every_flag_kept(installed, unit, capsys):
+    """The spec's baseline, rendered and built as the engine would read it, has exactly
+    the flags and values of the recorded command (SGLang's default host written out)."""
+    out = installed.root / "spec.toml"
+    unit_file = installed.unit_file(unit)
+    assert init(capsys, "--from-unit", str(unit_file), "--out", str(out))[0] == 0
+    spec = load_spec(out)
+    base = spec.baseline
+    assert base is not None
+    argv = spec.service.render_argv(base.params, base.user_vars())
+    found = engine_of(argv, spec.service.profile)
+    assert found is not None
+    window = {"--speculative-draft-window-size": "speculative_draft_window_size"}
+    info = EngineInfo(found.kind.name, "0.5.23", window, argv[0], "test")
+    built = engine_command(
+        found, argv, spec.service.render_env(base.params, base.user_vars()), info
+    )
+    original = find_engine(tuple(installed.argv(unit)))
+    expected = flag_values(EngineCommand(original.python, "", original.args))
+    if original.positional_model:
+        expected.append(("--model", original.positional_model))
+    if original.engine == "sglang" and not any(f == "--host" for f, _ in expected):
+        expected.append(("--host", "127.0.0.1"))  # SGLang's default, written by the launcher
+    assert sorted(flag_values(built)) == sorted(expected)
+    if "SGLANG_DDTREE_MAX_TOPK" in installed.unit_text(unit):
+        assert built.env["SGLANG_DDTREE_MAX_TOPK"] == "4"
+
+
+def flag_values(command: EngineCommand) -> list[tuple[str, object]]:
+    """(flag, value) pairs, a JSON value parsed (spacing is not a difference)."""
+    return [
+        (flag, json.loads(value) if value and value.startswith("{") else value)
+        for flag, value in command.flags()
+    ]
+
+
+def test_the_ddtree_space_surrounds_the_running_config(installed, capsys):
+    out = installed.root / "spec.toml"
+    argv = installed.argv("sglang-ddtree.service")
+    assert init(capsys, "--out", str(out), "--from-command", "--", *argv)[0] == 0
+    doc = tomllib.loads(out.read_text())
+    assert doc["sweep"]["baseline"] == {"mode": "ddtree", "window": 2048, "budget": 8, "topk": 6}
+    assert doc["space"]["budget"] == [4, 6, 8, 10, 12]  # two more on each side
+    assert doc["space"]["topk"] == [5, 6, 7]  # SGLang's default 6: the argv carries no env
+    assert doc["space"]["window"] == [1024, 2048, "none"]  # smaller, current, none
+    assert doc["bench"]["long"]["prompt_tokens"] > 2048  # past every window swept
+
+
+def test_the_units_topk_variable_is_the_current_topk(installed, capsys):
+    out = installed.root / "spec.toml"
+    unit = installed.unit_file("sglang-ddtree.service")
+    assert init(capsys, "--from-unit", str(unit), "--out", str(out))[0] == 0
+    doc = tomllib.loads(out.read_text())
+    assert doc["sweep"]["baseline"]["topk"] == 4
+    assert doc["space"]["topk"] == [3, 4, 5]
+
+
+def test_dflash_chain_lengths_stop_at_the_drafters_block(installed, capsys):
+    out = installed.root / "spec.toml"
+    unit = installed.unit_file("sglang-dflash.service")
+    assert init(capsys, "--from-unit", str(unit), "--out", str(out))[0] == 0
+    doc = tomllib.loads(out.read_text())
+    assert doc["space"]["vars"]["draft_tokens"] == [14, 15, 16]  # block_size 16
+    assert doc["space"]["window"] == [2048, "none"]  # the service runs none
+    assert doc["sweep"]["baseline"]["vars"] == {"draft_tokens": 16}
+
+
+def test_eagle3_configs_keep_sglangs_ties_between_knobs(installed, capsys):
+    out = installed.root / "spec.toml"
+    unit = installed.unit_file("sglang-eagle3.service")
+    assert init(capsys, "--from-unit", str(unit), "--out", str(out))[0] == 0
+    doc = tomllib.loads(out.read_text())
+    settings = [c["vars"] for c in doc["configs"]]
+    assert {"steps": 3, "eagle_topk": 1, "draft_tokens": 4} in settings
+    assert {s["steps"] for s in settings} == {1, 2, 3, 4, 5}
+    for s in settings:
+        if s["eagle_topk"] == 1:
+            assert s["draft_tokens"] == s["steps"] + 1
+        assert s["draft_tokens"] <= s["steps"] * s["eagle_topk"] + 1
+
+
+def test_vllm_dflash_tokens_stop_below_the_block(installed, capsys):
+    out = installed.root / "spec.toml"
+    unit = installed.unit_file("vllm-dflash.service")
+    assert init(capsys, "--from-unit", str(unit), "--out", str(out))[0] == 0
+    doc = tomllib.loads(out.read_text())
+    assert doc["space"]["vars"]["K"] == [13, 14, 15]  # 15 = block_size 16 - 1
+    assert doc["service"]["vars"]["drafter"].endswith("Qwen3-235B-DFlash")
+
+
+# ---- bad input: one line, exit 2 -------------------------------------------------------------
+
+
+def one_line_error(capsys, *args: str) -> str:
+    code, _, err = init(capsys, *args)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ddtune: error: "), err
+    return lines[0]
+
+
+def test_a_unit_without_execstart_is_refused(tmp_path, capsys):
+    unit = tmp_path / "bare.service"
+    unit.write_text("[Unit]\nDescription=x\n[Service]\nType=simple\n")
+    line = one_line_error(capsys, "--from-unit", str(unit), "--out", str(tmp_path / "s.toml"))
+    assert "no ExecStart=" in line
+
+
+def test_an_unknown_engine_is_refused(tmp_path, capsys):
+    args = ["--out", str(tmp_path / "s.toml"), "--from-command", "--", "/usr/bin/llama-server"]
+    line = one_line_error(capsys, *args, "-m", "/models/x.gguf", "--port", "8080")
+    assert "neither SGLang" in line and "nor vLLM" in line
+
+
+def test_a_unit_that_does_not_exist_is_refused(fake_systemd, tmp_path, capsys):
+    line = one_line_error(capsys, "--from-unit", "nosuch.service", "--out", str(tmp_path / "s"))
+    assert "nosuch.service" in line and "no such unit" in line
+
+
+def test_a_command_without_a_model_is_refused(tmp_path, capsys):
+    args = ["--out", str(tmp_path / "s.toml"), "--from-command", "--"]
+    line = one_line_error(capsys, *args, "python", "-m", "sglang.launch_server", "--port", "1")
+    assert "--model-path" in line
+
+
+def test_an_existing_spec_is_not_overwritten_without_force(installed, capsys):
+    out = installed.root / "spec.toml"
+    out.write_text("# mine\n")
+    argv = ["--from-command", "--", *installed.argv("sglang-eagle3.service")]
+    line = one_line_error(capsys, "--out", str(out), *argv)
+    assert "--force" in line and out.read_text() == "# mine\n"
+    assert init(capsys, "--out", str(out), "--force", *argv)[0] == 0
+    assert out.read_text().startswith("# Written by `ddtune sweep init`")
+
+
+def test_a_command_without_a_method_is_refused(tmp_path, capsys):
+    args = ["--out", str(tmp_path / "s.toml"), "--from-command", "--"]
+    line = one_line_error(
+        capsys, *args, "python", "-m", "sglang.launch_server", "--model-path", "m"
+    )
+    assert "no speculative method" in line
