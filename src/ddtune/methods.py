@@ -217,10 +217,12 @@ class MethodConfig:
     def build(cls, name: str, knobs: Mapping[str, Any], where: str = "") -> MethodConfig:
         """Check names, types, ranges and the method's own rules; a UserError names the knob."""
         found = method(name, where)
-        for key in knobs:
-            if found.knob(key) is None:
+        values: dict[str, KnobValue] = {}
+        for key, value in knobs.items():
+            knob = found.knob(key)
+            if knob is None:
                 raise UserError(unknown_knob(found, key, where), key=f"{where}.{key}".strip("."))
-        values = {k: found.knob(k).check(v, where) for k, v in knobs.items()}  # type: ignore[union-attr]
+            values[key] = knob.check(value, where)
         steps = values.get("num_steps")
         if values.get("topk") == 1 and isinstance(steps, int):
             values.setdefault("num_draft_tokens", steps + 1)  # what topk 1 means
