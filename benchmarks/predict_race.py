@@ -49,7 +49,7 @@ from ddtune.sweep.plan.simulate import (
     run_start_race,
 )
 from ddtune.sweep.plan.starts import StartSettings
-from ddtune.trace.costs import Shape
+from ddtune.trace.round_cost import Shape
 
 sys.path.insert(0, str(Path(__file__).parent))
 from restart_bound import Run as RaceRun  # noqa: E402

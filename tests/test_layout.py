@@ -24,7 +24,7 @@ MAX_MODULES = 14  # per folder, __init__ included
 NOT_MIRRORED = {"integration"}  # tests across packages (live engines, real clients)
 
 
-def test_no_import_cycles_counting_faces_and_imports_inside_functions():
+def test_no_import_cycles_counting_faces_functions_and_type_checking():
     edges, _ = import_graph.graph()
     assert len(edges) > 150  # the graph saw the package
     assert import_graph.cycles(edges) == []
@@ -40,6 +40,23 @@ def test_the_cycle_finder_finds_a_cycle_through_a_face(tmp_path):
     edges, private = import_graph.graph(tmp_path, package="pkg")
     assert import_graph.cycles(edges) == [["pkg.a", "pkg.sub", "pkg.sub.b"]]
     assert private == []
+
+
+def test_a_type_only_import_that_closes_a_circle_is_a_cycle(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "db.py").write_text("from pkg.rows import read\n")
+    (package / "rows.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.db import Store\n"
+    )
+    edges, _ = import_graph.graph(tmp_path, package="pkg")
+    assert import_graph.cycles(edges) == [["pkg.db", "pkg.rows"]]
+    assert import_graph.import_kinds(tmp_path, package="pkg") == {
+        "module": 1,
+        "function": 0,
+        "type-checking": 1,
+    }
 
 
 def test_no_private_name_is_imported_from_another_module():

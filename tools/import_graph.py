@@ -3,8 +3,10 @@
     python tools/import_graph.py          # the report; exit 1 on a cycle or a private import
     python tools/import_graph.py --quiet  # only the verdict line (make lint)
 
-Every `import` statement counts, inside functions too; only imports under
-`if TYPE_CHECKING:` are left out (they never run). Importing `a.b.c` runs the
+Every `import` statement counts, inside functions and under `if TYPE_CHECKING:`
+too: a type-only import that closes a circle never runs, but a reader
+follows it all the same, so it is a circle here (break it with a Protocol of
+what the lower module uses, as `services/readiness.py` does). Importing `a.b.c` runs the
 faces (`__init__`) of `a.b` and `a` first, so it counts as importing each
 face that is not already one of the importer's own packages; `from pkg
 import name` counts as importing `pkg`, and `pkg.name` as well when `name`
@@ -37,17 +39,23 @@ def module_files(root: Path = ROOT, package: str = PACKAGE) -> dict[str, Path]:
     return modules
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node except the bodies of `if TYPE_CHECKING:` blocks."""
-    stack = [tree]
+KINDS = ("module", "function", "type-checking")  # where an import statement stands
+
+
+def _import_nodes(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    """Every node with where it stands: at module level, inside a function, or under
+    `if TYPE_CHECKING:` (never run, yet a dependency a reader follows all the same)."""
+    stack: list[tuple[ast.AST, str]] = [(tree, "module")]
     while stack:
-        node = stack.pop()
-        yield node
+        node, kind = stack.pop()
+        yield node, kind
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child.test):
-                stack.extend(child.orelse)
+                stack += [(c, "type-checking") for c in child.body]
+                stack += [(c, kind) for c in child.orelse]
                 continue
-            stack.append(child)
+            inner = isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            stack.append((child, "function" if inner and kind == "module" else kind))
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -67,20 +75,41 @@ def _absolute(module: str, node: ast.ImportFrom, is_package: bool) -> str:
 def imports_of(
     module: str, path: Path, modules: set[str], is_package: bool = False
 ) -> list[tuple[str, str | None]]:
-    """(imported module, private name or None) for each runtime import of `module`."""
-    found: list[tuple[str, str | None]] = []
-    for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+    """(imported module, private name or None) for each import of `module`, wherever it stands."""
+    return [
+        (target, name) for target, name, _ in imports_with_kind(module, path, modules, is_package)
+    ]
+
+
+def imports_with_kind(
+    module: str, path: Path, modules: set[str], is_package: bool = False
+) -> list[tuple[str, str | None, str]]:
+    """(imported module, private name or None, one of KINDS) for each import of `module`."""
+    found: list[tuple[str, str | None, str]] = []
+    for node, kind in _import_nodes(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found += [(alias.name, None) for alias in node.names]
+            found += [(alias.name, None, kind) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             source = _absolute(module, node, is_package)
             for alias in node.names:
                 sub = f"{source}.{alias.name}"
                 if sub in modules:
-                    found.append((sub, None))
+                    found.append((sub, None, kind))
                 private = alias.name.startswith("_") and not alias.name.startswith("__")
-                found.append((source, alias.name if private and sub not in modules else None))
-    return [(target, name) for target, name in found if target in modules]
+                found.append((source, alias.name if private and sub not in modules else None, kind))
+    return [(target, name, kind) for target, name, kind in found if target in modules]
+
+
+def import_kinds(root: Path = ROOT, package: str = PACKAGE) -> dict[str, int]:
+    """How many import statements of the package's own modules stand where (KINDS)."""
+    files = module_files(root, package)
+    packages = {m for m, p in files.items() if p.name == "__init__.py"}
+    counts = dict.fromkeys(KINDS, 0)
+    for module, path in files.items():
+        for target, _, kind in imports_with_kind(module, path, set(files), module in packages):
+            if target != module:
+                counts[kind] += 1
+    return counts
 
 
 def graph(root: Path = ROOT, package: str = PACKAGE) -> tuple[dict[str, set[str]], list[str]]:
@@ -163,6 +192,8 @@ def main(argv: list[str]) -> int:
     edges, private = graph()
     found = cycles(edges)
     print(f"{len(edges)} modules, {sum(map(len, edges.values()))} imports")
+    kinds = import_kinds()
+    print("import statements: " + ", ".join(f"{kinds[k]} {k}-level" for k in KINDS))
     if "--quiet" not in argv:
         print(f"{'folder':<32} {'modules':>7} {'lines':>7}")
         for folder, (count, lines) in folders().items():

@@ -15,6 +15,7 @@ import sys
 from pydantic import ValidationError
 
 from ddtune.errors import UserError
+from ddtune.extras import engine_hint, missing_engine_module
 from ddtune.tables import validation_to_user_error
 
 COMMAND_MODULES = [
@@ -58,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ValidationError as exc:  # a model built from user input outside parse_table
         print(f"ddtune: error: {validation_to_user_error(exc)}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        missing = missing_engine_module(exc)
+        if missing is None:
+            raise
+        print(f"ddtune: error: {engine_hint(missing)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ddtune: interrupted", file=sys.stderr)

@@ -8,10 +8,10 @@ from ddtune.bench.matrix import BenchMatrix
 from ddtune.errors import UserError
 from ddtune.kinds import get_kind
 from ddtune.params import DecodeParams
-from ddtune.trace.costs import Shape
 from ddtune.trace.forecast import Forecast, build_forecast, check_requests, identity_mismatch
 from ddtune.trace.predict import Trace
 from ddtune.trace.record import TraceSettings, record_trace
+from ddtune.trace.round_cost import Shape
 from ddtune.trace.sources import requests_from_matrix
 
 MATRIX = BenchMatrix.from_dict(

@@ -48,17 +48,9 @@ from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.prompts import PromptSet, build_prompt_set
 from ddtune.bench.result import BenchResult, make_sample, throughput_aggregates
 from ddtune.bench.sandbox.checker import SandboxLimits, isolation_notes
-from ddtune.bench.suites import (
-    TRAFFIC,
-    Workloads,
-    mix_tps,
-    plan_workloads,
-    private_sample,
-    score_samples,
-    tested,
-    workload_figures,
-    workload_of,
-)
+from ddtune.bench.suites import TRAFFIC, mix_tps, private_sample, workload_figures, workload_of
+from ddtune.bench.suites.plan import Workloads, plan_workloads
+from ddtune.bench.suites.scoring import score_samples, tested
 from ddtune.errors import UserError
 from ddtune.kinds import ServerKind, get_kind
 

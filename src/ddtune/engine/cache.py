@@ -13,14 +13,25 @@ cache (`length`, `write`, `advance`); the slotted cache of batched decoding
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import torch
 
 from ddtune.errors import UserError
 
-if TYPE_CHECKING:
-    from ddtune.engine.models.config import ModelConfig
+
+class CacheShape(Protocol):
+    """What a cache reads of a model's config (`models.config.ModelConfig` is one; naming
+    only this keeps the cache below the models that use it)."""
+
+    @property
+    def num_hidden_layers(self) -> int: ...
+
+    @property
+    def num_key_value_heads(self) -> int: ...
+
+    @property
+    def head_dim(self) -> int: ...
 
 
 class KVStore(Protocol):
@@ -54,7 +65,7 @@ class KVCache:
         self.length = 0
 
     @classmethod
-    def for_model(cls, cfg: ModelConfig, capacity: int, batch: int, like: torch.Tensor) -> KVCache:
+    def for_model(cls, cfg: CacheShape, capacity: int, batch: int, like: torch.Tensor) -> KVCache:
         """A cache for the layers of `cfg`, with the dtype and device of the tensor `like`."""
         return cls(
             cfg.num_hidden_layers,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ddtune.records import workload_metric
 from ddtune.report.decide import MIX, Recommendation, workload_objective
@@ -20,7 +20,19 @@ from ddtune.report.render.document import Block, Cell, Paragraph, Section, Table
 from ddtune.report.summarize import ConfigSummary, workload_names
 
 if TYPE_CHECKING:
-    from ddtune.report.result import ReportSummary
+    from ddtune.report.options import ReportOptions
+
+
+class Summarized(Protocol):
+    """What the workload view reads of a report (`result.ReportSummary` is one; naming only
+    this keeps workloads below the result that holds its figures)."""
+
+    options: ReportOptions
+    configs: list[ConfigSummary]
+    recommendations: list[Recommendation]
+    workloads: WorkloadReport | None
+
+    def config(self, label: str) -> ConfigSummary: ...
 
 
 @dataclass
@@ -31,7 +43,7 @@ class WorkloadReport:
     finding: str = ""
 
 
-def workload_report(summary: ReportSummary) -> WorkloadReport | None:
+def workload_report(summary: Summarized) -> WorkloadReport | None:
     names = workload_names(summary.configs)
     recs = {r.objective: r for r in summary.recommendations}
     if names in ([], ["bundled"]) or MIX not in recs:
@@ -52,7 +64,7 @@ def workload_report(summary: ReportSummary) -> WorkloadReport | None:
 
 
 def _loss(
-    summary: ReportSummary, chosen: str | None, own: Recommendation | None, name: str
+    summary: Summarized, chosen: str | None, own: Recommendation | None, name: str
 ) -> float | None:
     """How much slower the mix's config is on `name` than that workload's own choice."""
     if chosen is None or own is None or own.label is None:
@@ -77,7 +89,7 @@ def _finding(report: WorkloadReport, tolerance: float) -> str:
     return f"Under the mix's choice, {report.mix_label}: " + "; ".join(parts) + "."
 
 
-def workload_section(summary: ReportSummary) -> Section:
+def workload_section(summary: Summarized) -> Section:
     report = summary.workloads
     if report is None:
         return Section("Workloads", [])

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ddtune.extras import require_engine
 from ddtune.params import MODES, parse_window, window_to_wire
 from ddtune.server.config import ServeConfig
 
@@ -115,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     early: list[int] = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: early.append(signum))
+    require_engine()  # before the server starts: the hint, not a failed startup
     from ddtune.server.lifecycle import serve  # uvicorn/fastapi only when serving
 
     config = ServeConfig.from_toml(args.config) if args.config else ServeConfig()

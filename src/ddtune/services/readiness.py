@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -23,10 +23,29 @@ import ddtune.services.procs as procs
 from ddtune.services.outcome import PhaseFailure
 
 if TYPE_CHECKING:
+    from ddtune.kinds import Launch
+    from ddtune.kinds.base import ServerKind
     from ddtune.params import DecodeParams
-    from ddtune.services.protocol import Controller
+    from ddtune.services.leftovers import PortWatch
+    from ddtune.services.spec import ServiceSpec
 
 MAX_BACKOFF_S = 1.0
+
+
+class Controller(Protocol):
+    """What the waits read of a controller (`protocol.Controller` is one; naming only this
+    keeps readiness below the protocol that runs it)."""
+
+    spec: ServiceSpec
+    server_kind: ServerKind
+
+    def launch(self) -> Launch: ...
+
+    def port_watch(self, reclaim: bool) -> PortWatch: ...
+
+    def instance_pids(self) -> set[int] | None: ...
+
+    def check_alive(self) -> None: ...
 
 
 def poll(

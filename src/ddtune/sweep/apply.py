@@ -25,7 +25,6 @@ what was there before the last apply. Exit codes: 0 done (or nothing to do),
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -49,13 +48,14 @@ from ddtune.sweep.reporting import analyze_stored, stored_spec, sweep_configs
 from ddtune.sweep.run.preflight import preflight
 from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.rows import SweepRow
 
 DECIDED = ("separated", "equivalent")
 RECORD = "applied.json"
 
 
 def apply_config(
-    store: Store, sweep: sqlite3.Row, label: str | None, dry_run: bool, console: Console
+    store: Store, sweep: SweepRow, label: str | None, dry_run: bool, console: Console
 ) -> int:
     """Apply `label` (or the recommendation) to the sweep's service; the exit code."""
     spec = stored_spec(store, sweep)
@@ -75,7 +75,7 @@ def apply_config(
     return 0
 
 
-def revert_config(store: Store, sweep: sqlite3.Row, dry_run: bool, console: Console) -> int:
+def revert_config(store: Store, sweep: SweepRow, dry_run: bool, console: Console) -> int:
     """Undo the last apply: the previous drop-in (systemd) or config (hot)."""
     spec = stored_spec(store, sweep)
     workdir = store.path.parent.resolve()
@@ -91,7 +91,7 @@ def revert_config(store: Store, sweep: sqlite3.Row, dry_run: bool, console: Cons
     return 0
 
 
-def chosen_config(store: Store, sweep: sqlite3.Row, label: str | None) -> tuple[Config, str]:
+def chosen_config(store: Store, sweep: SweepRow, label: str | None) -> tuple[Config, str]:
     """(the config, why it was chosen): `label`, else the headline recommendation."""
     configs = {config.label(): config for config, _ in sweep_configs(store, sweep["id"])}
     if label is not None:
@@ -111,7 +111,7 @@ def chosen_config(store: Store, sweep: sqlite3.Row, label: str | None) -> tuple[
     return configs[recommendation.label], why
 
 
-def origin(store: Store, sweep: sqlite3.Row, config: Config) -> str:
+def origin(store: Store, sweep: SweepRow, config: Config) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     return f"store {store.path.resolve()}, sweep {sweep['name']}, config {config.label()}, {when}"
 

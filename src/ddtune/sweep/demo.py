@@ -29,6 +29,7 @@ from rich.markup import escape
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.errors import UserError
+from ddtune.extras import require_engine
 from ddtune.sweep.reporting import LiveReport, answer_text
 from ddtune.sweep.run.common import RunSummary
 from ddtune.sweep.run.loop import run_sweep
@@ -48,6 +49,7 @@ def run_demo(
 ) -> int:
     """Both passes and both reports; the exit code is the sweep's (`run/common.py`): 0 all done,
     1 a pass had failed trials, 3 interrupted, 4 blocked (2, bad input, from the CLI)."""
+    require_engine()  # the demo serves the bundled models with ddtune's own engine
     console = Console(stderr=True)
     started = time.monotonic()
     if restart_spec is None or hot_spec is None:

@@ -8,14 +8,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sqlite3
 from typing import Any
 
 from ddtune.records import METRIC_NAMES
 from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.rows import AttemptRow, SweepRow
 
 
-def export_rows(store: Store, sweep: sqlite3.Row) -> list[dict[str, Any]]:
+def export_rows(store: Store, sweep: SweepRow) -> list[dict[str, Any]]:
     """One flat row per trial: identity, config, status, failure, metrics."""
     rows = []
     for r in store.trial_records(sweep["id"]):
@@ -35,7 +35,7 @@ def export_rows(store: Store, sweep: sqlite3.Row) -> list[dict[str, Any]]:
     return rows
 
 
-def export_csv(store: Store, sweep: sqlite3.Row) -> str:
+def export_csv(store: Store, sweep: SweepRow) -> str:
     rows = export_rows(store, sweep)
     columns = list(dict.fromkeys(key for row in rows for key in row))
     out = io.StringIO()
@@ -45,7 +45,7 @@ def export_csv(store: Store, sweep: sqlite3.Row) -> str:
     return out.getvalue()
 
 
-def export_json(store: Store, sweep: sqlite3.Row) -> str:
+def export_json(store: Store, sweep: SweepRow) -> str:
     """Every TrialRecord plus its attempts (timings, failures, identities)."""
     trials = []
     for record in store.trial_records(sweep["id"]):
@@ -62,8 +62,8 @@ def export_json(store: Store, sweep: sqlite3.Row) -> str:
     return json.dumps(doc, indent=2, default=str) + "\n"
 
 
-def _attempt_dict(row: sqlite3.Row) -> dict[str, Any]:
-    data = dict(row)
+def _attempt_dict(row: AttemptRow) -> dict[str, Any]:
+    data = row.as_dict()
     for key in ("timings_json", "identity_json", "hardware_json"):
         data[key.removesuffix("_json")] = json.loads(data.pop(key))
     return data

@@ -13,7 +13,6 @@ which `ddtune sweep watch` serves next to the live page (`sweep/watch/`).
 
 from __future__ import annotations
 
-import sqlite3
 import time
 import tomllib
 from pathlib import Path
@@ -28,12 +27,13 @@ from ddtune.sweep.plan.mode import run_spec
 from ddtune.sweep.spec.load import Config, SweepSpec, parse_spec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import SweepMode, read_mode
+from ddtune.sweep.store.rows import SweepRow
 
 if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
 
 
-def stored_spec(store: Store, sweep: sqlite3.Row) -> SweepSpec:
+def stored_spec(store: Store, sweep: SweepRow) -> SweepSpec:
     """The spec kept with the sweep, its relative paths against the folder it came from."""
     base_dir = Path(sweep["spec_dir"]) if sweep["spec_dir"] else None
     source = f"{store.path} (spec of sweep {sweep['name']!r})"
@@ -41,7 +41,7 @@ def stored_spec(store: Store, sweep: sqlite3.Row) -> SweepSpec:
 
 
 def report_setup(
-    store: Store, sweep: sqlite3.Row, overrides: dict[str, Any] | None = None
+    store: Store, sweep: SweepRow, overrides: dict[str, Any] | None = None
 ) -> tuple[ReportOptions, SweepContext]:
     """Report options and race history from the spec kept with the sweep; the spec's
     `[report]` table (e.g. `load_weights`) and then `overrides` win over the derived ones."""
@@ -63,7 +63,7 @@ def report_setup(
 
 
 def sweep_context(
-    store: Store, sweep: sqlite3.Row, spec: SweepSpec, mode: SweepMode | None = None
+    store: Store, sweep: SweepRow, spec: SweepSpec, mode: SweepMode | None = None
 ) -> SweepContext:
     from ddtune.sweep.plan.start_planner import traced_context
 
@@ -79,7 +79,7 @@ def sweep_context(
 
 
 def _strategy_context(
-    store: Store, sweep: sqlite3.Row, spec: SweepSpec, mode: SweepMode | None
+    store: Store, sweep: SweepRow, spec: SweepSpec, mode: SweepMode | None
 ) -> SweepContext:
     from ddtune.sweep.plan.race_planner import RacePlanner, race_context
     from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX
@@ -141,7 +141,7 @@ def live_report(store_path: Path, sweep_name: str, console: Console) -> LiveRepo
 
 def write_report(
     store: Store,
-    sweep: sqlite3.Row,
+    sweep: SweepRow,
     out_dir: Path,
     console: Console,
     overrides: dict[str, Any] | None = None,
@@ -153,7 +153,7 @@ def write_report(
 
 
 def build_stored_report(
-    store: Store, sweep: sqlite3.Row, out_dir: Path, overrides: dict[str, Any] | None = None
+    store: Store, sweep: SweepRow, out_dir: Path, overrides: dict[str, Any] | None = None
 ) -> tuple[ReportSummary, int]:
     """The sweep's report written to `out_dir`, and how many trials it holds."""
     from ddtune.report import build_report
@@ -165,7 +165,7 @@ def build_stored_report(
 
 
 def analyze_stored(
-    store: Store, sweep: sqlite3.Row, records: list[TrialRecord] | None = None
+    store: Store, sweep: SweepRow, records: list[TrialRecord] | None = None
 ) -> ReportSummary:
     """The report's analysis of the sweep (of `records` when already read), nothing written."""
     from ddtune.report import analyze

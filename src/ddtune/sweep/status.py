@@ -6,7 +6,6 @@ attempt shows its class, detail and the log it left (`store/files.py`).
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from rich.console import Group
@@ -16,6 +15,7 @@ from rich.text import Text
 from ddtune.records import TrialRecord
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import failed_attempts
+from ddtune.sweep.store.rows import SweepRow
 from ddtune.sweep.store.schema import TRIAL_STATUSES
 from ddtune.sweep.store.slot_tables import slot_table
 
@@ -28,7 +28,7 @@ STATUS_STYLE = {
 }
 
 
-def status_table(store: Store, sweep: sqlite3.Row) -> Group:
+def status_table(store: Store, sweep: SweepRow) -> Group:
     """Counts per status, the slots (ray backend), one row per trial, and every failure."""
     records = store.trial_records(sweep["id"])
     counts = {s: sum(r.status == s for r in records) for s in TRIAL_STATUSES}

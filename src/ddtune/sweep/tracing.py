@@ -23,7 +23,8 @@ from ddtune.params import MODES, WINDOW_NONE, DecodeParams, parse_window, window
 
 if TYPE_CHECKING:
     from ddtune.sweep.spec.load import SweepSpec
-    from ddtune.trace.record import TargetSide, TraceRequest, TraceSettings
+    from ddtune.trace.record import TargetSide
+    from ddtune.trace.requests import TraceRequest, TraceSettings
 
 CAPTURE_CHOICES = ("auto", "post-norm", "pre-norm")
 
@@ -241,7 +242,7 @@ def _baseline_outputs(store: Any, sweep_id: int) -> list[str]:
 
 
 def _settings(args: argparse.Namespace, spec: SweepSpec | None) -> TraceSettings:
-    from ddtune.trace.record import TraceSettings
+    from ddtune.trace.requests import TraceSettings
 
     params = [c.params for c, _ in spec.all_configs()] if spec is not None else []
     windows = (

@@ -12,7 +12,7 @@ features, the drafter at every position), `hf` (a Hugging Face target through
 `transformers`), `sources` (what to trace: a bench matrix, prompts), `replay`
 (one request's rounds under one config, torch-free), `predict` (`Trace`,
 `Prediction`; `ddtune trace predict`), `landscape` (acceptance over budget x
-topk per window), `costs` (seconds per round from measured trials: predicted
+topk per window), `round_cost` (seconds per round from measured trials: predicted
 tok/s with an interval). The CLI lives in `ddtune.sweep.tracing` (it reads
 sweep specs and stores). Torch loads only for recording. See
 docs/architecture.md "Traces".
@@ -27,7 +27,8 @@ from ddtune.lazy import lazy_names
 if TYPE_CHECKING:
     from ddtune.trace.files import TraceHeader, read_header
     from ddtune.trace.predict import Prediction, Trace
-    from ddtune.trace.record import OwnTarget, TraceRequest, TraceSettings, record_trace
+    from ddtune.trace.record import OwnTarget, record_trace
+    from ddtune.trace.requests import TraceRequest, TraceSettings
 
 __getattr__ = lazy_names(
     __name__,
@@ -37,8 +38,8 @@ __getattr__ = lazy_names(
         "Prediction": "predict",
         "Trace": "predict",
         "OwnTarget": "record",
-        "TraceRequest": "record",
-        "TraceSettings": "record",
+        "TraceRequest": "requests",
+        "TraceSettings": "requests",
         "record_trace": "record",
     },
 )

@@ -25,8 +25,8 @@ from ddtune.errors import UserError
 from ddtune.kinds import ServerKind
 from ddtune.params import DecodeParams
 from ddtune.report.summarize import cost_key
-from ddtune.trace.costs import Shape
 from ddtune.trace.predict import Trace
+from ddtune.trace.round_cost import Shape
 from ddtune.trace.sources import requests_from_matrix
 
 

@@ -22,9 +22,9 @@ from typing import Any
 from ddtune.errors import UserError
 from ddtune.kinds import RoundTrace, ServerKind
 from ddtune.params import DecodeParams, window_to_wire
-from ddtune.trace.costs import Shape, verify_tokens
 from ddtune.trace.files import RequestData, TraceHeader, read_header, read_request, view_name
 from ddtune.trace.replay import Rules, replay_request
+from ddtune.trace.round_cost import Shape, verify_tokens
 
 
 @dataclass(frozen=True)

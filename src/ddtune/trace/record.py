@@ -28,7 +28,6 @@ import contextlib
 import hashlib
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -48,49 +47,17 @@ from ddtune.trace.files import (
     TraceHeader,
     header_differences,
     read_header,
-    text_sha256,
     traced_keys,
     view_name,
     write_header,
     write_request,
 )
+from ddtune.trace.requests import TraceRequest, TraceSettings
 
 if TYPE_CHECKING:
     from ddtune.engine.engine import Engine
 
 ROWS_PER_CALL = 32  # root positions per drafter forward (its mask is rows*Q x (context + rows*Q))
-
-
-@dataclass(frozen=True)
-class TraceRequest:
-    """What to trace: one request as the bench (or the user) sends it."""
-
-    workload: str
-    prompt: str
-    max_tokens: int
-    stop: tuple[str, ...] = ()
-    ignore_eos: bool = False
-    count: int = 1
-    continuation: str | None = None  # a stored T = 0 output text (a sweep's baseline), if any
-
-    def traced(self, key: str) -> TracedRequest:
-        return TracedRequest(
-            key=key,
-            workload=self.workload,
-            prompt_sha256=text_sha256(self.prompt),
-            max_tokens=self.max_tokens,
-            stop=self.stop,
-            ignore_eos=self.ignore_eos,
-            count=self.count,
-        )
-
-
-@dataclass(frozen=True)
-class TraceSettings:
-    windows: tuple[int | None, ...] = (None,)
-    query_lengths: tuple[int, ...] = ()  # () = the drafter's block size
-    topk_max: int = 8
-    capture: str = "post-norm"
 
 
 class TargetSide(Protocol):

@@ -19,7 +19,7 @@ from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.prompts import load_prompts_file
 from ddtune.bench.runner import measured_requests
 from ddtune.errors import UserError
-from ddtune.trace.record import TraceRequest
+from ddtune.trace.requests import TraceRequest
 
 
 def requests_from_matrix(matrix: BenchMatrix) -> tuple[list[TraceRequest], str]:

@@ -12,8 +12,8 @@ from ddtune.sweep.plan.simulate import (
     run_start_race,
 )
 from ddtune.sweep.plan.starts import BenchResult, StartSettings
-from ddtune.trace.costs import Shape
 from ddtune.trace.forecast import Forecast
+from ddtune.trace.round_cost import Shape
 
 WORKLOADS = ("short", "long")
 BUDGETS = (4, 8, 16, 32, 64)

@@ -12,13 +12,15 @@ subsets), one module per suite (`humaneval`, `mtbench`, `gsm8k`, `agent`),
 `traffic` (the user's logged requests), `plan` (the requests a bench sends),
 `scoring` (sandboxed tests, numeric answers), `figures` (per workload, the mix).
 Data card: `src/ddtune/assets/suites/DATA_CARD.md`.
+
+The face holds the vocabulary, the tables and the figures; `plan` and
+`scoring` (which take a whole `BenchMatrix`, built from these tables) are
+imported by their own names, so the matrix never runs the code that reads it.
 """
 
 from ddtune.bench.suites.config import SuitesTable, SuiteTable, TrafficTable
 from ddtune.bench.suites.figures import mix_tps, workload_figures, workload_of
 from ddtune.bench.suites.names import BUNDLED, SUITE_NAMES, TRAFFIC, WORKLOAD_NAMES
-from ddtune.bench.suites.plan import Workloads, bench_shares, check_workloads, plan_workloads
-from ddtune.bench.suites.scoring import score_samples, tested
 from ddtune.bench.suites.traffic import private_sample
 
 __all__ = [
@@ -29,14 +31,8 @@ __all__ = [
     "SuiteTable",
     "SuitesTable",
     "TrafficTable",
-    "Workloads",
-    "bench_shares",
-    "check_workloads",
     "mix_tps",
-    "plan_workloads",
     "private_sample",
-    "score_samples",
-    "tested",
     "workload_figures",
     "workload_of",
 ]

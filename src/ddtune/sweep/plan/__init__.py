@@ -10,7 +10,7 @@
     search_planner  the search run from the store, then a race over its best configs
     passes          trial records grouped into passes: what the race and analysis read
     planners        which planner adds trials while a sweep runs; the cost lines it prints
-    costs           trials, restarts and expected hours before a sweep runs
+    estimate        trials, restarts and expected hours before a sweep runs
     simulate        a simulated service for benchmarking strategies (benchmarks/)
 
 Every planner plans from the store, so a resumed sweep decides as an

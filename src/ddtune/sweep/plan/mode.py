@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ddtune.sweep.plan.costs import TrialCosts
+from ddtune.sweep.plan.estimate import TrialCosts
 from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.modes import SweepMode
 

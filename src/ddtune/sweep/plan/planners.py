@@ -13,14 +13,12 @@ stop + start-to-READY and bench seconds), else `[service] expected_start_s` /
 from __future__ import annotations
 
 import dataclasses
-import json
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from ddtune.sweep.plan.costs import (
+from ddtune.sweep.plan.estimate import (
     Estimate,
     TrialCosts,
     estimate,
@@ -33,10 +31,11 @@ from ddtune.sweep.plan.mode import choose_mode
 from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import SweepMode, read_mode
+from ddtune.sweep.store.rows import TrialRow
 
 
 class Planner(Protocol):
-    def next_batch(self) -> list[sqlite3.Row]: ...
+    def next_batch(self) -> list[TrialRow]: ...
 
     def outcome(self) -> str: ...
 
@@ -63,9 +62,9 @@ def make_planner(
 def sweep_mode(spec: SweepSpec, store: Store | None) -> SweepMode:
     """The mode stored with this spec's sweep in `store`, else the one a new sweep gets now."""
     if store is not None:
-        row = store.db.execute("SELECT id FROM sweeps WHERE name=?", (spec.name,)).fetchone()
-        if row is not None:
-            return read_mode(store, int(row["id"]))
+        sweep_id = store.sweep_id(spec.name)
+        if sweep_id is not None:
+            return read_mode(store, sweep_id)
     mode = choose_mode(spec, trial_costs(spec, store))
     if mode.restart_bound and spec.predicting:  # the forecast is fixed with the new sweep
         from ddtune.sweep.plan.start_planner import spec_forecast
@@ -91,8 +90,7 @@ def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:
 def measured_timings(store: Store) -> tuple[list[float], list[float]]:
     """(stop + start-to-READY seconds of fresh starts, bench seconds) of done attempts."""
     starts, benches = [], []
-    for (text,) in store.db.execute("SELECT timings_json FROM attempts WHERE state='done'"):
-        timings = json.loads(text)
+    for timings in store.done_timings():
         if "bench_s" in timings:
             benches.append(float(timings["bench_s"]))
         if "start_to_ready_s" in timings:
@@ -150,7 +148,7 @@ def _start_estimates(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dic
 def bench_text(spec: SweepSpec, store: Store | None) -> str:
     """One bench's expected seconds per workload: the bench's expected (or measured) time
     split by each workload's share of the tokens it generates at most."""
-    from ddtune.bench.suites import bench_shares
+    from ddtune.bench.suites.plan import bench_shares
 
     shares = bench_shares(spec.bench)
     costs = trial_costs(spec, store)

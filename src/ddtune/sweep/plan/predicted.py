@@ -2,7 +2,7 @@
 
 `[sweep] strategy = "predict"`. A trace (`ddtune.trace`) fixes every config's
 rounds at T = 0; what a round costs is fitted as trials come in
-(`ddtune.trace.costs.CostModel`). `PredictRace` is a `StartRace` (every rule of
+(`ddtune.trace.round_cost.CostModel`). `PredictRace` is a `StartRace` (every rule of
 `starts.py` holds for the configs it starts) with four more, all a pure fold of
 the finished benches, so a resumed race decides as the uninterrupted one:
 
@@ -36,8 +36,8 @@ import numpy as np
 
 from ddtune.records import Elimination, PredictedConfig
 from ddtune.sweep.plan.starts import BenchResult, StartRace, Step
-from ddtune.trace.costs import CostModel, Observation
 from ddtune.trace.forecast import Forecast
+from ddtune.trace.round_cost import CostModel, Observation
 
 PRUNE_LEVEL = 0.95  # a config is out when its 97.5% point is below the leader's level
 CHECK_LEVEL = 0.99  # a measurement outside the 99% prediction interval is a miss

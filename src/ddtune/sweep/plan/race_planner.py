@@ -12,7 +12,6 @@ docs/architecture.md "Sweep".
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from ddtune.records import SweepContext
@@ -22,6 +21,7 @@ from ddtune.sweep.plan.race import RaceSettings, RaceState, replay
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.records import trial_records
+from ddtune.sweep.store.rows import TrialRow
 
 ALPHA = 0.05
 
@@ -63,7 +63,7 @@ class RacePlanner:
         baseline = next((c.label() for c, is_base in self.configs if is_base), None)
         return replay(labels, baseline, passes, self.settings)
 
-    def next_batch(self) -> list[sqlite3.Row]:
+    def next_batch(self) -> list[TrialRow]:
         """The race's unfinished trials (a resumed pass), else the next pass ([] = stopped)."""
         unfinished = self.store.trials(self.sweep_id, ("pending", "interrupted"))
         return unfinished or self.next_pass()
@@ -78,7 +78,7 @@ class RacePlanner:
             f"still in: {', '.join(state.alive) or 'none'}; left: {left or 'none'}"
         )
 
-    def next_pass(self) -> list[sqlite3.Row]:
+    def next_pass(self) -> list[TrialRow]:
         """Add the next pass to the store and return its rows; [] when the race stopped.
 
         Also [] while the current pass has unfinished trials (they run first).

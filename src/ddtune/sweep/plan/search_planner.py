@@ -15,7 +15,6 @@ See docs/architecture.md "Sweep".
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from ddtune.records import TrialRecord
@@ -27,6 +26,7 @@ from ddtune.sweep.plan.study import Proposal, Search
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.records import trial_records
+from ddtune.sweep.store.rows import TrialRow
 
 CONFIRM_SUFFIX = ".confirm"
 
@@ -43,7 +43,7 @@ class SearchPlanner:
         self.search = Search(spec.search, study_path(store_path), study_name=spec.name, seed=seed)
         self.race: RacePlanner | None = None
 
-    def next_batch(self) -> list[sqlite3.Row]:
+    def next_batch(self) -> list[TrialRow]:
         while self.race is None:
             self._tell_finished()
             if self._search_done():
@@ -80,7 +80,7 @@ class SearchPlanner:
         spent = sum(self.store.trial_seconds(self.sweep_id).values())
         return self.spec.max_hours is not None and spent >= self.spec.max_hours * 3600
 
-    def _trial_of(self, proposal: Proposal) -> sqlite3.Row:
+    def _trial_of(self, proposal: Proposal) -> TrialRow:
         """The store trial of an Optuna trial, created on the first ask."""
         for row in self.store.trials(self.sweep_id):
             if row["repeat"] == proposal.number + 1:

@@ -18,7 +18,6 @@ plans exactly what the uninterrupted one would have. See docs/architecture.md "R
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -35,7 +34,7 @@ from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, trial_times
 from ddtune.sweep.store.records import trial_records
-from ddtune.trace.costs import WORKLOADS, CostModel, Observation
+from ddtune.sweep.store.rows import TrialRow
 from ddtune.trace.forecast import (
     Forecast,
     build_forecast,
@@ -44,6 +43,7 @@ from ddtune.trace.forecast import (
     identity_mismatch,
 )
 from ddtune.trace.predict import Trace
+from ddtune.trace.round_cost import WORKLOADS, CostModel, Observation
 
 FINISHED = ("done", "failed")
 
@@ -103,7 +103,7 @@ class StartPlanner:
             self._fold(result)
         return self._race
 
-    def next_batch(self) -> list[sqlite3.Row]:
+    def next_batch(self) -> list[TrialRow]:
         """The race's unfinished trial (a resumed one), else the next one ([] = stopped)."""
         unfinished = self.store.trials(self.sweep_id, ("pending", "interrupted"))
         if unfinished or self.store.trials(self.sweep_id, ("running",)):
@@ -307,11 +307,7 @@ def _store_observations(
     """One observation per done trial and workload of configs the forecast knows (of one
     sweep, or of every sweep in the store)."""
     out = []
-    ids = (
-        [sweep_id]
-        if sweep_id is not None
-        else [int(row["id"]) for row in store.db.execute("SELECT id FROM sweeps")]
-    )
+    ids = [sweep_id] if sweep_id is not None else store.sweep_ids()
     for sid in ids:
         for record in trial_records(store, sid):
             shapes = forecast.shapes.get(record.label)

@@ -11,7 +11,6 @@ arguments, store; printed by the CLI); 3 interrupted (Ctrl-C or SIGTERM);
 from __future__ import annotations
 
 import signal
-import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
+
+from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
     from ddtune.sweep.run.attempt import AttemptReport
@@ -71,7 +72,7 @@ class RunSummary:
             return EXIT_BLOCKED
         return EXIT_FAILED if self.failed or self.failed_before else EXIT_DONE
 
-    def count(self, store: Store, trial: sqlite3.Row, status: str) -> None:
+    def count(self, store: Store, trial: TrialRow, status: str) -> None:
         """One finished trial: done, or failed with its last attempt's class and detail;
         when its pass has no unfinished trial and more finished ones than `on_pass` last
         saw in it, `on_pass` runs."""
@@ -96,7 +97,7 @@ class RunSummary:
         if final:
             self.on_pass(store, True)
 
-    def _tally(self, store: Store, trial: sqlite3.Row, status: str) -> None:
+    def _tally(self, store: Store, trial: TrialRow, status: str) -> None:
         if status == "done":
             self.done += 1
             return

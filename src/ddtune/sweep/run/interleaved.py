@@ -25,30 +25,48 @@ the key for other services. See docs/architecture.md "Sweep".
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
 from ddtune.bench.alternate import Arm, run_alternated
 from ddtune.sweep.run.attempt import AttemptReport, Phase, become_ready, note_ready
 from ddtune.sweep.store.files import attempt_dir
+from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
     from ddtune.params import DecodeParams
     from ddtune.services import Controller, Outcome
     from ddtune.services.controllers.hot import HotController, Switched
-    from ddtune.sweep.run.loop import TrialLoop
+    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.store.db import Store
+
+
+class TrialLoop(Protocol):
+    """What an interleaved pass uses of the sweep's loop (`loop.TrialLoop` is one, and the one
+    that calls it; naming only this keeps the pass below the loop)."""
+
+    spec: SweepSpec
+    store: Store
+    workdir: Path
+
+    def retry(
+        self, controller: Controller, trial: TrialRow, error: str | None, phase: Phase
+    ) -> str: ...
+
+    def store_attempt(
+        self, trial: TrialRow, attempt_id: int, folder: Path, report: AttemptReport
+    ) -> str | None: ...
 
 
 @dataclass
 class _Ready:
-    trial: sqlite3.Row
+    trial: TrialRow
     attempt_id: int
     folder: Path
     outcome: Outcome
@@ -56,7 +74,7 @@ class _Ready:
 
 
 def run_interleaved_pass(
-    loop: TrialLoop, controller: Controller, trials: list[sqlite3.Row], phase: Phase
+    loop: TrialLoop, controller: Controller, trials: list[TrialRow], phase: Phase
 ) -> list[str]:
     """Steps 1-4 of the module docstring; each trial's final status (done | failed)."""
     from ddtune.services.controllers.hot import HotController, Switched
@@ -78,7 +96,7 @@ def run_interleaved_pass(
 def _make_ready(
     loop: TrialLoop,
     controller: HotController,
-    trials: list[sqlite3.Row],
+    trials: list[TrialRow],
     phase: Phase,
     errors: dict[int, str | None],
 ) -> list[_Ready]:

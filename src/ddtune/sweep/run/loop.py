@@ -41,7 +41,6 @@ See docs/architecture.md "Sweep".
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -57,7 +56,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from ddtune.bench.suites import check_workloads
+from ddtune.bench.suites.plan import check_workloads
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.grid import plan_spec
 from ddtune.sweep.plan.mode import run_spec
@@ -88,6 +87,7 @@ from ddtune.sweep.run.preflight import PreflightReport, preflight
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import attempt_dir
+from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
     from ddtune.services import Controller, Outcome
@@ -149,7 +149,7 @@ def _open_trials(
     console: Console,
     reopen_failed: bool,
     only_reopened: bool,
-) -> tuple[list[sqlite3.Row], RunSummary]:
+) -> tuple[list[TrialRow], RunSummary]:
     """The trials to run now (pending, interrupted, reopened failed ones) and a fresh summary."""
     reopened = store.reset_trials(sweep_id, ("failed",)) if reopen_failed else []
     if reopen_failed:
@@ -205,9 +205,7 @@ class TrialLoop:
         self.hardware = hardware_now()
         self._serving: tuple[tuple[str, int], Outcome] | None = None  # passes_per_start reuse
 
-    def run(
-        self, todo: list[sqlite3.Row], more: Callable[[], list[sqlite3.Row]] | None = None
-    ) -> None:
+    def run(self, todo: list[TrialRow], more: Callable[[], list[TrialRow]] | None = None) -> None:
         """The trials of `todo`, then each batch `more()` returns, until it returns []."""
         from ddtune.services import Owner, build_controller
 
@@ -259,11 +257,11 @@ class TrialLoop:
             transient=False,
         )
 
-    def _units(self, batch: list[sqlite3.Row]) -> list[list[sqlite3.Row]]:
+    def _units(self, batch: list[TrialRow]) -> list[list[TrialRow]]:
         """What runs as one: a trial, or with `interleave = "request"` a pass's trials."""
         if self.spec.interleave != "request":
             return [[trial] for trial in batch]
-        units: list[list[sqlite3.Row]] = []
+        units: list[list[TrialRow]] = []
         for trial in batch:
             if units and units[-1][0]["repeat"] == trial["repeat"]:
                 units[-1].append(trial)
@@ -271,7 +269,7 @@ class TrialLoop:
                 units.append([trial])
         return units
 
-    def _run_unit(self, controller: Controller, unit: list[sqlite3.Row], phase: Phase) -> list[str]:
+    def _run_unit(self, controller: Controller, unit: list[TrialRow], phase: Phase) -> list[str]:
         if self.spec.interleave != "request":
             return [self._trial(controller, unit[0], phase)]
         from ddtune.sweep.run.interleaved import run_interleaved_pass
@@ -279,7 +277,7 @@ class TrialLoop:
         return run_interleaved_pass(self, controller, unit, phase)
 
     def retry(
-        self, controller: Controller, trial: sqlite3.Row, error: str | None, phase: Phase
+        self, controller: Controller, trial: TrialRow, error: str | None, phase: Phase
     ) -> str:
         """After a first attempt made elsewhere (an interleaved pass): done, or the rest alone."""
         if error is None:
@@ -287,15 +285,13 @@ class TrialLoop:
         self._say_failed(trial, 1, error)
         return self._trial(controller, trial, phase, first=2)
 
-    def _say_failed(self, trial: sqlite3.Row, attempt: int, error: str) -> None:
+    def _say_failed(self, trial: TrialRow, attempt: int, error: str) -> None:
         self.console.print(
             f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
             f"attempt {attempt}/{self.spec.retry.attempts} failed[/]: {escape(error)}"
         )
 
-    def _trial(
-        self, controller: Controller, trial: sqlite3.Row, phase: Phase, first: int = 1
-    ) -> str:
+    def _trial(self, controller: Controller, trial: TrialRow, phase: Phase, first: int = 1) -> str:
         """Attempts `first`.. of one trial; returns its final status (done | failed)."""
         config = self.store.trial_config(trial)
         retry = self.spec.retry
@@ -316,7 +312,7 @@ class TrialLoop:
     def _attempt(
         self,
         controller: Controller,
-        trial: sqlite3.Row,
+        trial: TrialRow,
         config: Config,
         attempt_id: int,
         attempt_dir: Path,
@@ -351,7 +347,7 @@ class TrialLoop:
         return error
 
     def store_attempt(
-        self, trial: sqlite3.Row, attempt_id: int, folder: Path, report: AttemptReport
+        self, trial: TrialRow, attempt_id: int, folder: Path, report: AttemptReport
     ) -> str | None:
         """Store one attempt's report; its failure line, or None when the trial is done.
 
@@ -365,7 +361,7 @@ class TrialLoop:
         return error
 
 
-def _unit_label(unit: list[sqlite3.Row]) -> str:
+def _unit_label(unit: list[TrialRow]) -> str:
     first = unit[0]
     if len(unit) == 1:
         return f"{first['label']} r{first['repeat']}"

@@ -41,6 +41,7 @@ from ddtune.records import TrialRecord
 from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.load_rows import insert_load_rows, split_load_rows
 from ddtune.sweep.store.modes import SweepMode, write_mode
+from ddtune.sweep.store.rows import AttemptRow, RunningAttempt, SweepRow, TrialRow
 from ddtune.sweep.store.schema import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -215,12 +216,12 @@ class Store:
                 write_mode(db, int(sweep_id), mode)
             return int(sweep_id)
 
-    def add_trials(self, sweep_id: int, plan: list[PlannedTrial]) -> list[sqlite3.Row]:
+    def add_trials(self, sweep_id: int, plan: list[PlannedTrial]) -> list[TrialRow]:
         """Append planned trials (a race's next pass, a search's next trial); returns their rows."""
         with self.tx() as db:
             _insert_trials(db, sweep_id, plan)
         indexes = {t.order_index for t in plan}
-        return [r for r in self.trials(sweep_id) if r["order_index"] in indexes]
+        return [r for r in self.trials(sweep_id) if r.order_index in indexes]
 
     def next_order_index(self, sweep_id: int) -> int:
         row = self.db.execute(
@@ -242,7 +243,7 @@ class Store:
         )
         return {int(r[0]): float(r[1]) for r in rows}
 
-    def sweep_row(self, name: str | None = None) -> sqlite3.Row:
+    def sweep_row(self, name: str | None = None) -> SweepRow:
         """The named sweep, or the most recent one."""
         if name:
             row = self.db.execute("SELECT * FROM sweeps WHERE name=?", (name,)).fetchone()
@@ -250,20 +251,43 @@ class Store:
             row = self.db.execute("SELECT * FROM sweeps ORDER BY id DESC LIMIT 1").fetchone()
         if row is None:
             raise UserError(f"{self.path} holds no sweep{' named ' + repr(name) if name else ''}")
-        return row
+        return SweepRow.from_sql(row)
 
-    def trials(
-        self, sweep_id: int, statuses: tuple[str, ...] = TRIAL_STATUSES
-    ) -> list[sqlite3.Row]:
+    def sweep_id(self, name: str) -> int | None:
+        """The id of the sweep named `name`, None when the store holds none by that name."""
+        row = self.db.execute("SELECT id FROM sweeps WHERE name=?", (name,)).fetchone()
+        return None if row is None else int(row["id"])
+
+    def sweep_ids(self) -> list[int]:
+        """Every sweep's id, oldest first."""
+        return [int(row["id"]) for row in self.db.execute("SELECT id FROM sweeps ORDER BY id")]
+
+    def done_timings(self) -> list[dict[str, Any]]:
+        """The stored timings of every done attempt, of every sweep in the store."""
+        rows = self.db.execute("SELECT timings_json FROM attempts WHERE state='done'")
+        return [json.loads(text) for (text,) in rows]
+
+    def running_attempts(self, sweep_id: int) -> list[RunningAttempt]:
+        """The attempts running now, oldest first."""
+        rows = self.db.execute(
+            "SELECT t.id, t.label, t.repeat, a.number, a.started_at FROM attempts a"
+            " JOIN trials t ON t.id = a.trial_id WHERE t.sweep_id=? AND a.state='running'"
+            " ORDER BY a.started_at",
+            (sweep_id,),
+        ).fetchall()
+        return [RunningAttempt(*row) for row in rows]
+
+    def trials(self, sweep_id: int, statuses: tuple[str, ...] = TRIAL_STATUSES) -> list[TrialRow]:
         marks = ",".join("?" * len(statuses))
-        return self.db.execute(
+        rows = self.db.execute(
             f"SELECT * FROM trials WHERE sweep_id=? AND status IN ({marks}) ORDER BY order_index",
             (sweep_id, *statuses),
         ).fetchall()
+        return [TrialRow.from_sql(row) for row in rows]
 
-    def trial_config(self, trial: sqlite3.Row) -> Config:
+    def trial_config(self, trial: TrialRow) -> Config:
         """The configuration of a trial row (`config_json` read back by `Config.from_wire`)."""
-        return Config.from_wire(json.loads(trial["config_json"]), f"trial {trial['id']}")
+        return Config.from_wire(json.loads(trial.config_json), f"trial {trial.id}")
 
     def pass_counts(self, sweep_id: int, repeat: int) -> tuple[int, int]:
         """(unfinished, finished) trials of pass `repeat`: not yet done or failed, and done
@@ -276,10 +300,11 @@ class Store:
         ).fetchone()
         return int(row[0]), int(row[1])
 
-    def attempts(self, trial_id: int) -> list[sqlite3.Row]:
-        return self.db.execute(
+    def attempts(self, trial_id: int) -> list[AttemptRow]:
+        rows = self.db.execute(
             "SELECT * FROM attempts WHERE trial_id=? ORDER BY number", (trial_id,)
         ).fetchall()
+        return [AttemptRow.from_sql(row) for row in rows]
 
     def reset_trials(self, sweep_id: int, statuses: tuple[str, ...]) -> list[int]:
         """Put trials back to `pending` (for `sweep retry`); their attempts stay. Returns ids."""

@@ -8,14 +8,14 @@ log found there.
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ddtune.records import TrialRecord
-    from ddtune.sweep.store.db import Store
+    from ddtune.sweep.store.rows import AttemptRow
+from ddtune.sweep.store.db import Store
 
 ATTEMPT_LOGS = ("log_tail.txt", "service.log", "hooks.log")  # first found is shown
 
@@ -26,7 +26,7 @@ def attempt_dir(workdir: Path, trial_id: int, label: str, repeat: int, number: i
     return workdir / "trials" / f"{trial_id:04d}-{slug}-r{repeat}" / f"attempt-{number}"
 
 
-def attempt_log(store: Store, record: TrialRecord, attempt: sqlite3.Row) -> str | None:
+def attempt_log(store: Store, record: TrialRecord, attempt: AttemptRow) -> str | None:
     """The attempt's stored log path, else the log its folder holds (an interrupted attempt)."""
     if attempt["log_tail_path"]:
         return str(attempt["log_tail_path"])
@@ -39,7 +39,7 @@ def attempt_log(store: Store, record: TrialRecord, attempt: sqlite3.Row) -> str 
 
 def failed_attempts(
     store: Store, records: Iterable[TrialRecord]
-) -> Iterator[tuple[TrialRecord, sqlite3.Row, str | None]]:
+) -> Iterator[tuple[TrialRecord, AttemptRow, str | None]]:
     """Each failed or interrupted attempt of `records`, with its log (see `attempt_log`)."""
     for record in records:
         for attempt in store.attempts(record.trial_id):

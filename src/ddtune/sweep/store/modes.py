@@ -18,10 +18,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.connected import Connected
 
 
 @dataclass(frozen=True)
@@ -58,7 +56,7 @@ def write_mode(db: sqlite3.Connection, sweep_id: int, mode: SweepMode) -> None:
         )
 
 
-def read_mode(store: Store, sweep_id: int) -> SweepMode:
+def read_mode(store: Connected, sweep_id: int) -> SweepMode:
     """The stored mode; NOT_RESTART_BOUND without a row, or without the table (a store from
     before it, opened read-only, so not migrated: `sweep watch`, `sweep report`)."""
     try:
@@ -80,7 +78,7 @@ def read_mode(store: Store, sweep_id: int) -> SweepMode:
     )
 
 
-def _forecast(store: Store, sweep_id: int) -> str | None:
+def _forecast(store: Connected, sweep_id: int) -> str | None:
     try:
         query = "SELECT forecast_json FROM sweep_forecasts WHERE sweep_id=?"
         row = store.db.execute(query, (sweep_id,)).fetchone()
@@ -91,7 +89,7 @@ def _forecast(store: Store, sweep_id: int) -> str | None:
     return None if row is None else str(row[0])
 
 
-def trial_times(store: Store, sweep_id: int) -> dict[int, tuple[float, bool]]:
+def trial_times(store: Connected, sweep_id: int) -> dict[int, tuple[float, bool]]:
     """trial id → (hours from the sweep's first attempt to the trial's end, restarted?).
 
     The end is the trial's result attempt (done) or its last attempt (failed);

@@ -12,23 +12,22 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ddtune.params import config_hash
 from ddtune.records import METRIC_NAMES, TrialRecord
+from ddtune.sweep.store.connected import TrialReader
 from ddtune.sweep.store.load_rows import read_load
+from ddtune.sweep.store.rows import TrialRow
 from ddtune.sweep.store.slot_tables import attempt_slot
 
-if TYPE_CHECKING:
-    from ddtune.sweep.store.db import Store
 
-
-def trial_records(store: Store, sweep_id: int) -> list[TrialRecord]:
+def trial_records(store: TrialReader, sweep_id: int) -> list[TrialRecord]:
     """One `TrialRecord` per trial, in run order."""
     return [_record(store, row) for row in store.trials(sweep_id)]
 
 
-def _record(store: Store, trial: sqlite3.Row) -> TrialRecord:
+def _record(store: TrialReader, trial: TrialRow) -> TrialRecord:
     attempts = store.attempts(trial["id"])
     result = store.db.execute("SELECT * FROM results WHERE trial_id=?", (trial["id"],)).fetchone()
     failed = [a for a in attempts if a["state"] in ("failed", "interrupted")]
@@ -52,7 +51,7 @@ def _record(store: Store, trial: sqlite3.Row) -> TrialRecord:
     return record
 
 
-def _fill_result(store: Store, record: TrialRecord, result: sqlite3.Row) -> None:
+def _fill_result(store: TrialReader, record: TrialRecord, result: sqlite3.Row) -> None:
     aggregates = json.loads(result["aggregates_json"])
     bench = json.loads(result["bench_json"])
     attempt = store.db.execute(

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
-if TYPE_CHECKING:
-    from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.connected import Connected
 
 STATE_STYLE = {"idle": "dim", "busy": "cyan", "backoff": "yellow", "retired": "red"}
 
@@ -36,7 +35,7 @@ def stop_all(db: sqlite3.Connection) -> None:
     )
 
 
-def record_attempt_slot(store: Store, attempt_id: int, slot: str, node: str | None) -> None:
+def record_attempt_slot(store: Connected, attempt_id: int, slot: str, node: str | None) -> None:
     with store.tx() as db:
         db.execute(
             "INSERT OR REPLACE INTO attempt_slots (attempt_id, slot, node) VALUES (?,?,?)",
@@ -44,15 +43,19 @@ def record_attempt_slot(store: Store, attempt_id: int, slot: str, node: str | No
         )
 
 
-def attempt_slot(store: Store, attempt_id: int) -> tuple[str, str | None] | None:
-    """(slot, node) of an attempt, or None when the local backend ran it."""
-    row = store.db.execute(
-        "SELECT slot, node FROM attempt_slots WHERE attempt_id=?", (attempt_id,)
-    ).fetchone()
+def attempt_slot(store: Connected, attempt_id: int) -> tuple[str, str | None] | None:
+    """(slot, node) of an attempt, or None when the local backend ran it (or the store is
+    from before the slot tables, opened read-only, so not migrated)."""
+    try:
+        row = store.db.execute(
+            "SELECT slot, node FROM attempt_slots WHERE attempt_id=?", (attempt_id,)
+        ).fetchone()
+    except sqlite3.OperationalError:
+        return None
     return None if row is None else (row["slot"], row["node"])
 
 
-def set_slot(store: Store, sweep_id: int, name: str, **fields: Any) -> None:
+def set_slot(store: Connected, sweep_id: int, name: str, **fields: Any) -> None:
     """Upsert one slot's row; `fields` among state, node, pid, trial_id, phase, done, detail."""
     with store.tx() as db:
         db.execute(
@@ -68,15 +71,21 @@ def set_slot(store: Store, sweep_id: int, name: str, **fields: Any) -> None:
             )
 
 
-def slot_rows(store: Store, sweep_id: int) -> list[sqlite3.Row]:
-    return store.db.execute(
-        "SELECT s.*, t.label, t.repeat FROM slots s LEFT JOIN trials t ON t.id = s.trial_id"
-        " WHERE s.sweep_id=? ORDER BY s.name",
-        (sweep_id,),
-    ).fetchall()
+def slot_rows(store: Connected, sweep_id: int) -> list[dict[str, Any]]:
+    """The ray backend's slots with their current trial's label and repeat; [] for a store
+    from before the slot table (opened read-only, so not migrated)."""
+    try:
+        rows = store.db.execute(
+            "SELECT s.*, t.label, t.repeat FROM slots s LEFT JOIN trials t ON t.id = s.trial_id"
+            " WHERE s.sweep_id=? ORDER BY s.name",
+            (sweep_id,),
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    return [dict(row) for row in rows]
 
 
-def slot_table(store: Store, sweep_id: int) -> list[Table]:
+def slot_table(store: Connected, sweep_id: int) -> list[Table]:
     """`sweep status`: one row per slot (state, node, current trial and phase); [] if none."""
     rows = slot_rows(store, sweep_id)
     if not rows:

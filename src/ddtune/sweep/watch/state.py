@@ -16,7 +16,6 @@ runs them). See docs/watch.md.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import failed_attempts
 from ddtune.sweep.store.modes import read_mode
+from ddtune.sweep.store.rows import SweepRow
 from ddtune.sweep.store.slot_tables import slot_rows
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def read_state(store_path: Path, sweep: str | None = None) -> LiveState:
         store.close()
 
 
-def _read(store: Store, sweep: sqlite3.Row) -> LiveState:
+def _read(store: Store, sweep: SweepRow) -> LiveState:
     spec = stored_spec(store, sweep)
     records = store.trial_records(sweep["id"])
     runner = store.runner_pid()
@@ -132,7 +132,7 @@ def _read(store: Store, sweep: sqlite3.Row) -> LiveState:
 
 
 def _analysis(
-    store: Store, sweep: sqlite3.Row, records: list[TrialRecord]
+    store: Store, sweep: SweepRow, records: list[TrialRecord]
 ) -> tuple[ReportSummary | None, str | None]:
     """The report's analysis of the records so far; (None, why) when it cannot be made."""
     if not any(r.status == "done" for r in records):
@@ -196,18 +196,20 @@ def _config_word(label: str, statuses: list[str], summary: ReportSummary | None,
 
 def _running(store: Store, sweep_id: int, slots: list[dict[str, Any]]) -> list[TrialNow]:
     """The attempts running now, each with the slot that runs it (Ray)."""
-    rows = store.db.execute(
-        "SELECT t.id, t.label, t.repeat, a.number, a.started_at FROM attempts a"
-        " JOIN trials t ON t.id = a.trial_id WHERE t.sweep_id=? AND a.state='running'"
-        " ORDER BY a.started_at",
-        (sweep_id,),
-    ).fetchall()
     by_trial = {s["trial_id"]: s for s in slots if s["trial_id"]}
     now = []
-    for r in rows:
-        slot = by_trial.get(r[0], {})
+    for r in store.running_attempts(sweep_id):
+        slot = by_trial.get(r.trial_id, {})
         now.append(
-            TrialNow(r[0], r[1], r[2], r[3], r[4], slot.get("name", ""), slot.get("phase") or "")
+            TrialNow(
+                r.trial_id,
+                r.label,
+                r.repeat,
+                r.number,
+                r.started_at,
+                slot.get("name", ""),
+                slot.get("phase") or "",
+            )
         )
     return now
 
@@ -243,10 +245,7 @@ def _tail(path: str | None, lines: int = TAIL_LINES) -> str:
 
 def _slots(store: Store, sweep_id: int) -> list[dict[str, Any]]:
     """The ray backend's slots ([] for a local sweep or a store older than the slot table)."""
-    try:
-        return [dict(row) for row in slot_rows(store, sweep_id)]
-    except sqlite3.OperationalError:
-        return []
+    return slot_rows(store, sweep_id)
 
 
 def _eta(

@@ -26,7 +26,6 @@ See docs/architecture.md "Scale out".
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from ddtune.sweep.run.common import (
 from ddtune.sweep.run.ray.slot import AttemptTask, Event, Finished, Lost, Progress, SlotInfo
 from ddtune.sweep.run.ray.view import SlotProgress
 from ddtune.sweep.store.files import attempt_dir
+from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
     from ddtune.sweep.spec.load import SweepSpec
@@ -78,7 +78,7 @@ class SlotPool(Protocol):
 
 @dataclass
 class InFlight:
-    trial: sqlite3.Row
+    trial: TrialRow
     attempt_id: int
     attempt_dir: Path
     noted: bool = False  # READY outcome stored
@@ -91,7 +91,7 @@ class SlotState:
     info: SlotInfo
     state: str = "idle"  # schema.SLOT_STATES
     task: InFlight | None = None
-    retry: tuple[sqlite3.Row, float] | None = None  # (trial, not before) after a failure
+    retry: tuple[TrialRow, float] | None = None  # (trial, not before) after a failure
     done: int = 0
 
 
@@ -112,7 +112,7 @@ class SlotLoop:
         self.workdir = workdir
         self.pool_factory = pool_factory or _ray_pool
         self.slots: dict[str, SlotState] = {}
-        self.queue: list[sqlite3.Row] = []
+        self.queue: list[TrialRow] = []
         self.owners: dict[int, str] = {}  # pass (repeat) → the slot running it (by_pass)
         self.used: dict[int, int] = {}  # trial id → attempts counted against retry.attempts
         self.lost: dict[int, int] = {}  # trial id → attempts lost with their slot
@@ -121,16 +121,14 @@ class SlotLoop:
 
     # --- the loop ------------------------------------------------------------------
 
-    def run(
-        self, todo: list[sqlite3.Row], more: Callable[[], list[sqlite3.Row]] | None = None
-    ) -> None:
+    def run(self, todo: list[TrialRow], more: Callable[[], list[TrialRow]] | None = None) -> None:
         """`todo`, then each batch a race/search planner's `more()` returns, until []."""
         batch = todo or (more() if more else [])
         while batch and not (self.summary.interrupted or self.summary.blocked):
             self._run_batch(batch)
             batch = more() if more else []
 
-    def _run_batch(self, todo: list[sqlite3.Row]) -> None:
+    def _run_batch(self, todo: list[TrialRow]) -> None:
         self.queue = list(todo)
         pool = self.pool_factory(self.spec, self.root, str(self.store.path.resolve()))
         try:
@@ -204,7 +202,7 @@ class SlotLoop:
             trial = picked
         self._submit(pool, name, trial)
 
-    def _pick(self, name: str) -> sqlite3.Row | None:
+    def _pick(self, name: str) -> TrialRow | None:
         """The next trial for slot `name`, or None (it waits)."""
         if self.spec.cluster.table.schedule == "by_trial":
             return self.queue.pop(0) if self.queue else None
@@ -216,7 +214,7 @@ class SlotLoop:
                     return self.queue.pop(index)
         return None
 
-    def _submit(self, pool: SlotPool, name: str, trial: sqlite3.Row) -> None:
+    def _submit(self, pool: SlotPool, name: str, trial: TrialRow) -> None:
         slot = self.slots[name]
         attempt_id, number = self.store.begin_attempt(trial["id"])
         slot_store.record_attempt_slot(self.store, attempt_id, name, slot.info.node)
@@ -311,7 +309,7 @@ class SlotLoop:
         self._show(name, "retired")
         self._check_min_slots({name: line})
 
-    def _requeue(self, trial: sqlite3.Row, lost: int) -> None:
+    def _requeue(self, trial: TrialRow, lost: int) -> None:
         if lost > len(self.spec.cluster.slots):
             self.store.finish_trial(trial["id"], "failed")
             self._count(trial, "failed")
@@ -332,12 +330,12 @@ class SlotLoop:
                 key="cluster.min_slots",
             )
 
-    def _count(self, trial: sqlite3.Row, status: str, slot: str | None = None) -> None:
+    def _count(self, trial: TrialRow, status: str, slot: str | None = None) -> None:
         self.summary.count(self.store, trial, status)
         if self.view is not None:
             self.view.advance(slot)
 
-    def _say_failed(self, trial: sqlite3.Row, used: int, error: str) -> None:
+    def _say_failed(self, trial: TrialRow, used: int, error: str) -> None:
         self.console.print(
             f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
             f"attempt {used}/{self.spec.retry.attempts} failed[/]: {escape(error)}"
@@ -359,7 +357,7 @@ class SlotLoop:
     def _save(self, name: str, **fields: Any) -> None:
         slot_store.set_slot(self.store, self.summary.sweep_id, name, **fields)
 
-    def _show(self, name: str, phase: str, trial: sqlite3.Row | None = None) -> None:
+    def _show(self, name: str, phase: str, trial: TrialRow | None = None) -> None:
         if self.view is not None:
             self.view.show(name, phase, trial)
 

@@ -9,7 +9,6 @@ See docs/architecture.md "Scale out".
 
 from __future__ import annotations
 
-import sqlite3
 from types import TracebackType
 
 from rich.console import Console
@@ -21,6 +20,8 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+
+from ddtune.sweep.store.rows import TrialRow
 
 
 class SlotProgress:
@@ -50,7 +51,7 @@ class SlotProgress:
     ) -> None:
         self.progress.__exit__(kind, exc, tb)
 
-    def show(self, slot: str, phase: str, trial: sqlite3.Row | None = None) -> None:
+    def show(self, slot: str, phase: str, trial: TrialRow | None = None) -> None:
         """Slot `slot` is in `phase`, on `trial` (None: between trials)."""
         name = "" if trial is None else f"{trial['id']} {trial['label']} r{trial['repeat']}"
         if slot not in self.rows:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddtune.trace.costs import CostModel, Observation, Shape
+from ddtune.trace.round_cost import CostModel, Observation, Shape
 
 TRUE = {"ar": 1.0, "ddtree": 1.3, "verify": 0.04, "drafter": 0.3}  # seconds per round, scaled
 
