@@ -274,3 +274,25 @@ def test_an_sglang_algorithm_that_is_no_method_is_refused(installed, capsys):
     out = installed.root / "spec.toml"
     line = one_line_error(capsys, "--out", str(out), "--from-command", "--", *argv)
     assert "SGLang's STANDALONE is not one of ddtune's methods" in line and not out.exists()
+
+
+def test_sglang_ngram_sweeps_its_draft_tokens_and_keeps_its_other_flags(installed, capsys):
+    argv = installed.argv("sglang-eagle3.service")
+    start = argv.index("--speculative-algorithm")
+    end = argv.index("--tp-size")
+    argv[start:end] = [
+        "--speculative-algorithm",
+        "NGRAM",
+        "--speculative-num-draft-tokens",
+        "8",
+    ]
+    out = installed.root / "spec.toml"
+    assert init(capsys, "--out", str(out), "--from-command", "--", *argv)[0] == 0
+    doc = tomllib.loads(out.read_text())
+    assert doc["sweep"]["baseline"] == {"method": "ngram", "num_draft_tokens": 8}
+    assert doc["space"] == {"method": ["ngram"], "ngram": {"num_draft_tokens": [6, 7, 8, 9, 10]}}
+    command = doc["service"]["command"]
+    assert "{method_args}" in command and "--mem-fraction-static" in command
+    assert not any(a.startswith("--speculative") for a in command)
+    code, text = plan(capsys, out)
+    assert code == 0, text
