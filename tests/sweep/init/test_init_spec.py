@@ -296,3 +296,16 @@ def test_sglang_ngram_sweeps_its_draft_tokens_and_keeps_its_other_flags(installe
     assert not any(a.startswith("--speculative") for a in command)
     code, text = plan(capsys, out)
     assert code == 0, text
+
+
+def test_a_service_running_past_its_drafters_block_is_said_and_the_plan_refuses_it(
+    installed, capsys
+):
+    (installed.models / "Qwen3-235B-DFlash" / "config.json").write_text('{"block_size": 8}')
+    out = installed.root / "spec.toml"
+    argv = installed.argv("sglang-dflash.service")  # runs 16 draft tokens
+    assert init(capsys, "--out", str(out), "--from-command", "--", *argv)[0] == 0
+    header = " ".join(line.strip("# ") for line in out.read_text().splitlines()[:20])
+    assert "the service runs 16 tokens a round, past the drafter's block (8 tokens)" in header
+    code, text = plan(capsys, out)
+    assert code == 2 and "use --speculative-num-draft-tokens <= 8" in text, text

@@ -186,13 +186,20 @@ def _dflash_draft_tokens(
         return launch.kept(*owned), None
     extra = launch.kept(*owned, "speculative_num_draft_tokens")
     choice.vars["draft_tokens"] = current
-    choice.notes += _block_note(block_size)
+    choice.notes += _block_note(block_size, current)
     return [*extra, "--speculative-num-draft-tokens", "{draft_tokens}"], current
 
 
-def _block_note(block_size: int | None) -> list[str]:
+def _block_note(block_size: int | None, verified: int | None = None) -> list[str]:
+    """What the drafter's block means for the space; `verified`: the running round's tokens."""
     if block_size is None:
         return ["the drafter's block size could not be read: chain lengths are not capped by it"]
+    if verified is not None and verified > block_size:
+        return [
+            f"the service runs {verified} tokens a round, past the drafter's block "
+            f"({block_size} tokens): `sweep plan` refuses that config until the command's "
+            "value is lowered to the block"
+        ]
     return [f"the drafter's block is {block_size} tokens: chain lengths stop there"]
 
 
@@ -285,7 +292,8 @@ def _vllm_method(launch: ParsedLaunch, block_size: int | None) -> SpaceChoice:
     choice.space = {"method": [config.name], config.name: axes}
     choice.notes.append(_method_note(f"vLLM's {launch.method}", config.name))
     if config.name == "dflash":
-        choice.notes += _block_note(block_size)
+        running = current.get("block_size")
+        choice.notes += _block_note(block_size, running if isinstance(running, int) else None)
     return choice
 
 
