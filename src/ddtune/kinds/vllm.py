@@ -24,7 +24,7 @@ and `vllm:spec_decode_num_drafts` read before and after the measured requests:
 given verify rounds, to count ddtune's rounds the same way). `last_layer_note`:
 a DFlash drafter that reads the target's last layer gets it before the final
 norm from vLLM, after it from ddtune (docs/engines.md "vLLM DFlash").
-See docs/architecture.md "Kinds".
+See docs/readiness.md "Kinds".
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 It owns the lifecycle (loading → serving → shutting_down), the engine and its
 worker, the live decoding config (hot-reconfigurable, with a generation
 counter), the identity and the metrics. Loading runs on a background thread
-so that `/health` can answer 503 while weights load. See docs/architecture.md
+so that `/health` can answer 503 while weights load. See docs/server.md
 "Server".
 """
 
