@@ -23,7 +23,11 @@ FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 
 def searched_files() -> list[Path]:
     files = [*(ROOT / "src").rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *DOCS.glob("*.md")]
-    files += [ROOT / "README.md", *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "tools").glob("*.py")]
+    files += [
+        ROOT / "README.md",
+        *(ROOT / "benchmarks").glob("*.py"),
+        *(ROOT / "tools").glob("*.py"),
+    ]
     return sorted(f for f in files if f.is_file() and f != Path(__file__).resolve())
 
 
@@ -70,7 +74,9 @@ def test_the_reference_pattern_reads_every_written_form() -> None:
 def test_a_missing_doc_or_heading_is_reported(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "engine.md").write_text("# Title\n\n## Engine (`ddtune.engine`)\n\n```\n# Not a heading\n```\n")
+    (docs / "engine.md").write_text(
+        "# Title\n\n## Engine (`ddtune.engine`)\n\n```\n# Not a heading\n```\n"
+    )
     source = tmp_path / "module.py"
     source.write_text(
         '"""docs/engine.md "Engine"; docs/engine.md "Not a heading"; docs/engine.md "Train"; docs/gone.md "X"."""'
@@ -84,12 +90,16 @@ def test_a_missing_doc_or_heading_is_reported(tmp_path: Path) -> None:
 
 def test_the_map_stays_short() -> None:
     lines = (DOCS / "architecture.md").read_text(encoding="utf-8").count("\n")
-    assert lines <= MAP_LIMIT, f"docs/architecture.md has {lines} lines; put details in a topic doc or a docstring"
+    assert lines <= MAP_LIMIT, (
+        f"docs/architecture.md has {lines} lines; put details in a topic doc or a docstring"
+    )
 
 
 def test_the_map_names_every_package() -> None:
     text = (DOCS / "architecture.md").read_text(encoding="utf-8")
-    packages = sorted(p.name for p in (ROOT / "src" / "ddtune").iterdir() if (p / "__init__.py").is_file())
+    packages = sorted(
+        p.name for p in (ROOT / "src" / "ddtune").iterdir() if (p / "__init__.py").is_file()
+    )
     modules = sorted(p.stem for p in (ROOT / "src" / "ddtune").glob("*.py") if p.stem != "__init__")
     missing = [name for name in [*packages, *modules] if f"`{name}`" not in text]
     assert missing == [], f"docs/architecture.md does not name {missing}"
@@ -105,4 +115,6 @@ def test_the_map_states_the_layer_contract_of_pyproject() -> None:
     assert graph is not None
     for layer in layers:
         names = [n.strip() for n in layer.split("|")]
-        assert all(name in graph.group(1) for name in names), f"layer {layer!r} missing from the map's diagram"
+        assert all(name in graph.group(1) for name in names), (
+            f"layer {layer!r} missing from the map's diagram"
+        )
