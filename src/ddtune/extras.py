@@ -26,7 +26,7 @@ def engine_hint(missing: str) -> str:
     """The line for a user whose install lacks `missing` (a top-level module name)."""
     extra = "pip install 'ddtune[engine]'"
     if missing == "transformers":
-        extra = "pip install transformers (a Hugging Face target)"
+        extra = "pip install 'ddtune[transformers]' (a Hugging Face target)"
     return f"this command needs ddtune's engine ({missing} is not installed): {extra}"
 
 

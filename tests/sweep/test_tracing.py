@@ -168,8 +168,79 @@ def test_a_sweep_refuses_a_trace_of_other_models_or_requests(models, tmp_path, c
     )
     spec.write_text(SPEC.format(trace=trace, target=other, drafter=drafter, prompts=prompts))
     assert main(["sweep", "plan", str(spec)]) == 2
-    assert "the service serves a target with sha256" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"was recorded with the target {target} (fingerprint" in err
+    assert f"but the service loads {other} (fingerprint" in err
     prompts.write_text('{"prompt": "a tie"}\n{"prompt": "tie a", "workload": "long"}\n')
     spec.write_text(SPEC.format(trace=trace, target=target, drafter=drafter, prompts=prompts))
     assert main(["sweep", "plan", str(spec)]) == 2
     assert "recorded for other requests" in capsys.readouterr().err
+
+
+def _spec(tmp_path, models, target=None, drafter=None, trace=None):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "eat a toe"}\n{"prompt": "tie a", "workload": "long"}\n')
+    spec = tmp_path / "p.toml"
+    spec.write_text(
+        SPEC.format(
+            trace=trace or tmp_path / "trace",
+            target=target or models[0],
+            drafter=drafter or models[1],
+            prompts=prompts,
+        )
+    )
+    return spec
+
+
+def test_record_with_a_spec_traces_the_services_own_models(models, tmp_path, capsys):
+    from ddtune.trace.files import read_header
+
+    spec, out = _spec(tmp_path, models), tmp_path / "trace"
+    assert main(["trace", "record", "--spec", str(spec), "--out", str(out)]) == 0
+    header = read_header(out)
+    assert (header.target.path, header.drafter.path) == (str(models[0]), str(models[1]))
+    assert header.target.fingerprint and header.drafter.fingerprint
+
+
+def test_record_with_a_spec_never_falls_back_to_a_default(models, tmp_path, capsys):
+    spec = _spec(tmp_path, models, target=tmp_path / "elsewhere" / "Kimi-K2")
+    assert main(["trace", "record", "--spec", str(spec), "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert "Kimi-K2, which is not a folder on this machine; pass --target DIR" in err
+    other, _ = write_random_checkpoint(tmp_path / "o", seed=9, std=0.3, vocab_size=12)
+    spec = _spec(tmp_path, models)
+    argv = ["trace", "record", "--spec", str(spec), "--out", str(tmp_path / "t")]
+    assert main([*argv, "--target", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert f"--target {other} (fingerprint" in err and f"loads, {models[0]} (fingerprint" in err
+
+
+def test_a_service_whose_models_cannot_be_read_here_is_said_so(models, tmp_path, capsys):
+    spec, out = _spec(tmp_path, models), tmp_path / "trace"
+    assert main(["trace", "record", "--spec", str(spec), "--out", str(out)]) == 0
+    _spec(tmp_path, models, target="/remote/Kimi-K2")
+    capsys.readouterr()
+    assert main(["sweep", "plan", str(spec)]) == 0
+    out_text = capsys.readouterr().out
+    assert "the service's target cannot be read here (/remote/Kimi-K2 is not a folder" in out_text
+    assert "checked against the model the service reports at its first READY" in out_text
+
+
+def test_a_sweep_run_refuses_a_trace_of_other_models_before_any_start(models, tmp_path, capsys):
+    spec, out = _spec(tmp_path, models), tmp_path / "trace"
+    assert main(["trace", "record", "--spec", str(spec), "--out", str(out)]) == 0
+    other, _ = write_random_checkpoint(tmp_path / "o", seed=9, std=0.3, vocab_size=12)
+    marker = tmp_path / "started"
+    text = _spec(tmp_path, models, target=other).read_text()
+    starts = f'command = ["{{python}}", "-c", "open({str(marker)!r}, \'w\')", "--target",'
+    spec.write_text(
+        text.replace(
+            'command = ["{python}", "-m", "ddtune.cli", "serve", "--port", "{port}", "--target",',
+            starts,
+        )
+    )
+    assert starts in spec.read_text()
+    capsys.readouterr()
+    assert main(["sweep", "run", str(spec), "--store", str(tmp_path / "s.sqlite")]) == 2
+    assert f"but the service loads {other}" in capsys.readouterr().err
+    assert not marker.exists()  # 0 service starts

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ddtune.bench.matrix import BenchMatrix
@@ -83,3 +85,16 @@ def test_other_weights_are_named_and_the_forecast_keeps_as_json(bench_trace):
     again = Forecast.from_json(f.to_json(), f.cost)
     assert again.shapes == f.shapes and again.acceptance == f.acceptance
     assert again.weights == f.weights and again.cost("ar") < again.cost("b8")
+
+
+def test_a_served_model_folder_of_another_name_is_named_at_ready(bench_trace):
+    """vLLM names its model (`/v1/models`), SGLang its model path (`/server_info`): where the
+    service's folders cannot be read from here, the folder names are what can be checked."""
+    f = build_forecast(bench_trace, {"ar": DecodeParams("ar")}, get_kind("vllm"))
+    traced = Path(bench_trace.header.target.path)
+    assert identity_mismatch(f, {"models": [f"/remote/{traced.name}"]}) is None
+    assert identity_mismatch(f, {"models": ["t"]}) is None  # an alias says nothing
+    why = identity_mismatch(f, {"models": ["/remote/Kimi-K2"]})
+    assert why is not None and "reports the target /remote/Kimi-K2" in why
+    sglang = {"server_info": {"model_path": "/m/x", "speculative_draft_model_path": "/m/d"}}
+    assert "reports the target /m/x" in identity_mismatch(f, sglang)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ddtune.engine.testing import write_random_checkpoint
+from ddtune.trace.planning.loading import Loading
 from ddtune.trace.predict import Trace
 from ddtune.trace.record import OwnTarget, TraceSettings, record_trace
 from ddtune.trace.sources import requests_from_prompts
@@ -34,7 +35,8 @@ def test_transformers_and_the_engine_trace_the_same_drafts(tmp_path, capture):
     requests = requests_from_prompts(["hello there", "a tie"], 16, ignore_eos=True)
     settings = TraceSettings((None, 4), (), 4, capture)
     record_trace(OwnTarget(target, drafter), requests, tmp_path / "own", settings)
-    record_trace(HfTarget(target, drafter, "cpu", "float32"), requests, tmp_path / "hf", settings)
+    side = HfTarget(target, drafter, Loading(device="cpu", dtype="float32"))
+    record_trace(side, requests, tmp_path / "hf", settings)
     own, hf = Trace.load(tmp_path / "own"), Trace.load(tmp_path / "hf")
     assert hf.header.backend == "transformers" and own.header.capture == capture
     for a, b in zip(own.data, hf.data, strict=True):

@@ -23,6 +23,8 @@ from ddtune.params import MODES, WINDOW_NONE, DecodeParams, parse_window, window
 
 if TYPE_CHECKING:
     from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.trace.planning.loading import Loading
+    from ddtune.trace.planning.models import TraceModels
     from ddtune.trace.record import TargetSide
     from ddtune.trace.requests import TraceRequest, TraceSettings
 
@@ -57,6 +59,13 @@ def _add_record(actions: argparse._SubParsersAction) -> None:
         "the stored baseline T=0 outputs as the continuation",
     )
     source.add_argument("--sweep", help="sweep name inside --store (default: the newest)")
+    record.add_argument(
+        "--from-service",
+        metavar="URL",
+        help="take each T=0 continuation from the running service at URL (its token ids "
+        "where it returns them): the trace then decodes nothing itself",
+    )
+    record.add_argument("--service-model", help="with --from-service: the model name to request")
     record.add_argument("--max-tokens", type=int, default=64, help="with --prompt/--prompts-file")
     record.add_argument("--ignore-eos", action="store_true", help="with --prompt/--prompts-file")
     record.add_argument(
@@ -86,10 +95,40 @@ def _add_record(actions: argparse._SubParsersAction) -> None:
         "(ddtune, HF, SGLang) or pre-norm (vLLM); auto: by the spec's profile",
     )
     record.add_argument("--backend", choices=("ddtune", "transformers"), default="ddtune")
-    record.add_argument("--target", type=Path, help="target folder (default: bundled)")
-    record.add_argument("--drafter", type=Path, help="DFlash drafter folder (default: bundled)")
-    record.add_argument("--device", default="auto", help="transformers: cpu, cuda or auto")
-    record.add_argument("--dtype", default="float32", help="transformers: float32, bfloat16, ...")
+    record.add_argument(
+        "--target",
+        type=Path,
+        help="target folder (default: the one the spec's service loads; with --prompt: bundled)",
+    )
+    record.add_argument(
+        "--drafter",
+        type=Path,
+        help="DFlash drafter folder (default: the spec's service's; with --prompt: bundled)",
+    )
+    hf = record.add_argument_group("loading (--backend transformers)")
+    hf.add_argument("--device", default="auto", help="cpu, cuda or auto (the GPUs, if any)")
+    hf.add_argument(
+        "--dtype",
+        default="auto",
+        help="auto (the model's own, else bfloat16), float32, bfloat16, float16",
+    )
+    hf.add_argument("--devices", help="the GPUs to spread the target over: 0,1,2 (or cpu)")
+    hf.add_argument(
+        "--max-memory",
+        action="append",
+        default=[],
+        metavar="DEVICE=AMOUNT",
+        help="at most this much on a device: cuda:0=70GiB, cpu=200GiB (repeatable)",
+    )
+    hf.add_argument("--offload", action="store_true", help="spill layers to CPU memory")
+    hf.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="run the model folder's own code (without --spec; with it, the spec's command says)",
+    )
+    record.add_argument(
+        "--plan-only", action="store_true", help="print the memory and time plan, load nothing"
+    )
     record.add_argument("--threads", type=int, help="torch CPU threads")
     record.add_argument("--fresh", action="store_true", help="replace what --out holds")
     record.set_defaults(func=cmd_record)
@@ -97,8 +136,13 @@ def _add_record(actions: argparse._SubParsersAction) -> None:
 
 def _add_predict(actions: argparse._SubParsersAction) -> None:
     predict = actions.add_parser("predict", help="one config's acceptance, round by round")
-    predict.add_argument("trace", type=Path)
-    predict.add_argument("--mode", choices=MODES, default="ddtree")
+    predict.add_argument("trace", type=Path, nargs="?", help="the trace folder")
+    predict.add_argument(
+        "--mode",
+        choices=(*MODES, "ngram"),
+        default="ddtree",
+        help="ngram: vLLM's prompt lookup from the greedy path alone (--min, --max, --k)",
+    )
     predict.add_argument("--budget", type=int, default=16)
     predict.add_argument("--topk", type=int, default=4)
     predict.add_argument("--window", default=WINDOW_NONE)
@@ -107,6 +151,21 @@ def _add_predict(actions: argparse._SubParsersAction) -> None:
         "--kind",
         help="count as this server kind's acceptance source does "
         "(ddtune, sglang, vllm; vllm also drafts K tokens every round)",
+    )
+    predict.add_argument("--min", type=int, default=1, help="ngram: prompt_lookup_min")
+    predict.add_argument("--max", type=int, default=4, help="ngram: prompt_lookup_max")
+    predict.add_argument("--k", type=int, default=4, help="ngram: num_speculative_tokens")
+    predict.add_argument(
+        "--max-model-len", type=int, help="ngram: the served model's length (default: the trace's)"
+    )
+    predict.add_argument(
+        "--store", type=Path, help="ngram without a trace: a sweep store's baseline T=0 outputs"
+    )
+    predict.add_argument("--sweep", help="with --store: the sweep's name (default: the newest)")
+    predict.add_argument(
+        "--tokenizer",
+        type=Path,
+        help="with --store: the target's tokenizer.json (default: the stored spec's target's)",
     )
     predict.add_argument("--json", action="store_true", help="print one JSON object")
     predict.set_defaults(func=cmd_predict)
@@ -137,11 +196,17 @@ def cmd_record(args: argparse.Namespace) -> int:
     _threads(args.threads)
     spec, requests, prompt_hash, source = _requests(args)
     settings = _settings(args, spec)
-    side = _target_side(args)
+    models, loading = _models(args, spec)
+    if args.from_service:
+        requests, source = _from_service(args, models, requests), f"service:{args.from_service}"
+    _plan(args, models, loading, requests, settings)
+    if args.plan_only:
+        return 0
+    side = _target_side(args.backend, models, loading)
     if args.fresh and args.out.exists():
         shutil.rmtree(args.out)
     started = time.perf_counter()
-    with _progress(len(requests)) as advance:
+    with _progress([r.max_tokens for r in requests]) as advance:
         header = record_trace(side, requests, args.out, settings, source, prompt_hash, advance)
     _print_cost(args.out, header, time.perf_counter() - started)
     _print_mismatches(args.out)
@@ -258,18 +323,66 @@ def _settings(args: argparse.Namespace, spec: SweepSpec | None) -> TraceSettings
     return TraceSettings(tuple(windows), tuple(args.query_length), topk, capture)
 
 
-def _target_side(args: argparse.Namespace) -> TargetSide:
-    from ddtune import assets
+def _from_service(
+    args: argparse.Namespace, models: TraceModels, requests: list[TraceRequest]
+) -> list[TraceRequest]:
+    from ddtune.fingerprint import config_of
+    from ddtune.trace.service import continue_from_service
 
-    target = args.target or assets.default_target_dir()
-    drafter = args.drafter or assets.default_drafter_dir()
-    if args.backend == "transformers":
+    if args.store is not None:
+        raise UserError("--from-service and --store both give the continuation: give one")
+    block = int((config_of(models.drafter) or {}).get("block_size", 16))
+    return continue_from_service(args.from_service, requests, block, args.service_model)
+
+
+def _models(args: argparse.Namespace, spec: SweepSpec | None) -> tuple[TraceModels, Loading]:
+    from ddtune.sweep.spec.served import spec_models
+    from ddtune.trace.planning.loading import Loading, parse_devices, parse_max_memory
+    from ddtune.trace.planning.models import trace_models
+
+    served = spec_models(spec) if spec is not None else None
+    models = trace_models(args.target, args.drafter, served)
+    if args.trust_remote_code and served is not None:
+        raise UserError(
+            "--trust-remote-code: with a spec, its service command decides "
+            "(add --trust-remote-code there)"
+        )
+    loading = Loading(
+        device=args.device,
+        dtype=args.dtype,
+        devices=parse_devices(args.devices),
+        max_memory=parse_max_memory(args.max_memory),
+        offload=args.offload,
+        trust_remote_code=models.trust_remote_code or args.trust_remote_code,
+    )
+    return models, loading
+
+
+def _plan(
+    args: argparse.Namespace,
+    models: TraceModels,
+    loading: Loading,
+    requests: list[TraceRequest],
+    settings: TraceSettings,
+) -> None:
+    """Print the plan; a UserError when it cannot fit (before a weight is read)."""
+    from ddtune.trace.planning.plan import record_plan
+
+    plan = record_plan(models, loading, requests, settings, args.backend)
+    print("\n".join(plan.lines()))
+    why = plan.refusal()
+    if why is not None:
+        raise UserError(why)
+
+
+def _target_side(backend: str, models: TraceModels, loading: Loading) -> TargetSide:
+    if backend == "transformers":
         from ddtune.trace.hf import HfTarget
 
-        return HfTarget(target, drafter, args.device, args.dtype)
+        return HfTarget(models.target, models.drafter, loading)
     from ddtune.trace.record import OwnTarget
 
-    return OwnTarget(target, drafter)
+    return OwnTarget(models.target, models.drafter)
 
 
 def _threads(threads: int | None) -> None:
@@ -278,10 +391,17 @@ def _threads(threads: int | None) -> None:
     setup_threads(threads)
 
 
-def _progress(total: int) -> Any:
+def _progress(tokens: list[int]) -> Any:
+    """A bar over the requests: done of total, traced tokens a second, time left."""
     import contextlib
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     @contextlib.contextmanager
     def bar() -> Any:
@@ -289,11 +409,18 @@ def _progress(total: int) -> Any:
             "[progress.description]{task.description}",
             BarColumn(),
             MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
             TimeRemainingColumn(),
         )
+        started = time.perf_counter()
         with Progress(*columns, transient=True) as progress:
-            task = progress.add_task("tracing requests", total=total)
-            yield lambda done, _total: progress.update(task, completed=done)
+            task = progress.add_task("tracing requests", total=len(tokens), rate="")
+
+            def advance(done: int, _total: int) -> None:
+                rate = sum(tokens[:done]) / max(time.perf_counter() - started, 1e-9)
+                progress.update(task, completed=done, rate=f"{rate:,.0f} tokens/s")
+
+            yield advance
 
     return bar()
 
@@ -317,6 +444,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from ddtune.kinds import get_kind
     from ddtune.trace.predict import Trace
 
+    if args.mode == "ngram":
+        return _predict_ngram(args)
+    if args.trace is None:
+        raise UserError("give the trace folder: ddtune trace predict DIR ...")
     params = DecodeParams.from_wire(
         {
             "mode": args.mode,
@@ -343,6 +474,26 @@ def cmd_predict(args: argparse.Namespace) -> int:
         counted = prediction.acceptance(kind)
         shown = "none (it reports no acceptance)" if counted is None else f"{counted:.3f}"
         print(f"  as {kind.name} counts it: {shown}")
+    return 0
+
+
+def _predict_ngram(args: argparse.Namespace) -> int:
+    """vLLM's prompt lookup over a trace's greedy paths, or a store's baseline outputs."""
+    from ddtune.trace.ngram import NgramRule, ngram_lines, paths_of_texts, trace_paths
+
+    if (args.trace is None) == (args.store is None):
+        raise UserError("--mode ngram: give a trace folder or --store S, one of them")
+    if args.store is not None:
+        from ddtune.sweep.spec.served import spec_models
+
+        spec, requests, _, _ = store_requests(args.store, args.sweep)
+        target = spec_models(spec).target
+        where = args.tokenizer or (target / "tokenizer.json" if target else Path("tokenizer.json"))
+        paths, context = paths_of_texts(where, requests), 1 << 30
+    else:
+        paths, context = trace_paths(args.trace)
+    rule = NgramRule(args.min, args.max, args.k, args.max_model_len or context)
+    print("\n".join(ngram_lines(paths, rule, args.json)))
     return 0
 
 

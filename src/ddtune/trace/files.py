@@ -47,10 +47,13 @@ class Model(BaseModel):
 
 
 class ModelInfo(Model):
-    """One model folder as traced: where, its weights' sha256 (as `/server_info` reports)."""
+    """One model folder as traced: where, its fingerprint (`ddtune.fingerprint`: config,
+    tokenizer, index, shard headers; what binds a trace to a spec's models) and, for a
+    ddtune folder, its weights' full sha256 (as ddtune's `/server_info` reports it)."""
 
     path: str
     sha256: str | None
+    fingerprint: str | None = None  # None: recorded before fingerprints
 
 
 class TracedRequest(Model):

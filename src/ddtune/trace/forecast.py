@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ddtune.bench.matrix import BenchMatrix
@@ -25,6 +26,7 @@ from ddtune.errors import UserError
 from ddtune.kinds import ServerKind
 from ddtune.params import DecodeParams
 from ddtune.report.summarize import cost_key
+from ddtune.trace.binding import traced_identity
 from ddtune.trace.predict import Trace
 from ddtune.trace.round_cost import Shape
 from ddtune.trace.sources import requests_from_matrix
@@ -40,7 +42,7 @@ class Forecast:
     acceptance: Mapping[str, float | None]  # label -> τ as the service counts it, all requests
     cost: Callable[[str], Any]  # the report's "cheaper" order
     objective: str = "throughput"
-    weights: Mapping[str, str | None] = field(default_factory=dict)  # target/drafter -> sha256
+    weights: Mapping[str, str | None] = field(default_factory=dict)  # `binding.traced_identity`
     source: str = ""  # the trace folder
 
     def to_json(self) -> str:
@@ -107,7 +109,7 @@ def build_forecast(
     for label, params in configs.items():
         shapes[label] = trace.shapes(params, kind)
         acceptance[label] = trace.predict(params, kind).acceptance(kind)
-    weights = {"target": trace.header.target.sha256, "drafter": trace.header.drafter.sha256}
+    weights = traced_identity(trace.header)
     return Forecast(shapes, acceptance, config_cost(configs), objective, weights, str(trace.folder))
 
 
@@ -117,7 +119,9 @@ def config_cost(configs: Mapping[str, DecodeParams]) -> Callable[[str], Any]:
 
 
 def identity_mismatch(forecast: Forecast, identity: Mapping[str, Any]) -> str | None:
-    """Why the served models are not the traced ones (None: they are, or it cannot tell)."""
+    """Why the served models are not the traced ones (None: they are, or it cannot tell):
+    the weights' sha256 a ddtune server reports, else the model folder a vLLM or SGLang
+    server names (`models`, `server_info.model_path`), by folder name."""
     for side in ("target", "drafter"):
         served, traced = identity.get(f"{side}_sha256"), forecast.weights.get(side)
         if served and traced and served != traced:
@@ -125,7 +129,26 @@ def identity_mismatch(forecast: Forecast, identity: Mapping[str, Any]) -> str | 
                 f"the service serves a {side} with sha256 {served[:12]}..., the trace "
                 f"{forecast.source} was recorded with {traced[:12]}..."
             )
+        traced_path = forecast.weights.get(f"{side}_path")
+        for path in reported_paths(identity, side):
+            if traced_path and Path(path).name != Path(traced_path).name:
+                return (
+                    f"the service reports the {side} {path}, the trace {forecast.source} "
+                    f"was recorded with {traced_path}"
+                )
     return None
+
+
+def reported_paths(identity: Mapping[str, Any], side: str) -> list[str]:
+    """Model folders a server names for `side` (served names that are not paths are left out:
+    an alias says nothing of the folder)."""
+    info = identity.get("server_info")
+    info = info if isinstance(info, dict) else {}
+    if side == "target":
+        found = [*(identity.get("models") or []), info.get("model_path")]
+    else:
+        found = [info.get("speculative_draft_model_path")]
+    return [p for p in found if isinstance(p, str) and "/" in p]
 
 
 __all__ = ["Forecast", "build_forecast", "check_requests", "config_cost", "identity_mismatch"]

@@ -1,12 +1,13 @@
 """A Hugging Face target through `transformers`, for tracing models ddtune's engine does not serve.
 
-    side = HfTarget(target_dir, drafter_dir, device="auto", dtype="bfloat16")
+    side = HfTarget(target_dir, drafter_dir, Loading(devices=("cuda:0", "cuda:1")))
     record_trace(side, requests, out, settings)
 
 The target loads with `AutoModelForCausalLM.from_pretrained` (the real
-loading code: any architecture transformers knows; `device="auto"` puts it
-on the GPU when there is one and spreads a model larger than one GPU with
-`device_map="auto"`), its tokenizer with `AutoTokenizer`. Features are
+loading code: any architecture transformers knows) as the serving engine
+would (`trace.planning.loading`: the model's own dtype, else bf16; quantized as
+transformers loads it; `trust_remote_code` only when asked; over the GPUs
+named, CPU offload only when asked), its tokenizer with `AutoTokenizer`. Features are
 `hidden_states[i + 1]` for each of the drafter's `target_layer_ids` (after
 the final norm for the last layer, as transformers reports it); the pre-norm
 capture (vLLM) takes the last decoder layer's own output with a forward hook.
@@ -26,6 +27,8 @@ import torch
 from ddtune.engine.models.drafter import DFlashDrafter
 from ddtune.engine.models.loading import load_drafter
 from ddtune.errors import UserError
+from ddtune.fingerprint import config_of
+from ddtune.trace.planning.loading import Loading, require_transformers
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -33,19 +36,26 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 class HfTarget:
     backend = "transformers"
 
-    def __init__(self, target_dir: Path, drafter_dir: Path, device: str, dtype: str) -> None:
+    def __init__(self, target_dir: Path, drafter_dir: Path, loading: Loading | None = None) -> None:
+        loading = loading or Loading()
+        gpus = torch.cuda.device_count()
+        if loading.device.startswith("cuda") and gpus == 0:
+            raise UserError(f"--device {loading.device}: no CUDA device here; use --device cpu")
+        placement = loading.placement(gpus)
+        require_transformers(placement)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        if dtype not in DTYPES:
-            raise UserError(f"--dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
-        self.target_dir, self.drafter_dir, self.dtype = Path(target_dir), Path(drafter_dir), dtype
-        placement = _placement(device)
+        dtype = loading.dtype_for(config_of(target_dir))
+        self.target_dir, self.drafter_dir = Path(target_dir), Path(drafter_dir)
+        code = {"trust_remote_code": True} if loading.trust_remote_code else {}
         self.model = AutoModelForCausalLM.from_pretrained(
-            str(target_dir), dtype=DTYPES[dtype], **placement
+            str(target_dir), dtype=DTYPES.get(dtype, "auto"), **placement, **code
         ).eval()
-        self.tokenizer = AutoTokenizer.from_pretrained(str(target_dir))
+        self.tokenizer = AutoTokenizer.from_pretrained(str(target_dir), **code)
         self.device = self.model.get_input_embeddings().weight.device
-        self.drafter: DFlashDrafter = load_drafter(drafter_dir, DTYPES[dtype]).to(self.device)
+        loaded = self.model.get_input_embeddings().weight.dtype
+        self.dtype = str(loaded).removeprefix("torch.")
+        self.drafter: DFlashDrafter = load_drafter(drafter_dir, loaded).to(self.device)
         config = self.model.config
         self.num_layers = int(config.num_hidden_layers)
         self.max_context = int(config.max_position_embeddings)
@@ -104,16 +114,6 @@ class HfTarget:
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         head = self.model.get_output_embeddings()
         return head(hidden.to(head.weight.device))
-
-
-def _placement(device: str) -> dict[str, Any]:
-    if device == "auto":
-        if not torch.cuda.is_available():
-            return {}
-        return {"device_map": "auto"} if torch.cuda.device_count() > 1 else {"device_map": "cuda"}
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"--device {device}: no CUDA device here; use --device cpu")
-    return {} if device == "cpu" else {"device_map": device}
 
 
 def _eos_ids(model: Any) -> list[int]:

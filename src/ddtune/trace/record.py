@@ -38,6 +38,7 @@ from ddtune.engine.models.capture import residual_capture
 from ddtune.engine.models.drafter import DFlashDrafter
 from ddtune.engine.stops import OutputBuilder
 from ddtune.errors import UserError
+from ddtune.fingerprint import model_fingerprint
 from ddtune.params import window_to_wire
 from ddtune.server.identity import file_sha256, weights_sha256
 from ddtune.trace.files import (
@@ -144,14 +145,17 @@ def build_header(
     settings: TraceSettings,
     source: str,
     prompt_set_hash: str | None = None,
+    known: TraceHeader | None = None,
 ) -> TraceHeader:
+    """The header `requests` would be recorded under. `known`: the folder's header, whose
+    weight sha256 is reused where the fingerprint is unchanged (a resume rehashes nothing)."""
     cfg = side.drafter.cfg
     block = cfg.block_size
     lengths = settings.query_lengths or (block,)
     check_settings(settings, block, lengths)
     return TraceHeader(
-        target=ModelInfo(path=str(side.target_dir), sha256=weights_sha256(side.target_dir)),
-        drafter=ModelInfo(path=str(side.drafter_dir), sha256=weights_sha256(side.drafter_dir)),
+        target=model_info(side.target_dir, side.backend, known.target if known else None),
+        drafter=model_info(side.drafter_dir, side.backend, known.drafter if known else None),
         tokenizer_sha256=tokenizer_sha256(side.target_dir),
         capture=settings.capture,
         backend=side.backend,
@@ -166,6 +170,16 @@ def build_header(
         source=source,
         prompt_set_hash=prompt_set_hash,
     )
+
+
+def model_info(folder: Path, backend: str, known: ModelInfo | None) -> ModelInfo:
+    """Where, the fingerprint (seconds whatever the size) and, for ddtune's own folders (small;
+    what `ddtune serve` reports), the weights' full sha256."""
+    fingerprint = model_fingerprint(folder).digest
+    if known is not None and known.fingerprint == fingerprint:
+        return ModelInfo(path=str(folder), sha256=known.sha256, fingerprint=fingerprint)
+    sha = weights_sha256(folder) if backend == "ddtune" else None
+    return ModelInfo(path=str(folder), sha256=sha, fingerprint=fingerprint)
 
 
 def check_settings(settings: TraceSettings, block: int, lengths: Sequence[int]) -> None:
@@ -196,9 +210,10 @@ def record_trace(
     on_request: Callable[[int, int], None] | None = None,  # (done, total) after each request
 ) -> TraceHeader:
     """Record (or resume) the trace of `requests` into `out`; returns its header."""
-    header = build_header(side, requests, settings, source, prompt_set_hash)
-    if (out / "trace.json").is_file():
-        differences = header_differences(read_header(out), header)
+    known = read_header(out) if (out / "trace.json").is_file() else None
+    header = build_header(side, requests, settings, source, prompt_set_hash, known)
+    if known is not None:
+        differences = header_differences(known, header)
         if differences:
             raise UserError(
                 f"{out} holds a trace recorded with other settings ({'; '.join(differences)}); "
@@ -244,11 +259,16 @@ def continuation(side: TargetSide, prompt: list[int], request: TraceRequest) -> 
     """The T = 0 tokens after the prompt (EOS ignored), up to max_tokens and a block more:
     a round may draft past a stop, and vLLM drafts its K tokens past max_tokens.
 
-    With a stored output (a served engine's own greedy text): the engine's greedy tokens
+    With the service's token ids (`--from-service`): those, decoded further only where
+    they stop short. With a stored output (a served engine's own greedy text): the engine's greedy tokens
     when their text begins with it (the two paths agree; re-encoding a text need not give
     the tokens that produced it), else the stored text's tokens, continued greedily."""
     room = side.max_context - len(prompt) + 1  # the root at the last position runs too
     want = min(request.max_tokens + side.drafter.cfg.block_size - 1, room)
+    if request.continuation_ids is not None:  # the service's own tokens: no local decode
+        given = list(request.continuation_ids[:want])
+        more = want - len(given)
+        return given + (side.greedy(prompt + given, more)[:more] if more > 0 else [])
     own = side.greedy(prompt, want)
     if request.continuation is None or side.decode(own).startswith(request.continuation):
         return own

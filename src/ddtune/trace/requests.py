@@ -23,6 +23,7 @@ class TraceRequest:
     ignore_eos: bool = False
     count: int = 1
     continuation: str | None = None  # a stored T = 0 output text (a sweep's baseline), if any
+    continuation_ids: tuple[int, ...] | None = None  # the service's T = 0 token ids, if any
 
     def traced(self, key: str) -> TracedRequest:
         return TracedRequest(

@@ -172,7 +172,7 @@ def estimate_text(spec: SweepSpec, store: Store | None, mode: SweepMode | None =
     else:
         head += f"; per trial {costs.start_s:.0f} s start + {costs.bench_s:.0f} s bench"
         head += f" ({costs.source})"
-    lines = [head]
+    lines = [head, *_trace_notes(spec)]
     if spec.races:
         kind = "restart-bound" if mode.restart_bound else "passes (today's race)"
         lines.append(f"  race mode: {kind}: {mode.reason}")
@@ -184,6 +184,16 @@ def estimate_text(spec: SweepSpec, store: Store | None, mode: SweepMode | None =
             f"~{format_duration(e.seconds)}"
         )
     return "\n".join(lines)
+
+
+def _trace_notes(spec: SweepSpec) -> list[str]:
+    """What the trace's binding to the served models could not check here (a UserError
+    when the trace is of other models: before anything is stopped)."""
+    if spec.trace is None:
+        return []
+    from ddtune.sweep.plan.start_planner import trace_binding
+
+    return [f"  note: {note}" for note in trace_binding(spec)]
 
 
 def restart_word(spec: SweepSpec) -> str:

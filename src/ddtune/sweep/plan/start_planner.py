@@ -201,40 +201,19 @@ def spec_forecast(spec: SweepSpec, configs: Sequence[tuple[Config, bool]]) -> Fo
     trace = Trace.load(spec.trace)
     check_requests(trace, spec.bench)
     params = {config.label(): config.params for config, _ in configs}
-    forecast = build_forecast(trace, params, get_kind(spec.service.profile), spec.objective)
-    served = served_weights(spec)
-    why = identity_mismatch(forecast, served) if served else None
-    if why is not None:
-        raise UserError(
-            f"sweep.trace: {why}; record the trace of the served models (ddtune trace record "
-            "--spec SPEC --target DIR --drafter DIR --out DIR --fresh)",
-            key="sweep.trace",
-        )
-    return forecast
+    trace_binding(spec)
+    return build_forecast(trace, params, get_kind(spec.service.profile), spec.objective)
 
 
-def served_weights(spec: SweepSpec) -> dict[str, str | None]:
-    """The sha256 of the models a `ddtune serve` service command loads ({}: not ddtune's, or
-    its folders cannot be found from here)."""
-    from ddtune import assets
-    from ddtune.server.identity import weights_sha256
+def trace_binding(spec: SweepSpec) -> list[str]:
+    """The trace checked against the models the spec's service loads (`trace.binding`):
+    notes on what cannot be checked here, a UserError naming both models when they differ."""
+    from ddtune.sweep.spec.served import spec_models
+    from ddtune.trace.binding import bind_trace
+    from ddtune.trace.files import read_header
 
-    if spec.service.profile != "ddtune" or "serve" not in spec.service.command:
-        return {}
-    config, _ = spec.all_configs()[0]
-    argv = spec.service.render_argv(config.params, config.user_vars())
-    where = Path(spec.service.cwd or spec.base_dir or ".")
-    out = {}
-    for side, default in (
-        ("target", assets.default_target_dir),
-        ("drafter", assets.default_drafter_dir),
-    ):
-        flag = f"--{side}"
-        path = Path(argv[argv.index(flag) + 1]) if flag in argv[:-1] else default()
-        path = path if path.is_absolute() else where / path
-        if path.is_dir():
-            out[f"{side}_sha256"] = weights_sha256(path)
-    return out
+    assert spec.trace is not None
+    return bind_trace(read_header(Path(spec.trace)), spec_models(spec), spec.trace)
 
 
 def stored_forecast(

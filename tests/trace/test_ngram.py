@@ -1,0 +1,119 @@
+"""Prompt-lookup prediction: vLLM's proposal rule and its counters, from a greedy path.
+
+The rule is checked against vLLM's own function in
+tests/integration/test_vllm_ngram_predict.py (slow); here, by hand-made cases."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ddtune.cli import main
+from ddtune.errors import UserError
+from ddtune.trace.ngram import GreedyPath, NgramRule, predict_ngram, propose, replay_ngram
+
+
+def rule(low=1, high=3, k=3, length=1000):
+    return NgramRule(low, high, k, length)
+
+
+@pytest.mark.parametrize(
+    "tokens, r, want",
+    [
+        ([1, 2, 3, 9, 1, 2, 3], rule(), [9, 1, 2]),  # the 3-gram 1 2 3 matches at 0
+        ([1, 2, 3, 7, 2, 3, 8, 1, 2, 3], rule(k=2), [7, 2]),  # longest (3) beats "2 3" at 4
+        ([5, 3, 6, 3, 4, 3], rule(), [6, 3, 4]),  # ties: the earliest occurrence
+        ([1, 2, 1, 2], rule(k=5), [1, 2]),  # the context ends first
+        ([1, 2, 3, 4], rule(), []),  # no match
+        ([1, 2, 9, 1, 2], rule(low=3, high=3), []),  # only a 2-gram: below --min
+        ([1, 1], rule(), [1]),  # an overlapping match
+        ([1, 2, 1, 2], rule(length=5), [1]),  # no draft past the model's length
+        ([1, 2, 1, 2], rule(length=4), []),
+        ([7], rule(), []),
+    ],
+)
+def test_propose_follows_vllms_rule(tokens, r, want):
+    assert propose(np.array(tokens), r).tolist() == want
+
+
+def test_replay_counts_drafts_as_vllm_does():
+    # prompt 1 2 3 4, greedy path 1 2 3 4 1 2 ...: every step after the first proposes
+    prompt = [1, 2, 3, 4]
+    generated = [1, 2, 3, 4, 1, 2, 3, 4, 5, 6]
+    tokens = np.array(prompt + generated)
+    counts = replay_ngram(tokens, 4, finish=8, max_tokens=8, rule=rule(low=1, high=2, k=3))
+    # step 1: context ..4 1 -> "4 1"? no; "1" at 0 -> draft 2 3 4, all accepted (+1) -> 5 made
+    # step 2: context ..1 2 3 4 1 -> "4 1" at 3 -> draft 2 3 4 accepted -> 9 made (>= 8)
+    assert (counts.drafts, counts.accepted, counts.steps) == (2, 6, 2)
+    assert counts.tau == pytest.approx(4.0)
+    assert counts.tokens == 7 and counts.tokens_per_step == pytest.approx(3.5)
+
+
+def test_steps_without_a_proposal_are_not_drafts():
+    tokens = np.array([1, 2, 3, 4, 5, 6, 7])  # nothing repeats
+    counts = replay_ngram(tokens, 2, finish=5, max_tokens=5, rule=rule())
+    assert counts.drafts == 0 and counts.tau is None and counts.steps == 4
+
+
+def test_a_rejected_draft_counts_zero_accepted():
+    tokens = np.array([1, 2, 1, 3, 3, 3])  # after "1 2 1": proposes 2, the path says 3
+    counts = replay_ngram(tokens, 2, finish=3, max_tokens=3, rule=rule(k=1))
+    assert (counts.drafts, counts.accepted, counts.steps) == (1, 0, 2)
+
+
+def test_counts_pool_by_workload_and_count():
+    path = GreedyPath(np.array([1, 2, 1, 2, 1, 2, 1, 2]), 2, 6, 6, count=3, workload="short")
+    one = replay_ngram(path.tokens, 2, 6, 6, rule())
+    pooled = predict_ngram([path], rule())
+    assert pooled["all"].drafts == 3 * one.drafts == pooled["short"].drafts
+
+
+def test_bad_settings_are_user_errors():
+    with pytest.raises(UserError, match="--min <= --max"):
+        NgramRule(3, 2, 4, 100)
+    with pytest.raises(UserError, match="at least 1"):
+        NgramRule(1, 2, 0, 100)
+
+
+def test_cli_predicts_ngram_from_a_recorded_trace(tmp_path, capsys):
+    from ddtune.engine.testing import write_random_checkpoint
+
+    target, drafter = write_random_checkpoint(tmp_path, seed=2, std=0.3, vocab_size=12)
+    out = tmp_path / "trace"
+    argv = ["trace", "record", "--target", str(target), "--drafter", str(drafter)]
+    assert main([*argv, "--out", str(out), "--prompt", "eat a toe", "--max-tokens", "20"]) == 0
+    capsys.readouterr()
+    ngram = ["trace", "predict", str(out), "--mode", "ngram", "--min", "1", "--max", "2"]
+    assert main([*ngram, "--k", "3", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["num_speculative_tokens"] == 3 and got["all"]["steps"] >= 1
+    assert main([*ngram, "--k", "3"]) == 0
+    assert "as vLLM counts it" in capsys.readouterr().out
+    assert main([*ngram, "--k", "0"]) == 2
+
+
+def test_stored_outputs_give_the_paths_their_tokens_give(tmp_path):
+    """`--store`: a sweep's baseline texts, re-encoded with the target's tokenizer."""
+    from ddtune.engine.testing import char_tokenizer
+    from ddtune.trace.ngram import paths_of_texts
+    from ddtune.trace.requests import TraceRequest
+
+    tokenizer = tmp_path / "tokenizer.json"
+    char_tokenizer(30).save(str(tokenizer))
+    request = TraceRequest("short", "eat a toe", 12, count=2, continuation="eat a toe eat")
+    (path,) = paths_of_texts(tokenizer, [request])
+    assert path.prompt_len == 9 and path.finish == 13 and path.count == 2
+    assert path.tokens[:9].tolist() == path.tokens[9:18].tolist()  # the output repeats the prompt
+    counts = predict_ngram([path], rule(low=2, high=4, k=4))["all"]
+    assert counts.drafts >= 1 and counts.accepted >= 4
+    with pytest.raises(UserError, match="--tokenizer FILE"):
+        paths_of_texts(tmp_path / "absent.json", [request])
+
+
+def test_ngram_needs_a_trace_or_a_store(capsys):
+    assert main(["trace", "predict", "--mode", "ngram"]) == 2
+    assert "give a trace folder or --store S" in capsys.readouterr().err
+    assert main(["trace", "predict", "--mode", "ddtree"]) == 2
+    assert "give the trace folder" in capsys.readouterr().err
