@@ -1,4 +1,4 @@
-"""Restart-bound sweeps: the restart-bound race vs today's race vs a grid, in wall hours.
+"""Restart-bound sweeps: the restart-bound race vs the pass-by-pass race vs a grid, in wall hours.
 
     PYTHONPATH=src python benchmarks/restart_bound.py [--seeds 50] [--scenario production]
 
@@ -9,7 +9,7 @@ quarter of the requests); a start moves the config's level by `start_sd`, each
 request by `request_sd`, and the machine drifts (a steady trend of random sign
 plus a random walk, both per hour; or a slow Ornstein-Uhlenbeck wander). The
 three strategies run the sweep's own decision code: `ddtune.sweep.plan.starts`
-(the restart-bound race), `ddtune.sweep.plan.race` (today's race: every pass
+(the restart-bound race), `ddtune.sweep.plan.race` (the pass-by-pass race: every pass
 restarts every contender and benches it whole) and `ddtune.stats.blocked.decide`
 over a grid. Per strategy, over the seeds: conclusive and right (separated on the
 true best, or an equivalence set all truly within the tolerance of the best),
@@ -219,7 +219,7 @@ def strategies(
         for name, changed in ablations(settings).items():
             out[name] = lambda seed, changed=changed: new_design(s, seed, changed)
     if others:
-        out["today's race (3..10 passes)"] = lambda seed: todays_race(s, seed)
+        out["the pass-by-pass race (3..10 passes)"] = lambda seed: todays_race(s, seed)
     if others and not args.stress_only:
         for n in s.grid_passes:
             out[f"grid, {n} passes"] = lambda seed, n=n: grid(s, seed, n)

@@ -29,7 +29,9 @@ readiness protocol, and misbehaves on demand:
 `stream: true` completions answer an OpenAI SSE stream of `max_tokens` chunks
 " x" with `usage.spec`, enough for the bench (so sweeps can run against it).
 
-It prints `ready instance_id=... port=...` when ready.
+It prints `ready instance_id=... port=...` when ready. With $FAKE_COUNT_STARTS set it
+appends each start's arguments (JSON) to that file first: tests count starts by it. With
+$FAKE_FAIL_IF set, every start exits 3 while that file exists (a fault of the service).
 """
 
 from __future__ import annotations
@@ -300,7 +302,25 @@ def load(args: argparse.Namespace, state: State) -> None:
     say(f"ready instance_id={state.instance_id} port={args.port}")
 
 
+def count_start() -> None:
+    """$FAKE_COUNT_STARTS: append one line per start (its argv as JSON), crashing ones too."""
+    ledger = os.environ.get("FAKE_COUNT_STARTS")
+    if ledger:
+        with open(ledger, "a") as out:
+            out.write(json.dumps(sys.argv[1:]) + "\n")
+
+
+def fail_if_told() -> None:
+    """$FAKE_FAIL_IF: while that file exists, every start fails (a fault outside the config)."""
+    flag = os.environ.get("FAKE_FAIL_IF")
+    if flag and os.path.exists(flag):
+        say("error: no space left on device (the FAKE fault: $FAKE_FAIL_IF exists)")
+        sys.exit(3)
+
+
 def main() -> None:
+    count_start()
+    fail_if_told()
     args = parse_args()
     say(f"fake fault server pid={os.getpid()} pgid={os.getpgid(0)}")
     if args.hang_after is not None:

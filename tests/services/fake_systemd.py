@@ -192,6 +192,8 @@ def cmd_daemon_reload() -> int:
     if os.environ.get("FAKE_SYSTEMD_BROKEN_RELOAD"):
         return 0
     for path in (ROOT / "units").iterdir():
+        if path.is_dir():  # <unit>.d: drop-ins, read with their unit
+            continue
         loaded = {"hash": sources_hash(path.name), "config": parse_config(path.name)}
         write_atomic(ROOT / "state" / f"{path.name}.loaded.json", json.dumps(loaded))
     return 0

@@ -133,3 +133,16 @@ def test_required_repeats_edge_cases():
     assert required_repeats(1e-4, 1.0, 1.0) is None  # would need millions
     # unequal spreads use the pooled sd sqrt((3^2 + 1^2)/2) = sqrt(5)
     assert required_repeats(math.sqrt(5), 3.0, 1.0) == 17
+
+
+def test_a_positive_quantity_keeps_its_interval_above_zero():
+    from ddtune.stats.intervals import mean_ci, positive_mean_ci
+
+    skewed = [0.02, 0.03, 1.9]  # a TTFT p99 over 3 repeats, one of them slow
+    assert mean_ci(skewed).low < 0  # the t-interval crosses zero
+    ci = positive_mean_ci(skewed)
+    assert ci.mean == mean_ci(skewed).mean and 0 < ci.low < ci.mean < ci.high
+    tight = [100.0, 101.0, 99.0, 100.5]  # small spread: the two agree closely
+    a, b = mean_ci(tight), positive_mean_ci(tight)
+    assert abs(a.low - b.low) < 0.01 and abs(a.high - b.high) < 0.01
+    assert positive_mean_ci([1.0, -1.0, 3.0]) == mean_ci([1.0, -1.0, 3.0])  # not all positive

@@ -21,7 +21,7 @@ from ddtune.stats.blocked import block_of
 from ddtune.stats.intervals import (
     MeanCI,
     VarianceComponents,
-    mean_ci,
+    positive_mean_ci,
     ratio_ci,
     variance_components,
     wilson_interval,
@@ -168,7 +168,7 @@ def _summarize_group(label: str, group: list[TrialRecord], confidence: float) ->
         done=len(done),
         failures=[_failure_info(r) for r in group if r.status != "done"],
         samples=samples,
-        metrics={m: (mean_ci(v, confidence) if v else None) for m, v in samples.items()},
+        metrics={m: (positive_mean_ci(v, confidence) if v else None) for m, v in samples.items()},
         acceptance=_acceptance_distribution(done),
         coding=_coding(done, confidence),
         scores=_workload_scores(done, confidence),

@@ -19,6 +19,7 @@ from ddtune.stats.intervals import (
     fisher_exact_two_sided,
     holm_adjust,
     mean_ci,
+    positive_mean_ci,
     tost_equivalence,
     wilson_interval,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "holm_adjust",
     "leader_of",
     "mean_ci",
+    "positive_mean_ci",
     "tost_equivalence",
     "wilson_interval",
 ]

@@ -1,4 +1,4 @@
-"""`ddtune sweep run|plan|status|retry|export|report|apply|watch|cleanup|init` and `ddtune demo`.
+"""`ddtune sweep run|plan|canary|status|retry|export|report|apply|watch|cleanup|init` and `ddtune demo`.
 
 Each handler parses its arguments, calls one function of the sweep package
 and prints the result; errors in the user's input are `UserError`s. `run`,
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 
 from ddtune.errors import UserError
 from ddtune.sweep.init.commands import add_init
@@ -23,6 +24,7 @@ from ddtune.sweep.init.commands import add_init
 if TYPE_CHECKING:
     from ddtune.sweep.reporting import LiveReport
     from ddtune.sweep.run.common import RunSummary
+    from ddtune.sweep.spec.load import SweepSpec
     from ddtune.sweep.store.db import Store
 
 EXIT_CODES = """exit codes: 0 every trial done; 1 some trials failed (now or earlier, not
@@ -40,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = sweep.add_subparsers(dest="sweep_command", metavar="ACTION", required=True)
     _add_run(actions)
     _add_plan(actions)
+    _add_canary(actions)
     _add_status(actions)
     _add_retry(actions)
     _add_export(actions)
@@ -58,7 +61,32 @@ def _add_run(actions: argparse._SubParsersAction) -> None:
     )
     run.add_argument("spec", help="sweep spec (TOML), e.g. examples/demo.toml")
     _store_arg(run, run=True)
+    run.add_argument(
+        "--canary",
+        action="store_true",
+        help="first prove the path in two starts (`sweep canary`); run only if it passes",
+    )
+    run.add_argument(
+        "--apply",
+        action="store_true",
+        help="when the sweep ends, apply its recommendation (as `sweep apply` does) instead "
+        "of restoring the configuration the service had before",
+    )
     run.set_defaults(func=cmd_run)
+
+
+def _add_canary(actions: argparse._SubParsersAction) -> None:
+    """`sweep canary SPEC [--store S]`."""
+    canary = actions.add_parser(
+        "canary",
+        help="prove a sweep's whole path in two starts: the first config READY, one "
+        "request, the service restored and READY again",
+        epilog="exit codes: 0 passed; 1 not READY, the request failed or not restored; "
+        "2 bad input (nothing stopped or started)",
+    )
+    canary.add_argument("spec", help="sweep spec (TOML)")
+    _store_arg(canary, run=True)
+    canary.set_defaults(func=cmd_canary)
 
 
 def _add_plan(actions: argparse._SubParsersAction) -> None:
@@ -210,23 +238,63 @@ def _exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[
 @_exit_3_on_ctrl_c
 def cmd_run(args: argparse.Namespace) -> int:
     from ddtune.sweep.reporting import live_report
+    from ddtune.sweep.run.canary import run_canary
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.loop import run_sweep
     from ddtune.sweep.run.preflight import preflight
+    from ddtune.sweep.run.prestop import check_before_stopping
     from ddtune.sweep.spec.load import load_spec
 
     spec = load_spec(args.spec)
     store_path = Path(args.store) if args.store else default_store_path(spec)
+    check_before_stopping(spec, store_path)  # refused: exit 2, nothing stopped or started
     hint = f"ddtune sweep run {args.spec}" + (f" --store {args.store}" if args.store else "")
     console = Console(stderr=True)
     checked = preflight(spec, store_path.parent.resolve())  # refused: exit 2, nothing ran
+    if args.canary and run_canary(spec, store_path, console) != 0:
+        return 1
     live = live_report(store_path, spec.name, console)
-    summary = run_sweep(spec, store_path, console, resume_hint=hint, on_pass=live, checked=checked)
+    summary = run_sweep(
+        spec,
+        store_path,
+        console,
+        resume_hint=hint,
+        on_pass=live,
+        checked=checked,
+        restore_at_end=not args.apply,
+    )
     console.print(live.summary_line(), markup=False, highlight=False)
     _print_summary(console, summary)
-    if not (summary.interrupted or summary.blocked):
+    stopped = summary.interrupted or summary.blocked or summary.broken
+    if not stopped and measured(summary):
         _print_answer(console, live, store_path, spec.name)
+    if args.apply and not stopped:
+        return _apply_or_restore(spec, store_path, summary, console)
     return summary.exit_code
+
+
+def _apply_or_restore(
+    spec: SweepSpec, store_path: Path, summary: RunSummary, console: Console
+) -> int:
+    """`sweep run --apply` after a sweep that ended: the recommendation applied, or (none
+    decided, or it did not become READY) the service restored as it was."""
+    from ddtune.services import build_controller
+    from ddtune.sweep.apply import apply_config
+    from ddtune.sweep.run.restore import restore
+    from ddtune.sweep.store.db import Store
+
+    store = Store(store_path, create=False)
+    try:
+        code = apply_config(store, store.sweep_row(spec.name), None, False, console)
+    except UserError as exc:
+        console.print(f"not applied: {escape(str(exc))}")
+        code = 1
+    finally:
+        store.close()
+    if code != 0 and summary.before is not None:  # None: the Ray slots stopped theirs
+        controller = build_controller(spec.service, store_path.parent.resolve())
+        console.print(escape(restore(controller, summary.before, spec.baseline)))
+    return max(code, summary.exit_code)
 
 
 def _print_answer(console: Console, live: LiveReport, store_path: Path, sweep: str) -> None:
@@ -246,6 +314,17 @@ def _print_answer(console: Console, live: LiveReport, store_path: Path, sweep: s
     console.print(answer_text(report), markup=False, highlight=False)
 
 
+@_exit_3_on_ctrl_c
+def cmd_canary(args: argparse.Namespace) -> int:
+    from ddtune.sweep.run.canary import run_canary
+    from ddtune.sweep.run.common import default_store_path
+    from ddtune.sweep.spec.load import load_spec
+
+    spec = load_spec(args.spec)
+    store_path = Path(args.store) if args.store else default_store_path(spec)
+    return run_canary(spec, store_path, Console(stderr=True))
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.services.preflight import check_launches
     from ddtune.sweep.plan.grid import plan_spec
@@ -254,11 +333,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.sweep.plan.start_planner import predicted_lines
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.preflight import planned_launches
+    from ddtune.sweep.run.prestop import check_before_stopping
     from ddtune.sweep.spec.load import load_spec
     from ddtune.sweep.store.db import Store
 
     spec = load_spec(args.spec)
     path = Path(args.store) if args.store else default_store_path(spec)
+    check_before_stopping(spec, path)  # every mistake a spec can hold: exit 2
     store = Store(path, create=False) if path.is_file() else None
     try:
         mode = sweep_mode(spec, store)
@@ -463,6 +544,19 @@ def _newest_store() -> Path:
 
 def _print_summary(console: Console, summary: RunSummary) -> None:
     summary.print(console)
-    if not (summary.interrupted or summary.blocked):
-        report = summary.store_path.parent / "report"
-        console.print(f"next: ddtune sweep report --store {summary.store_path} --out {report}")
+    if summary.interrupted or summary.blocked or summary.broken:
+        return  # the resume command is printed with the reason
+    if not measured(summary):
+        console.print(
+            "nothing was measured: every trial failed (their failure classes and logs are "
+            "above). Fix the cause, then rerun them: "
+            f"ddtune sweep retry --failed --store {summary.store_path}"
+        )
+        return
+    report = summary.store_path.parent / "report"
+    console.print(f"next: ddtune sweep report --store {summary.store_path} --out {report}")
+
+
+def measured(summary: RunSummary) -> bool:
+    """Did any trial of the sweep finish (now or in an earlier run)?"""
+    return summary.done + summary.already_done > 0

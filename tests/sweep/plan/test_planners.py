@@ -225,6 +225,7 @@ max_tokens = 100
     )
     text = bench_text(load_spec(spec_path), None)
     # 10 x 100 tokens and 5 questions x 2 turns x 100 tokens: half of the 60 s each
-    assert (
-        text == "  bench per trial: humaneval 10 request(s), ~30 s; mt-bench 10 request(s), ~30 s"
+    assert text == (
+        "  bench per trial: 10 of HumanEval's 164, seeded (bench.seed = 0), ~30 s; "
+        "5 of MT-Bench's 80 (2 turns each: 10 requests), seeded (bench.seed = 0), ~30 s"
     )

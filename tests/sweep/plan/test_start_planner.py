@@ -112,7 +112,7 @@ def test_sweep_plan_says_the_mode_and_the_hours_of_the_example(capsys, tmp_path)
     assert "race mode: restart-bound: auto: a restart (480 s) takes at least one bench" in out
     for case in ("best case", "expected (median)", "worst case"):
         assert f"restart-bound race, {case}:" in out
-    assert "today's race (restart_bound = false), best case: 51 trial(s)" in out
+    assert "the pass-by-pass race (restart_bound = false), best case: 51 trial(s)" in out
     assert "planned now: 0 trial(s)" in out
 
 

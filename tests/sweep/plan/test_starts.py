@@ -34,7 +34,7 @@ def test_the_true_best_wins_with_few_restarts(seed):
     race, service = _race(RATES, seed=seed)
     assert race.stop == "one_left" and race.alive == ["best"]
     assert race.verdict(str).status == "separated" and race.verdict(str).label == "best"
-    # today's race: 3 passes of every config at least = 18 restarts and 18 whole benches
+    # the pass-by-pass race: 3 passes of every config at least = 18 restarts and 18 whole benches
     assert service.starts < 18 and service.hours < 18 * 780 / 3600
     assert race.efforts["best"].starts >= 2  # the close contenders got second starts
     assert race.efforts["ar"].starts == 1 and race.efforts["slow"].starts == 1

@@ -54,6 +54,8 @@ def test_every_trial_failed_exits_1_also_when_rerun(tmp_path, fake_spec_writer, 
     code, err = _run(spec, store, capsys)
     assert code == 1, err  # was 0: a sweep in which every trial failed "succeeded"
     assert "0 trial(s) done now" in err and "failure classes: crashed(2): 2" in err
+    assert "nothing was measured" in err and "sweep retry --failed" in err
+    assert "next: ddtune sweep report" not in err  # nothing to report
     code, err = _run(spec, store, capsys)  # failed trials are kept, not rerun: still 1
     assert code == 1, err
     assert "2 trial(s) failed in an earlier run" in err and "sweep retry --failed" in err

@@ -79,7 +79,7 @@ def test_open_sweep_creates_trials_once_and_rejects_another_spec(store):
         "window": "none",
     }
     assert store.trial_config(rows[0]) == CONFIGS[1][0]
-    with pytest.raises(UserError, match="different spec"):
+    with pytest.raises(UserError, match="measured with a different spec"):
         store.open_sweep("s", "text2", "hash2", PLAN)
 
 

@@ -28,7 +28,7 @@ from ddtune.bench.load.latency import Distribution, LevelResult
 from ddtune.records import TrialRecord
 from ddtune.report.render.plots import Plot
 from ddtune.stats.blocked import block_of
-from ddtune.stats.intervals import MeanCI, mean_ci
+from ddtune.stats.intervals import MeanCI, positive_mean_ci
 
 REPEAT_FIGURES = (  # LevelResult attribute (or distribution.p99) -> figure name
     ("output_tps", "output_tps"),
@@ -132,7 +132,7 @@ def level_figures(
             rows.setdefault((record.label, str(row.get("level"))), []).append(row)
     for key, fig in figures.items():
         fig.metrics = {
-            name: mean_ci(v, confidence) if v else None for name, v in fig.samples.items()
+            name: positive_mean_ci(v, confidence) if v else None for name, v in fig.samples.items()
         }
         fig.pooled = _pooled(rows.get(key, []))
         fig.by_pass = {name: _geometric(b) for name, b in blocks.get(key, {}).items()}
@@ -156,7 +156,7 @@ def max_rates(records: Sequence[TrialRecord], confidence: float) -> tuple[dict, 
             values[record.label].append(float(found["max_rate"]))
         if found.get("note"):
             notes.setdefault(record.label, []).append(f"repeat {record.repeat}: {found['note']}")
-    cis = {label: mean_ci(v, confidence) if v else None for label, v in values.items()}
+    cis = {label: positive_mean_ci(v, confidence) if v else None for label, v in values.items()}
     return cis, notes
 
 

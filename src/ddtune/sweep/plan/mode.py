@@ -10,7 +10,7 @@ start (`starts.py`) spends them where they buy information. Not restart-bound:
 a hot service (a reconfigure in place is no restart), configs taking turns by
 request, the Ray backend (a start is reused in this process only), or no costs
 known. `benchmarks/restart_bound.py` measured the restart-bound race ahead of
-today's race down to a restart of 1/10 of a bench on the production landscape,
+the pass-by-pass race down to a restart of 1/10 of a bench on the production landscape,
 so the threshold keeps today's behaviour wherever a bench dominates.
 The mode is stored with the sweep when it is created (`store/modes.py`).
 """
@@ -48,7 +48,7 @@ def choose_mode(spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
 
 
 def _why_not(spec: SweepSpec, costs: TrialCosts | None, setting: object) -> str | None:
-    """Why "auto" (or false) keeps today's race; None when auto picks restart-bound."""
+    """Why "auto" (or false) keeps the pass-by-pass race; None when auto picks restart-bound."""
     if setting is False:
         return "[sweep] restart_bound = false"
     if spec.service.kind == "hot":

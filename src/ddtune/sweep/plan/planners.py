@@ -104,11 +104,11 @@ def estimates(
     spec: SweepSpec, costs: TrialCosts, mode: SweepMode | None = None
 ) -> dict[str, Estimate]:
     """Named estimates: the grid, or a race's best and worst case, or a search + its race;
-    a restart-bound race's best, expected and worst case, then today's race for comparison."""
+    a restart-bound race's best, expected and worst case, then the pass-by-pass race for comparison."""
     n, k = len(spec.all_configs()), spec.passes_per_start
     if mode is not None and mode.restart_bound:
         return _start_estimates(spec, costs, mode) | {
-            f"today's race (restart_bound = false), {key.removeprefix('race, ')}": value
+            f"the pass-by-pass race (restart_bound = false), {key.removeprefix('race, ')}": value
             for key, value in estimates(spec, costs).items()
         }
     if spec.strategy == "grid":
@@ -156,8 +156,27 @@ def bench_text(spec: SweepSpec, store: Store | None) -> str:
     parts = []
     for name, (requests, most) in shares.items():
         seconds = "" if costs is None else f", ~{costs.bench_s * most / tokens:.0f} s"
-        parts.append(f"{name} {requests} request(s){seconds}")
+        parts.append(f"{_how_much(spec, name, requests)}{seconds}")
     return "  bench per trial: " + "; ".join(parts)
+
+
+SUITE_TITLES = {"humaneval": "HumanEval", "mt-bench": "MT-Bench", "gsm8k": "GSM8K"}
+SUITE_TITLES["agent-sessions"] = "the agent sessions"
+
+
+def _how_much(spec: SweepSpec, name: str, requests: int) -> str:
+    """`20 of HumanEval's 164, seeded`: how much of a suite one trial runs."""
+    from ddtune.bench.suites.names import SIZES, TURNS
+
+    if name not in SIZES:
+        return f"{name} {requests} request(s)"
+    size, turns = SIZES[name], TURNS.get(name, 1)
+    items = requests // turns
+    title = SUITE_TITLES.get(name, name)
+    whole = "all" if items >= size else f"{items} of"
+    each = f" ({turns} turns each: {requests} requests)" if turns > 1 else ""
+    seeded = "" if items >= size else f", seeded (bench.seed = {spec.bench.seed})"
+    return f"{whole} {title}'s {size}{each}{seeded}"
 
 
 def estimate_text(spec: SweepSpec, store: Store | None, mode: SweepMode | None = None) -> str:
@@ -174,7 +193,7 @@ def estimate_text(spec: SweepSpec, store: Store | None, mode: SweepMode | None =
         head += f" ({costs.source})"
     lines = [head, *_trace_notes(spec)]
     if spec.races:
-        kind = "restart-bound" if mode.restart_bound else "passes (today's race)"
+        kind = "restart-bound" if mode.restart_bound else "pass by pass"
         lines.append(f"  race mode: {kind}: {mode.reason}")
     if costs is None:
         return "\n".join(lines)

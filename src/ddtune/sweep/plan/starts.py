@@ -1,7 +1,7 @@
 """A restart-bound race: server starts spent only where they buy information (pure).
 
 Where a config change is a restart that costs more than its bench
-(`[sweep] restart_bound`, chosen by `mode.py`), a pass of today's race buys one
+(`[sweep] restart_bound`, chosen by `mode.py`), a pass of the pass-by-pass race buys one
 measurement per restart. This race decides bench by bench instead. Its state is
 a fold of the finished benches (`StartRace.add`), so a resumed race plans
 exactly what the uninterrupted one would (`replay`); `next()` says what runs
@@ -71,7 +71,7 @@ PRIORS = Priors(
 
 
 # The level of each look. The race tests after every start and inside starts (20-60
-# looks where today's race has 3-10), and a test repeated that often eliminates the
+# looks where the pass-by-pass race has 3-10), and a test repeated that often eliminates the
 # true best more often: measured on a shared host (30% drift), 12% wrong answers at
 # 0.05 a look, 8% at 0.02, for 0.35 h more median at production scale
 # (docs/benchmarks.md, "Restart-bound races": the ablations).

@@ -56,6 +56,9 @@ class RunSummary:
     failure_classes: Counter[str] = field(default_factory=Counter)  # this run's failed trials
     failed_before: int = 0  # failed in an earlier run and not reopened
     blocked: str | None = None  # why the sweep stopped early (the port's holder)
+    broken: str | None = None  # the breaker stopped it: the service fails whatever the config
+    restored: str | None = None  # how the service was left (`restore.py`), None: not touched
+    before: Any = None  # `restore.Before`: what served before the sweep
     # after every finished pass, and (final=True) at the end of the run: the live report
     on_pass: Callable[[Store, bool], None] | None = None
     unreported: bool = False  # trials finished since `on_pass` last ran
@@ -70,6 +73,8 @@ class RunSummary:
             return EXIT_INTERRUPTED
         if self.blocked:
             return EXIT_BLOCKED
+        if self.broken:
+            return EXIT_FAILED
         return EXIT_FAILED if self.failed or self.failed_before else EXIT_DONE
 
     def count(self, store: Store, trial: TrialRow, status: str) -> None:

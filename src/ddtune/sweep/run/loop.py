@@ -25,7 +25,10 @@
        g. a pass's last trial finished: `on_pass(store, False)` (the CLI's live report,
           the report folder rewritten: `sweep/reporting.py` `LiveReport`).
     3. Ctrl-C / SIGTERM: the current trial (or pass) becomes `interrupted`, the service is
-       stopped (`controller.close()`), and the exit code is 3 with a resume hint.
+       restored as it was before the sweep (`restore.py`), and the exit code is 3 with a
+       resume hint; a sweep that ends is restored too (unless `restore_at_end=False`).
+       The breaker (`breaker.py`): the same failure class on `[sweep] breaker` configs in
+       a row starts the baseline as a control; failing too, it stops the sweep (exit 1).
        An attempt that fails because a process ddtune never stops holds the port
        (`Outcome.port_holders`) stops the sweep the same way, exit code 4.
 
@@ -42,6 +45,7 @@ See docs/sweeps.md "Sweep".
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,7 +60,6 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from ddtune.bench.suites.plan import check_workloads
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.grid import plan_spec
 from ddtune.sweep.plan.mode import run_spec
@@ -70,10 +73,12 @@ from ddtune.sweep.plan.planners import (
 from ddtune.sweep.run.attempt import (
     AttemptReport,
     Phase,
+    become_ready,
     execute_attempt,
     note_ready,
     store_report,
 )
+from ddtune.sweep.run.breaker import Breaker, ServiceBroken, failed_outcome, stopped_line
 from ddtune.sweep.run.common import (
     RESUMABLE,
     RunSummary,
@@ -84,6 +89,8 @@ from ddtune.sweep.run.common import (
     signals_raise,
 )
 from ddtune.sweep.run.preflight import PreflightReport, preflight
+from ddtune.sweep.run.prestop import check_before_stopping
+from ddtune.sweep.run.restore import restore, seen_before
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import attempt_dir
@@ -103,13 +110,16 @@ def run_sweep(
     only_reopened: bool = False,
     on_pass: Callable[[Store, bool], None] | None = None,
     checked: PreflightReport | None = None,
+    restore_at_end: bool = True,
 ) -> RunSummary:
     """Run (or resume) the sweep; see the module docstring for the steps. `on_pass(store,
     final)` runs after every finished pass and at the end (the live report,
-    `sweep/reporting.py`). `checked`: the preflight the caller already ran (step 0)."""
+    `sweep/reporting.py`). `checked`: the preflight the caller already ran (step 0).
+    `restore_at_end=False` (`sweep run --apply`): a sweep that ends leaves the service
+    stopped for the apply; interrupted or stopped ones are restored all the same."""
     console = console or Console(stderr=True)
     started = time.monotonic()
-    check_workloads(spec.bench)  # 0: every suite's data and the traffic file, before anything
+    check_before_stopping(spec, store_path)  # 0: files, store, windows (prestop.py)
     if checked is None:
         checked = preflight(spec, store_path.parent.resolve())  # 0
     if checked.engine is not None or not spec.service.preflight:
@@ -130,6 +140,8 @@ def run_sweep(
         console.print(escape(estimate_text(given, store, mode)))
         if todo or planner is not None:
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
+            if isinstance(loop, TrialLoop):
+                loop.restore_at_end = restore_at_end
             loop.run(todo, None if planner is None else planner.next_batch)  # 2, 3
         summary.planned = len(store.trials(sweep_id))  # a race or search added trials
         if not summary.interrupted:
@@ -170,17 +182,21 @@ def _open_trials(
 def _say_how_it_ended(
     console: Console, summary: RunSummary, planner: Planner | None, hint: str
 ) -> None:
-    """The planner's outcome when it ran to the end; the resume command when it did not."""
-    if planner is not None and not summary.interrupted and not summary.blocked:
+    """The planner's outcome when it ran to the end; the resume command when it did not;
+    then how the service was left (`restore.py`)."""
+    stopped = summary.interrupted or summary.blocked or summary.broken
+    if planner is not None and not stopped:
         console.print(escape(planner.outcome()))
     if summary.interrupted:
-        console.print(
-            f"[yellow]interrupted[/]; the service is stopped. resume with: {escape(hint)}"
-        )
+        console.print(f"[yellow]interrupted[/]; resume with: {escape(hint)}")
     if summary.blocked:
         console.print(
             f"[red]stopped[/]: {escape(summary.blocked)}\nthen resume with: {escape(hint)}"
         )
+    if summary.broken:
+        console.print(f"[red]stopped[/]: {escape(summary.broken)}: {escape(hint)}")
+    if summary.restored:
+        console.print(escape(summary.restored))
 
 
 def trial_loop(
@@ -204,6 +220,8 @@ class TrialLoop:
         self.console, self.summary = console, summary
         self.hardware = hardware_now()
         self._serving: tuple[tuple[str, int], Outcome] | None = None  # passes_per_start reuse
+        self.breaker = Breaker(spec.breaker)
+        self.restore_at_end = True  # False (`sweep run --apply`): an ended sweep stays stopped
 
     def run(self, todo: list[TrialRow], more: Callable[[], list[TrialRow]] | None = None) -> None:
         """The trials of `todo`, then each batch `more()` returns, until it returns []."""
@@ -211,6 +229,7 @@ class TrialLoop:
 
         owner = Owner.current(sweep=self.spec.name, store=str(self.store.path.resolve()))
         controller = build_controller(self.spec.service, self.workdir, owner=owner)
+        self.summary.before = seen_before(controller)
         current: list[int] = []  # the trials in flight: one, or a request-interleaved pass
         try:
             with signals_raise(), self._progress() as progress:
@@ -232,18 +251,74 @@ class TrialLoop:
                         current, ran = [], ran + len(unit)
                         for trial, status in zip(unit, statuses, strict=True):
                             self.summary.count(self.store, trial, status)
+                            self._breaker(controller, trial, status, phase)
                         left = int(progress.tasks[0].total or 0) - ran
                         eta = live_eta(started, ran, left, more)
                         progress.update(task, advance=len(unit), eta=eta)
                     batch = more() if more else []
-        except (KeyboardInterrupt, SweepBlocked) as exc:
+        except (KeyboardInterrupt, SweepBlocked, ServiceBroken) as exc:
             self.summary.interrupted = isinstance(exc, KeyboardInterrupt)
             self.summary.blocked = str(exc) if isinstance(exc, SweepBlocked) else None
+            self.summary.broken = str(exc) if isinstance(exc, ServiceBroken) else None
             for trial_id in current:
                 self.store.finish_trial(trial_id, "interrupted")
         finally:
             with signals_ignored():
-                controller.close()
+                self._leave(controller)
+
+    def _leave(self, controller: Controller) -> None:
+        """Restore the service as it was (`restore.py`); with `--apply`, an ended sweep
+        only stops it (the CLI applies the recommendation next)."""
+        summary = self.summary
+        ended = not (summary.interrupted or summary.blocked or summary.broken)
+        if ended and not self.restore_at_end:
+            controller.close()
+            return
+        self.console.print("restoring the service as it was before the sweep ...")
+        summary.restored = restore(controller, summary.before, self.spec.baseline)
+
+    def _breaker(self, controller: Controller, trial: TrialRow, status: str, phase: Phase) -> None:
+        """The breaker (`breaker.py`): at its threshold, the baseline is started as a control
+        (unless it is in the streak: it failed already); if it fails too, ServiceBroken stops
+        the sweep and the streak's trials are reopened."""
+        failure = self.store.attempts(trial["id"])[-1]["failure"] if status == "failed" else None
+        if not self.breaker.record(trial["id"], status, failure):
+            return
+        streak = list(self.breaker.streak)
+        self.console.print(
+            f"[yellow]breaker[/]: {len(streak)} configs in a row failed with {escape(str(failure))}"
+        )
+        outcome = self._control(controller, trial, streak, phase)
+        if outcome is None:
+            self.breaker.cleared()
+            return
+        self.store.reopen_trials(streak)
+        summary = self.summary
+        summary.failed -= len(streak)
+        del summary.failures[-len(streak) :]  # the streak's lines: they run again on resume
+        summary.failure_classes[str(failure)] -= len(streak)
+        summary.failure_classes += Counter()  # drop the zero count
+        raise ServiceBroken(stopped_line(str(failure), outcome))
+
+    def _control(
+        self, controller: Controller, trial: TrialRow, streak: list[int], phase: Phase
+    ) -> dict[str, object] | None:
+        """The baseline's failure (its trial in the streak, or a control start); None: READY."""
+        rows = [t for t in self.store.trials(self.summary.sweep_id) if t["id"] in streak]
+        failed_baseline = [t for t in rows if t["is_baseline"]]
+        if failed_baseline:
+            self.console.print("breaker: the baseline failed the same way in this streak")
+            return failed_outcome(self.store.attempts(failed_baseline[-1]["id"])[-1])
+        baseline = self.spec.baseline
+        if baseline is None:
+            return {"failure": "no baseline to check", "detail": "[sweep] baseline is unset"}
+        self.console.print("breaker: starting the baseline as a control")
+        folder = self.workdir / "control" / f"after-trial-{trial['id']}"
+        outcome = become_ready(controller, baseline, folder, phase).to_dict()
+        if not outcome.get("ready"):
+            return outcome
+        self.console.print("breaker: the baseline is READY, so these configs fail on their own")
+        return None
 
     def _progress(self) -> Progress:
         return Progress(
@@ -285,17 +360,20 @@ class TrialLoop:
         self._say_failed(trial, 1, error)
         return self._trial(controller, trial, phase, first=2)
 
-    def _say_failed(self, trial: TrialRow, attempt: int, error: str) -> None:
+    def _say_failed(
+        self, trial: TrialRow, attempt: int, error: str, attempts: int | None = None
+    ) -> None:
         self.console.print(
             f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
-            f"attempt {attempt}/{self.spec.retry.attempts} failed[/]: {escape(error)}"
+            f"attempt {attempt}/{attempts or self.spec.retry.attempts} failed[/]: {escape(error)}"
         )
 
     def _trial(self, controller: Controller, trial: TrialRow, phase: Phase, first: int = 1) -> str:
         """Attempts `first`.. of one trial; returns its final status (done | failed)."""
         config = self.store.trial_config(trial)
         retry = self.spec.retry
-        for attempt in range(first, retry.attempts + 1):
+        attempts = self.breaker.attempts(retry.attempts)
+        for attempt in range(first, attempts + 1):
             if attempt > 1:
                 phase(f"backoff {retry.backoff * 2 ** (attempt - 2):.0f}s")
                 time.sleep(retry.backoff * 2 ** (attempt - 2))
@@ -305,7 +383,7 @@ class TrialLoop:
             error = self._attempt(controller, trial, config, attempt_id, folder, phase)
             if error is None:
                 return "done"
-            self._say_failed(trial, attempt, error)
+            self._say_failed(trial, attempt, error, attempts)
         self.store.finish_trial(trial["id"], "failed")
         return "failed"
 

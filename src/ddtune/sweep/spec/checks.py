@@ -147,8 +147,9 @@ def _search_inputs(doc: SpecDocument) -> None:
 def _restart_bound(doc: SpecDocument) -> None:
     """`restart_bound` belongs to a race; pinned on, it reuses starts in this process."""
     sweep = doc.sweep
-    if "restart_bound" in sweep.model_fields_set and sweep.strategy != "race":
-        _fail("sweep.restart_bound", 'only applies to strategy = "race"')
+    pinned = sweep.restart_bound != "auto"  # "auto" (the default) suits every strategy
+    if "restart_bound" in sweep.model_fields_set and pinned and sweep.strategy != "race":
+        _fail("sweep.restart_bound", 'only applies to strategy = "race" (or write "auto")')
     if sweep.restart_bound is not True:
         return
     if doc.cluster.backend != "local":

@@ -30,6 +30,7 @@ docs/sweeps.md "Sweep".
 from __future__ import annotations
 
 import itertools
+import re
 import string
 import sys
 import tomllib
@@ -144,6 +145,8 @@ class SweepSpec:
     base_dir: str | None = None  # relative paths in the spec resolve here
     cluster: Cluster = field(default_factory=Cluster)
     trace: str | None = None  # `[sweep] trace`, resolved against the spec's folder
+    allow_indistinct_windows: bool = False  # `[sweep]`: see sweep/run/prestop.py
+    breaker: int = 3  # `[sweep] breaker`: see sweep/run/breaker.py (0: off)
 
     @property
     def races(self) -> bool:
@@ -186,13 +189,30 @@ def parse_spec(text: str, source: str = "<spec>", base_dir: Path | None = None) 
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{source}: not valid TOML: {exc}") from None
+        raise UserError(f"{source}: not valid TOML: {exc}{_none_hint(text, exc)}") from None
     try:
         return _build(parse_table(SpecDocument, doc), text, source, base_dir)
     except UserError as exc:
         line = KeyLines(text).line_of(exc.key) if exc.key else None
         where = f"{source}:{line}" if line else source
         raise UserError(f"{where}: {exc}", key=exc.key) from None
+
+
+BARE_NONE = re.compile(r"^\s*([\w.-]+)\s*=\s*(None|none|null|nil|NULL)\s*(#.*)?$")
+
+
+def _none_hint(text: str, exc: tomllib.TOMLDecodeError) -> str:
+    """TOML has no null: `window = None` gets the hint to write the string "none"."""
+    at = re.search(r"at line (\d+)", str(exc))
+    lines, number = text.splitlines(), int(at.group(1)) if at else 0
+    line = lines[number - 1] if 0 < number <= len(lines) else ""
+    found = BARE_NONE.match(line)
+    if not found:
+        return ""
+    key = found.group(1)
+    if key.rsplit(".", 1)[-1] == "window":
+        return f'; TOML has no None: write {key} = "none" (the whole context)'
+    return f"; TOML has no None: leave {key} out for its default, or quote a string value"
 
 
 def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> SweepSpec:
@@ -239,6 +259,8 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
         base_dir=str(base_dir) if base_dir else None,
         cluster=build_cluster(doc.cluster, doc.service, _service),
         trace=_trace_path(sweep.trace, base_dir),
+        allow_indistinct_windows=sweep.allow_indistinct_windows,
+        breaker=sweep.breaker,
     )
 
 

@@ -182,6 +182,10 @@ class SweepTable(StrictModel):
     # true/false pin the restart-bound race; "auto" chooses it from the start and bench costs
     restart_bound: Annotated[RestartBoundSetting, BeforeValidator(_restart_bound)] = "auto"
     trace: str | None = None  # a trace folder (`ddtune trace record`): predictions; "predict"
+    # a finite window at least the bench's longest context drafts as "none": refused unless true
+    allow_indistinct_windows: bool = False
+    # the same failure class on this many consecutive configs checks the baseline (0: off)
+    breaker: Annotated[int, Field(ge=0, le=1000)] = 3
 
 
 class OptunaTable(StrictModel):

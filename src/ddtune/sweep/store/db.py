@@ -28,7 +28,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ import ddtune.sweep.store.records as records
 import ddtune.sweep.store.slot_tables as slots
 from ddtune.errors import UserError
 from ddtune.records import TrialRecord
+from ddtune.sweep.spec.changes import measured_change
 from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.load_rows import insert_load_rows, split_load_rows
 from ddtune.sweep.store.modes import SweepMode, write_mode
@@ -199,10 +200,7 @@ class Store:
             row = db.execute("SELECT id, spec_hash FROM sweeps WHERE name=?", (name,)).fetchone()
             if row:
                 if row["spec_hash"] != spec_hash:
-                    raise SpecChangedError(
-                        f"{self.path} already holds sweep '{name}' from a different spec; "
-                        "restore that spec to resume, or pass --store NEW_PATH to start afresh"
-                    )
+                    _resumed_with(db, int(row["id"]), self.path, name, spec_text, spec_hash, plan)
                 return int(row["id"])
             sweep_id = _row_id(
                 db.execute(
@@ -354,6 +352,14 @@ class Store:
                 (time.time(), attempt_id),
             )
 
+    def reopen_trials(self, trial_ids: list[int]) -> None:
+        """Put these trials back to `pending` (the breaker: the service, not they, failed)."""
+        with self.tx() as db:
+            db.executemany(
+                "UPDATE trials SET status='pending', updated_at=? WHERE id=?",
+                [(time.time(), trial_id) for trial_id in trial_ids],
+            )
+
     def finish_trial(self, trial_id: int, status: str) -> None:
         """Close a trial as `failed` (all attempts used) or `interrupted`."""
         with self.tx() as db:
@@ -437,6 +443,36 @@ def _insert_trials(db: sqlite3.Connection, sweep_id: int, plan: list[PlannedTria
                 time.time(),
             ),
         )
+
+
+def _resumed_with(
+    db: sqlite3.Connection,
+    sweep_id: int,
+    path: Path,
+    name: str,
+    spec_text: str,
+    spec_hash: str,
+    plan: list[PlannedTrial],
+) -> None:
+    """A resume with a changed spec: refused when what is measured changed (the key named,
+    `spec/changes.py`); else the new spec is kept and the trials its plan adds (more
+    repeats) are appended. Every finished trial stays."""
+    stored = db.execute("SELECT spec_text FROM sweeps WHERE id=?", (sweep_id,)).fetchone()
+    change = measured_change(stored["spec_text"], spec_text)
+    if change is not None:
+        raise SpecChangedError(change.message(str(path), name), key=change.key)
+    db.execute(
+        "UPDATE sweeps SET spec_text=?, spec_hash=? WHERE id=?", (spec_text, spec_hash, sweep_id)
+    )
+    have = {
+        (r["config_hash"], r["repeat"])
+        for r in db.execute("SELECT config_hash, repeat FROM trials WHERE sweep_id=?", (sweep_id,))
+    }
+    start = db.execute(
+        "SELECT COALESCE(MAX(order_index), -1) + 1 FROM trials WHERE sweep_id=?", (sweep_id,)
+    ).fetchone()[0]
+    missing = [t for t in plan if (t.config.hash(), t.repeat) not in have]
+    _insert_trials(db, sweep_id, [replace(t, order_index=start + i) for i, t in enumerate(missing)])
 
 
 def _row_id(cursor: sqlite3.Cursor) -> int:
