@@ -18,7 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 MAP_LIMIT = 300
 # docs/X.md, then blanks, a comment marker or an opening parenthesis, then "Section"
-REFERENCE = re.compile(r'docs/([\w-]+\.md)\)?[ \t]*\n?[ \t]*(?:#[ \t]*)?\(?"([^"\n]+)"')
+REFERENCE = re.compile(
+    r'docs/([\w-]+\.md)\)?[ \t]*\n?[ \t]*(?:#[ \t]*)?\(?"([^"\n]+(?:\n[ \t]*(?:#[ \t]*)?[^"\n]+)?)"'
+)
+LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*(?:#[ \t]*)?")
 HEADING = re.compile(r"^#{1,6} (.+)$", re.M)
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 
@@ -39,7 +42,7 @@ def headings(doc: Path) -> list[str]:
 
 
 def references(text: str) -> list[tuple[str, str]]:
-    return [(m.group(1), m.group(2)) for m in REFERENCE.finditer(text)]
+    return [(m.group(1), LINE_BREAK.sub(" ", m.group(2))) for m in REFERENCE.finditer(text)]
 
 
 def broken_references(files: list[Path], root: Path) -> list[str]:
@@ -64,12 +67,14 @@ def test_the_reference_pattern_reads_every_written_form() -> None:
     text = (
         'see docs/sweeps.md "Scale out". Figures: docs/benchmarks.md ("Restart-bound races").\n'
         '    # and the rules (docs/report.md\n    # "Decision rules") apply\n'
+        'the live part (docs/sweeps.md "Live\n    # report") and\n'
         'no section here: docs/load.md, "not a reference" in another sentence'
     )
     assert references(text) == [
         ("sweeps.md", "Scale out"),
         ("benchmarks.md", "Restart-bound races"),
         ("report.md", "Decision rules"),
+        ("sweeps.md", "Live report"),
     ]
 
 

@@ -1,7 +1,7 @@
 """ddtune: find and prove the best DDTree speculative-decoding configuration.
 
 Packages, lowest layer first (docs/architecture.md "Layers"): `errors`,
-`lazy`, `extras`; `tables`, `jsonl`, `assets`, `fingerprint`; `params`;
+`lazy`, `extras`; `tables`, `jsonl`, `assets`, `fingerprint`; `methods`; `params`;
 `stats`; `kinds`; `engine`; `train`; `records`; `services`, `bench`, `server`;
 `report`; `trace`; `sweep`; `cli`, `launchers`.
 """

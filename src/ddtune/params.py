@@ -17,6 +17,12 @@ refuses a knob for a kind that cannot. `None` = not set: the engine's default.
                  lower or negative = wider trees)
     rank_probe   log where the target's token ranks in the draft top-k (default off)
 
+A method beyond these three (EAGLE, EAGLE-3, MTP, n-gram; `ddtune.methods`), or a
+DFlash/DDTree config with engine knobs (block size, drafter), sets `method` and
+`method_knobs` too; its `mode` is the method's family (`Method.mode`). Configs
+without them keep their wire form and hashes. `method_config()` gives the
+`MethodConfig` every config stands for (`ar`, `dflash`, `ddtree` from `mode`).
+
 `SamplingParams` is the per-request rest (length, temperature, stops).
 
 Inside the process these objects travel as themselves. At a process boundary
@@ -38,11 +44,14 @@ from pydantic import ConfigDict, Field, FiniteFloat, ValidationError
 from pydantic.dataclasses import dataclass
 
 from ddtune.errors import UserError
+from ddtune.methods import LEGACY, KnobValue, MethodConfig
 from ddtune.tables import validation_to_user_error
 
 PARAM_KEYS = ("mode", "budget", "topk", "window")
 KNOB_KEYS = ("depth_bonus", "rank_probe")  # engine-specific DDTree knobs (module docstring)
 DECODE_KEYS = (*PARAM_KEYS, *KNOB_KEYS)
+METHOD_KEYS = ("method", "method_knobs")  # on the wire only when a method sets them
+WIRE_KEYS = (*DECODE_KEYS, *METHOD_KEYS)
 KNOB_DEFAULT = "default"  # a knob that is not set, as a launch placeholder
 MODES = ("ar", "dflash", "ddtree")
 Mode = Literal["ar", "dflash", "ddtree"]
@@ -69,13 +78,15 @@ class DecodeParams:
     window: Annotated[int, Field(ge=1, le=MAX_WINDOW)] | None = None
     depth_bonus: FiniteFloat | None = None  # knob (module docstring); None = engine default
     rank_probe: bool | None = None  # knob; None = engine default
+    method: str | None = None  # a `ddtune.methods` name; None: the one `mode` names
+    method_knobs: tuple[tuple[str, KnobValue], ...] = ()  # its knobs that are set, sorted
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any], where: str = "") -> DecodeParams:
         """Strict: unknown keys are an error; `window` is an int, None or "none"."""
         if not isinstance(data, Mapping):
             raise UserError(f"{where or 'decoding parameters'} must be a table; got {data!r}")
-        unknown = sorted(set(data) - set(DECODE_KEYS))
+        unknown = sorted(set(data) - set(WIRE_KEYS))
         if unknown:
             name = ".".join(filter(None, [where, unknown[0]]))
             raise UserError(
@@ -83,6 +94,8 @@ class DecodeParams:
                 key=name,
             )
         values = dict(data)
+        if "method" in values:
+            return with_method(values, where)
         if "window" in values:
             values["window"] = window_from_wire(values["window"], where)
         if isinstance(values.get("depth_bonus"), int) and not isinstance(
@@ -97,8 +110,15 @@ class DecodeParams:
         return {**self._set_fields(), "window": window_to_wire(self.window)}
 
     def _set_fields(self) -> dict[str, Any]:
-        """Every key of `PARAM_KEYS`, then the knobs that are set."""
-        return {**{key: getattr(self, key) for key in PARAM_KEYS}, **self.knobs()}
+        """Every key of `PARAM_KEYS`, the knobs that are set, the method when one is set."""
+        fields = {**{key: getattr(self, key) for key in PARAM_KEYS}, **self.knobs()}
+        if self.method is not None:
+            fields |= {"method": self.method, "method_knobs": dict(self.method_knobs)}
+        return fields
+
+    def method_config(self) -> MethodConfig:
+        """The method this config runs and its knobs (`ar`/`dflash`/`ddtree` from `mode`)."""
+        return MethodConfig(self.method or self.mode, self.method_knobs)
 
     def knobs(self) -> dict[str, Any]:
         """The knobs that are set, by name (`KNOB_KEYS`)."""
@@ -119,7 +139,15 @@ class DecodeParams:
     def canonical(self) -> DecodeParams:
         """Drop the parameters a mode ignores, so equal behaviour hashes equal.
 
-        The knobs shape DDTree's tree: only `ddtree` keeps them."""
+        The knobs shape DDTree's tree: only `ddtree` keeps them. A method beyond `mode`'s
+        keeps its own knobs only (and DFlash's window)."""
+        if self.method is not None and self.method not in LEGACY:
+            return DecodeParams(
+                self.mode, 0, 1, None, method=self.method, method_knobs=self.method_knobs
+            )
+        if self.method is not None:
+            base = replace(self, method=None, method_knobs=()).canonical()
+            return replace(base, method=self.method, method_knobs=self.method_knobs)
         if self.mode == "ar":
             return DecodeParams("ar", 0, 1, None)
         if self.mode == "dflash":
@@ -127,7 +155,13 @@ class DecodeParams:
         return self
 
     def label(self) -> str:
-        """Short human label, e.g. `ddtree b16 k4 wnone`, `ddtree b8 k4 w64 bonus0.5 probe` or `ar`."""
+        """Short human label, e.g. `ddtree b16 k4 wnone`, `ddtree b8 k4 w64 bonus0.5 probe`,
+        `ar`, or a method's: `eagle3 num_steps=3 topk=1 num_draft_tokens=4`."""
+        if self.method is not None:
+            base = replace(self, method=None, method_knobs=()).label()
+            shown = self.method_config().label()
+            knobs = shown.removeprefix(self.method).strip()
+            return f"{base} {knobs}".strip() if self.method in LEGACY else shown
         w = window_to_wire(self.window)
         if self.mode == "ar":
             return "ar"
@@ -191,6 +225,27 @@ class SamplingParams:
 
     def replace(self, **changes: Any) -> SamplingParams:
         return replace(self, **changes)
+
+
+def with_method(values: dict[str, Any], where: str = "") -> DecodeParams:
+    """Wire values naming a `method` (and `method_knobs`): checked by the method's own rules.
+
+    `ar`, `dflash` or `ddtree` without knobs is the same config as that `mode` (same hash)."""
+    name, knobs = values.pop("method"), values.pop("method_knobs", None) or {}
+    if not isinstance(knobs, Mapping):
+        raise UserError(f"{where or 'method_knobs'}: method knobs must be a table; got {knobs!r}")
+    config = MethodConfig.build(name, knobs, where)
+    mode = config.method.mode
+    if values.get("mode", mode) != mode:
+        raise UserError(
+            f"{where or 'config'}: method {config.name} runs as mode {mode!r}; "
+            f"got mode {values['mode']!r} (leave mode out)"
+        )
+    values["mode"] = mode
+    if config.name in LEGACY and not config.knobs:
+        return DecodeParams.from_wire(values, where)
+    params: DecodeParams = DecodeParams.from_wire(values, where)
+    return replace(params, method=config.name, method_knobs=config.knobs)
 
 
 def build(cls: Any, values: Mapping[str, Any], where: str = "") -> Any:
@@ -271,6 +326,8 @@ __all__ = [
     "KNOB_DEFAULT",
     "KNOB_KEYS",
     "MAX_LOGPROBS",
+    "METHOD_KEYS",
+    "WIRE_KEYS",
     "MODES",
     "MODE_PARAMS",
     "PARAM_KEYS",

@@ -66,7 +66,8 @@ def validation_to_user_error(
 
 
 def allowed_keys(model: type[BaseModel] | None, loc: list[str]) -> list[str]:
-    """Field names (as written by the user) of the sub-model at `loc`, if it is one."""
+    """Field names (as written by the user) of the sub-model at `loc`, if it is one; a field
+    marked `exclude=True` is filled by the model itself, never written, so not listed."""
     for part in loc:
         if model is None:
             return []
@@ -76,7 +77,7 @@ def allowed_keys(model: type[BaseModel] | None, loc: list[str]) -> list[str]:
         model = _model_of(field.annotation) if field is not None else None
     if model is None:
         return []
-    return sorted(f.alias or name for name, f in model.model_fields.items())
+    return sorted(f.alias or name for name, f in model.model_fields.items() if not f.exclude)
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:

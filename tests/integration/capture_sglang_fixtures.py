@@ -26,6 +26,11 @@ and DERIVES from them (no server can run these modes on this CPU):
                                             speculative_algorithm DDTREE and its
                                             speculative_ddtree_budget 8
 
+    sglang_server_info_<method>.json        the AR /server_info with every speculative_*
+                                            field SGLang resolves for each method of
+                                            `METHOD_FIXTURES` (its flags rendered by
+                                            `ddtune.methods.sglang_flags`; dry run, --device cuda)
+
 The repository root in recorded paths becomes `/repo`. Nothing is edited by hand.
 """
 
@@ -46,6 +51,7 @@ from sglang_setup import CPU_FLAGS, DRAFTER, REPO, TARGET, cpu_env, ensure_sglan
 from vllm_setup import free_port, nice_prefix  # noqa: E402
 
 from ddtune.kinds.engine_check import EngineProbe  # noqa: E402
+from ddtune.methods import MethodConfig, sglang_flags  # noqa: E402
 
 FIXTURES = REPO / "tests" / "kinds" / "fixtures"
 KEPT_METRICS = ("sglang:spec_", "sglang:generation_tokens")
@@ -56,6 +62,14 @@ args = prepare_server_args(sys.argv[1:])
 args.resolve_once()
 print(json.dumps(args.resolved_dict(), default=str))
 """
+# the configs of tests/kinds/test_methods_readback.py: one per method SGLang runs besides AR
+METHOD_FIXTURES = {
+    "eagle": {"num_steps": 3, "topk": 4, "num_draft_tokens": 8, "drafter": str(DRAFTER)},
+    "eagle3": {"num_steps": 3, "topk": 1, "drafter": str(DRAFTER)},
+    "mtp": {"num_steps": 2, "topk": 1},
+    "ngram": {"num_draft_tokens": 8, "max_bfs_breadth": 4},
+    "dflash": {"block_size": 8, "drafter": str(DRAFTER)},
+}
 
 
 def scrub(text: str) -> str:
@@ -76,6 +90,33 @@ def engine_info(python: Path) -> None:
         "sglang_engine_info.json",
         {"engine": info.engine, "version": info.version, "options": dict(info.options)},
     )
+
+
+def resolve(python: Path, flags: list[str]) -> dict[str, object]:
+    """SGLang's own resolution of a CUDA launch with these flags (no server, no GPU)."""
+    argv = ["--model-path", str(TARGET), "--device", "cuda", *flags]
+    done = subprocess.run(
+        [str(python), "-c", RESOLVE, *argv],
+        env={**os.environ, **cpu_env()},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+    )
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-3000:])
+    resolved: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    return resolved
+
+
+def resolved_methods(python: Path) -> None:
+    """Each `METHOD_FIXTURES` config's resolved speculative_* args, and its /server_info."""
+    ar = json.loads((FIXTURES / "sglang_server_info_ar.json").read_text())
+    for name, knobs in METHOD_FIXTURES.items():
+        config = MethodConfig.build(name, knobs)
+        resolved = resolve(python, sglang_flags(config, None, None))
+        speculative = {k: v for k, v in resolved.items() if k.startswith("speculative_")}
+        write(f"sglang_server_info_{name}.json", {**ar, **speculative})
 
 
 def resolved_dflash(python: Path) -> None:
@@ -172,6 +213,7 @@ def main() -> None:
     resolved_dflash(python)
     live_server(python)
     derive()
+    resolved_methods(python)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ def start_worker(engine, config, max_queue: int, max_batch: int = 8) -> Generati
 
 def test_jobs_run_in_submission_order_with_the_config_current_at_their_start(engine) -> None:  # noqa: ANN001
     configs = iter([(DecodeParams("ddtree", 4, 2), g) for g in range(100)])
-    worker = start_worker(engine, lambda: next(configs), max_queue=16)
+    worker = start_worker(engine, lambda _n: next(configs), max_queue=16)
     rec = Recorder()
     names = [f"job{i}" for i in range(6)]
     for name in names:
@@ -69,7 +69,7 @@ def test_jobs_run_in_submission_order_with_the_config_current_at_their_start(eng
 
 def test_bounded_queue_and_cancellation(engine) -> None:  # noqa: ANN001
     # max_batch 1: one job runs, two wait in the queue (as before batching)
-    worker = start_worker(engine, lambda: (DecodeParams("ar"), 0), max_queue=2, max_batch=1)
+    worker = start_worker(engine, lambda _n: (DecodeParams("ar"), 0), max_queue=2, max_batch=1)
     rec = Recorder()
     long_job = rec.job("long", max_new_tokens=1500)
     running = threading.Event()
@@ -102,7 +102,7 @@ def metric(worker: GenerationWorker, name: str) -> float:
 
 def test_jobs_share_rounds_and_a_failing_job_leaves_the_batch_alone(engine) -> None:  # noqa: ANN001
     params = DecodeParams("ddtree", 6, 3)
-    worker = start_worker(engine, lambda: (params, 0), max_queue=16, max_batch=4)
+    worker = start_worker(engine, lambda _n: (params, 0), max_queue=16, max_batch=4)
     rec = Recorder()
     jobs = {name: rec.job(name, max_new_tokens=12) for name in ("a", "b", "c", "d")}
     for i, job in enumerate(jobs.values()):
@@ -129,7 +129,7 @@ def test_jobs_share_rounds_and_a_failing_job_leaves_the_batch_alone(engine) -> N
 
 
 def test_stop_aborts_running_jobs_with_an_outcome(engine) -> None:  # noqa: ANN001
-    worker = start_worker(engine, lambda: (DecodeParams("ar"), 0), max_queue=4, max_batch=2)
+    worker = start_worker(engine, lambda _n: (DecodeParams("ar"), 0), max_queue=4, max_batch=2)
     rec = Recorder()
     running = threading.Event()
     jobs = [rec.job("x", max_new_tokens=1500), rec.job("y", max_new_tokens=1500)]
@@ -144,7 +144,7 @@ def test_stop_aborts_running_jobs_with_an_outcome(engine) -> None:  # noqa: ANN0
 
 
 def test_a_broken_step_fails_its_jobs_and_the_worker_goes_on(engine) -> None:  # noqa: ANN001
-    worker = start_worker(engine, lambda: (DecodeParams("ar"), 0), max_queue=4, max_batch=2)
+    worker = start_worker(engine, lambda _n: (DecodeParams("ar"), 0), max_queue=4, max_batch=2)
     real_step, calls = worker.scheduler.step, []
 
     def step_once_broken() -> None:
@@ -170,7 +170,7 @@ def test_a_job_that_can_never_fit_gets_an_error_instead_of_waiting(engine) -> No
     from ddtune.errors import UserError
 
     config = [(DecodeParams("ddtree", 40, 2), 0)]
-    worker = GenerationWorker(engine, lambda: config[0], ServerMetrics(), 4, 2, 32)
+    worker = GenerationWorker(engine, lambda _n: config[0], ServerMetrics(), 4, 2, 32)
     worker.start()
     rec = Recorder()
     worker.submit(rec.job("too-big"))

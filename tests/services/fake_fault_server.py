@@ -78,6 +78,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--hot", action="store_true")
     p.add_argument("--hot-ignore", action="store_true")
     p.add_argument("--token-delay", type=float, default=0.0)
+    p.add_argument("--schedule", default=None)  # as `ddtune serve --schedule`: reported back
     return p.parse_args()
 
 
@@ -105,6 +106,9 @@ class State:
 
     def reported_config(self) -> dict:
         extra = json.loads(self.args.report_config) if self.args.report_config else {}
+        if self.args.schedule:  # a missing or bad file fails at start, as ddtune serve's does
+            with open(self.args.schedule) as handle:
+                extra["schedule"] = json.load(handle)["schedule"]
         return {**self.config, **extra}
 
     def server_info(self) -> dict:
@@ -323,6 +327,9 @@ def main() -> None:
     fail_if_told()
     args = parse_args()
     say(f"fake fault server pid={os.getpid()} pgid={os.getpgid(0)}")
+    if args.schedule and not os.path.isfile(args.schedule):
+        say(f"schedule file not found: {args.schedule}")
+        sys.exit(2)
     if args.hang_after is not None:
         threading.Timer(args.hang_after, lambda: os.kill(os.getpid(), signal.SIGSTOP)).start()
     time.sleep(args.bind_delay)

@@ -52,9 +52,15 @@ def read_counters(client: httpx.Client, base_url: str, kind: ServerKind) -> dict
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
-    """Counter samples summed over label sets, keyed by sample name (e.g. `..._total`)."""
+    """Counter samples summed over label sets, keyed by sample name (e.g. `..._total`); a
+    sample with a `position` label (vLLM's per-position acceptance) also under
+    `name{position=N}`, summed over its other labels."""
     totals: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
+            keys = [sample.name]
+            if "position" in sample.labels:
+                keys.append(f"{sample.name}{{position={sample.labels['position']}}}")
+            for key in keys:
+                totals[key] = totals.get(key, 0.0) + float(sample.value)
     return totals

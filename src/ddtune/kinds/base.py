@@ -3,7 +3,8 @@
 A kind answers, for the services, the bench and the launcher CLI alike
 (docs/readiness.md "Kinds"):
 
-    launch      launch_help, add_launch_options(parser), launch_command(args, engine) -> (argv, env)
+    launch      launch_help, add_launch_options(parser), launch_command(args, engine) -> (argv, env),
+                method_args(params) -> (flags, env): a method's spelling (`ddtune.methods`)
     engine      engine (its argument probe), engine_modules, owned_fields, knobs,
                 engine_info(python), parameter_origins(engine): the preflight's inputs
     readiness   health_url(base), read_identity(client, base, launch) -> (identity, info),
@@ -113,6 +114,14 @@ class ServerKind(ABC):
         """(argv, environment additions) for parsed launcher options; `engine` is what the
         engine's parser accepts, when known (else asked where a flag name depends on it)."""
         raise UserError(f"server kind {self.name!r} has no launch command")
+
+    def method_args(self, params: DecodeParams) -> tuple[list[str], dict[str, str]]:
+        """(flags, environment) that select `params`' method and knobs on this engine (a
+        sweep command's `{method_args}`); UserError where the engine has no such spelling."""
+        raise UserError(
+            f"server kind {self.name!r} cannot spell a method's flags; write them in "
+            "service.command with placeholders instead of {method_args}"
+        )
 
     def parameter_origins(self, engine: EngineInfo | None = None) -> dict[str, str]:
         """The parameter behind each flag or variable `launch_command` sets."""

@@ -18,7 +18,7 @@ from typing import Any
 from ddtune.errors import UserError
 from ddtune.kinds.base import Launch, ResponseStats, RoundTrace, is_number, per_round_acceptance
 from ddtune.kinds.openai import OpenAIKind
-from ddtune.params import PARAM_KEYS, DecodeParams
+from ddtune.params import MODE_PARAMS, PARAM_KEYS, DecodeParams
 
 IDENTITY_KEYS = (
     "instance_id",
@@ -47,6 +47,15 @@ class DdtuneKind(OpenAIKind):
     no_acceptance_note = (
         "acceptance length unavailable: no response carried usage.spec (speculation off?)"
     )
+
+    def method_args(self, params: DecodeParams) -> tuple[list[str], dict[str, str]]:
+        """`ddtune serve` flags: --mode, and --budget/--topk/--window where the mode reads them."""
+        params.method_config().check_for(self.name, params.window)
+        wire = params.canonical().to_wire()
+        flags = ["--mode", params.mode]
+        for key in MODE_PARAMS[params.mode]:
+            flags += [f"--{key}", str(wire[key])]
+        return flags, {}
 
     def identity_of(self, info: dict[str, Any], launch: Launch) -> dict[str, Any]:
         return {**{key: info.get(key) for key in IDENTITY_KEYS}, "config": info.get("config")}

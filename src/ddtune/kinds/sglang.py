@@ -12,6 +12,8 @@ ddtune's `DecodeParams` map onto `python -m sglang.launch_server` like this:
     topk K         environment SGLANG_DDTREE_MAX_TOPK=K            (ddtree only; default 6)
     depth_bonus    environment SGLANG_DDTREE_DEPTH_BONUS           (ddtree only; default 0.2)
     rank_probe     environment SGLANG_DDTREE_RANK_PROBE=true|false (ddtree only; default off)
+    method         EAGLE/EAGLE3/NEXTN/NGRAM and DFLASH's block size: `method_args`, from
+                   `ddtune.methods` (flags and the /server_info fields read back)
 
 The flag names come from the installed SGLang: `window_flag(options)` picks
 from its parser's option list (`EngineInfo.options`, read by the probe in
@@ -53,6 +55,7 @@ from ddtune.kinds.base import (
 )
 from ddtune.kinds.engine_check import EngineInfo
 from ddtune.kinds.openai import OpenAIKind
+from ddtune.methods import SGLANG_FLAGS, sglang_flags, sglang_reported
 from ddtune.params import (
     KNOB_KEYS,
     MODES,
@@ -84,6 +87,8 @@ REPORTED_FIELDS = (
     "speculative_ddtree_budget",
     WINDOW_FIELD,
 )
+# the fields `ddtune.methods` knobs set (their flags' names with underscores)
+METHOD_FIELDS = tuple(dict.fromkeys(flag[2:].replace("-", "_") for flag in SGLANG_FLAGS.values()))
 
 # Flags ddtune sets itself: passing them again in `extra` would make the
 # configuration ambiguous, so that is refused (a unique prefix of one too:
@@ -200,6 +205,8 @@ def expected_server_args(params: DecodeParams, draft_path: str | Path | None) ->
     those are not compared. A `draft_path` of None means "not known here": the
     drafter field is then left out.
     """
+    if params.method is not None:
+        return _method_server_args(params)
     if params.mode == "ar":
         return {"speculative_algorithm": None}
     expected: dict[str, Any] = {
@@ -213,10 +220,23 @@ def expected_server_args(params: DecodeParams, draft_path: str | Path | None) ->
     return expected
 
 
+def _method_server_args(params: DecodeParams) -> dict[str, Any]:
+    """`expected_server_args` of a config naming a method (`ddtune.methods.sglang_reported`)."""
+    expected = sglang_reported(params.method_config())
+    if params.method in ALGORITHMS:
+        expected[WINDOW_FIELD] = params.window
+    if params.mode == "ddtree":
+        expected["speculative_ddtree_budget"] = params.budget
+    return expected
+
+
 def reported_server_args(info: Mapping[str, Any]) -> dict[str, Any]:
-    """The `REPORTED_FIELDS` of a `/server_info` reply; the window from either window field."""
-    reported = {key: info.get(key) for key in REPORTED_FIELDS}
+    """The `REPORTED_FIELDS` of a `/server_info` reply; the window from either window field;
+    NEXTN as EAGLE (SGLang resolves the alias, `sglang_reported`)."""
+    reported = {key: info.get(key) for key in (*REPORTED_FIELDS, *METHOD_FIELDS)}
     reported[WINDOW_FIELD] = next((info[f] for f in WINDOW_FIELDS if f in info), None)
+    if reported["speculative_algorithm"] == "NEXTN":
+        reported["speculative_algorithm"] = "EAGLE"
     return reported
 
 
@@ -309,6 +329,16 @@ class SglangKind(OpenAIKind):
 
     def parameter_origins(self, engine: EngineInfo | None = None) -> dict[str, str]:
         return parameter_origins(self._window_for(engine))
+
+    def method_args(self, params: DecodeParams) -> tuple[list[str], dict[str, str]]:
+        """The method's flags (`ddtune.methods.sglang_flags`; the window under 0.5.23's flag,
+        which the preflight checks) and, for ddtree, its budget flag and environment."""
+        config = params.method_config()
+        config.check_for(self.name, params.window)
+        flags = sglang_flags(config, WINDOW_FLAGS[0], params.window)
+        if params.mode == "ddtree":
+            flags += [BUDGET_FLAG, str(params.budget)]
+        return flags, ddtree_env(params)
 
     def _window_flag(
         self, args: argparse.Namespace, params: DecodeParams, engine: EngineInfo | None

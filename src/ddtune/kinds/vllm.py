@@ -16,11 +16,13 @@ JSON braces doubled and the value of `num_speculative_tokens` replaced by a
 `{placeholder}`, so `ServiceSpec.render_argv` gives back exactly `vllm_argv`.
 
 Readiness: GET /health; `/v1/models` must list a model, and the new main
-process's command line must equal the launch argv (its configuration: vLLM's
-settings are not `DecodeParams`). Bench: the OpenAI completions stream;
+process's command line must equal the launch argv; a config naming a method
+(`ddtune.methods`, rendered by `method_args`) must also be the speculative
+config `/server_info?config_format=json` reports running (dev mode on). Bench: the OpenAI completions stream;
 acceptance from the Prometheus counters `vllm:spec_decode_num_accepted_tokens`
 and `vllm:spec_decode_num_drafts` read before and after the measured requests:
-1 + accepted/drafts over the differences (`round_counts`: what they add for
+1 + accepted/drafts over the differences, with the share accepted at each draft
+position (`..._per_pos`, `per_position_acceptance`) in the note (`round_counts`: what they add for
 given verify rounds, to count ddtune's rounds the same way). `last_layer_note`:
 a DFlash drafter that reads the target's last layer gets it before the final
 norm from vLLM, after it from ddtune (docs/engines.md "vLLM DFlash").
@@ -30,10 +32,11 @@ See docs/readiness.md "Kinds".
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ddtune.errors import UserError
 from ddtune.kinds.base import (
@@ -45,14 +48,21 @@ from ddtune.kinds.base import (
 )
 from ddtune.kinds.engine_check import EngineCommand, EngineInfo
 from ddtune.kinds.openai import OpenAIKind
+from ddtune.methods import vllm_reported, vllm_speculative_config
 from ddtune.params import DecodeParams
 
+if TYPE_CHECKING:
+    import httpx
+
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
-METHODS = ("ngram", "dflash", "draft_model", "eagle", "eagle3", "suffix")
+METHODS = ("ngram", "dflash", "draft_model", "eagle", "eagle3", "mtp", "suffix")
 NEEDS_DRAFTER = ("dflash", "draft_model", "eagle", "eagle3")
 OWNED_FLAGS = ("--model", "--host", "--port", "--speculative-config", "--served-model-name")
 OWNED_FIELDS = ("model", "host", "port", "speculative_config", "served_model_name")
+SERVER_INFO = "/server_info?config_format=json"  # VLLM_SERVER_DEV_MODE=1 only
+RUNNING = "running_speculative_config"  # where read_identity keeps it in the info
 VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+VLLM_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
 VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
 
 
@@ -175,10 +185,27 @@ def counter_acceptance(
         return None, "vLLM counters went down during the run (server restarted?)"
     if drafts == 0:
         return None, "vLLM reported no speculative drafts during the run (speculation off?)"
+    per_pos = per_position_acceptance(before, after, drafts)
+    shown = f"; accepted per draft position {' '.join(f'{r:.2f}' for r in per_pos)}"
     return (
         1.0 + accepted / drafts,
-        f"vLLM counters: {accepted:g} accepted tokens over {drafts:g} drafts",
+        f"vLLM counters: {accepted:g} accepted tokens over {drafts:g} drafts"
+        + (shown if per_pos else ""),
     )
+
+
+def per_position_acceptance(
+    before: dict[str, float], after: dict[str, float], drafts: float
+) -> list[float]:
+    """The share of drafts whose token at position i was accepted, over the run (vLLM's
+    `..._per_pos` counter, one sample per `position` label; [] where it reports none)."""
+    rates: list[float] = []
+    for position in itertools.count():
+        key = f"{VLLM_PER_POS}_total{{position={position}}}"
+        if key not in after:
+            return rates
+        rates.append((after[key] - before.get(key, 0.0)) / drafts)
+    return rates
 
 
 def round_counts(round_lengths: Sequence[int], max_tokens: int) -> tuple[int, int]:
@@ -294,6 +321,28 @@ class VllmKind(OpenAIKind):
         note = last_layer_note(Path(cwd, model), config)
         return [note] if note else []
 
+    def method_args(self, params: DecodeParams) -> tuple[list[str], dict[str, str]]:
+        """`--speculative-config JSON` of the method (`ddtune.methods`); none for ar."""
+        params.method_config().check_for(self.name, params.window)
+        config = vllm_speculative_config(params.method_config())
+        if config is None:
+            return [], {}
+        flags = ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+        return flags, {"VLLM_SERVER_DEV_MODE": "1"}  # /server_info: the config read back
+
+    def read_identity(
+        self, client: httpx.Client, base_url: str, launch: Launch
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """`/v1/models`, and the speculative config the server runs from
+        `/server_info?config_format=json` (`RUNNING`; None where dev mode is off)."""
+        identity, info = super().read_identity(client, base_url, launch)
+        reply = client.get(base_url + SERVER_INFO)
+        running: Any = None
+        if reply.status_code == 200:
+            running = {"config": running_speculative_config(reply.json())}
+        info = {**info, RUNNING: running}
+        return {**identity, "speculative_config": (running or {}).get("config")}, info
+
     def identity_of(self, info: dict[str, Any], launch: Launch) -> dict[str, Any]:
         return {"models": _model_ids(info)}
 
@@ -311,6 +360,24 @@ class VllmKind(OpenAIKind):
             # a script's shebang puts the interpreter first: compare the arguments only
             reported["argv"] = running[max(len(running) - len(launch.argv) + 1, 0) :]
         return reported
+
+    def config_mismatches(
+        self, params: DecodeParams, info: dict[str, Any], launch: Launch | None = None
+    ) -> list[str]:
+        """The base's, and for a config naming a method (`ddtune.methods`) the speculative
+        config the server reports running: its requested fields must all be there."""
+        lines = super().config_mismatches(params, info, launch)
+        if params.method is None or RUNNING not in info:
+            return lines  # ar, or a command written by hand: the argv is the witness
+        running = info[RUNNING]
+        if running is None:
+            return [
+                *lines,
+                "vLLM /server_info is off: set VLLM_SERVER_DEV_MODE=1 to read back "
+                "the speculative config it runs",
+            ]
+        requested = vllm_reported(params.method_config())
+        return [*lines, *speculative_mismatches(requested, running.get("config"))]
 
     def counter_acceptance(
         self, before: dict[str, float] | None, after: dict[str, float] | None

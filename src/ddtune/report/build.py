@@ -29,6 +29,8 @@ from ddtune.report.decide import (
 from ddtune.report.load.decide import analyze_load
 from ddtune.report.load.document import add_load_section, write_load_csv
 from ddtune.report.load.plots import write_load_plots
+from ddtune.report.load.schedule import load_schedule_report
+from ddtune.report.load.schedule_doc import add_schedule_section, write_schedule_json
 from ddtune.report.lossless import check_losslessness, correctness_note, load_compare
 from ddtune.report.options import ReportOptions
 from ddtune.report.render.atomic import write_atomic
@@ -127,6 +129,8 @@ def analyze(
         key=lambda r: r.objective != headline
     )  # the sweep's objective first
     summary.load = analyze_load(records, configs, pass_rates, options)  # [bench.load] levels
+    if summary.load is not None:  # the config per range of concurrent requests
+        summary.schedule = load_schedule_report(summary.load, configs, options)
     summary.workloads = workload_report(summary)  # bench suites / traffic, and the mix
     return summary
 
@@ -185,6 +189,7 @@ def _warnings(records: Sequence[TrialRecord], baselines: list[str]) -> list[str]
 def _write_files(summary: ReportSummary, records: Sequence[TrialRecord], out_dir: Path) -> None:
     document = build_document(summary, out_dir)
     add_load_section(document, summary.load)
+    add_schedule_section(document, summary.schedule)
     files = {
         "markdown": out_dir / "report.md",
         "html": out_dir / "report.html",
@@ -199,6 +204,9 @@ def _write_files(summary: ReportSummary, records: Sequence[TrialRecord], out_dir
         write_load_csv(summary.load, out_dir / "load_levels.csv")
         summary.files["load_csv"] = out_dir / "load_levels.csv"
         summary.files |= {plot.name: out_dir / plot.name for plot in summary.load.plots}
+    if summary.schedule is not None:
+        write_schedule_json(summary.schedule, out_dir / "schedule.json")
+        summary.files["schedule"] = out_dir / "schedule.json"
     write_json(summary, records, files["json"])
 
 

@@ -48,6 +48,8 @@ class ReportOptions(StrictModel):
     near_tie_gap: Annotated[float, Field(ge=0.0)] = 0.1  # nats: T=0 divergence below = near-tie
     # [bench.load] levels: the load mix to recommend for, e.g. {c1 = 0.2, c16 = 0.8}
     load_weights: Annotated[dict[str, float], AfterValidator(_level_weights)] | None = None
+    # the schedule switches configs by concurrency only for at least this gain on the mix
+    schedule_min_gain: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.02
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump()

@@ -15,6 +15,7 @@ from ddtune.records import SweepContext
 from ddtune.report.by_slot import SlotReport
 from ddtune.report.decide import PassRateComparison, Recommendation
 from ddtune.report.load.figures import LoadReport
+from ddtune.report.load.schedule import ScheduleReport
 from ddtune.report.lossless import LosslessCheck
 from ddtune.report.options import ReportOptions
 from ddtune.report.render.plots import Plot
@@ -50,6 +51,7 @@ class ReportSummary:
     )  # "html", "markdown", "csv", "json", plot names
     load: LoadReport | None = None  # [bench.load] levels (report/load/)
     workloads: WorkloadReport | None = None  # per suite / traffic, and the mix (workloads.py)
+    schedule: ScheduleReport | None = None  # the config per range of concurrent requests
 
     def config(self, label: str) -> ConfigSummary:
         for summary in self.configs:
@@ -68,6 +70,9 @@ class ReportSummary:
         data["options"] = self.options.to_dict()
         data["configs"] = [self._config_dict(s) for s in self.configs]
         data["files"] = {k: str(v) for k, v in self.files.items()}
+        found = self.schedule  # `report.schedule`: [{"max_concurrency": n | None, "config"}]
+        data["schedule"] = None if found is None else found.schedule.to_wire()
+        data["schedule_choice"] = None if found is None else found.to_wire()
         return data
 
     def _config_dict(self, s: ConfigSummary) -> dict[str, Any]:
@@ -103,6 +108,8 @@ class ReportSummary:
             lines.append(f"{rec.description}: {rec.text}")
         if self.load is not None:
             lines += load_lines(self.load)
+        if self.schedule is not None:
+            lines.append(self.schedule.text)
         if self.workloads is not None:
             lines += workload_lines(self.workloads, self.configs)
         lines += [f"WARNING: {w}" for w in self.warnings]

@@ -36,6 +36,7 @@ SETTING_FLAGS = (
     "max_request_bytes",
     "body_timeout_seconds",
     "strict_requests",
+    "schedule",
 )
 
 
@@ -64,6 +65,12 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=int, help="tree node budget (default: 16)")
     p.add_argument("--topk", type=int, help="per-depth branching cap (default: 4)")
     p.add_argument("--window", help="drafter context window W or 'none' (default: none)")
+    p.add_argument(
+        "--schedule",
+        type=Path,
+        help="JSON schedule (a sweep report's results.json or schedule.json): each request "
+        "runs the config of the range holding the requests in flight when it starts",
+    )
     p.add_argument("--model-name", help="served model id (default: the target folder's name)")
     p.add_argument("--config", type=Path, help="TOML file with any of these settings")
 

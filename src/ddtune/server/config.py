@@ -17,6 +17,7 @@ See docs/server.md "Server". The TOML file uses the flag names as keys
     max_request_bytes = 4194304
     body_timeout_seconds = 30
     strict_requests = false
+    schedule = "report/results.json"   # or schedule.json: switch configs by requests in flight
 
 `mode/budget/topk/window` form the `params` field (a `DecodeParams`, read
 with `DecodeParams.with_updates`); every other key is a field of the model.
@@ -65,6 +66,7 @@ class ServeConfig(StrictModel):
     max_request_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REQUEST_BYTES  # else 413
     body_timeout_seconds: Annotated[float, Field(gt=0.0)] = 30.0  # whole body by then, else 408
     strict_requests: bool = False  # unknown request fields: 400 instead of reported and ignored
+    schedule: Folder = None  # JSON: the config per range of requests in flight (server/state.py)
 
     @classmethod
     def from_toml(cls, path: Path) -> ServeConfig:

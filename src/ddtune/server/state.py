@@ -2,8 +2,10 @@
 
 It owns the lifecycle (loading → serving → shutting_down), the engine and its
 worker, the live decoding config (hot-reconfigurable, with a generation
-counter), the identity and the metrics. Loading runs on a background thread
-so that `/health` can answer 503 while weights load. See docs/server.md
+counter; with `--schedule` one config per range of requests in flight, the
+first range's being the reported one until a POST sets one config), the
+identity and the metrics. Loading runs on a background thread so that
+`/health` can answer 503 while weights load. See docs/server.md
 "Server".
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 
 from ddtune.engine.batch.budget import check_round_fits
 from ddtune.errors import UserError
+from ddtune.kinds.schedule import Schedule, load_schedule
 from ddtune.params import DecodeParams, SamplingParams
 from ddtune.server.api.chat import ChatTemplate
 from ddtune.server.api.errors import ApiError, invalid, unavailable
@@ -47,12 +50,16 @@ class ServerState:
         self.model_name = config.model_name or self.target_dir.name
         self.target_sha256: str | None = None
         self.drafter_sha256: str | None = None
-        self._params = config.params
+        self._schedule: Schedule | None = None
+        if config.schedule is not None:
+            self._schedule = load_schedule(config.schedule)
+        self._params = self._schedule.tiers[0].params if self._schedule else config.params
         self._generation = 0
         self._lock = threading.Lock()
         self.block_size = drafter_block_size(self.drafter_dir)
-        self._check_drafter(self._params)
-        self._check_step_budget(self._params)
+        for params in self._all_params():
+            self._check_drafter(params)
+            self._check_step_budget(params)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -74,10 +81,11 @@ class ServerState:
             max_token_chars=longest_token_bytes(tokenizer),
             strict=self.config.strict_requests,
         )
-        self._check_fits(self._params)
+        for params in self._all_params():
+            self._check_fits(params)
         self.worker = GenerationWorker(
             self.engine,
-            self.current,
+            self.for_requests,
             self.metrics,
             self.config.max_queue,
             self.config.max_batch,
@@ -132,8 +140,24 @@ class ServerState:
         with self._lock:
             return self._params, self._generation
 
+    def for_requests(self, in_flight: int) -> tuple[DecodeParams, int]:
+        """The config for a request admitted with `in_flight` requests running or queued."""
+        with self._lock:
+            if self._schedule is None:
+                return self._params, self._generation
+            return self._schedule.pick(in_flight).params, self._generation
+
+    @property
+    def schedule(self) -> Schedule | None:
+        with self._lock:
+            return self._schedule
+
+    def _all_params(self) -> list[DecodeParams]:
+        return [t.params for t in self._schedule.tiers] if self._schedule else [self._params]
+
     def reconfigure(self, updates: Mapping[str, Any]) -> tuple[DecodeParams, int]:
-        """Apply wire-form `{mode, budget, topk, window}` (any subset); 400 naming the key."""
+        """Apply wire-form `{mode, budget, topk, window}` (any subset); 400 naming the key.
+        A schedule gives way: from now on every request runs the one config set here."""
         with self._lock:
             try:
                 params = self._params.with_updates(updates)
@@ -142,7 +166,9 @@ class ServerState:
                 self._check_step_budget(params, key="budget")
             except UserError as exc:
                 raise invalid(exc.key, str(exc)) from None
-            self._params = params
+            if self._schedule is not None:
+                log.info("the schedule is off: one config from now on")
+            self._params, self._schedule = params, None
             self._generation += 1
             self.metrics.config_generation.set(self._generation)
             return params, self._generation
@@ -192,6 +218,7 @@ class ServerState:
             "max_batch": self.config.max_batch,
             "max_step_tokens": self.config.max_step_tokens,
             "grace_seconds": self.config.grace_seconds,
+            "schedule": None if self.schedule is None else self.schedule.to_wire(),
         }
 
     def server_info(self) -> dict[str, Any]:

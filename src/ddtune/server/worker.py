@@ -7,7 +7,9 @@ loops: admit queued jobs in FIFO order while the batch has room
 `ddtune.engine.batch.scheduler`), then run one scheduler step (one batched round
 plus prefill). With `max_batch` 1 jobs run one at a time, as before
 batching. Each job reads the decoding config when it is *admitted*, so a
-hot reconfigure applies to later requests. A job whose `cancel` event is
+hot reconfigure applies to later requests, and a schedule (`ddtune serve
+--schedule`) picks it by the requests in flight then: running and queued,
+the admitted one included. A job whose `cancel` event is
 set is dropped while queued, or stopped before the next round while
 running. A job that fails (bad input, its own output handling) gets its
 error; the others in its batch go on. See docs/server.md "Server".
@@ -61,7 +63,7 @@ class GenerationWorker:
     def __init__(
         self,
         engine: Any,
-        current_config: Callable[[], tuple[DecodeParams, int]],
+        current_config: Callable[[int], tuple[DecodeParams, int]],  # by requests in flight
         metrics: ServerMetrics,
         max_queue: int,
         max_batch: int = DEFAULT_MAX_BATCH,
@@ -155,7 +157,7 @@ class GenerationWorker:
         admitted: list[tuple[Job, DecodeParams, int]] = []
         room = self.scheduler.max_batch - self.scheduler.size
         while self._queue and len(admitted) < room:
-            params, generation = self.current_config()
+            params, generation = self.current_config(len(self._running) + len(self._queue))
             planned = [p for _, p, _ in admitted]
             empty = not planned and not self.scheduler.busy
             if not empty and not self.scheduler.can_admit(params, planned):

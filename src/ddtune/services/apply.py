@@ -41,6 +41,7 @@ from ddtune.services.controllers.systemd import (
 )
 from ddtune.services.outcome import Outcome
 from ddtune.services.protocol import Attempt
+from ddtune.services.scheduled import FILE_PREFIX as SCHEDULE_FILES
 from ddtune.services.spec import ServiceSpec
 
 APPLIED_NAME = "ddtune-applied.conf"
@@ -82,11 +83,20 @@ def applied_dropin(spec: ServiceSpec) -> DropinPlan:
 
 
 def dropin_text(
-    spec: ServiceSpec, params: DecodeParams, user_vars: Mapping[str, Any], origin: str
+    spec: ServiceSpec,
+    params: DecodeParams,
+    user_vars: Mapping[str, Any],
+    origin: str,
+    argv: list[str] | None = None,
 ) -> str:
-    """The drop-in: a header saying where it came from, the config as JSON, env and ExecStart."""
-    argv = spec.render_argv(params, user_vars) if spec.command else None
-    config = json.dumps({"params": params.to_wire(), "vars": dict(user_vars)}, sort_keys=True)
+    """The drop-in: a header saying where it came from, the config as JSON, env and ExecStart
+    (`argv`: a command other than the config's own, e.g. a schedule's; kept for --revert)."""
+    data: dict[str, Any] = {"params": params.to_wire(), "vars": dict(user_vars)}
+    if argv is not None:
+        data["argv"] = argv
+    else:
+        argv = spec.render_argv(params, user_vars) if spec.command else None
+    config = json.dumps(data, sort_keys=True)
     head = (
         f"# Written by `ddtune sweep apply` ({origin}); `--revert` restores.\n{CONFIG_MARK}{config}"
     )
@@ -102,16 +112,34 @@ def applied_config(text: str) -> tuple[DecodeParams, dict[str, Any]] | None:
     return None
 
 
-class PersistentDropin(SystemdController):
-    """The systemd protocol with `text` as the unit's persistent drop-in at `path` (no tag)."""
+def applied_argv(text: str) -> list[str] | None:
+    """The command a drop-in written by `dropin_text` with its own `argv` runs; else None."""
+    for line in text.splitlines():
+        if line.startswith(CONFIG_MARK):
+            argv = json.loads(line[len(CONFIG_MARK) :]).get("argv")
+            return [str(a) for a in argv] if isinstance(argv, list) else None
+    return None
 
-    def __init__(self, spec: ServiceSpec, workdir: Path, path: Path, text: str | None) -> None:
+
+class PersistentDropin(SystemdController):
+    """The systemd protocol with `text` as the unit's persistent drop-in at `path` (no tag);
+    `argv`: the command it runs when that is not the config's own (a schedule's)."""
+
+    def __init__(
+        self,
+        spec: ServiceSpec,
+        workdir: Path,
+        path: Path,
+        text: str | None,
+        argv: list[str] | None = None,
+    ) -> None:
         super().__init__(spec, workdir, None)
-        self.dropin, self.text = path, text
+        self.dropin, self.text, self.argv = path, text, argv
 
     def dropin_for(self, attempt: Attempt) -> str | None:
         """`text` (None: the applied drop-in is removed, as `--revert` does)."""
-        self._argv = self.spec.render_argv(attempt.params, attempt.user_vars) if self.text else None
+        own = self.spec.render_argv(attempt.params, attempt.user_vars)
+        self._argv = (self.argv or own) if self.text else None
         return self.text
 
     def release(self) -> None:
@@ -126,13 +154,18 @@ def apply_dropin(
     params: DecodeParams,
     user_vars: Mapping[str, Any],
     workdir: Path,
+    argv: list[str] | None = None,
+    files: Mapping[Path, str] | None = None,
 ) -> Outcome | Rollback:
-    """Write the drop-in and restart the unit through the readiness protocol; roll back if
-    it does not become READY."""
+    """Write the drop-in (and the `files` its command reads, e.g. a schedule) and restart the
+    unit through the readiness protocol; roll back if it does not become READY."""
     before = plan.path.read_text() if plan.path.exists() else None
     if before is not None:
         plan.previous.write_text(before)
-    controller = PersistentDropin(spec, workdir, plan.path, text)
+    for path, content in (files or {}).items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    controller = PersistentDropin(spec, workdir, plan.path, text, argv)
     outcome = controller.reconfigure(params, workdir / "apply", user_vars=user_vars)
     if outcome.ready:
         return outcome
@@ -155,11 +188,14 @@ def _restore(spec: ServiceSpec, plan: DropinPlan, text: str | None, workdir: Pat
     by health, a new instance and generations."""
     known = applied_config(text) if text is not None else None
     params, user_vars = known or (DecodeParams("ar"), {})
-    controller = PersistentDropin(spec, workdir, plan.path, text)
+    argv = applied_argv(text) if text is not None else None
+    controller = PersistentDropin(spec, workdir, plan.path, text, argv)
     outcome = controller.reconfigure(
         params, workdir, user_vars=user_vars, verify_config=known is not None
     )
     if text is None:
+        for stale in plan.path.parent.glob(f"{SCHEDULE_FILES}*.json"):
+            stale.unlink(missing_ok=True)
         _remove_empty(plan.path.parent)
     return outcome
 
@@ -174,6 +210,7 @@ __all__ = [
     "DropinPlan",
     "PersistentDropin",
     "Rollback",
+    "applied_argv",
     "applied_config",
     "applied_dropin",
     "apply_dropin",

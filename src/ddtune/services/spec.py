@@ -16,6 +16,7 @@ See docs/readiness.md "Services".
 
 from __future__ import annotations
 
+import shlex
 import string
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
@@ -23,12 +24,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
 
 from ddtune.errors import UserError
-from ddtune.kinds import SERVER_KINDS
+from ddtune.kinds import SERVER_KINDS, get_kind
 from ddtune.params import DECODE_KEYS, DecodeParams
 from ddtune.tables import StrictModel, parse_table
 
 Kind = Literal["process", "systemd", "hooks", "hot"]
-BUILTIN_PLACEHOLDERS = (*DECODE_KEYS, "port", "host")
+METHOD_ARGS = "{method_args}"  # a command argument replaced by the method's flags
+BUILTIN_PLACEHOLDERS = (*DECODE_KEYS, "port", "host", "method", "method_args")
 Seconds = Annotated[float, Field(gt=0)]
 REQUIRED_WHEN = {  # field: (the field that requires it, that field's value, what to give)
     "unit": ("kind", "systemd", "e.g. 'sglang.service'"),
@@ -206,19 +208,38 @@ class ServiceSpec(StrictModel):
                 )
         wire = params.placeholder_values()
         merged = {**self.vars, **extra, **wire, "port": self.port, "host": self.host}
+        merged["method"] = params.method or params.mode
+        merged["method_args"] = shlex.join(self.method_args(params)[0])
         return {name: str(value) for name, value in merged.items()}
+
+    def method_args(self, params: DecodeParams) -> tuple[list[str], dict[str, str]]:
+        """The profile's flags and environment for the trial's method; none where the
+        command does not ask for them (`{method_args}`) and the profile cannot spell them."""
+        kind = get_kind(self.profile)
+        if METHOD_ARGS in self.command:
+            return kind.method_args(params)
+        try:
+            return kind.method_args(params)
+        except UserError:
+            return [], {}
 
     def render_argv(
         self, params: DecodeParams, user_vars: Mapping[str, Any] | None = None
     ) -> list[str]:
         values = self.values(params, user_vars)
-        return [arg.format_map(values) for arg in self.command]
+        argv = []
+        for arg in self.command:
+            argv += self.method_args(params)[0] if arg == METHOD_ARGS else [arg.format_map(values)]
+        return argv
 
     def render_env(
         self, params: DecodeParams, user_vars: Mapping[str, Any] | None = None
     ) -> dict[str, str]:
         values = self.values(params, user_vars)
-        return {name: text.format_map(values) for name, text in self.env.items()}
+        env = {name: text.format_map(values) for name, text in self.env.items()}
+        if METHOD_ARGS in self.command:
+            env = {**self.method_args(params)[1], **env}
+        return env
 
     def hook_env(
         self, params: DecodeParams, user_vars: Mapping[str, Any] | None = None
@@ -226,7 +247,7 @@ class ServiceSpec(StrictModel):
         """`DDTUNE_<NAME>` for every placeholder value, plus the rendered `env` table."""
         values = self.values(params, user_vars)
         hook_vars = {f"DDTUNE_{name.upper()}": value for name, value in values.items()}
-        return {**hook_vars, **self.render_env(params, user_vars)}
+        return {**hook_vars, **self.method_args(params)[1], **self.render_env(params, user_vars)}
 
 
 def _check_placeholders(text: str, user_vars: Mapping[str, Any], label: str = "") -> None:

@@ -160,6 +160,14 @@ def _add_apply(actions: argparse._SubParsersAction) -> None:
         "--dry-run", action="store_true", help="say what would happen, change nothing"
     )
     apply.add_argument("--revert", action="store_true", help="undo the last apply")
+    apply.add_argument(
+        "--schedule",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="apply a schedule (the config per range of concurrent requests): the report's, "
+        "or FILE (a report's results.json or schedule.json)",
+    )
     _store_arg(apply)
     apply.set_defaults(func=cmd_apply)
 
@@ -465,12 +473,18 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     if args.revert and args.config:
         raise UserError("--revert restores what the last apply replaced; it takes no --config")
+    if args.schedule is not None and (args.config or args.revert):
+        raise UserError("--schedule applies a schedule; it takes no --config or --revert")
     store = _open_store(args.store)
     try:
         row = store.sweep_row(args.sweep)
         console = Console(stderr=True, soft_wrap=True)  # paths and commands stay whole
         if args.revert:
             return revert_config(store, row, args.dry_run, console)
+        if args.schedule is not None:
+            from ddtune.sweep.apply_schedule import apply_schedule
+
+            return apply_schedule(store, row, args.schedule or None, args.dry_run, console)
         return apply_config(store, row, args.config, args.dry_run, console)
     finally:
         store.close()

@@ -156,8 +156,8 @@ def test_unknown_key_names_key_and_line():
         """)
     assert error.key == "space.budgte"
     assert str(error) == (
-        "t.toml:7: unknown key space.budgte; expected one of budget, depth_bonus, mode, "
-        "rank_probe, topk, vars, window"
+        "t.toml:7: unknown key space.budgte; expected one of ar, budget, ddtree, depth_bonus, "
+        "dflash, eagle, eagle3, method, mode, mtp, nextn, ngram, rank_probe, topk, vars, window"
     )
 
 
@@ -185,8 +185,8 @@ def test_unknown_keys_in_configs_and_baseline_list_the_allowed_ones():
     error = _error('[sweep]\nname = "x"\n[[configs]]\nbudget = 4\n[[configs]]\nbugdet = 4\n')
     assert error.key == "configs.1.bugdet"
     assert str(error) == (
-        "t.toml:6: unknown key configs.1.bugdet; expected one of budget, depth_bonus, mode, "
-        "rank_probe, topk, vars, window"
+        "t.toml:6: unknown key configs.1.bugdet; expected one of budget, depth_bonus, method, "
+        "mode, rank_probe, topk, vars, window"
     )
     error = _error('[sweep]\nname = "x"\nbaseline = { mode = "ar", x = 1 }\n')
     assert error.key == "sweep.baseline.x" and str(error).startswith("t.toml:3: unknown key")

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.errors import UserError
-from ddtune.params import DECODE_KEYS, DecodeParams, config_hash
+from ddtune.methods import ENGINES
+from ddtune.params import WIRE_KEYS, DecodeParams, config_hash
 from ddtune.sweep.spec.checks import (
     check_interleave,
     check_knobs,
@@ -50,6 +51,7 @@ from ddtune.sweep.spec.checks import (
 )
 from ddtune.sweep.spec.cluster import Cluster, build_cluster
 from ddtune.sweep.spec.lines import KeyLines
+from ddtune.sweep.spec.methods import method_grid
 from ddtune.sweep.spec.schema import (
     ORDERS,
     ConfigTable,
@@ -86,9 +88,9 @@ class Config:
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any], where: str = "") -> Config:
-        """Inverse of `to_wire`; keys other than `DECODE_KEYS` are user variables."""
-        params = DecodeParams.from_wire({k: v for k, v in data.items() if k in DECODE_KEYS}, where)
-        return cls(params, tuple(sorted((k, v) for k, v in data.items() if k not in DECODE_KEYS)))
+        """Inverse of `to_wire`; keys other than `WIRE_KEYS` are user variables."""
+        params = DecodeParams.from_wire({k: v for k, v in data.items() if k in WIRE_KEYS}, where)
+        return cls(params, tuple(sorted((k, v) for k, v in data.items() if k not in WIRE_KEYS)))
 
     def user_vars(self) -> dict[str, Any]:
         return dict(self.vars)
@@ -229,6 +231,7 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
     check_interleave(doc, service.kind)
     check_knobs(doc, service.profile, _placeholders(service))
     _check_vars_used(found + _search_vars(search), service)
+    _check_methods(found, service)
     base = found[0][0] if baseline else None
     configs = [c for c in dict.fromkeys(c for c, _ in found) if c != base]
     bench = doc.bench.resolve_paths(base_dir) if base_dir else doc.bench
@@ -299,6 +302,8 @@ def _config(table: ConfigTable, where: str) -> Config:
 
 def _grid(space: SpaceTable) -> list[Config]:
     """The cartesian product of the axes, in spec order; each value checked on its own."""
+    if space.method or space.methods:
+        return [Config(params, user) for params, user in method_grid(space)]
     axes = space.axes()
     for key, choices in axes.items():
         for choice in choices:
@@ -337,6 +342,28 @@ def _placeholders(service: ServiceSpec) -> set[str] | None:
         return None
     texts = list(service.command) + list(service.env.values())
     return {name for text in texts for _, name, _, _ in string.Formatter().parse(text) if name}
+
+
+def _check_methods(found: list[tuple[Config, str]], service: ServiceSpec) -> None:
+    """Every config's method spelled by the profile's engine (`{method_args}`), or checked
+    against that engine's knobs; a method's knobs that no placeholder carries are refused."""
+    placeholders = _placeholders(service)
+    splices = placeholders is None or "method_args" in placeholders
+    for config, where in found:
+        params = config.params
+        try:
+            if placeholders is not None and "method_args" in placeholders:
+                service.method_args(params)  # the engine's spelling, checked
+            elif params.method is not None and service.profile in ENGINES:
+                params.method_config().check_for(service.profile, params.window)
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}", key=where) from None
+        if params.method_knobs and not splices:
+            raise UserError(
+                f"{where}: {params.label()} sets method knobs that service.command does not "
+                "carry; add a {method_args} argument (the engine's flags for the method)",
+                key=where,
+            )
 
 
 def _check_vars_used(found: list[tuple[Config, str]], service: ServiceSpec) -> None:

@@ -118,6 +118,8 @@ def _is_array(annotation: Any) -> bool:
 
 def _keys(model: type[BaseModel]) -> Iterator[Key]:
     for name, info in model.model_fields.items():
+        if info.exclude:
+            continue  # filled by the model itself (e.g. a method's knobs), never written
         key = info.alias or name
         yield Key(key, type_text(info.annotation, info), default_text(info), meaning(model, name))
 

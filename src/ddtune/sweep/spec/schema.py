@@ -5,10 +5,12 @@
                  max_hours, passes_per_start, objective, interleave (trial|request),
                  restart_bound (auto|true|false), trace (a trace folder)
     [space]      SpaceTable: lists (or single values) of mode/budget/topk/window and the
-                 knobs depth_bonus/rank_probe, `{low, high, log, step}` integer ranges
+                 knobs depth_bonus/rank_probe, or `method` (`ddtune.methods`) with one
+                 `[space.<method>]` table of axes per method, `{low, high, log, step}` integer ranges
                  (strategy "optuna" only), [space.vars] lists of user variables
     [optuna]     OptunaTable: n_trials, confirm_top, seed
-    [[configs]]  ConfigTable: mode/budget/topk/window/knobs + vars (also `sweep.baseline`)
+    [[configs]]  ConfigTable: mode/budget/topk/window/knobs + vars (also `sweep.baseline`),
+                 or `method` and that method's knobs
     [service]    a plain table here: `ddtune.services.ServiceSpec` parses it
     [bench]      `ddtune.bench.BenchMatrix`
     [retry]      RetryPolicy: attempts, backoff
@@ -27,9 +29,10 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag, model_validator
 
 from ddtune.bench.matrix import BenchMatrix
+from ddtune.methods import ALIASES, LEGACY, METHOD_NAMES
 from ddtune.params import DECODE_KEYS, KNOB_KEYS, PARAM_KEYS
 from ddtune.report.options import Interleave, ReportOptions
 from ddtune.sweep.spec.cluster import ClusterTable
@@ -43,7 +46,7 @@ Strategy = Literal["grid", "race", "optuna", "predict"]
 OBJECTIVES = ("throughput", "long_context", "short_context", "speedup", "mix")
 # mix: tok/s over the bench's workloads weighted by [bench] mix (bench suites, traffic)
 Objective = Literal["throughput", "long_context", "short_context", "speedup", "mix"]
-RESERVED_VARS = (*DECODE_KEYS, "port")
+RESERVED_VARS = (*DECODE_KEYS, "port", "method", "method_args")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -106,12 +109,29 @@ def _shape(value: Any) -> str:
 Dimension = Annotated[
     Annotated[Axis, Tag("list")] | Annotated[IntRange, Tag("dict")], Discriminator(_shape)
 ]
+MethodAxes = dict[str, Axis]
+
+
+def _method_knobs(data: Any, fields: tuple[str, ...]) -> Any:
+    """With `method` written, the keys that are not fields (for EAGLE-like methods: every
+    key but `method`/`mode`/`vars`) are that method's knobs, collected as `method_knobs`."""
+    if not isinstance(data, Mapping) or "method" not in data:
+        return data
+    name = ALIASES.get(data["method"], data["method"])
+    own = fields if name in LEGACY else ("method", "mode", "vars")
+    knobs = {k: v for k, v in data.items() if k not in own}
+    return {**{k: v for k, v in data.items() if k in own}, "method_knobs": knobs}
 
 
 class ConfigTable(StrictModel):
-    """One `[[configs]]` table or `sweep.baseline`: parameters in wire form, plus vars."""
+    """One `[[configs]]` table or `sweep.baseline`: parameters in wire form, plus vars.
+
+    `method = "eagle3"` with its knobs beside it (`num_steps = 3`, ...) names a method of
+    `ddtune.methods`; `DecodeParams.from_wire` checks them."""
 
     mode: Any = None  # decoding mode: "ar", "dflash" (chain) or "ddtree"
+    method: Any = None  # a method of ddtune.methods (e.g. "eagle3"), its knobs beside it
+    method_knobs: dict[str, Any] = Field(default={}, exclude=True)  # from the keys beside method
     budget: Any = None  # tree node budget (nodes besides the root)
     topk: Any = None  # per-depth branching cap of the tree
     window: Any = None  # draft window in tokens, or "none" (the whole context)
@@ -122,15 +142,36 @@ class ConfigTable(StrictModel):
     # user variables of this config, substituted into service.command
     vars: Annotated[dict[str, VarValue], AfterValidator(_var_names)] = {}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_knobs(cls, data: Any) -> Any:
+        return _method_knobs(data, (*DECODE_KEYS, "method", "vars"))
+
     def params_wire(self) -> dict[str, Any]:
         """The decoding parameters the user wrote (the rest keep their defaults)."""
-        return {key: getattr(self, key) for key in DECODE_KEYS if key in self.model_fields_set}
+        keys = (*DECODE_KEYS, "method", "method_knobs")
+        return {key: getattr(self, key) for key in keys if key in self.model_fields_set}
 
 
 class SpaceTable(StrictModel):
-    """`[space]`: the grid is the cartesian product of every axis written."""
+    """`[space]`: the grid is the cartesian product of every axis written.
+
+    With `method = [...]`, each method's grid is its own: `[space.<method>]` holds its
+    axes (knobs of `ddtune.methods`; for dflash/ddtree also budget/topk/window and the
+    DDTree knobs, which otherwise come from `[space]` itself)."""
 
     mode: Axis = ()  # modes to try: "ar", "dflash", "ddtree"
+    method: Axis = ()  # methods to try (ddtune.methods), each with its [space.<method>] axes
+    # [space.<method>]: one table of axes per method (`ddtune.methods.METHOD_NAMES`; a test
+    # keeps these fields and that list the same)
+    ar: MethodAxes = {}  # plain decoding: no knobs
+    dflash: MethodAxes = {}  # DFlash: block_size, drafter (+ window)
+    ddtree: MethodAxes = {}  # DDTree: drafter (+ budget, topk, window, DDTree knobs)
+    eagle: MethodAxes = {}  # EAGLE: num_steps, topk, num_draft_tokens, drafter
+    eagle3: MethodAxes = {}  # EAGLE-3: num_steps, topk, num_draft_tokens, drafter
+    mtp: MethodAxes = {}  # multi-token prediction: num_steps, topk, num_draft_tokens
+    nextn: MethodAxes = {}  # SGLang's name for mtp
+    ngram: MethodAxes = {}  # n-gram lookup: num_draft_tokens and the engine's n-gram knobs
     budget: Dimension = ()  # budgets to try (a list, or {low, high} for optuna)
     topk: Dimension = ()  # top-k caps to try (a list, or {low, high} for optuna)
     window: Dimension = ()  # windows to try, "none" included (a list, or {low, high} for optuna)
@@ -140,6 +181,13 @@ class SpaceTable(StrictModel):
         dict[str, Annotated[tuple[VarValue, ...], BeforeValidator(_axis)]],
         AfterValidator(_var_names),
     ] = {}
+
+    @property
+    def methods(self) -> dict[str, dict[str, tuple[Any, ...]]]:
+        """The `[space.<method>]` tables written, by method name (aliases resolved)."""
+        names = (*METHOD_NAMES, *ALIASES)
+        written = [n for n in names if n in self.model_fields_set]
+        return {ALIASES.get(n, n): getattr(self, n) for n in written}
 
     def axes(self) -> dict[str, tuple[Any, ...]]:
         """Decoding-parameter axes the user wrote as lists, in `DECODE_KEYS` order."""

@@ -47,6 +47,12 @@ class SearchSpace:
     @classmethod
     def from_space(cls, parsed: SpaceTable, where: str = "space") -> SearchSpace:
         """The search space of a parsed `[space]` table (lists, single values and ranges)."""
+        if parsed.method or parsed.methods:
+            raise UserError(
+                f"{where}.method: strategy 'optuna' searches mode/budget/topk/window only; "
+                "sweep methods with strategy 'grid' or 'race'",
+                key=f"{where}.method",
+            )
         modes = list(parsed.mode) or ["ddtree"]
         for mode in modes:
             if mode not in MODES:
