@@ -2,7 +2,8 @@
 
 Aggregates use the shared metric names (`ddtune.records.METRIC_NAMES`), and
 `workloads` the per-workload ones (`ddtune.records.WORKLOAD_METRICS`):
-short_tps / long_tps (mean per-request decode tokens/s), short_ttft_s /
+short_tps / long_tps (decode tokens/s pooled over the requests: their tokens after the
+first over their time after the first token, see `pooled_decode_rate`), short_ttft_s /
 long_ttft_s (mean), acceptance_length (pooled over the measured requests, None
 when unavailable), coding_passed / coding_total (samples); extras:
 short_e2e_s, long_e2e_s, short_itl_s, long_itl_s, the same four for coding
@@ -73,14 +74,25 @@ class BenchResult:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
+# A stream whose tokens after the first all arrived within this long was sent at once (the
+# server buffered it, e.g. a front end short of CPU): its decode time is not measurable from
+# the client, and (tokens - 1) / ~0 s would read as tens of thousands of tokens/s.
+MIN_DECODE_S = 1e-3
+
+
 def make_sample(
     workload: str, index: int, record: StreamRecord, acceptance: float | None
 ) -> dict[str, Any]:
-    """One per-request row; decode figures exclude the first token (time to it is TTFT)."""
+    """One per-request row; decode figures exclude the first token (time to it is TTFT).
+
+    A stream sent at once (`MIN_DECODE_S`) has no decode figures (`decode_tps`, `itl_s` None).
+    """
     ttft = record.ttft_s
-    decode_s = record.e2e_s - ttft if ttft is not None else None
     n = record.output_tokens
-    itl = decode_s / (n - 1) if decode_s and n > 1 else None
+    decode_s = record.e2e_s - ttft if ttft is not None and n > 1 else None
+    if decode_s is not None and decode_s < MIN_DECODE_S:
+        decode_s = None
+    itl = decode_s / (n - 1) if decode_s else None
     return {
         "workload": workload,
         "index": index,
@@ -90,7 +102,7 @@ def make_sample(
         "output_tokens": n,
         "tokens_counted_by": record.tokens_counted_by,
         "prompt_tokens": record.prompt_tokens,
-        "decode_tps": (n - 1) / decode_s if decode_s and n > 1 else None,
+        "decode_tps": (n - 1) / decode_s if decode_s else None,
         "chunks": len(record.chunk_times_s),
         "finish_reason": record.finish_reason,
         "acceptance_length": acceptance,
@@ -107,11 +119,23 @@ def throughput_aggregates(samples: list[dict[str, Any]]) -> dict[str, float | No
     out: dict[str, float | None] = {}
     for workload in ("short", "long", "coding"):
         rows = [s for s in samples if s["workload"] == workload]
-        out[f"{workload}_tps"] = _mean(s["decode_tps"] for s in rows)
+        out[f"{workload}_tps"] = pooled_decode_rate(rows)
         out[f"{workload}_ttft_s"] = _mean(s["ttft_s"] for s in rows)
         out[f"{workload}_e2e_s"] = _mean(s["e2e_s"] for s in rows)
         out[f"{workload}_itl_s"] = _mean(s["itl_s"] for s in rows)
     return out
+
+
+def pooled_decode_rate(rows: list[dict[str, Any]]) -> float | None:
+    """Decode tokens/s of a workload: the tokens after the first over the seconds after the
+    first token, summed over its requests that have decode figures.
+
+    A ratio of sums, not a mean of per-request rates: one request with a tiny decode time
+    moves it by its share of the tokens, never by orders of magnitude.
+    """
+    timed = [s for s in rows if s.get("decode_tps")]
+    seconds = sum((s["output_tokens"] - 1) / s["decode_tps"] for s in timed)
+    return sum(s["output_tokens"] - 1 for s in timed) / seconds if seconds > 0 else None
 
 
 def _mean(values: Any) -> float | None:

@@ -18,6 +18,7 @@ from statistics import fmean
 from typing import Any
 
 from ddtune.bench.acceptance import pooled_acceptance
+from ddtune.bench.result import pooled_decode_rate
 from ddtune.bench.suites.names import BUNDLED, WORKLOAD_NAMES
 
 BUNDLED_WORKLOADS = ("short", "long", "coding")
@@ -59,7 +60,7 @@ def mix_tps(figures: Mapping[str, Figures], weights: Mapping[str, float] | None)
 def _figures(rows: list[dict[str, Any]], acceptance: list[tuple[float | None, float]]) -> Figures:
     scored = [r["passed"] for r in rows if r.get("passed") is not None]
     return {
-        "tps": _mean(r["decode_tps"] for r in rows),
+        "tps": pooled_decode_rate(rows),
         "ttft_s": _mean(r["ttft_s"] for r in rows),
         "e2e_s": _mean(r["e2e_s"] for r in rows),
         "itl_s": _mean(r["itl_s"] for r in rows),

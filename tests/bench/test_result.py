@@ -1,0 +1,37 @@
+"""Per-request samples and the workload's decode rate: a stream sent at once has no decode
+rate, and one fast request cannot swing the workload's figure."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddtune.bench.client import StreamRecord
+from ddtune.bench.result import MIN_DECODE_S, make_sample, pooled_decode_rate, throughput_aggregates
+
+
+def sample(tokens: int, ttft: float, e2e: float, workload: str = "short") -> dict:
+    record = StreamRecord(text="x" * tokens, ttft_s=ttft, e2e_s=e2e, output_tokens=tokens)
+    return make_sample(workload, 0, record, None)
+
+
+def test_a_stream_sent_at_once_has_no_decode_figures() -> None:
+    burst = sample(48, ttft=0.35, e2e=0.35 + MIN_DECODE_S / 2)  # 47 tokens within 0.5 ms
+    assert burst["decode_tps"] is None and burst["itl_s"] is None
+    steady = sample(48, ttft=0.35, e2e=0.35 + 0.47)
+    assert steady["decode_tps"] == pytest.approx(100.0)
+    assert steady["itl_s"] == pytest.approx(0.01)
+    assert sample(1, ttft=0.2, e2e=0.2)["decode_tps"] is None  # one token: nothing to decode
+
+
+def test_the_workload_rate_pools_tokens_and_seconds() -> None:
+    rows = [sample(11, 0.1, 0.1 + 0.1), sample(31, 0.1, 0.1 + 1.0)]  # 100 and 30 tok/s
+    assert pooled_decode_rate(rows) == pytest.approx(40 / 1.1)  # not the mean, 65
+    assert pooled_decode_rate([]) is None
+
+
+def test_one_burst_among_steady_requests_leaves_the_rate_alone() -> None:
+    steady = [sample(48, 0.35, 0.35 + 0.35) for _ in range(7)]
+    burst = sample(48, 0.35, 0.35 + 0.0008)  # vLLM's front end sent 46 chunks in 0.8 ms
+    figures = throughput_aggregates([*steady, burst])
+    assert figures["short_tps"] == pytest.approx(47 / 0.35)
+    assert figures["long_tps"] is None
