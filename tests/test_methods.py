@@ -181,3 +181,18 @@ def test_a_method_config_round_trips_and_hashes_by_its_knobs():
         "topk": 4,
         "window": "none",
     }
+
+
+def test_a_vllm_speculative_config_reads_back_as_the_method_that_writes_it():
+    from ddtune.methods import vllm_method_config
+
+    dflash = {"method": "dflash", "model": "/d", "num_speculative_tokens": 15}
+    config = vllm_method_config(dflash)
+    assert config.name == "dflash" and config.get("block_size") == 16
+    assert vllm_speculative_config(config) == dflash
+    ngram = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2}
+    assert dict(vllm_method_config(ngram).knobs) == {"num_draft_tokens": 4, "prompt_lookup_min": 2}
+    with pytest.raises(UserError, match="'disable_by_batch_size' is not a knob of ddtune's ngram"):
+        vllm_method_config({**ngram, "disable_by_batch_size": 8})
+    with pytest.raises(UserError, match="vLLM method 'medusa' is not one of ddtune's methods"):
+        vllm_method_config({"method": "medusa", "num_speculative_tokens": 2})

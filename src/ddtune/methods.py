@@ -308,6 +308,74 @@ class MethodConfig:
         return " ".join([self.name, *shown])
 
 
+def engine_method(engine: str, spelled: str) -> Method | None:
+    """The method `engine` calls `spelled` (SGLang's `EAGLE3`, `NEXTN`; vLLM's `eagle3`)."""
+    for found in METHODS.values():
+        name = found.spelled.get(engine)
+        if name and name.lower() == spelled.lower():
+            return found
+    return None
+
+
+def token_knob(name: str) -> str | None:
+    """The knob that sets how many tokens a round drafts: `num_steps` (EAGLE, EAGLE-3, MTP:
+    vLLM's num_speculative_tokens, SGLang's steps), ngram's `num_draft_tokens`, DFlash's
+    `block_size` (one more: the block holds the bonus token); None for ar and ddtree."""
+    if name == "dflash":
+        return "block_size"
+    if name == "ngram":
+        return "num_draft_tokens"
+    return "num_steps" if METHODS[name].knob("num_steps") is not None else None
+
+
+def drafted_tokens(config: MethodConfig) -> int | None:
+    """Tokens drafted per round as the config sets them (vLLM's `num_speculative_tokens`,
+    SGLang's `num_steps`); None where the config leaves it to the engine (or has none)."""
+    knob = token_knob(config.name)
+    value = config.get(knob) if knob else None
+    if not isinstance(value, int):
+        return None
+    return value - 1 if knob == "block_size" else value
+
+
+def tied_knobs(config: MethodConfig) -> tuple[str, ...]:
+    """The knobs that follow the token count: `token_knob`, and SGLang's `num_draft_tokens`
+    where topk 1 ties it to num_steps + 1."""
+    knob = token_knob(config.name)
+    if knob is None:
+        return ()
+    if knob == "num_steps" and config.get("topk") == 1:
+        return (knob, "num_draft_tokens")
+    return (knob,)
+
+
+def vllm_method_config(
+    spec: Mapping[str, Any], where: str = "--speculative-config"
+) -> MethodConfig:
+    """A vLLM `--speculative-config` object read back as a method and its knobs, such that
+    `vllm_speculative_config` writes the same object; UserError naming what it cannot read."""
+    name = spec.get("method")
+    found = engine_method("vllm", name) if isinstance(name, str) else None
+    if found is None:
+        raise UserError(f"{where}: vLLM method {name!r} is not one of ddtune's methods")
+    keys = {
+        ("num_speculative_tokens" if k == "block_size" else VLLM_KEYS[k]): k
+        for k in found.engine_knobs.get("vllm", ())
+    }
+    knobs: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key == "method":
+            continue
+        if key not in keys:
+            raise UserError(f"{where}: {key!r} is not a knob of ddtune's {found.name}")
+        shift = isinstance(value, int) and keys[key] == "block_size"
+        knobs[keys[key]] = value + 1 if shift else value
+    config = MethodConfig.build(found.name, knobs, where)
+    if vllm_speculative_config(config) != dict(spec):
+        raise UserError(f"{where}: ddtune's {found.name} would not write it back as given")
+    return config
+
+
 def unknown_knob(found: Method, key: str, where: str = "") -> str:
     """The line refusing a knob the method lacks, naming the knobs it has."""
     name = f"{where}.{key}" if where else key
@@ -379,10 +447,15 @@ __all__ = [
     "KnobValue",
     "Method",
     "MethodConfig",
+    "drafted_tokens",
+    "engine_method",
     "method",
     "sglang_flags",
     "sglang_reported",
+    "tied_knobs",
+    "token_knob",
     "unknown_knob",
+    "vllm_method_config",
     "vllm_reported",
     "vllm_speculative_config",
 ]

@@ -74,7 +74,7 @@ def test_load_schedule_reads_the_list_a_wrapper_or_results_json(tmp_path) -> Non
 
 
 def test_vllm_takes_a_token_count_schedule_as_per_batch_size_ranges() -> None:
-    method = {"method": "ngram", "prompt_lookup_max": 4}
+    method = {"algorithm": "ngram", "prompt_lookup_max": 4}
     schedule = Schedule(
         (
             Tier(2, DFLASH, {**method, "K": 5}),
@@ -98,16 +98,16 @@ def test_engines_refuse_what_they_cannot_switch_naming_why() -> None:
     other = Schedule((Tier(4, DFLASH, {"K": 4, "window": 8}), Tier(None, DFLASH, {"K": 2})))
     assert "differ in more than the token count" in (vllm_schedule(other).reason or "")
     assert "one config" in (vllm_schedule(Schedule.single(DFLASH, {"K": 3})).reason or "")
-    ngram = Schedule((Tier(4, DFLASH, {"method": "ngram", "K": 4}), Tier(None, AR)))
+    ngram = Schedule((Tier(4, DFLASH, {"algorithm": "ngram", "K": 4}), Tier(None, AR)))
     assert "only EAGLE/EAGLE3" in (sglang_adaptive(ngram).reason or "")
     topk = Schedule(
-        (Tier(4, DFLASH, {"method": "eagle3", "K": 4, "eagle_topk": 4}), Tier(None, AR))
+        (Tier(4, DFLASH, {"algorithm": "eagle3", "K": 4, "eagle_topk": 4}), Tier(None, AR))
     )
     assert "topk 1" in (sglang_adaptive(topk).reason or "")
 
 
 def test_sglang_adaptive_config_per_batch_size_tier() -> None:
-    eagle = {"method": "EAGLE3", "eagle_topk": 1}
+    eagle = {"algorithm": "EAGLE3", "eagle_topk": 1}
     schedule = Schedule(
         (
             Tier(3, DFLASH, {**eagle, "steps": 5}),
@@ -124,3 +124,65 @@ def test_sglang_adaptive_config_per_batch_size_tier() -> None:
             "16": {"candidate_steps": [0]},
         },
     }
+
+
+def method_params(name: str, **knobs: object) -> DecodeParams:
+    return DecodeParams.from_wire({"method": name, "method_knobs": knobs})
+
+
+def test_token_count_reads_the_methods_knob_before_any_var() -> None:
+    """vLLM's num_speculative_tokens as the methods name it: eagle3's num_steps, ngram's
+    num_draft_tokens, dflash's block_size - 1; a var only where no knob says it."""
+    eagle3 = method_params("eagle3", num_steps=3, topk=1, drafter="/d")
+    assert token_count(Tier(None, eagle3, {"K": 9})) == 3  # the knob wins over the var
+    assert token_count(Tier(None, method_params("ngram", num_draft_tokens=4))) == 4
+    assert token_count(Tier(None, method_params("dflash", block_size=8, drafter="/d"))) == 7
+    unset = method_params("eagle3", drafter="/d")  # steps left to the engine: the var says
+    assert token_count(Tier(None, unset, {"K": 2})) == 2
+    assert token_count(Tier(None, unset)) is None
+    assert token_count(Tier(None, method_params("ar"))) == 0
+
+
+def test_vllm_schedule_from_method_configs_differing_only_in_the_token_count() -> None:
+    ngram = {"prompt_lookup_max": 4}
+    schedule = Schedule(
+        (
+            Tier(2, method_params("ngram", num_draft_tokens=5, **ngram)),
+            Tier(8, method_params("ngram", num_draft_tokens=2, **ngram)),
+            Tier(None, method_params("ar")),
+        )
+    )
+    rendered = vllm_schedule(schedule)
+    assert rendered.fields is not None, rendered.reason
+    assert rendered.fields["num_speculative_tokens_per_batch_size"] == [
+        [1, 2, 5],
+        [3, 8, 2],
+        [9, 1 << 16, 0],
+    ]
+    other = Schedule(
+        (
+            Tier(2, method_params("ngram", num_draft_tokens=5, prompt_lookup_max=4)),
+            Tier(None, method_params("ngram", num_draft_tokens=2, prompt_lookup_max=3)),
+        )
+    )
+    assert "differ in more than the token count" in (vllm_schedule(other).reason or "")
+
+
+def test_sglang_adaptive_reads_eagle3s_num_steps_and_topk_knobs() -> None:
+    """SGLang's num_steps from the method's knob (num_draft_tokens follows it at topk 1)."""
+    knobs = {"topk": 1, "drafter": "/d"}
+    schedule = Schedule(
+        (
+            Tier(3, method_params("eagle3", num_steps=5, **knobs)),
+            Tier(None, method_params("eagle3", num_steps=2, **knobs)),
+        )
+    )
+    rendered = sglang_adaptive(schedule)
+    assert rendered.fields is not None, rendered.reason
+    assert rendered.fields["speculative_adaptive_config"] == {
+        "1": {"candidate_steps": [5]},
+        "4": {"candidate_steps": [2]},
+    }
+    wide = method_params("eagle3", num_steps=3, topk=4, num_draft_tokens=8, drafter="/d")
+    topk = Schedule((Tier(4, wide), Tier(None, method_params("ar"))))
+    assert "topk 1" in (sglang_adaptive(topk).reason or "")

@@ -25,7 +25,7 @@ SGLANG = ["python", "-m", "sglang.launch_server", "--speculative-num-steps", "{s
 def spec(profile: str, command: list[str]) -> ServiceSpec:
     table = {"kind": "process", "profile": profile, "command": command}
     return ServiceSpec.from_dict(
-        {**table, "vars": {"K": 1, "steps": 1, "method": "", "eagle_topk": 1}}
+        {**table, "vars": {"K": 1, "steps": 1, "algorithm": "", "eagle_topk": 1}}
     )
 
 
@@ -53,7 +53,7 @@ def test_vllm_without_a_token_count_schedule_serves_the_typical_config(tmp_path)
 
 
 def test_sglang_adaptive_flags_and_file_ddtune_schedule_file(tmp_path) -> None:
-    eagle = {"method": "eagle3", "eagle_topk": 1}
+    eagle = {"algorithm": "eagle3", "eagle_topk": 1}  # `method` is the config's own field
     schedule = Schedule(
         (Tier(3, DFLASH, {**eagle, "steps": 5}), Tier(None, DFLASH, {**eagle, "steps": 1}))
     )
@@ -100,3 +100,37 @@ def test_vllm_spec_with_the_config_as_a_variable_as_in_the_cpu_example(tmp_path)
     refused = scheduled_launch(service, other, tmp_path, typical=4)
     assert not refused.switches and "differ in more than the token count" in refused.words
     assert refused.tier.vars["K"] == 2  # the typical concurrency's config
+
+
+def test_method_configs_through_method_args_switch_on_their_token_knob(tmp_path) -> None:
+    """Configs named as methods (`ddtune.methods`) with `{method_args}` in the command: vLLM's
+    ranges from ngram's num_draft_tokens, SGLang's candidate steps from eagle3's num_steps."""
+
+    def named(name: str, **knobs: object) -> DecodeParams:
+        return DecodeParams.from_wire({"method": name, "method_knobs": knobs})
+
+    vllm = ServiceSpec.from_dict(
+        {"profile": "vllm", "command": ["vllm", "serve", "m", "{method_args}"]}
+    )
+    tiers = (
+        Tier(2, named("ngram", num_draft_tokens=2)),
+        Tier(None, named("ngram", num_draft_tokens=5)),
+    )
+    launch = scheduled_launch(vllm, Schedule(tiers), tmp_path)
+    assert launch.switches, launch.words
+    config = json.loads(launch.argv[launch.argv.index("--speculative-config") + 1])
+    assert config["num_speculative_tokens"] == 5
+    assert config["num_speculative_tokens_per_batch_size"] == [[1, 2, 2], [3, 1 << 16, 5]]
+    sglang = ServiceSpec.from_dict(
+        {"profile": "sglang", "command": ["python", "-m", "sglang.launch_server", "{method_args}"]}
+    )
+    eagle = {"topk": 1, "drafter": "/d"}
+    tiers = (Tier(3, named("eagle3", num_steps=5, **eagle)), Tier(None, named("ar")))
+    launch = scheduled_launch(sglang, Schedule(tiers), tmp_path)
+    assert launch.switches, launch.words
+    assert launch.argv[launch.argv.index("--speculative-num-steps") + 1] == "5"
+    path = tmp_path / launch.argv[-1].rsplit("/", 1)[1]
+    assert json.loads(launch.files[path]) == {
+        "1": {"candidate_steps": [5]},
+        "4": {"candidate_steps": [0]},
+    }

@@ -14,7 +14,7 @@ A tier's config is `DecodeParams` in wire form plus the config's user `vars`
 
 Engines take a schedule in their own terms, only where the varied knob is the
 number of speculative tokens (`token_count`, the one place that links a config
-to that number): vLLM's `num_speculative_tokens_per_batch_size` (inclusive
+to that number: the method's knob, `ddtune.methods.drafted_tokens`, else a var): vLLM's `num_speculative_tokens_per_batch_size` (inclusive
 batch-size ranges `[start, end, K]`, K = 0 for no drafting, K capped at
 `num_speculative_tokens`, vLLM >= 0.32) and SGLang's `--speculative-adaptive`
 config (candidate steps per batch-size tier, keyed by the tier's smallest batch
@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ddtune.errors import UserError
+from ddtune.methods import drafted_tokens, tied_knobs
 from ddtune.params import DecodeParams
 
 # user vars that hold the number of speculative tokens, by engine spelling
 TOKEN_COUNT_VARS = ("K", "num_speculative_tokens", "steps", "speculative_num_steps")
-METHOD_VARS = ("method", "algorithm", "speculative_algorithm")
+METHOD_VARS = ("algorithm", "speculative_algorithm")  # `method` is the config's own field
 TOPK_VARS = ("eagle_topk", "speculative_eagle_topk")  # SGLang EAGLE's topk (unset: SGLang's)
 OPEN_END = 1 << 16  # the end of vLLM's last range: any batch size vLLM can run
 
@@ -133,13 +134,28 @@ def load_schedule(path: Path) -> Schedule:
 
 
 def token_count(tier: Tier) -> int | None:
-    """The number of speculative tokens a tier's config drafts: its token-count var
-    (`TOKEN_COUNT_VARS`), else 0 for mode ar; None when a drafting config names none."""
+    """The number of speculative tokens a tier's config drafts: its method's knob first
+    (`ddtune.methods.drafted_tokens`: vLLM's num_speculative_tokens, SGLang's num_steps),
+    else its token-count var (`TOKEN_COUNT_VARS`), else 0 for mode ar; None when a drafting
+    config names none."""
+    if tier.params.method is not None:
+        count = drafted_tokens(tier.params.method_config())
+        if count is not None:
+            return count
     for name in TOKEN_COUNT_VARS:
         value = tier.vars.get(name)
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
     return 0 if tier.params.mode == "ar" else None
+
+
+def _shared_params(tier: Tier) -> DecodeParams:
+    """The tier's parameters without the method knobs that follow the token count."""
+    if tier.params.method is None:
+        return tier.params
+    tied = tied_knobs(tier.params.method_config())
+    knobs = tuple((k, v) for k, v in tier.params.method_knobs if k not in tied)
+    return replace(tier.params, method_knobs=knobs)
 
 
 @dataclass(frozen=True)
@@ -182,7 +198,7 @@ def sglang_adaptive(schedule: Schedule) -> EngineSchedule:
             None,
             f"SGLang adapts only EAGLE/EAGLE3 (this config: {method or base.params.mode})",
         )
-    if any(base.vars.get(name, 1) != 1 for name in TOPK_VARS):
+    if _topk(base) != 1:
         return EngineSchedule(None, None, "SGLang adapts EAGLE only with topk 1")
     config = {
         str(first): {"candidate_steps": [token_count(t) or 0]} for first, _, t in schedule.ranges()
@@ -203,14 +219,17 @@ def _token_tiers(schedule: Schedule) -> tuple[Tier | None, str]:
     missing = [t.label() for t in schedule.tiers if token_count(t) is None]
     if missing:
         names = "/".join(TOKEN_COUNT_VARS)
-        why = f"{missing[0]} names no token count (a var {names})"
+        why = (
+            f"{missing[0]} names no token count (a method's num_steps/block_size or a var {names})"
+        )
         return None, why + ": the varied knob is not the token count"
     drafting = [t for t in schedule.tiers if token_count(t)]
     if not drafting:
         return None, "no tier drafts"
     base = max(drafting, key=lambda t: token_count(t) or 0)  # the engine's largest K
     for tier in drafting:
-        if tier.params != base.params or _shared(tier) != _shared(base):
+        same = _shared_params(tier) == _shared_params(base) and _shared(tier) == _shared(base)
+        if not same:
             return None, f"{base.label()} and {tier.label()} differ in more than the token count"
     return base, ""
 
@@ -225,11 +244,22 @@ def _shared(tier: Tier) -> dict[str, Any]:
 
 
 def _method(tier: Tier) -> str | None:
+    """The method the tier's config names (`DecodeParams.method`), else a method var."""
+    if tier.params.method is not None:
+        return tier.params.method
     for name in METHOD_VARS:
         value = tier.vars.get(name)
         if isinstance(value, str):
             return value.lower()
     return None
+
+
+def _topk(tier: Tier) -> Any:
+    """SGLang EAGLE's topk: the method's knob, else a topk var (unset: 1, SGLang's)."""
+    knob = tier.params.method_config().get("topk") if tier.params.method else None
+    if knob is not None:
+        return knob
+    return next((tier.vars[n] for n in TOPK_VARS if n in tier.vars), 1)
 
 
 def _tier(item: Any, where: str) -> Tier:

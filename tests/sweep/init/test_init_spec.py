@@ -14,6 +14,7 @@ import pytest
 from ddtune.cli import main
 from ddtune.kinds.engine_check import EngineCommand, EngineInfo
 from ddtune.kinds.launch import engine_command, engine_of
+from ddtune.methods import sglang_reported
 from ddtune.sweep.init.parse import find_engine
 from ddtune.sweep.spec.load import load_spec
 
@@ -134,18 +135,45 @@ def test_dflash_chain_lengths_stop_at_the_drafters_block(installed, capsys):
     assert doc["sweep"]["baseline"]["vars"] == {"draft_tokens": 16}
 
 
-def test_eagle3_configs_keep_sglangs_ties_between_knobs(installed, capsys):
+def test_eagle3_configs_name_the_method_and_keep_sglangs_ties_between_knobs(installed, capsys):
     out = installed.root / "spec.toml"
     unit = installed.unit_file("sglang-eagle3.service")
     assert init(capsys, "--from-unit", str(unit), "--out", str(out))[0] == 0
     doc = tomllib.loads(out.read_text())
-    settings = [c["vars"] for c in doc["configs"]]
-    assert {"steps": 3, "eagle_topk": 1, "draft_tokens": 4} in settings
-    assert {s["steps"] for s in settings} == {1, 2, 3, 4, 5}
+    drafter = str(installed.models / "Llama-3.3-70B-EAGLE3")
+    assert doc["sweep"]["baseline"] == {
+        "method": "eagle3",
+        "num_steps": 3,
+        "topk": 1,
+        "num_draft_tokens": 4,
+        "drafter": drafter,
+    }
+    assert "{method_args}" in doc["service"]["command"]
+    assert not any(a.startswith("--speculative") for a in doc["service"]["command"])
+    settings = [c for c in doc["configs"] if c.pop("method") == "eagle3"]
+    assert len(settings) == len(doc["configs"]) and all(
+        s.pop("drafter") == drafter for s in settings
+    )
+    assert {"num_steps": 3, "topk": 1, "num_draft_tokens": 4} in settings
+    assert {s["num_steps"] for s in settings} == {1, 2, 3, 4, 5}
     for s in settings:
-        if s["eagle_topk"] == 1:
-            assert s["draft_tokens"] == s["steps"] + 1
-        assert s["draft_tokens"] <= s["steps"] * s["eagle_topk"] + 1
+        if s["topk"] == 1:
+            assert s["num_draft_tokens"] == s["num_steps"] + 1
+        assert s["num_draft_tokens"] <= s["num_steps"] * s["topk"] + 1
+
+
+def test_eagle3_baseline_reads_back_as_sglang_reports_it(installed, capsys):
+    """The written spec's baseline expects what SGLang running the original command reports
+    (`/server_info`): the algorithm and the knobs, not "no speculative algorithm"."""
+    out = installed.root / "spec.toml"
+    argv = installed.argv("sglang-eagle3.service")
+    assert init(capsys, "--out", str(out), "--from-command", "--", *argv)[0] == 0
+    spec = load_spec(out)
+    assert spec.baseline is not None
+    reported = sglang_reported(spec.baseline.params.method_config())
+    assert reported["speculative_algorithm"] == "EAGLE3"
+    assert reported["speculative_num_steps"] == 3 and reported["speculative_eagle_topk"] == 1
+    assert reported["speculative_num_draft_tokens"] == 4
 
 
 def test_vllm_dflash_tokens_stop_below_the_block(installed, capsys):
@@ -153,8 +181,38 @@ def test_vllm_dflash_tokens_stop_below_the_block(installed, capsys):
     unit = installed.unit_file("vllm-dflash.service")
     assert init(capsys, "--from-unit", str(unit), "--out", str(out))[0] == 0
     doc = tomllib.loads(out.read_text())
-    assert doc["space"]["vars"]["K"] == [13, 14, 15]  # 15 = block_size 16 - 1
-    assert doc["service"]["vars"]["drafter"].endswith("Qwen3-235B-DFlash")
+    assert doc["space"]["method"] == ["dflash"]
+    # block 16 = num_speculative_tokens 15 + the bonus token: the drafter's block_size 16
+    assert doc["space"]["dflash"]["block_size"] == [14, 15, 16]
+    assert doc["space"]["dflash"]["drafter"].endswith("Qwen3-235B-DFlash")
+    assert doc["sweep"]["baseline"]["block_size"] == 16
+
+
+def test_vllm_ngram_sweeps_its_draft_tokens_and_keeps_the_lookup_knobs(installed, capsys):
+    out = installed.root / "spec.toml"
+    argv = installed.argv("vllm-ngram.service")
+    assert init(capsys, "--out", str(out), "--from-command", "--", *argv)[0] == 0
+    doc = tomllib.loads(out.read_text())
+    assert doc["space"]["ngram"] == {
+        "num_draft_tokens": [2, 3, 4, 5, 6],
+        "prompt_lookup_max": 4,
+        "prompt_lookup_min": 2,
+    }
+    assert doc["service"]["command"].count("{method_args}") == 1
+
+
+def test_a_vllm_config_key_no_method_knob_spells_keeps_the_variable_k(installed, capsys):
+    argv = installed.argv("vllm-ngram.service")
+    i = argv.index("--speculative-config") + 1
+    argv[i] = argv[i].replace('"ngram",', '"ngram","disable_by_batch_size":8,')
+    out = installed.root / "spec.toml"
+    assert init(capsys, "--out", str(out), "--from-command", "--", *argv)[0] == 0
+    doc = tomllib.loads(out.read_text())
+    assert (
+        doc["space"]["vars"]["K"] == [2, 3, 4, 5, 6]
+        and "{method_args}" not in doc["service"]["command"]
+    )
+    assert "'disable_by_batch_size' is not a knob of ddtune's ngram" in out.read_text()
 
 
 # ---- bad input: one line, exit 2 -------------------------------------------------------------
@@ -208,3 +266,46 @@ def test_a_command_without_a_method_is_refused(tmp_path, capsys):
         capsys, *args, "python", "-m", "sglang.launch_server", "--model-path", "m"
     )
     assert "no speculative method" in line
+
+
+def test_an_sglang_algorithm_that_is_no_method_is_refused(installed, capsys):
+    argv = installed.argv("sglang-eagle3.service")
+    argv[argv.index("EAGLE3")] = "STANDALONE"
+    out = installed.root / "spec.toml"
+    line = one_line_error(capsys, "--out", str(out), "--from-command", "--", *argv)
+    assert "SGLang's STANDALONE is not one of ddtune's methods" in line and not out.exists()
+
+
+def test_sglang_ngram_sweeps_its_draft_tokens_and_keeps_its_other_flags(installed, capsys):
+    argv = installed.argv("sglang-eagle3.service")
+    start = argv.index("--speculative-algorithm")
+    end = argv.index("--tp-size")
+    argv[start:end] = [
+        "--speculative-algorithm",
+        "NGRAM",
+        "--speculative-num-draft-tokens",
+        "8",
+    ]
+    out = installed.root / "spec.toml"
+    assert init(capsys, "--out", str(out), "--from-command", "--", *argv)[0] == 0
+    doc = tomllib.loads(out.read_text())
+    assert doc["sweep"]["baseline"] == {"method": "ngram", "num_draft_tokens": 8}
+    assert doc["space"] == {"method": ["ngram"], "ngram": {"num_draft_tokens": [6, 7, 8, 9, 10]}}
+    command = doc["service"]["command"]
+    assert "{method_args}" in command and "--mem-fraction-static" in command
+    assert not any(a.startswith("--speculative") for a in command)
+    code, text = plan(capsys, out)
+    assert code == 0, text
+
+
+def test_a_service_running_past_its_drafters_block_is_said_and_the_plan_refuses_it(
+    installed, capsys
+):
+    (installed.models / "Qwen3-235B-DFlash" / "config.json").write_text('{"block_size": 8}')
+    out = installed.root / "spec.toml"
+    argv = installed.argv("sglang-dflash.service")  # runs 16 draft tokens
+    assert init(capsys, "--out", str(out), "--from-command", "--", *argv)[0] == 0
+    header = " ".join(line.strip("# ") for line in out.read_text().splitlines()[:20])
+    assert "the service runs 16 tokens a round, past the drafter's block (8 tokens)" in header
+    code, text = plan(capsys, out)
+    assert code == 2 and "use --speculative-num-draft-tokens <= 8" in text, text

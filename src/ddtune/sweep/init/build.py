@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.errors import UserError
+from ddtune.methods import METHODS
 from ddtune.sweep.init.parse import ParsedLaunch, engine_options, find_engine, parse_launch
 from ddtune.sweep.init.render import Table, document
 from ddtune.sweep.init.sizing import (
@@ -137,9 +138,13 @@ def _sweep_table(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice
 def _space_tables(choice: SpaceChoice) -> list[Table]:
     tables: list[Table] = []
     if choice.space:
-        tables.append(
-            Table("space", choice.space, header=["The grid is every combination of the lists."])
-        )
+        flat = {k: v for k, v in choice.space.items() if k not in METHODS}
+        head = ["The grid is every combination of the lists."]
+        tables.append(Table("space", flat, header=head))
+        for name, axes in choice.space.items():
+            if name in METHODS:
+                head = [f"The knobs of {name} (ddtune.methods): lists are swept, values kept."]
+                tables.append(Table(f"space.{name}", axes, header=head))
     for i, config in enumerate(choice.configs):
         head = ["One config each: these knobs are tied together by the engine."] if i == 0 else []
         tables.append(Table("configs", config, header=head, array=True))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,6 +123,15 @@ class ParsedLaunch:
             i = span.value_index()
             out[i] = (self.args[i].split("=", 1)[0] + "=" + value) if span.length == 1 else value
         return out
+
+    def spliced(self, values: Mapping[str, str], fields: Sequence[str], marker: str) -> list[str]:
+        """`template(values)` with the flags of `fields` taken out and `marker` (one argument)
+        where the first of them was written; every other argument verbatim."""
+        out = self.template(values)
+        drop = {i for f in fields if f in self.spans for i in self.spans[f].indices()}
+        kept = [arg for i, arg in enumerate(out) if i not in drop]
+        kept.insert(min(drop, default=len(out)), marker)
+        return kept
 
     def spelled(self, dest: str) -> list[str]:
         """How the command wrote one field (`--tp-size 8`), braces doubled."""

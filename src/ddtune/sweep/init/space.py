@@ -7,17 +7,19 @@ decoding parameters name (SGLang DDTREE and DFLASH: `mode`, `budget`,
 `topk`, `window`) run through ddtune's launcher (`python -m
 ddtune.launchers sglang`), which leaves out the window flag for "none" and
 sets SGLANG_DDTREE_MAX_TOPK from `topk`. Every other method (SGLang EAGLE,
-EAGLE3, NEXTN, NGRAM; vLLM's `--speculative-config` methods) is swept the way
-the examples do it: its knobs are user variables templated into the engine's
-own command (`[space] vars`, or `[[configs]]` where the engine ties knobs
-together), with `mode = "ar"` for ddtune's own parameters. When the
-speculative-methods vocabulary lands, this function is the one place to
-re-point.
+EAGLE3, NEXTN, NGRAM; vLLM's `--speculative-config` methods) is named as a
+method of `ddtune.methods` with its knobs (`[space] method` and a
+`[space.<method>]` table, or one `[[configs]]` per setting where the engine
+ties knobs together); the engine's own command carries `{method_args}` where
+the speculative flags were, so readiness reads the method back. A vLLM
+config those methods cannot spell (a key they lack) keeps the old way: the
+variable K inside the JSON.
 
 Around the current value: the budget with two more values on each side, the
 top-k and its neighbours, the current window with "none" and a smaller one,
-and a chain length (draft tokens) with two more on each side where the
-drafter's block allows (a DFlash drafter drafts at most `block_size` tokens).
+and a chain length (draft tokens, steps, vLLM's num_speculative_tokens) with
+two more on each side where the drafter's block allows (a DFlash drafter
+drafts at most `block_size - 1` tokens a round).
 """
 
 from __future__ import annotations
@@ -29,13 +31,22 @@ from typing import Any
 
 from ddtune.errors import UserError
 from ddtune.kinds.sglang import KNOB_ENV, TOPK_ENV
+from ddtune.methods import (
+    DRAFTER,
+    LEGACY,
+    METHODS,
+    SGLANG_FLAGS,
+    engine_method,
+    token_knob,
+    vllm_method_config,
+)
 from ddtune.params import MAX_BUDGET, MAX_TOPK, parse_knob
+from ddtune.services.spec import METHOD_ARGS
 from ddtune.sweep.init.parse import ParsedLaunch, escape
 
 SGLANG_DEFAULT_TOPK = 6  # the DDTree pull request's default when the variable is unset
 DEFAULT_WINDOW = 2048  # the finite window tried beside "none" when the service runs none
 WILDCARD_HOSTS = ("0.0.0.0", "::", "[::]")
-EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "MTP", "STANDALONE")
 LAUNCHER_FIELDS: tuple[str, ...] = (  # what ddtune's SGLang launcher sets from its options
     "model_path",
     "speculative_draft_model_path",
@@ -87,8 +98,8 @@ def method_space(
     if launch.engine == "sglang" and method in ("DDTREE", "DFLASH"):
         return _sglang_launcher(launch, env, block_size, front, context)
     if launch.engine == "sglang":
-        return _sglang_template(launch, block_size)
-    return _vllm_template(launch, block_size)
+        return _sglang_method(launch)
+    return _vllm_method(launch, block_size)
 
 
 def around(
@@ -175,57 +186,75 @@ def _dflash_draft_tokens(
         return launch.kept(*owned), None
     extra = launch.kept(*owned, "speculative_num_draft_tokens")
     choice.vars["draft_tokens"] = current
-    choice.notes += _block_note(block_size)
+    choice.notes += _block_note(block_size, current)
     return [*extra, "--speculative-num-draft-tokens", "{draft_tokens}"], current
 
 
-def _block_note(block_size: int | None) -> list[str]:
+def _block_note(block_size: int | None, verified: int | None = None) -> list[str]:
+    """What the drafter's block means for the space; `verified`: the running round's tokens."""
     if block_size is None:
         return ["the drafter's block size could not be read: chain lengths are not capped by it"]
+    if verified is not None and verified > block_size:
+        return [
+            f"the service runs {verified} tokens a round, past the drafter's block "
+            f"({block_size} tokens): `sweep plan` refuses that config until the command's "
+            "value is lowered to the block"
+        ]
     return [f"the drafter's block is {block_size} tokens: chain lengths stop there"]
 
 
-def _sglang_template(launch: ParsedLaunch, block_size: int | None) -> SpaceChoice:
-    """EAGLE / EAGLE3 / NEXTN (steps, topk, draft tokens, tied: explicit configs), NGRAM."""
+def _sglang_method(launch: ParsedLaunch) -> SpaceChoice:
+    """EAGLE / EAGLE3 / NEXTN (steps, topk, draft tokens, tied: one [[configs]] each) and
+    NGRAM (its draft tokens in [space]), named as methods: `{method_args}` in SGLang's own
+    command carries the algorithm and the knobs, every other flag stays as written."""
+    found = engine_method("sglang", launch.method or "")
+    if found is None or found.name in LEGACY:
+        known = ", ".join(
+            m.spelled["sglang"] or m.name for m in METHODS.values() if m.spelled.get("sglang")
+        )
+        raise UserError(
+            f"SGLang's {launch.method} is not one of ddtune's methods ({known}): sweep init "
+            "cannot write a spec whose readiness check would pass; write the spec by hand"
+        )
+    fields = {k: SGLANG_FLAGS[k][2:].replace("-", "_") for k in found.engine_knobs["sglang"]}
+    current: dict[str, Any] = {
+        knob: launch.drafter if knob == DRAFTER else launch.knobs.get(field)
+        for knob, field in fields.items()
+    }
+    current = {k: v for k, v in current.items() if v is not None}
     subs = {"model_path": "{model}", "port": "{port}"}
     if "host" in launch.spans and launch.host not in WILDCARD_HOSTS:
         subs["host"] = "{host}"
-    knobs = launch.knobs
-    steps = knobs.get("speculative_num_steps")
-    topk = knobs.get("speculative_eagle_topk")
-    tokens = knobs.get("speculative_num_draft_tokens")
-    configs: list[dict[str, Any]] = []
-    if launch.method in EAGLE_FAMILY and steps is not None and topk is not None and tokens:
-        subs.update(
-            speculative_num_steps="{steps}",
-            speculative_eagle_topk="{eagle_topk}",
-            speculative_num_draft_tokens="{draft_tokens}",
-        )
-        configs = [{"mode": "ar", "vars": v} for v in _eagle_configs(steps, topk, tokens)]
-        baseline_vars = {"steps": steps, "eagle_topk": topk, "draft_tokens": tokens}
-    elif tokens:
-        subs["speculative_num_draft_tokens"] = "{draft_tokens}"
-        configs = [{"mode": "ar", "vars": {"draft_tokens": t}} for t in around(tokens)]
-        baseline_vars = {"draft_tokens": tokens}
+    spelled = ["speculative_algorithm", *(fields[k] for k in current)]
+    argv = launch.spliced(subs, spelled, METHOD_ARGS)
+    choice = SpaceChoice(
+        [launch.python, "-m", "sglang.launch_server", *argv], {"model": launch.model}
+    )
+    eagle = ("num_steps", "topk", "num_draft_tokens")
+    if all(k in current for k in eagle):
+        fixed = {k: v for k, v in current.items() if k not in eagle}
+        choice.configs = [
+            {"method": found.name, **knobs, **fixed}
+            for knobs in _eagle_configs(*(current[k] for k in eagle))
+        ]
+    elif found.name == "ngram" and "num_draft_tokens" in current:
+        axes = {**current, "num_draft_tokens": around(current["num_draft_tokens"])}
+        choice.space = {"method": [found.name], found.name: axes}
     else:
         raise UserError(
             f"the SGLang command runs {launch.method} without the knobs to sweep "
             "(--speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens)"
         )
-    command = [launch.python, "-m", "sglang.launch_server", *launch.template(subs)]
-    choice = SpaceChoice(command, {"model": launch.model, **baseline_vars})
-    choice.configs = configs
-    choice.baseline = {"mode": "ar", "vars": baseline_vars}
-    choice.notes.append(
-        f"{launch.method} is not one of ddtune's modes: its knobs are user variables "
-        "in SGLang's own command, each [[configs]] one consistent setting"
-    )
-    choice.notes.append(
-        f'with mode = "ar", SGLang\'s readiness check expects no speculative algorithm and '
-        f"refuses a running {launch.method} server as a config mismatch until ddtune's "
-        "modes name it: `ddtune sweep canary` shows this in two starts"
-    )
+    choice.baseline = {"method": found.name, **current}
+    choice.notes.append(_method_note(f"SGLang's {launch.method}", found.name))
     return choice
+
+
+def _method_note(running: str, name: str) -> str:
+    return (
+        f"{running} is ddtune's method {name}: {{method_args}} in the command becomes each "
+        "config's speculative flags, and readiness reads them back from the running server"
+    )
 
 
 def _eagle_configs(steps: int, topk: int, tokens: int) -> Iterable[dict[str, int]]:
@@ -233,14 +262,56 @@ def _eagle_configs(steps: int, topk: int, tokens: int) -> Iterable[dict[str, int
     (topk 1: steps + 1; otherwise the current, at least steps + 1, at most steps * topk + 1)."""
     for s in around(steps, side=2, high=32):
         for k in around(topk, side=1, high=MAX_TOPK):
-            if k == 1:
-                yield {"steps": s, "eagle_topk": 1, "draft_tokens": s + 1}
-            else:
-                yield {
-                    "steps": s,
-                    "eagle_topk": k,
-                    "draft_tokens": min(max(tokens, s + 1), s * k + 1),
-                }
+            tokens_for = s + 1 if k == 1 else min(max(tokens, s + 1), s * k + 1)
+            yield {"num_steps": s, "topk": k, "num_draft_tokens": tokens_for}
+
+
+def _vllm_method(launch: ParsedLaunch, block_size: int | None) -> SpaceChoice:
+    """vLLM's `--speculative-config` as a method: its token count around the current value
+    (DFlash: at most the drafter's block), the other knobs as written, `{method_args}` in
+    the command; a config ddtune's methods cannot spell keeps the variable K instead."""
+    try:
+        config = vllm_method_config(launch.speculative_config)
+    except UserError as exc:
+        choice = _vllm_template(launch, block_size)
+        choice.notes.insert(0, f"{exc}: it stays written in the command, with the variable K")
+        return choice
+    knob = token_knob(config.name)
+    current = dict(config.knobs)
+    choice = SpaceChoice(_vllm_command(launch, METHOD_ARGS), {"model": launch.model})
+    choice.baseline = {"method": config.name, **current}
+    axes: dict[str, Any] = dict(current)
+    if knob is not None and isinstance(current.get(knob), int):
+        spec = config.method.knob(knob)
+        high = spec.high if spec else 1 << 30
+        if knob == "block_size" and block_size is not None:
+            high = min(high, block_size)  # DFlash drafts at most block_size - 1 tokens
+        value = int(current[knob])
+        low = spec.low if spec else 1
+        axes[knob] = around(value, low=low, high=max(high, value))
+    choice.space = {"method": [config.name], config.name: axes}
+    choice.notes.append(_method_note(f"vLLM's {launch.method}", config.name))
+    if config.name == "dflash":
+        running = current.get("block_size")
+        choice.notes += _block_note(block_size, running if isinstance(running, int) else None)
+    return choice
+
+
+def _vllm_command(launch: ParsedLaunch, speculative: str) -> list[str]:
+    """vLLM's command with `{model}`, `{port}`, `{host}` and the speculative config as given
+    (`{method_args}`: the whole `--speculative-config` flag)."""
+    subs = {"port": "{port}"}
+    if not launch.positional_model:
+        subs["model"] = "{model}"
+    if "host" in launch.spans and launch.host not in WILDCARD_HOSTS:
+        subs["host"] = "{host}"
+    if speculative == METHOD_ARGS:
+        args = launch.spliced(subs, ["speculative_config"], METHOD_ARGS)
+    else:
+        args = launch.template({**subs, "speculative_config": speculative})
+    if launch.positional_model:
+        args = ["--model", "{model}", *args]
+    return [launch.python, "-m", "vllm.entrypoints.openai.api_server", *args]
 
 
 def _vllm_template(launch: ParsedLaunch, block_size: int | None) -> SpaceChoice:
@@ -251,24 +322,12 @@ def _vllm_template(launch: ParsedLaunch, block_size: int | None) -> SpaceChoice:
     if launch.method == "dflash" and block_size is not None:
         high = block_size - 1  # DFlash drafts at most block_size - 1 tokens after the bonus
     values = around(current, high=max(high, current))
-    subs = {"speculative_config": _config_template(config), "port": "{port}"}
-    if not launch.positional_model:
-        subs["model"] = "{model}"
-    if "host" in launch.spans and launch.host not in WILDCARD_HOSTS:
-        subs["host"] = "{host}"
-    args = launch.template(subs)
-    if launch.positional_model:
-        args = ["--model", "{model}", *args]
-    command = [launch.python, "-m", "vllm.entrypoints.openai.api_server", *args]
+    command = _vllm_command(launch, _config_template(config))
     variables: dict[str, Any] = {"model": launch.model, "K": current}
     if launch.drafter:
         variables["drafter"] = launch.drafter
     choice = SpaceChoice(command, variables, space={"mode": ["ar"], "vars": {"K": values}})
     choice.baseline = {"mode": "ar", "vars": {"K": current}}
-    choice.notes.append(
-        f"vLLM's {launch.method} is not one of ddtune's modes: num_speculative_tokens is the "
-        "variable K inside --speculative-config"
-    )
     if launch.method == "dflash":
         choice.notes += _block_note(block_size)
     return choice

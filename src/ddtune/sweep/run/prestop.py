@@ -10,7 +10,10 @@ list of these checks, in the order they run; each raises a one-line
     bench files     every file the bench reads (bench.prompts_file, the coding
                     tasks_file, the suites' data, bench.traffic_file) exists and parses
     store           the store's folder can be created and written (`--store`)
-    knobs           every planned DDTree config has budget >= 1
+    knobs           every planned DDTree config has budget >= 1 (topk >= 1 and every
+                    method knob's range: refused when the spec is read)
+    depth           no config drafts more tokens a round than its drafter's block
+                    allows, where the block can be read here (`drafter_depth.py`)
     windows         each finite window is shorter than the longest context the bench
                     sends (prompt + answer, estimated at bench.chars_per_token); a
                     window at least that long drafts exactly as `none` does, so the two
@@ -33,6 +36,7 @@ from ddtune.bench.prompts import load_prompts_file
 from ddtune.bench.suites.plan import check_workloads
 from ddtune.errors import UserError
 from ddtune.params import window_to_wire
+from ddtune.sweep.run.drafter_depth import check_depth
 from ddtune.sweep.spec.load import SweepSpec
 
 Check = Callable[[SweepSpec, Path], None]
@@ -195,6 +199,12 @@ def _keyed(key: str, read: Callable[[], object]) -> None:
         raise UserError(f"{key}: {exc}", key=key) from None
 
 
-CHECKS: tuple[Check, ...] = (check_bench_files, check_store, check_knobs, check_windows)
+CHECKS: tuple[Check, ...] = (
+    check_bench_files,
+    check_store,
+    check_knobs,
+    check_depth,
+    check_windows,
+)
 
 __all__ = ["CHECKS", "check_before_stopping", "longest_context"]
