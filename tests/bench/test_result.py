@@ -1,5 +1,5 @@
-"""Per-request samples and the workload's decode rate: a stream sent at once has no decode
-rate, and one fast request cannot swing the workload's figure."""
+"""Per-request samples and the workload's decode rate: a stream sent at once is marked, and
+one such request cannot swing the workload's figure."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ def sample(tokens: int, ttft: float, e2e: float, workload: str = "short") -> dic
     return make_sample(workload, 0, record, None)
 
 
-def test_a_stream_sent_at_once_has_no_decode_figures() -> None:
+def test_a_stream_sent_at_once_is_marked() -> None:
     burst = sample(48, ttft=0.35, e2e=0.35 + MIN_DECODE_S / 2)  # 47 tokens within 0.5 ms
-    assert burst["decode_tps"] is None and burst["itl_s"] is None
+    assert burst["sent_at_once"] and burst["decode_tps"] > 90_000
     steady = sample(48, ttft=0.35, e2e=0.35 + 0.47)
+    assert not steady["sent_at_once"]
     assert steady["decode_tps"] == pytest.approx(100.0)
     assert steady["itl_s"] == pytest.approx(0.01)
     assert sample(1, ttft=0.2, e2e=0.2)["decode_tps"] is None  # one token: nothing to decode
@@ -35,3 +36,10 @@ def test_one_burst_among_steady_requests_leaves_the_rate_alone() -> None:
     figures = throughput_aggregates([*steady, burst])
     assert figures["short_tps"] == pytest.approx(47 / 0.35)
     assert figures["long_tps"] is None
+
+
+def test_streams_all_sent_at_once_still_give_a_rate() -> None:
+    instant = [
+        sample(11, 0.01, 0.01 + MIN_DECODE_S / 10) for _ in range(3)
+    ]  # a server that answers at once
+    assert pooled_decode_rate(instant) == pytest.approx(10 / (MIN_DECODE_S / 10))

@@ -75,8 +75,8 @@ class BenchResult:
 
 
 # A stream whose tokens after the first all arrived within this long was sent at once (the
-# server buffered it, e.g. a front end short of CPU): its decode time is not measurable from
-# the client, and (tokens - 1) / ~0 s would read as tens of thousands of tokens/s.
+# server buffered it, e.g. a front end short of CPU): its decode time is not measured by the
+# client, and (tokens - 1) / ~0 s reads as tens of thousands of tokens/s.
 MIN_DECODE_S = 1e-3
 
 
@@ -85,13 +85,12 @@ def make_sample(
 ) -> dict[str, Any]:
     """One per-request row; decode figures exclude the first token (time to it is TTFT).
 
-    A stream sent at once (`MIN_DECODE_S`) has no decode figures (`decode_tps`, `itl_s` None).
+    `sent_at_once` marks a stream whose decode took under `MIN_DECODE_S` (see
+    `pooled_decode_rate`).
     """
     ttft = record.ttft_s
     n = record.output_tokens
     decode_s = record.e2e_s - ttft if ttft is not None and n > 1 else None
-    if decode_s is not None and decode_s < MIN_DECODE_S:
-        decode_s = None
     itl = decode_s / (n - 1) if decode_s else None
     return {
         "workload": workload,
@@ -103,6 +102,7 @@ def make_sample(
         "tokens_counted_by": record.tokens_counted_by,
         "prompt_tokens": record.prompt_tokens,
         "decode_tps": (n - 1) / decode_s if decode_s else None,
+        "sent_at_once": decode_s is not None and decode_s < MIN_DECODE_S,
         "chunks": len(record.chunk_times_s),
         "finish_reason": record.finish_reason,
         "acceptance_length": acceptance,
@@ -130,10 +130,14 @@ def pooled_decode_rate(rows: list[dict[str, Any]]) -> float | None:
     """Decode tokens/s of a workload: the tokens after the first over the seconds after the
     first token, summed over its requests that have decode figures.
 
-    A ratio of sums, not a mean of per-request rates: one request with a tiny decode time
-    moves it by its share of the tokens, never by orders of magnitude.
+    A ratio of sums, not a mean of per-request rates, and streams sent at once are left
+    out while any other stream was timed: one such request would otherwise read as
+    tens of thousands of tokens/s. (When every stream came at once, as from a server
+    that answers instantly, they are all that is known and they count.)
     """
     timed = [s for s in rows if s.get("decode_tps")]
+    steady = [s for s in timed if not s.get("sent_at_once")]
+    timed = steady or timed
     seconds = sum((s["output_tokens"] - 1) / s["decode_tps"] for s in timed)
     return sum(s["output_tokens"] - 1 for s in timed) / seconds if seconds > 0 else None
 
