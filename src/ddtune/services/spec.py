@@ -11,7 +11,7 @@ environment and hook variables of a launch: placeholders `{mode} {budget}
 from `DecodeParams.placeholder_values()` only. `preflight` (default on): the
 engine's own argument parser checks every planned launch command before
 anything is stopped (`ddtune.services.preflight`).
-See docs/architecture.md "Services".
+See docs/readiness.md "Services".
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class Hooks(StrictModel):
 
 
 class ServiceSpec(StrictModel):
-    """How to run one server; see docs/architecture.md "Services".
+    """How to run one server; see docs/readiness.md "Services".
 
     Field order matters: the checks of a field see the fields above it.
     """
