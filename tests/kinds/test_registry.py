@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from ddtune.bench.commands import register
+from ddtune.cli.bench import register
 from ddtune.errors import UserError
 from ddtune.kinds import SERVER_KINDS, ServerKind, get_kind
 from ddtune.services.spec import ServiceSpec

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from ddtune.cli import build_parser
+from ddtune.cli.serve import flag_settings
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
-from ddtune.server.commands import flag_settings
 from ddtune.server.config import ServeConfig
 
 

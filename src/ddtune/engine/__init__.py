@@ -7,8 +7,8 @@ DFlash drafter, HF folders, tokenizer), `cache` (the KV cache of both),
 `logprobs`, `stops`, `walk` (follow the target's choices down the verified
 tree), `decoding` (one request's rounds), `engine` (`Engine`); `batch/`
 (continuous batching: step token budget, slotted KV cache, packing, batched
-rounds, the scheduler); `bench/` (`ddtune bench-engine`); `commands`
-(`ddtune generate`).
+rounds, the scheduler); `bench/` (`ddtune bench-engine`). The command
+line is `ddtune.cli.engine` (`ddtune generate`).
 
 `from ddtune.engine import Engine` works; torch is imported only on first use
 so that `ddtune --help` stays fast. Contracts: docs/ddtree.md "Engine".

@@ -18,7 +18,7 @@ metrics.py     Prometheus metrics in a per-app registry
 identity.py    instance id, weight sha256, versions
 lifecycle.py   process lifecycle: bind, load, ready line, drain on SIGTERM/SIGINT
 listen.py      the listening socket (TCP_NODELAY on accepted connections), also `sweep watch`'s
-commands.py    the `serve` subcommand (flags → ServeConfig)
+(the `serve` subcommand, flags → ServeConfig, is `ddtune.cli.serve`)
 """
 
 from __future__ import annotations

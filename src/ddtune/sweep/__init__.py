@@ -10,7 +10,7 @@
 starts), `run/` (the trial loop, local or on Ray slots), `store/` (SQLite);
 `status`, `export`, `reporting` (read a store; the live report), `watch/`
 (`sweep watch`: a live page over a read-only store), `apply` (`sweep apply`:
-make a config the service's own), `cleanup`, `demo`, `commands` (the CLI).
+make a config the service's own), `cleanup`, `demo`; the CLI is `ddtune.cli.sweep`.
 The names are imported on first use, so `ddtune --help` stays fast.
 """
 

@@ -13,7 +13,7 @@ features, the drafter at every position), `hf` (a Hugging Face target through
 (one request's rounds under one config, torch-free), `predict` (`Trace`,
 `Prediction`; `ddtune trace predict`), `landscape` (acceptance over budget x
 topk per window), `round_cost` (seconds per round from measured trials: predicted
-tok/s with an interval). The CLI lives in `ddtune.sweep.tracing` (it reads
+tok/s with an interval). The CLI lives in `ddtune.cli.trace` (it reads
 sweep specs and stores). Torch loads only for recording. See
 docs/traces.md "Traces".
 """

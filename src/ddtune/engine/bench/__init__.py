@@ -4,7 +4,7 @@
 
 `speed` (AR vs DFlash vs DDTree budgets on the same prompts, one request at a
 time), `loadspeed` (aggregate tok/s through the batch scheduler at each
-concurrency), `tables` (what the command prints), `commands` (the CLI).
+concurrency), `tables` (what the command prints); the CLI is `ddtune.cli.bench_engine`.
 Figures: docs/performance.md. torch is imported on first use.
 """
 

@@ -8,8 +8,8 @@
 `parse.py` reads it as its engine does, `space.py` maps the method and its
 knobs to the space around the current config (one function), `sizing.py`
 sizes the bench and the expected costs from the model's files, `render.py`
-writes the commented TOML, `build.py` puts them together and `commands.py`
-is the command line. See docs/production.md.
+writes the commented TOML, `build.py` puts them together; the command line
+is `ddtune.cli.sweep_init`. See docs/production.md.
 """
 
 from ddtune.sweep.init.build import InitResult, build_spec, write_spec

@@ -20,7 +20,7 @@ list of these checks, in the order they run; each raises a one-line
                     cannot differ: refused unless `[sweep] allow_indistinct_windows = true`
 
 The engine's own check of every launch command (`preflight.py`) runs after
-these; the trace's binding to the spec's models is checked by `ddtune.sweep.tracing`.
+these; the trace's binding to the spec's models is checked by `ddtune.cli.trace`.
 """
 
 from __future__ import annotations

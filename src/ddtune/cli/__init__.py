@@ -1,9 +1,11 @@
-"""The `ddtune` command: a thin argparse front that hands each subcommand to its package.
+"""The `ddtune` command: a thin argparse front, one small module per command group.
 
-Each package owns a `commands` module with `register(subparsers)`; the parser
-it adds sets `func`, which takes the parsed args and returns an exit code.
-Modules are imported only to register; heavy imports (torch) live inside the
-handlers so that `ddtune --help` stays instant.
+`COMMANDS` is the subcommand table: each line maps a command group to the
+module of this folder that adds its parser (`register(subparsers)`) and runs
+it (the parser sets `func`, which takes the parsed args and returns an exit
+code). Modules are imported only to register; heavy imports (torch) live
+inside the handlers so that `ddtune --help` stays instant and works without
+the `ddtune[engine]` extra.
 """
 
 from __future__ import annotations
@@ -18,15 +20,16 @@ from ddtune.errors import UserError
 from ddtune.extras import engine_hint, missing_engine_module
 from ddtune.tables import validation_to_user_error
 
-COMMAND_MODULES = [
-    "ddtune.engine.commands",  # generate
-    "ddtune.engine.bench.commands",  # bench-engine
-    "ddtune.train.commands",  # train tokenizer|tasks|target|drafter|eval
-    "ddtune.server.commands",  # serve
-    "ddtune.bench.commands",  # bench
-    "ddtune.sweep.commands",  # sweep plan|run|status|retry|export|report|cleanup, demo
-    "ddtune.sweep.tracing",  # trace record|predict|landscape
-]
+COMMANDS: dict[str, str] = {
+    "generate": "ddtune.cli.engine",  # one request with the own engine
+    "bench-engine": "ddtune.cli.bench_engine",  # AR vs DFlash vs DDTree, in process
+    "train": "ddtune.cli.train",  # train tokenizer|tasks|target|drafter|eval
+    "serve": "ddtune.cli.serve",  # the OpenAI server
+    "bench": "ddtune.cli.bench",  # a benchmark matrix against a URL
+    "sweep": "ddtune.cli.sweep",  # sweep run|plan|canary|status|...|init
+    "demo": "ddtune.cli.demo",  # a real sweep on the bundled models
+    "trace": "ddtune.cli.trace",  # trace record|predict|landscape
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,14 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Tune DDTree speculative decoding: serve, benchmark, sweep, report.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue  # package not built yet
-        module.register(sub)
+    for module in COMMANDS.values():
+        importlib.import_module(module).register(sub)
     return parser
 
 
@@ -71,5 +68,4 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["COMMANDS", "build_parser", "main"]

@@ -1,8 +1,8 @@
-"""`ddtune sweep run|plan|canary|status|retry|export|report|apply|watch|cleanup|init` and `ddtune demo`.
+"""`ddtune sweep run|plan|canary|status|retry|export|report|apply|watch|cleanup|init`.
 
 Each handler parses its arguments, calls one function of the sweep package
 and prints the result; errors in the user's input are `UserError`s. `run`,
-`retry` and `demo` exit with `EXIT_CODES` (`run/common.py`), Ctrl-C anywhere included.
+`retry` and `demo` (`cli/demo.py`) exit with `EXIT_CODES`, Ctrl-C anywhere included.
 See docs/sweeps.md "Sweep".
 """
 
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from ddtune.cli.sweep_init import add_init
 from ddtune.errors import UserError
-from ddtune.sweep.init.commands import add_init
 
 if TYPE_CHECKING:
     from ddtune.sweep.reporting import LiveReport
@@ -35,7 +35,7 @@ never stops (named in the summary; free the port, then rerun to resume)"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """`ddtune sweep ACTION ...` (one small function per action below) and `ddtune demo`."""
+    """`ddtune sweep ACTION ...` (one small function per action below)."""
     sweep = subparsers.add_parser(
         "sweep", help="run, resume, inspect and report a configuration sweep"
     )
@@ -51,7 +51,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_watch(actions)
     _add_cleanup(actions)
     add_init(actions)
-    _add_demo(subparsers)
 
 
 def _add_run(actions: argparse._SubParsersAction) -> None:
@@ -206,20 +205,6 @@ def _add_cleanup(actions: argparse._SubParsersAction) -> None:
     cleanup.set_defaults(func=cmd_cleanup)
 
 
-def _add_demo(subparsers: argparse._SubParsersAction) -> None:
-    """`ddtune demo [--out DIR] [--spec S] [--hot-spec S] [--fresh]`."""
-    demo = subparsers.add_parser(
-        "demo", help="a real sweep on the bundled models, then its report", epilog=EXIT_CODES
-    )
-    demo.add_argument("--out", default="runs/demo", help="where the stores and reports go")
-    demo.add_argument("--spec", help="restart-pass spec (default: examples/demo.toml)")
-    demo.add_argument("--hot-spec", help="hot-pass spec (default: examples/demo-hot.toml)")
-    demo.add_argument(
-        "--fresh", action="store_true", help="discard a previous demo run instead of resuming"
-    )
-    demo.set_defaults(func=cmd_demo)
-
-
 def _store_arg(parser: argparse.ArgumentParser, run: bool = False) -> None:
     default = "runs/<sweep name>/store.sqlite" if run else "the newest runs/*/store.sqlite"
     parser.add_argument("--store", help=f"the sweep's SQLite store (default: {default})")
@@ -227,7 +212,7 @@ def _store_arg(parser: argparse.ArgumentParser, run: bool = False) -> None:
         parser.add_argument("--sweep", help="sweep name inside the store (default: the newest)")
 
 
-def _exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[..., int]:
+def exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[..., int]:
     """Ctrl-C outside the trial loop (loading the spec, the report) exits 3 too."""
 
     @functools.wraps(handler)
@@ -243,7 +228,7 @@ def _exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[
     return wrapped
 
 
-@_exit_3_on_ctrl_c
+@exit_3_on_ctrl_c
 def cmd_run(args: argparse.Namespace) -> int:
     from ddtune.sweep.reporting import live_report
     from ddtune.sweep.run.canary import run_canary
@@ -322,7 +307,7 @@ def _print_answer(console: Console, live: LiveReport, store_path: Path, sweep: s
     console.print(answer_text(report), markup=False, highlight=False)
 
 
-@_exit_3_on_ctrl_c
+@exit_3_on_ctrl_c
 def cmd_canary(args: argparse.Namespace) -> int:
     from ddtune.sweep.run.canary import run_canary
     from ddtune.sweep.run.common import default_store_path
@@ -385,7 +370,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-@_exit_3_on_ctrl_c
+@exit_3_on_ctrl_c
 def cmd_retry(args: argparse.Namespace) -> int:
     from ddtune.sweep.reporting import live_report, stored_spec
     from ddtune.sweep.run.loop import run_sweep
@@ -484,14 +469,6 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     from ddtune.sweep.cleanup import cleanup
 
     return cleanup(Path(args.store) if args.store else None, args.dry_run, Console(stderr=True))
-
-
-@_exit_3_on_ctrl_c
-def cmd_demo(args: argparse.Namespace) -> int:
-    from ddtune.sweep.demo import run_demo
-
-    restart, hot = (Path(p) if p else None for p in (args.spec, args.hot_spec))
-    return run_demo(Path(args.out), restart, hot, fresh=args.fresh)
 
 
 def _weights(text: str) -> dict[str, float]:

@@ -1,6 +1,6 @@
 """`ddtune trace record|predict|landscape`: the command-line face of `ddtune.trace`.
 
-It lives in the sweep package because a trace is usually of a sweep's own
+It sits in the CLI folder above the sweep package because a trace is usually of a sweep's own
 workload: `--spec SPEC` traces the requests its bench sends (and takes the
 windows and the largest topk from its configs), `--store S` takes the T = 0
 continuations from that sweep's stored baseline outputs instead of the
@@ -386,7 +386,7 @@ def _target_side(backend: str, models: TraceModels, loading: Loading) -> TargetS
 
 
 def _threads(threads: int | None) -> None:
-    from ddtune.engine.commands import setup_threads
+    from ddtune.cli.engine import setup_threads
 
     setup_threads(threads)
 

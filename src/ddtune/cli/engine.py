@@ -2,7 +2,7 @@
 
 Defaults to the bundled models. Flags become `DecodeParams`/`SamplingParams`
 through their `from_wire`, so a bad value is a one-line `UserError`. The
-benchmark command lives in `engine/bench/commands.py`. See
+benchmark command lives in `cli/bench_engine.py`. See
 docs/ddtree.md "Engine".
 """
 

@@ -7,7 +7,7 @@
     ddtune train eval --target runs/target [--drafter runs/drafter]
 
 The `target` and `drafter` flags are the fields of `TargetTrainConfig` and
-`DrafterTrainConfig` (configs.py), so every default is written once. Heavy
+`DrafterTrainConfig` (`ddtune.train.configs`), so every default is written once. Heavy
 imports (torch) happen inside the handlers. See docs/ddtree.md "Train".
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ddtune.engine.bench.commands import parse_budgets
+from ddtune.cli.bench_engine import parse_budgets
 from ddtune.errors import UserError
 from ddtune.train.configs import (
     DrafterTrainConfig,
