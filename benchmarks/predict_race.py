@@ -40,7 +40,7 @@ import numpy as np
 
 from ddtune.params import DecodeParams
 from ddtune.report.summarize import cost_key
-from ddtune.sweep.plan.predicted import PredictRace
+from ddtune.sweep.plan.predict_race import PredictRace
 from ddtune.sweep.plan.simulate import (
     PRODUCTION_COSTS,
     PRODUCTION_NOISE,

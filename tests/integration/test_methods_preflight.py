@@ -20,7 +20,7 @@ import pytest
 
 from ddtune.params import DecodeParams
 from ddtune.services import ServiceSpec
-from ddtune.services.preflight import PlannedLaunch, check_launches
+from ddtune.services.launch_check import PlannedLaunch, check_launches
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sglang_setup import DRAFTER, TARGET, cpu_env, ensure_sglang_venv  # noqa: E402

@@ -29,7 +29,7 @@ from ddtune.kinds.engine_check import EngineProbe
 from ddtune.kinds.sglang import REPORTED_FIELDS, WINDOW_FIELD
 from ddtune.params import DecodeParams
 from ddtune.services import ServiceSpec
-from ddtune.services.preflight import PlannedLaunch, check_launches
+from ddtune.services.launch_check import PlannedLaunch, check_launches
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sglang_setup import DRAFTER, REPO, TARGET, cpu_env, ensure_sglang_venv  # noqa: E402

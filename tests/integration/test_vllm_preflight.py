@@ -18,7 +18,7 @@ import pytest
 
 from ddtune.params import DecodeParams
 from ddtune.services import ServiceSpec
-from ddtune.services.preflight import PlannedLaunch, check_launches
+from ddtune.services.launch_check import PlannedLaunch, check_launches
 from ddtune.sweep.spec.load import load_spec
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -47,7 +47,7 @@ class BenchResult:
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, list[str]] = field(default_factory=dict)  # {"short": [...], "long": [...]}
-    # T=0 with a logprobs-capable kind: per request {"offsets", "gaps", "agree"} (bench.gaps)
+    # T=0 with a logprobs-capable kind: per request {"offsets", "gaps", "agree"} (bench.logit_gaps)
     logprob_gaps: list[dict[str, Any] | None] | None = None
     load_result: dict[str, Any] | None = (
         None  # [bench.load]: LoadResult.to_dict(), bench/load/generator.py

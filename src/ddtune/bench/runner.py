@@ -8,7 +8,7 @@ Steps:
 4. Kinds that count acceptance on the server (vLLM): read the counters.
 5. Send the measured requests (concurrency from the matrix), timed from the stream.
 6. Read those counters again; acceptance from the difference (else per response).
-   At T=0 on a kind that supports logprobs: the logit gaps (`ddtune.bench.gaps`).
+   At T=0 on a kind that supports logprobs: the logit gaps (`ddtune.bench.logit_gaps`).
 7. Run the coding samples' and HumanEval's tests in the sandbox, check GSM8K's answers.
 8. Samples, aggregates (per workload, and the mix) and T=0 outputs into one `BenchResult`.
 9. With `[bench.load]`: every load level (`bench/load/generator.py`) into `result.load`.
@@ -41,9 +41,9 @@ from ddtune.bench.client import (
     stream_request,
 )
 from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, load_tasks, pass_at_k_summary
-from ddtune.bench.gaps import record_gaps
 from ddtune.bench.hardware import hardware_fingerprint
 from ddtune.bench.load.generator import LoadTarget, level_prompts, run_load
+from ddtune.bench.logit_gaps import record_gaps
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.prompts import PromptSet, build_prompt_set
 from ddtune.bench.result import BenchResult, make_sample, throughput_aggregates

@@ -21,7 +21,7 @@ from ddtune.extras import engine_hint, missing_engine_module
 from ddtune.tables import validation_to_user_error
 
 COMMANDS: dict[str, str] = {
-    "generate": "ddtune.cli.engine",  # one request with the own engine
+    "generate": "ddtune.cli.generate",  # one request with the own engine
     "bench-engine": "ddtune.cli.bench_engine",  # AR vs DFlash vs DDTree, in process
     "train": "ddtune.cli.train",  # train tokenizer|tasks|target|drafter|eval
     "serve": "ddtune.cli.serve",  # the OpenAI server

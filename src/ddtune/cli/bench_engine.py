@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ddtune.cli.engine import model_args, model_dirs, setup_threads
+from ddtune.cli.generate import model_args, model_dirs, setup_threads
 from ddtune.errors import UserError
 from ddtune.params import WINDOW_NONE, DecodeParams, SamplingParams, parse_window
 

@@ -319,7 +319,7 @@ def cmd_canary(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from ddtune.services.preflight import check_launches
+    from ddtune.services.launch_check import check_launches
     from ddtune.sweep.plan.planners import bench_text, restart_word
     from ddtune.sweep.plan.prepare import prepare
     from ddtune.sweep.plan.start_planner import predicted_lines

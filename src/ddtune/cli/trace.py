@@ -386,7 +386,7 @@ def _target_side(backend: str, models: TraceModels, loading: Loading) -> TargetS
 
 
 def _threads(threads: int | None) -> None:
-    from ddtune.cli.engine import setup_threads
+    from ddtune.cli.generate import setup_threads
 
     setup_threads(threads)
 

@@ -8,7 +8,7 @@ DFlash drafter, HF folders, tokenizer), `cache` (the KV cache of both),
 tree), `decoding` (one request's rounds), `engine` (`Engine`); `batch/`
 (continuous batching: step token budget, slotted KV cache, packing, batched
 rounds, the scheduler); `bench/` (`ddtune bench-engine`). The command
-line is `ddtune.cli.engine` (`ddtune generate`).
+line is `ddtune.cli.generate` (`ddtune generate`).
 
 `from ddtune.engine import Engine` works; torch is imported only on first use
 so that `ddtune --help` stays fast. Contracts: docs/ddtree.md "Engine".

@@ -32,7 +32,7 @@ class TrialRecord:
     metrics: dict[str, float | None] = field(default_factory=dict)  # keys from METRIC_NAMES
     acceptance_lengths: list[float] = field(default_factory=list)  # per request
     outputs: list[str] = field(default_factory=list)  # T=0 output texts in request order
-    # per request {"offsets", "gaps", "agree"} (ddtune.bench.gaps), None when not recorded
+    # per request {"offsets", "gaps", "agree"} (ddtune.bench.logit_gaps), None when not recorded
     logprob_gaps: list[dict[str, Any] | None] | None = None
     temperature: float = 0.0
     conditions: dict[str, Any] = field(default_factory=dict)

@@ -26,9 +26,9 @@ from ddtune.report.decide import (
     pareto_front,
     recommend,
 )
-from ddtune.report.load.decide import analyze_load
 from ddtune.report.load.document import add_load_section, write_load_csv
 from ddtune.report.load.plots import write_load_plots
+from ddtune.report.load.recommend import analyze_load
 from ddtune.report.load.schedule import load_schedule_report
 from ddtune.report.load.schedule_doc import add_schedule_section, write_schedule_json
 from ddtune.report.lossless import check_losslessness, correctness_note, load_compare

@@ -10,7 +10,7 @@ environment and hook variables of a launch: placeholders `{mode} {budget}
 `[service.vars]` and the trial's user variables; the decoding parameters come
 from `DecodeParams.placeholder_values()` only. `preflight` (default on): the
 engine's own argument parser checks every planned launch command before
-anything is stopped (`ddtune.services.preflight`).
+anything is stopped (`ddtune.services.launch_check`).
 See docs/readiness.md "Services".
 """
 

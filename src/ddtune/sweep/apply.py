@@ -8,7 +8,7 @@ headline recommendation when it is `separated` or `equivalent` (an
 inconclusive sweep names no winner: apply one by name). Its launch command
 passes the engine's own parser first (the preflight), then, by service kind:
 
-    systemd   a persistent drop-in beside the unit (`services/apply.py`), daemon-reload,
+    systemd   a persistent drop-in beside the unit (`services/applied_dropin.py`), daemon-reload,
               stop, start and the full readiness protocol; not READY: rolled back
     process   the exact launch command (environment and argv; for the launcher front
               also the engine command it runs): ddtune starts nothing lasting
@@ -36,7 +36,7 @@ from ddtune.errors import UserError
 from ddtune.kinds.engine_check import EngineInfo
 from ddtune.kinds.launch import build, command_line, engine_of, env_words
 from ddtune.services import Outcome, ServiceSpec, build_controller
-from ddtune.services.apply import (
+from ddtune.services.applied_dropin import (
     Rollback,
     applied_dropin,
     apply_dropin,

@@ -33,7 +33,7 @@ from ddtune.errors import UserError
 from ddtune.kinds.launch import command_line
 from ddtune.kinds.schedule import Schedule, load_schedule
 from ddtune.services import ServiceSpec
-from ddtune.services.apply import Rollback, applied_dropin, apply_dropin, dropin_text
+from ddtune.services.applied_dropin import Rollback, applied_dropin, apply_dropin, dropin_text
 from ddtune.services.controllers.systemd import trial_dropin
 from ddtune.services.scheduled import ScheduledLaunch, scheduled_launch
 from ddtune.sweep.reporting import analyze_stored, stored_spec

@@ -1,15 +1,15 @@
 """Load levels in the report: figures per (config, level), decisions per level, findings.
 
-`figures` (per level over the repeats), `decide` (one recommendation per
+`figures` (per level over the repeats), `recommend` (one recommendation per
 level and one for `load_weights`), `findings` (the AR/DFlash/DDTree crossover
 and serialisation), `document` (the "Load levels" section and
 `load_levels.csv`), `plots` (PNG). See docs/load.md.
 """
 
-from ddtune.report.load.decide import analyze_load
 from ddtune.report.load.document import add_load_section, write_load_csv
 from ddtune.report.load.figures import LevelFigures, LoadReport
 from ddtune.report.load.plots import write_load_plots
+from ddtune.report.load.recommend import analyze_load
 
 __all__ = [
     "LevelFigures",

@@ -6,14 +6,14 @@
     found.text            # the sentence the report prints
 
 Per closed-loop level (cN) the config is that level's recommendation
-(`decide.py`; a leaning where the level is inconclusive). A level's config
+(`recommend.py`; a leaning where the level is inconclusive). A level's config
 runs from its concurrency up to one below the next measured level; the first
 also covers concurrencies below it, the last is open-ended. Open-loop levels
 (a request rate, no concurrency) are left out.
 
 The gain: per pass, the schedule's score is the weighted sum over the levels of
 its config's objective value relative to the best mean at that level (as the
-load mix, `decide.py`), and so is each single config's; the best single
+load mix, `recommend.py`), and so is each single config's; the best single
 config is the one with the highest mean score. The gain is their ratio, paired
 over the passes where every config measured every weighted level (Welch
 without blocks), with its interval. Weights: `report.load_weights` (the
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, replace
 
 from ddtune.kinds.schedule import Schedule, Tier, sglang_adaptive, vllm_schedule
 from ddtune.report.decide import blocked_options
-from ddtune.report.load.decide import objective
 from ddtune.report.load.figures import LoadReport
+from ddtune.report.load.recommend import objective
 from ddtune.report.options import ReportOptions
 from ddtune.report.summarize import ConfigSummary
 from ddtune.stats.blocked import compare

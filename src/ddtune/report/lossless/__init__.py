@@ -1,7 +1,7 @@
 """Losslessness in the report: each config's T=0 outputs against the baseline's, and why they part.
 
 `check` (one `LosslessCheck` per config, and what a pass-rate difference means),
-`gaps` (a divergence classified near-tie / divergence / unclassified by the logit
+`near_tie` (a divergence classified near-tie / divergence / unclassified by the logit
 gap where the outputs part). See docs/report.md "How the report is built".
 """
 
@@ -11,7 +11,7 @@ from ddtune.report.lossless.check import (
     correctness_note,
     load_compare,
 )
-from ddtune.report.lossless.gaps import classify_divergence, token_gap
+from ddtune.report.lossless.near_tie import classify_divergence, token_gap
 
 __all__ = [
     "LosslessCheck",

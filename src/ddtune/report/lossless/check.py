@@ -9,7 +9,7 @@ verdicts, or sampling at T > 0 with no significant difference).
 The text comparison itself is `ddtune.bench.compare_outputs` (imported lazily,
 so the report still renders, saying "not checked", where bench is unavailable).
 A divergence is classified near-tie / divergence / unclassified by the logit
-gap at the point where the outputs part (`ddtune.report.lossless.gaps`).
+gap at the point where the outputs part (`ddtune.report.lossless.near_tie`).
 See docs/report.md "How the report is built".
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ddtune.records import TrialRecord
-from ddtune.report.lossless.gaps import classify_divergence
+from ddtune.report.lossless.near_tie import classify_divergence
 
 if TYPE_CHECKING:
     from ddtune.bench.lossless import LosslessVerdict

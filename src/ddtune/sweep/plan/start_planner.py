@@ -28,7 +28,7 @@ from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.summarize import cost_key
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.passes import objective_value
-from ddtune.sweep.plan.predicted import PredictRace, predicted_configs
+from ddtune.sweep.plan.predict_race import PredictRace, predicted_configs
 from ddtune.sweep.plan.starts import BenchResult, StartRace, StartSettings
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store

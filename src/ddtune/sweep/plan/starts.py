@@ -125,7 +125,7 @@ class BenchResult:
     seconds: float = 0.0  # what it took (restart included), for `max_hours`
     fresh: bool | None = None  # its attempt restarted the server (None: bench == 1)
     tps: tuple[tuple[str, float], ...] = ()  # (workload, tok/s) measured: a predicting race's
-    acceptance: float | None = None  # the acceptance length measured (`predicted.py` checks it)
+    acceptance: float | None = None  # the acceptance length measured (`predict_race.py` checks it)
     unpredicted: str | None = None  # why a trace cannot speak for this trial (other weights)
 
 

@@ -8,7 +8,7 @@ refused config stops the sweep with exit code 2 and nothing stopped or
 started); `ddtune sweep plan` shows the same lines. The planned configs are
 the grid's (baseline included), or for a search space (strategy "optuna") a
 covering set: every value of every dimension at least once
-(`SearchSpace.covering`). See `ddtune.services.preflight`.
+(`SearchSpace.covering`). See `ddtune.services.launch_check`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddtune.errors import UserError
-from ddtune.services.preflight import OPT_OUT, PlannedLaunch, PreflightReport, check_launches
+from ddtune.services.launch_check import OPT_OUT, PlannedLaunch, PreflightReport, check_launches
 from ddtune.sweep.spec.load import Config, SweepSpec
 
 

@@ -2,7 +2,7 @@
 
 On GPU servers batching and kernels shift the numerics, so two configs' T=0
 outputs can part where the top two tokens were nearly tied, without any bug.
-When both runs recorded logit gaps (`ddtune.bench.gaps`), the divergence at
+When both runs recorded logit gaps (`ddtune.bench.logit_gaps`), the divergence at
 request R, char C is classified by the smaller top-1 minus top-2 logprob of
 the token covering C in either run: `near-tie` below the threshold
 (`[report] near_tie_gap`, nats), else `divergence`; `unclassified` when no gap

@@ -1,10 +1,10 @@
-"""Logit gaps from a completions `logprobs` object (ddtune.bench.gaps)."""
+"""Logit gaps from a completions `logprobs` object (ddtune.bench.logit_gaps)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ddtune.bench.gaps import gap_entry, top_gap
+from ddtune.bench.logit_gaps import gap_entry, top_gap
 from ddtune.kinds import get_kind
 
 

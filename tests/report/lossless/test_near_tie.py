@@ -8,7 +8,7 @@ import pytest
 
 from ddtune.params import DecodeParams
 from ddtune.report import ReportOptions, analyze
-from ddtune.report.lossless.gaps import classify_divergence, token_gap
+from ddtune.report.lossless.near_tie import classify_divergence, token_gap
 from ddtune.report.tables import csv_row
 
 TREE = "ddtree b16 k4 wnone"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ddtune.sweep.plan.predicted import PredictRace
+from ddtune.sweep.plan.predict_race import PredictRace
 from ddtune.sweep.plan.simulate import (
     PRODUCTION_COSTS,
     PRODUCTION_NOISE,

@@ -13,7 +13,7 @@ import pytest
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
 from ddtune.services import ServiceSpec
-from ddtune.services.preflight import PlannedLaunch, PreflightReport, check_launches
+from ddtune.services.launch_check import PlannedLaunch, PreflightReport, check_launches
 
 FAKE_SGLANG = Path(__file__).parents[1] / "kinds" / "fixtures" / "fake_sglang"
 MODELS = Path(__file__).parents[2] / "src" / "ddtune" / "assets" / "models"
