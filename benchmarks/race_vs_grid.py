@@ -6,7 +6,7 @@ Measurement-level simulation (`ddtune.sweep.plan.simulate`): each config has a t
 throughput; a bench returns it times a slow drift shared by all configs, a
 per-start effect and the mean of per-request noise (parameters printed). The
 race and the grid run exactly the decision code of the sweep
-(`ddtune.sweep.plan.race`, `ddtune.stats.blocked`); the search runs
+(`ddtune.sweep.plan.race_rules`, `ddtune.stats.blocked`); the search runs
 `ddtune.sweep.plan.study.Search` (in-memory storage: same sampler, no fsyncs).
 Results: docs/benchmarks.md.
 """
@@ -25,7 +25,7 @@ import numpy as np
 
 from ddtune.params import DecodeParams
 from ddtune.stats.blocked import BlockedOptions, Verdict, compare, decide
-from ddtune.sweep.plan.race import RaceSettings
+from ddtune.sweep.plan.race_rules import RaceSettings
 from ddtune.sweep.plan.simulate import (
     NoiseModel,
     SimulatedService,

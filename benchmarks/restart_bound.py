@@ -9,7 +9,7 @@ quarter of the requests); a start moves the config's level by `start_sd`, each
 request by `request_sd`, and the machine drifts (a steady trend of random sign
 plus a random walk, both per hour; or a slow Ornstein-Uhlenbeck wander). The
 three strategies run the sweep's own decision code: `ddtune.sweep.plan.starts`
-(the restart-bound race), `ddtune.sweep.plan.race` (the pass-by-pass race: every pass
+(the restart-bound race), `ddtune.sweep.plan.race_rules` (the pass-by-pass race: every pass
 restarts every contender and benches it whole) and `ddtune.stats.blocked.decide`
 over a grid. Per strategy, over the seeds: conclusive and right (separated on the
 true best, or an equivalence set all truly within the tolerance of the best),
@@ -31,7 +31,7 @@ import numpy as np
 from ddtune.params import DecodeParams
 from ddtune.stats.blocked import BlockedOptions, Verdict, decide
 from ddtune.stats.mixed import VariancePrior
-from ddtune.sweep.plan.race import RaceSettings
+from ddtune.sweep.plan.race_rules import RaceSettings
 from ddtune.sweep.plan.simulate import (
     PRODUCTION_COSTS,
     PRODUCTION_NOISE,

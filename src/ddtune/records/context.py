@@ -13,7 +13,7 @@ from ddtune.stats.blocked import Verdict
 
 @dataclass(frozen=True)
 class Elimination:
-    """When and why a config left a race (`ddtune.sweep.plan.race` decides, the report tells)."""
+    """When and why a config left a race (`ddtune.sweep.plan.race_rules` decides, the report tells)."""
 
     label: str
     at_pass: int

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from ddtune.errors import UserError
+from ddtune.sweep.init.method_space import around, windows_around
 from ddtune.sweep.init.parse import find_engine, parse_launch
 from ddtune.sweep.init.source import from_command, parse_unit
-from ddtune.sweep.init.space import around, windows_around
 
 RECORDED = Path(__file__).parents[2] / "kinds" / "fixtures" / "sglang_engine_info.json"
 

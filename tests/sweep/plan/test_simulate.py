@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from ddtune.stats.intervals import variance_components
-from ddtune.sweep.plan.race import RaceSettings
+from ddtune.sweep.plan.race_rules import RaceSettings
 from ddtune.sweep.plan.simulate import (
     NoiseModel,
     SimulatedService,

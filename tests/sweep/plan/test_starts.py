@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from ddtune.sweep.plan.grid import block_order
 from ddtune.sweep.plan.simulate import (
     PRODUCTION_COSTS,
     PRODUCTION_NOISE,
@@ -17,6 +16,7 @@ from ddtune.sweep.plan.simulate import (
     run_start_race,
 )
 from ddtune.sweep.plan.starts import BenchResult, StartRace, StartSettings, replay
+from ddtune.sweep.plan.trial_order import block_order
 
 PRODUCTION, COSTS = PRODUCTION_NOISE, PRODUCTION_COSTS  # issue 27's production scale
 SETTINGS = StartSettings(tolerance=0.03, most_benches=4, start_s=480.0, bench_s=75.0)

@@ -17,10 +17,10 @@ from rich.console import Console
 
 from ddtune.services import procs
 from ddtune.services.controllers.process import scope_prefix
-from ddtune.sweep.plan.grid import block_order
 from ddtune.sweep.plan.passes import pass_results
-from ddtune.sweep.plan.race import replay
 from ddtune.sweep.plan.race_planner import RacePlanner, race_settings
+from ddtune.sweep.plan.race_rules import replay
+from ddtune.sweep.plan.trial_order import block_order
 from ddtune.sweep.reporting import write_report
 from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.spec.load import load_spec

@@ -13,7 +13,7 @@ import pytest
 
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
-from ddtune.sweep.plan.grid import plan_trials
+from ddtune.sweep.plan.trial_order import plan_trials
 from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.db import SCHEMA_VERSION, Store
 

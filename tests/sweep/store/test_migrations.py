@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 from ddtune.params import DecodeParams
-from ddtune.sweep.plan.grid import plan_trials
+from ddtune.sweep.plan.trial_order import plan_trials
 from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import NOT_RESTART_BOUND, read_mode

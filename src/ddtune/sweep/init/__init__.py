@@ -5,7 +5,7 @@
     write_spec(Path("kimi.toml"), result.text, force=False)
 
 `source.py` reads the launch command (a systemd unit or an argv),
-`parse.py` reads it as its engine does, `space.py` maps the method and its
+`parse.py` reads it as its engine does, `method_space.py` maps the method and its
 knobs to the space around the current config (one function), `sizing.py`
 sizes the bench and the expected costs from the model's files, `render.py`
 writes the commented TOML, `build.py` puts them together; the command line

@@ -22,6 +22,7 @@ from typing import Any
 
 from ddtune.errors import UserError
 from ddtune.methods import METHODS
+from ddtune.sweep.init.method_space import SpaceChoice, method_space
 from ddtune.sweep.init.parse import ParsedLaunch, engine_options, find_engine, parse_launch
 from ddtune.sweep.init.render import Table, document
 from ddtune.sweep.init.sizing import (
@@ -32,7 +33,6 @@ from ddtune.sweep.init.sizing import (
     expected_start_s,
 )
 from ddtune.sweep.init.source import LaunchSource
-from ddtune.sweep.init.space import SpaceChoice, method_space
 
 
 @dataclass(frozen=True)

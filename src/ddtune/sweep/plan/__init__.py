@@ -5,8 +5,8 @@
                     the mode (restart-bound or not) is the strategy's choice, from the costs
     strategies/     one module per strategy (grid, race, restart-bound race, optuna,
                     predict) and the table of them: nothing else branches on the name
-    grid            configs x passes in the spec's order; a pass's seeded shuffle
-    race            the F-Race rules: who stays after each pass, and when to stop (pure)
+    trial_order     configs x passes in the spec's order; a pass's seeded shuffle
+    race_rules      the F-Race rules: who stays after each pass, and when to stop (pure)
     race_planner    a race run from the store: replay the finished passes, plan the next
     starts          a restart-bound race decided bench by bench (pure; issue 27)
     start_planner   a restart-bound race run from the store: replay the trials, plan the next
@@ -21,9 +21,9 @@ Every planner plans from the store, so a resumed sweep decides as an
 uninterrupted one would.
 """
 
-from ddtune.sweep.plan.grid import block_order, plan_trials
 from ddtune.sweep.plan.planners import Planner, estimate_text
 from ddtune.sweep.plan.prepare import Sweep, plan_spec, prepare
+from ddtune.sweep.plan.trial_order import block_order, plan_trials
 
 __all__ = [
     "Planner",

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts, format_duration, race_estimates
-from ddtune.sweep.plan.grid import plan_block
 from ddtune.sweep.plan.passes import OBJECTIVE_METRICS, pass_results
-from ddtune.sweep.plan.race import RaceSettings, RaceState, replay
+from ddtune.sweep.plan.race_rules import RaceSettings, RaceState, replay
+from ddtune.sweep.plan.trial_order import plan_block
 from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.records import trial_records

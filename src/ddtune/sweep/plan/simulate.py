@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ddtune.stats.blocked import BlockedOptions, Verdict, decide
-from ddtune.sweep.plan.grid import block_order
-from ddtune.sweep.plan.race import PassResult, RaceSettings, RaceState, replay
+from ddtune.sweep.plan.race_rules import PassResult, RaceSettings, RaceState, replay
 from ddtune.sweep.plan.starts import BenchResult, StartRace, StartSettings
+from ddtune.sweep.plan.trial_order import block_order
 
 
 @dataclass(frozen=True)

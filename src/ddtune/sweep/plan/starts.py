@@ -55,8 +55,8 @@ from ddtune.stats.mixed import (
     estimate_components,
     fit_effects,
 )
-from ddtune.sweep.plan.grid import block_order
-from ddtune.sweep.plan.race import pass_rate_step
+from ddtune.sweep.plan.race_rules import pass_rate_step
+from ddtune.sweep.plan.trial_order import block_order
 
 # The stated priors (log-sd) before the data: a start is assumed to move a
 # config's level by 3% (GPU services measure 1-2%), worth 4 df: conservative

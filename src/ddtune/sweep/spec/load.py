@@ -51,7 +51,7 @@ from ddtune.sweep.spec.checks import (
 )
 from ddtune.sweep.spec.cluster import Cluster, build_cluster
 from ddtune.sweep.spec.lines import KeyLines
-from ddtune.sweep.spec.methods import method_grid
+from ddtune.sweep.spec.method_grid import method_grid
 from ddtune.sweep.spec.schema import (
     ORDERS,
     ConfigTable,

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts, grid_estimate
-from ddtune.sweep.plan.grid import plan_trials
 from ddtune.sweep.plan.strategies.base import Planner, Strategy
+from ddtune.sweep.plan.trial_order import plan_trials
 from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode

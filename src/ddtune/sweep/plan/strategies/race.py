@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts
-from ddtune.sweep.plan.grid import plan_trials
 from ddtune.sweep.plan.race_planner import (
     RacePlanner,
     race_cases,
@@ -22,6 +21,7 @@ from ddtune.sweep.plan.race_planner import (
 )
 from ddtune.sweep.plan.strategies.base import Planner, Strategy
 from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace, race_mode
+from ddtune.sweep.plan.trial_order import plan_trials
 from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode

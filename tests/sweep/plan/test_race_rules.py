@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from ddtune.sweep.plan.grid import block_order
-from ddtune.sweep.plan.race import PassResult, RaceSettings, replay
+from ddtune.sweep.plan.race_rules import PassResult, RaceSettings, replay
+from ddtune.sweep.plan.trial_order import block_order
 
 CONFIGS = ["base", "a", "b", "c", "d"]
 
