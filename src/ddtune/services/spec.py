@@ -169,9 +169,7 @@ class ServiceSpec(StrictModel):
 
     @field_validator("command")
     @classmethod
-    def _command_fits_control(
-        cls, argv: tuple[str, ...], info: ValidationInfo
-    ) -> tuple[str, ...]:
+    def _command_fits_control(cls, argv: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         control = info.data.get("control")
         if control in ("process", "hot") and not argv:
             raise ValueError(

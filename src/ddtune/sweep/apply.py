@@ -206,7 +206,9 @@ def _print_command(
     argv = service.render_argv(params, user_vars)
     env = service.render_env(params, user_vars)
     where = f" (in {service.cwd})" if service.cwd else ""
-    console.print(f"control = {service.control!r}: ddtune keeps nothing running; serve it with{where}:")
+    console.print(
+        f"control = {service.control!r}: ddtune keeps nothing running; serve it with{where}:"
+    )
     console.print(escape(command_line(env, argv)), highlight=False, soft_wrap=True)
     engine = _engine_command(service, argv, checked)
     if engine:

@@ -178,9 +178,7 @@ def test_a_hot_sweep_counts_reconfigures_not_restarts(tmp_path, capsys, spec_tex
     assert "27 trial(s), 27 hot reconfigure(s)" in out and "restart(s)" not in out
 
 
-def test_sweep_plan_reads_the_old_service_key_names_with_one_note_each(
-    tmp_path, capsys, spec_text
-):
+def test_sweep_plan_reads_the_old_service_key_names_with_one_note_each(tmp_path, capsys, spec_text):
     store = str(tmp_path / "none.sqlite")
     outputs = {}
     for name, keys in (("new", 'control = "hot"\nengine = "ddtune"\n'), ("old", 'kind = "hot"\n')):
@@ -200,9 +198,10 @@ def test_sweep_plan_reads_the_old_service_key_names_with_one_note_each(
     both.write_text(spec_text.toml(RACE, COSTS + 'kind = "process"\ncontrol = "hot"\n'))
     assert main(["sweep", "plan", str(both), "--store", store]) == 2
     err = capsys.readouterr().err
-    assert 'both kind = "process" and control = "hot" are given' in err and len(
-        err.strip().splitlines()
-    ) == 1, err
+    assert (
+        'both kind = "process" and control = "hot" are given' in err
+        and len(err.strip().splitlines()) == 1
+    ), err
 
 
 def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():

@@ -80,7 +80,9 @@ def run_interleaved_pass(
     from ddtune.services.controllers.hot import HotController, Switched
 
     if not isinstance(controller, HotController):
-        raise TypeError("request-interleaved passes need the hot controller (service control 'hot')")
+        raise TypeError(
+            "request-interleaved passes need the hot controller (service control 'hot')"
+        )
     errors: dict[int, str | None] = {}  # trial id -> its first attempt's failure line, or None
     ready = _make_ready(loop, controller, trials, phase, errors)  # 1
     serving = controller.serving()  # a failed trial's cleanup may have stopped the server
