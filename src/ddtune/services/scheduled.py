@@ -6,7 +6,7 @@
     launch.files     # files the command reads (written before the restart), path -> text
     launch.words     # what runs, in the user's words (with why, where the engine cannot switch)
 
-By the service's profile (`ddtune.kinds.schedule` renders the engine's fields):
+By the service's engine (`ddtune.kinds.schedule` renders the engine's fields):
 
     ddtune   the first range's config, plus `--schedule FILE` (the schedule as JSON)
     vllm     the drafting config with the largest token count, its `--speculative-config`

@@ -119,7 +119,7 @@ def _knob_kinds(knob: str) -> str:
     from ddtune.kinds import SERVER_KINDS
 
     kinds = [name for name in SERVER_KINDS if knob in get_kind(name).knobs]
-    return ", ".join(repr(k) for k in kinds) or "no kind"
+    return ", ".join(repr(k) for k in kinds) or "no engine"
 
 
 def _no_search_settings(doc: SpecDocument) -> None:
