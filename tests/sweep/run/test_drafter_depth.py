@@ -22,9 +22,9 @@ def drafter(tmp_path: Path, block: int | None) -> Path:
     return folder
 
 
-def spec(tmp_path, writer, port, profile: str, configs: str, args: str, defaults: str = ""):
+def spec(tmp_path, writer, port, engine: str, configs: str, args: str, defaults: str = ""):
     ledger = tmp_path / "starts.txt"
-    service = f'engine = "{profile}"\nenv = {{ FAKE_COUNT_STARTS = "{ledger}" }}'
+    service = f'engine = "{engine}"\nenv = {{ FAKE_COUNT_STARTS = "{ledger}" }}'
     path = writer(tmp_path, "depth", configs, port, service=service, args=args, defaults=defaults)
     return path, ledger
 
