@@ -32,7 +32,7 @@ drafter's top-1 minus top-2 logit there (a small gap: a near-tie that float
 differences between the two implementations can flip), and how far the
 target's own log-probabilities of the chosen tokens are apart (vLLM
 `logprobs: 1` vs ddtune's AR `logprobs`).
-See docs/engines.md "vLLM DFlash: the acceptance gap".
+See docs/engines.md "vLLM DFlash" (the acceptance gap).
 """
 
 from __future__ import annotations

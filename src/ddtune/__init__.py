@@ -1,8 +1,9 @@
 """ddtune: find and prove the best DDTree speculative-decoding configuration.
 
 Packages, lowest layer first (docs/architecture.md "Layers"): `errors`,
-`lazy`; `tables`, `jsonl`, `assets`; `params`; `stats`; `kinds`; `engine`;
-`train`; `services`, `bench`, `server`; `report`; `sweep`; `cli`, `launchers`.
+`lazy`, `extras`; `tables`, `jsonl`, `assets`, `fingerprint`; `methods`; `params`;
+`stats`; `kinds`; `engine`; `train`; `records`; `services`, `bench`, `server`;
+`report`; `trace`; `sweep`; `cli`, `launchers`.
 """
 
 __version__ = "0.1.0"

@@ -2,7 +2,7 @@
 
 The one JSONL reader of the project (bench prompts, training and held-out
 tasks, the bench suites, the user's traffic file); a `.gz` file is read
-through gzip (HumanEval ships that way); see docs/architecture.md. A line that is not JSON is a `UserError`
+through gzip (HumanEval ships that way). A line that is not JSON is a `UserError`
 naming `path:line`, so callers only check the fields they need.
 """
 

@@ -1,7 +1,7 @@
 """The parameter vocabulary shared by engine, server, services, sweep and report.
 
 One `DecodeParams` names a speculative-decoding configuration the same way
-for every engine (docs/architecture.md "Parameters"):
+for every engine (docs/architecture.md "Contracts"):
 
     mode    ar | dflash | ddtree
     budget  tree node budget B (nodes besides the root), ddtree only

@@ -10,7 +10,7 @@
   that breaks the schema, `Allow` on 405.
 
 Each test prints one `CLIENT ...` line with the figures the client reported.
-See docs/architecture.md "Clients" for the commands.
+See docs/server.md "Clients" for the commands.
 """
 
 from __future__ import annotations

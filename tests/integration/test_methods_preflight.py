@@ -7,7 +7,7 @@ the unmerged DDTree pull request). On `--device cpu` ngram is accepted too (SGLa
 NGRAM on CPU). vLLM 0.32 (CPU): ar, ngram and dflash with the bundled drafter accepted;
 eagle3 and mtp over the bundled pair refused by vLLM's own validation (no EAGLE-3 head, no
 MTP layers in the bundled models), the messages printed. Prints every verdict: the rows
-"preflighted" of docs/benchmarks.md "Methods x engines".
+"preflighted" of docs/benchmarks.md "Methods × engines".
 """
 
 from __future__ import annotations

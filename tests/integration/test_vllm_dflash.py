@@ -18,7 +18,7 @@ must match ddtune run with vLLM's capture (`residual_capture`) within a round
 per prompt, and sit closer to it than to ddtune's own. Measured here (bundled
 models): vLLM 3.56 (110 accepted / 43 drafts); ddtune with vLLM's capture 3.64
 (111 / 42); ddtune's own 4.19 (115 / 36); 3/3 identical outputs. See
-docs/engines.md "vLLM DFlash: the acceptance gap".
+docs/engines.md "vLLM DFlash" (the acceptance gap).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from the running server (`/server_info?config_format=json`) and equals the metho
 for AR); an acceptance length from vLLM's counters diffed per run, in (1, 1 + K] for the
 speculative methods and none for AR, with vLLM's per-position acceptance in the run's note
 (falling with the position); labels that name the method and its knobs. Prints each
-trial's read-back, acceptance and note (docs/benchmarks.md "Methods x engines").
+trial's read-back, acceptance and note (docs/benchmarks.md "Methods × engines").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Acceptance length of one run; never a cumulative figure that includes warmup.
 
 Acceptance length = tokens committed per verify round including the bonus
-token (the SGLang convention, docs/architecture.md "Bench"). Where it comes
+token (the SGLang convention, docs/bench.md "Bench"). Where it comes
 from is the server kind's business (`ddtune.kinds`): per response
 (`kind.response_acceptance`: ddtune `usage.spec`, SGLang `meta_info`), pooled
 here by verify rounds; or from counters at `kind.metrics_path` read before and

@@ -5,7 +5,7 @@ A task file is JSONL with `task_id, prompt, entry_point, test` per line
 function body); `extract_code` keeps the part that belongs to the function and
 `evaluate` runs it in the sandbox: prompt + code (`build_program`, untrusted)
 in the tested process, prompt + test (`build_test`, trusted) in the checker,
-which calls `check(entry_point)` (docs/architecture.md, bench).
+which calls `check(entry_point)` (docs/bench.md "Sandbox").
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ asks once more, per measured request, for one non-streamed completion with
 `logprobs: 2` (same prompt, max_tokens, seed and stops) and keeps, per token,
 the top-1 minus top-2 logprob (nats) and the token's character offset. The
 report uses them to classify a T=0 divergence as a near-tie or a real
-divergence (docs/architecture.md "Bench", "Report").
+divergence (docs/bench.md "Bench", docs/report.md "How the report is built").
 
 One entry per measured request, in request order (None where the request
 failed):

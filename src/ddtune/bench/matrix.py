@@ -33,7 +33,7 @@ prompts and answers in the store (default: their hashes and lengths only).
 
 The tables are `ddtune.tables.StrictModel`s: an unknown key or a bad value is a
 `UserError` whose `key` is the full path (`bench.short.max_tokens`); see
-docs/architecture.md "Bench".
+docs/bench.md "Bench".
 """
 
 from __future__ import annotations

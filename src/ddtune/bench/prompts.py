@@ -11,7 +11,7 @@ bundled model never trained on them; slices that are mostly number literals
 
 A user JSONL (`prompts_file`) replaces them: one `{"prompt": ..., "workload":
 "short" | "long"}` per line (workload defaults to "short").
-See docs/architecture.md "Bench".
+See docs/bench.md "Bench".
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ rounds, the scheduler); `bench/` (`ddtune bench-engine`); `commands`
 (`ddtune generate`).
 
 `from ddtune.engine import Engine` works; torch is imported only on first use
-so that `ddtune --help` stays fast. Contracts: docs/architecture.md "Engine".
+so that `ddtune --help` stays fast. Contracts: docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ them, or with `window=W` (the DFlash drafter) only the last W. After a tree
 verify, `compact` keeps the accepted slots and moves them down in place;
 `truncate` drops the tail. `KVStore` is what a forward pass needs of a
 cache (`length`, `write`, `advance`); the slotted cache of batched decoding
-(`slots.SlotView`) provides it too. See docs/architecture.md "Engine".
+(`slots.SlotView`) provides it too. See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ generator), and records the token's raw logprob + top N when asked
 (`logprobs.py`). `plain_argmax` says when the choice is just the argmax of
 the raw logits with nothing to record, so a batch may take argmaxes for
 many rows at once and report them with `took(token)`. See
-docs/architecture.md "Engine".
+docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

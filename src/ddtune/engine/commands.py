@@ -3,7 +3,7 @@
 Defaults to the bundled models. Flags become `DecodeParams`/`SamplingParams`
 through their `from_wire`, so a bad value is a one-line `UserError`. The
 benchmark command lives in `engine/bench/commands.py`. See
-docs/architecture.md "Engine".
+docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

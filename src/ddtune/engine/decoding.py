@@ -4,7 +4,7 @@ State between rounds: the target KV cache (committed tokens), the `root` (the
 last chosen token, not yet run through the target, at position `pos`), and
 the target hidden features of committed positions the drafter has not seen.
 
-A speculative round (docs/architecture.md "Engine"):
+A speculative round (docs/ddtree.md "Engine"):
   1. draft   the drafter reads the new features and `[root, MASK x (block-1)]`
   2. tree    best-first tree (ddtree) or top-1 chain (dflash), ancestor mask
   3. verify  one target forward over `[root] + nodes` at positions pos + depth

@@ -15,7 +15,7 @@ It holds a lock for the whole request (one at a time; callers such as
 the server serialise requests anyway) and keeps no state between requests.
 `on_tokens(new_ids)` is called as tokens become final; returning False
 cancels (finish "cancelled"). The first token comes from the prefill; every
-round after it is counted in the stats. See docs/architecture.md "Engine".
+round after it is counted in the stats. See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ top-k or `min_tokens` change the distribution (what vLLM reports by default).
 They are taken from the logits that chose each token (prefill, AR step or the
 DDTree walk) and from a full-logits prefill for prompt tokens, so at T=0 every
 decoding mode reports the same values for the same tokens, up to float
-rounding. See docs/architecture.md "Engine".
+rounding. See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

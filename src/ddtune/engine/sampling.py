@@ -5,7 +5,7 @@ CDF, so a seeded request consumes its random stream in token order whatever
 the decoding mode: AR, DFlash and DDTree give the same sample path for the
 same seed (up to float rounding at CDF boundaries).
 
-See docs/architecture.md "Engine".
+See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Rules (the engine applies them to every token a round commits, in order):
 - Streaming releases a token once no stop string can still start inside it,
   so the streamed ids always equal a prefix of the final `token_ids`.
 
-See docs/architecture.md "Engine".
+See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ ordinary Hugging Face folders:
 The weights are random, so the text is gibberish, but every code path
 (loading, drafting, tree verification) runs exactly as with trained models.
 
-See docs/architecture.md "Engine".
+See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ the cache yet), nodes are 1..N in pop order.
 Torch is imported only by `verify_mask`, so a trace replays trees without it
 (`ddtune.trace`: `build_tree`, `chain_tree` and `accepted_nodes` at T = 0).
 
-See docs/architecture.md "Engine".
+See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

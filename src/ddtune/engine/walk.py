@@ -22,7 +22,7 @@ nodes with `LIKELY_FIRST` off) while there are at most
 `NODES_PER_ROW * (rows + 1)` nodes, else per depth. Measured on the bundled
 models (one thread): a level costs about as much as 30 rows of the one
 matmul plus 30 per walking row, and walks are ~7 levels deep there. See
-docs/architecture.md "Engine" and docs/performance.md.
+docs/ddtree.md "Engine" and docs/performance.md.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
     kind.config_mismatches(params, info, launch); kind.generate_request(...)
 
 Adding a kind is one module with a `ServerKind` subclass plus one line in
-`_KINDS`. See `base.py` for the interface and docs/architecture.md "Kinds".
+`_KINDS`. See `base.py` for the interface and docs/readiness.md "Kinds".
 `launch.py` reads service commands (the `ddtune.launchers` front or the engine
 itself); `engine_check.py` runs the engine's own argument parser in its Python
 (the programs in `probes/`), for the preflight.

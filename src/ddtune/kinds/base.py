@@ -1,7 +1,7 @@
 """The `ServerKind` interface: everything ddtune knows about one kind of server.
 
 A kind answers, for the services, the bench and the launcher CLI alike
-(docs/architecture.md "Kinds"):
+(docs/readiness.md "Kinds"):
 
     launch      launch_help, add_launch_options(parser), launch_command(args, engine) -> (argv, env),
                 method_args(params) -> (flags, env): a method's spelling (`ddtune.methods`)

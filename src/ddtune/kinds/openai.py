@@ -9,7 +9,7 @@
                 fields, only `model`, `stream` and `stream_options` set
     acceptance  none: a generic server reports no speculation stats
 
-See docs/architecture.md "Kinds".
+See docs/readiness.md "Kinds".
 """
 
 from __future__ import annotations

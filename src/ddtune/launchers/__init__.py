@@ -5,6 +5,6 @@ The command builders live with the kinds that have one (`ddtune.kinds.sglang.sgl
 them. A sweep spec or a systemd unit calls it with `{mode} {budget} {topk}
 {window}` placeholders so that options SGLang cannot take as a placeholder (a
 window of "none", no speculative flags for `ar`) are left out correctly. See
-docs/architecture.md "Launchers" and docs/engines.md. Importing this never
+docs/readiness.md "Launchers" and docs/engines.md. Importing this never
 loads torch.
 """

@@ -3,7 +3,7 @@
 A bench (`ddtune.bench`) writes its aggregates under these names, the store
 keeps them with each done trial and hands them to the report as
 `TrialRecord.metrics`; a key outside `METRIC_NAMES` is named in the report's
-warnings, never silently dropped. See docs/architecture.md "Metric names".
+warnings, never silently dropped. See docs/bench.md "Metric names".
 
 Per workload (a bench suite such as `humaneval`, or the user's `traffic`) the
 bench also writes `WORKLOAD_METRICS` under `BenchResult.workloads[name]`, kept

@@ -4,7 +4,7 @@ from ddtune.report import build_report, ReportOptions
 summary = build_report(records, out_dir, ReportOptions())   # records: list[ddtune.records.TrialRecord]
 print(summary.terminal_table())
 summary.recommendations
-See docs/architecture.md "Report".
+See docs/report.md "How the report is built".
 """
 
 from ddtune.report.build import analyze, build_report

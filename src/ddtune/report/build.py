@@ -6,7 +6,7 @@
 Writes into `out_dir`: report.html (self-contained), report.md, results.csv,
 results.json and the PNG plots; with `[bench.load]` levels also load_levels.csv,
 load_throughput.png and load_latency.png (report/load/).
-See docs/architecture.md "Report".
+See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ and whose mean is below `-tie_tolerance` is flagged as systematically slower.
 
 A pass (the trials of one repeat: the block of the blocked comparison) that
 ran on more than one slot is stated, and warned about when those slots'
-hardware fingerprints differ. See docs/architecture.md "Report" and "Scale out".
+hardware fingerprints differ. See docs/report.md "How the report is built" and docs/sweeps.md "Scale out".
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Conditions of each trial and a warning when compared trials ran under different ones.
 
-A comparison is only fair under identical conditions (docs/architecture.md
-"Report"; the measurement rules): the same hardware, the same prompts, the same served models and
+A comparison is only fair under identical conditions (docs/report.md
+"How the report is built"; the measurement rules): the same hardware, the same prompts, the same served models and
 software, the same temperature. Each completed trial records its conditions;
 this module reduces them to short values per configuration and warns when
 they differ across the trials the report compares.

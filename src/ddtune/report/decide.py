@@ -1,6 +1,6 @@
 """Decisions across configurations: pass rates vs the best, Pareto front, recommendations.
 
-Rules (docs/architecture.md "Report", decision rules):
+Rules (docs/report.md "How the report is built", decision rules):
 - a pass rate is "significantly below the best" when Fisher's exact test
   (two-sided) gives p < alpha; otherwise the words say n is too small to separate;
 - each objective's verdict is `blocked.decide` over the per-pass values:

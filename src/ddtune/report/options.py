@@ -1,6 +1,6 @@
 """`ReportOptions`: the knobs of the report, with defaults that suit a sweep.
 
-A `ddtune.tables.StrictModel` (docs/architecture.md "Report"): direct
+A `ddtune.tables.StrictModel` (docs/report.md "How the report is built"): direct
 construction with a bad value raises pydantic's `ValidationError`; user input
 goes through `from_dict`, whose `UserError` names `report.<option>`.
 """

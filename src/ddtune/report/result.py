@@ -2,7 +2,7 @@
 
 `build_report` returns one; the Markdown/HTML renderers, the CSV/JSON writers
 and the CLI all read from it, so every output tells the same story.
-See docs/architecture.md "Report".
+See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The renderers (`render/markdown.py`, `render/html.py`) turn the one document
 into Markdown and HTML, so both carry the same content. See
-docs/architecture.md "Report".
+docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Machine-readable outputs: `results.csv` (one row per config) and `results.json` (everything).
 
-Parameters are written in wire form (`DecodeParams.to_wire()`); see docs/architecture.md "Report".
+Parameters are written in wire form (`DecodeParams.to_wire()`); see docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

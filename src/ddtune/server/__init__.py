@@ -5,7 +5,7 @@
 
 The OpenAI request/response surface is `api/`; the rest is the process
 around it. Names are imported on first use (`ddtune --help` stays fast).
-See docs/architecture.md "Server".
+See docs/server.md "Server".
 
 config.py      ServeConfig (flags / TOML), a pydantic model holding a DecodeParams
 state.py       ServerState: lifecycle, live decoding config, identity, reports

@@ -12,7 +12,7 @@ GET  /v1/ddtree/config           the live decoding config
 POST /v1/ddtree/config           change mode/budget/topk/window between requests
 GET  /openapi.json, /docs        the schema (request and response models) and its viewer
 
-See docs/architecture.md "Server".
+See docs/server.md "Server".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`ddtune serve`: register the subcommand and hand the flags to `lifecycle.serve`.
 
-See docs/architecture.md "Server". Flags are turned into the same wire form as
+See docs/server.md "Server". Flags are turned into the same wire form as
 the TOML file (`--window 32|none` → `32|"none"`) and override it.
 """
 

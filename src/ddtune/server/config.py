@@ -1,6 +1,6 @@
 """`ServeConfig`: everything `ddtune serve` needs to start, from flags and/or a TOML file.
 
-See docs/architecture.md "Server". The TOML file uses the flag names as keys
+See docs/server.md "Server". The TOML file uses the flag names as keys
 (dashes or underscores), e.g.
 
     target = "models/target"

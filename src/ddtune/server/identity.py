@@ -4,7 +4,7 @@ The readiness protocol trusts `/server_info` only because these values cannot
 be stale: `instance_id` is a new uuid4 at every start, and the weight hashes
 are computed from the files actually loaded.
 
-See docs/architecture.md "Server".
+See docs/server.md "Server".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Decode a request body into JSON values the rest of the server can trust.
 
-See docs/architecture.md "Server" (limits). `decode_json(raw)` accepts only
+See docs/server.md "Server" (limits). `decode_json(raw)` accepts only
 strict JSON text in UTF-8 (RFC 8259): no BOM, no NaN/Infinity, integers of at
 most `MAX_INT_DIGITS` digits, nesting at most `MAX_DEPTH` deep, and strings (keys
 included) that are valid Unicode — a `\\ud800` escape decodes to a lone

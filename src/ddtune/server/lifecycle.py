@@ -1,6 +1,6 @@
 """The `ddtune serve` process lifecycle: bind, load, announce readiness, drain on signals.
 
-See docs/architecture.md "Server".
+See docs/server.md "Server".
 
 Timeline of one process:
 

@@ -1,6 +1,6 @@
 """Request-body limits enforced at the ASGI level: size, read deadline, uploads cut short.
 
-See docs/architecture.md "Server" (limits). `BodyGuard` wraps the app and
+See docs/server.md "Server" (limits). `BodyGuard` wraps the app and
 every `receive()` it makes, so the limits hold whatever the handler does with
 the body:
 

@@ -2,7 +2,7 @@
 
 Counters are cumulative over the process (they include the warm-up request);
 a benchmark must diff them before/after, or read per-response `usage.spec`.
-The metric names are listed in docs/architecture.md "Server".
+The metric names are listed in docs/server.md "Server".
 """
 
 from __future__ import annotations

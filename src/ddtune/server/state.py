@@ -3,8 +3,9 @@
 It owns the lifecycle (loading → serving → shutting_down), the engine and its
 worker, the live decoding config (hot-reconfigurable, with a generation
 counter; with `--schedule` one config per range of requests in flight, the
-first range's being the reported one until a POST sets one config), the identity and the metrics. Loading runs on a background thread
-so that `/health` can answer 503 while weights load. See docs/architecture.md
+first range's being the reported one until a POST sets one config), the
+identity and the metrics. Loading runs on a background thread so that
+`/health` can answer 503 while weights load. See docs/server.md
 "Server".
 """
 

@@ -12,7 +12,7 @@ hot reconfigure applies to later requests, and a schedule (`ddtune serve
 the admitted one included. A job whose `cancel` event is
 set is dropped while queued, or stopped before the next round while
 running. A job that fails (bad input, its own output handling) gets its
-error; the others in its batch go on. See docs/architecture.md "Server".
+error; the others in its batch go on. See docs/server.md "Server".
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
     controller.close()                             # nothing left running
 
 `params` is a `DecodeParams`; `on_phase(name)` hears each name of `PHASES` as
-that step starts. See `protocol.py` and docs/architecture.md "Services".
+that step starts. See `protocol.py` and docs/readiness.md "Services".
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ A process listening on the service's port is one `Holder`, of one kind:
 `PortWatch` is what the readiness protocol asks while it waits for a port: it
 reclaims leftovers when allowed and ends the wait early (`port_in_use`, with
 the holders named) when only holders that will not go away remain.
-See docs/architecture.md "Services".
+See docs/readiness.md "Services".
 """
 
 from __future__ import annotations

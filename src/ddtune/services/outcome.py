@@ -1,6 +1,6 @@
 """The result of one reconfigure attempt, and the failure classes it can carry.
 
-Failure classes (docs/architecture.md "Services"):
+Failure classes (docs/readiness.md "Services"):
 
     crashed(<exit code or signal>)  the new process died while starting
     oom                             it died with an out-of-memory message

@@ -6,7 +6,7 @@ process group, carry its environment tag `DDTUNE_INSTANCE_TAG=<tag>`
 descend from one of those. A process's identity is its PID plus its
 `create_time`, which tells a reused PID apart; signals go through psutil,
 which refuses a PID that now names another process. Zombies count as gone.
-See docs/architecture.md "Services".
+See docs/readiness.md "Services".
 """
 
 from __future__ import annotations

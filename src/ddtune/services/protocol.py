@@ -1,4 +1,4 @@
-"""The readiness protocol, run by every controller kind (docs/architecture.md "Services").
+"""The readiness protocol, run by every controller kind (docs/readiness.md "Services").
 
 `Controller.reconfigure()` is the template: it opens the attempt, runs
 `apply()` and turns any failure into an `Outcome`. The base `apply()` is the

@@ -8,7 +8,7 @@
 Each phase has its own deadline (`spec.timeouts`) and polls with backoff.
 Before every poll the controller checks that the new process is alive and
 fails fast (crashed/oom/port_in_use, with the log tail) when it is not.
-See docs/architecture.md "Services".
+See docs/readiness.md "Services".
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ anything is stopped (`ddtune.services.preflight`).
 it is) were called `kind` and `profile` before: `RENAMED` maps the old names,
 which still read (`old_names` says which a table uses, for a note); an old and
 a new name given with different values is an error naming both.
-See docs/architecture.md "Services".
+See docs/readiness.md "Services".
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class Hooks(StrictModel):
 
 
 class ServiceSpec(StrictModel):
-    """How to run one server; see docs/architecture.md "Services".
+    """How to run one server; see docs/readiness.md "Services".
 
     Field order matters: the checks of a field see the fields above it.
     """

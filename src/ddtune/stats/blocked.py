@@ -4,7 +4,7 @@ With interleaved order every pass is a block measured under one machine state,
 so configs are compared within a pass (paired t on per-pass log ratios) and the
 pass-to-pass drift drops out. Without blocks (random or sequential order, or
 fewer than two passes in common) the comparison falls back to Welch on the logs.
-Decision rules (docs/architecture.md "Report"):
+Decision rules (docs/report.md "How the report is built"):
 
 - *leader*: the best config effect (blocked: additive pass + config model on
   the logs, so missed passes do not bias it; else the geometric mean);

@@ -17,7 +17,7 @@ small frozen dataclasses, so each one can be checked against a textbook value.
     variance_components     one-way random effects: between-group vs within-group variance
     ratio_interval          a log ratio with its standard error and df as a `RatioInterval`
 
-See docs/architecture.md "Report".
+See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 When every config change is a server restart, configs cannot take turns by
 request, and a pass over all of them takes hours. What blocking cannot
-remove is modelled instead (docs/architecture.md "Restart-bound races"):
+remove is modelled instead (docs/sweeps.md "Restart-bound races"):
 
     log y[bench b of start s of config c] = effect[c] + drift(t_s) + start[s] + noise[b]
 

@@ -6,7 +6,7 @@ runner lock is taken first (a live runner of S: refused, nothing touched) and
 every instance of S's workdir is stopped, as resuming S would; without it,
 every leftover of this user is. Servers of a running sweep, instances of an
 unknown owner outside `--store`, and processes ddtune did not start are never
-stopped. See docs/architecture.md "Sweep".
+stopped. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Each handler parses its arguments, calls one function of the sweep package
 and prints the result; errors in the user's input are `UserError`s. `run`,
 `retry` and `demo` exit with `EXIT_CODES` (`run/common.py`), Ctrl-C anywhere included.
-See docs/architecture.md "Sweep".
+See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ on this noise needs 50-100 trials (docs/benchmarks.md "The demo").
 
 Both passes resume like any sweep: running the demo again finishes what an
 interrupted demo left and never redoes finished trials (`--fresh` starts over).
-See docs/architecture.md "Sweep".
+See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

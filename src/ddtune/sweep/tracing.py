@@ -5,7 +5,7 @@ workload: `--spec SPEC` traces the requests its bench sends (and takes the
 windows and the largest topk from its configs), `--store S` takes the T = 0
 continuations from that sweep's stored baseline outputs instead of the
 engine's own greedy decode. `--prompt` / `--prompts-file` trace given prompts.
-See docs/architecture.md "Traces".
+See docs/traces.md "Traces".
 """
 
 from __future__ import annotations

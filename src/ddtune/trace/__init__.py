@@ -15,7 +15,7 @@ features, the drafter at every position), `hf` (a Hugging Face target through
 topk per window), `round_cost` (seconds per round from measured trials: predicted
 tok/s with an interval). The CLI lives in `ddtune.sweep.tracing` (it reads
 sweep specs and stores). Torch loads only for recording. See
-docs/architecture.md "Traces".
+docs/traces.md "Traces".
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ request file is written whole (atomically) once its request is traced, so a
 killed `trace record` resumes at the first missing file, and the header says
 whether a folder holds what a new command would record (`header_differences`).
 Read with numpy only: replaying a trace needs no torch. See
-docs/architecture.md "Traces".
+docs/traces.md "Traces".
 """
 
 from __future__ import annotations

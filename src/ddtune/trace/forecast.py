@@ -9,7 +9,7 @@
 A trace predicts a sweep only for the requests its bench sends and the models
 its service serves: `check_requests` refuses a trace of other requests, and
 `identity_mismatch` names a served model whose weights differ from the
-traced ones (a ddtune server reports their sha256). See docs/architecture.md
+traced ones (a ddtune server reports their sha256). See docs/sweeps.md
 "Predict, then confirm".
 """
 

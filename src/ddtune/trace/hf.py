@@ -13,7 +13,7 @@ the final norm for the last layer, as transformers reports it); the pre-norm
 capture (vLLM) takes the last decoder layer's own output with a forward hook.
 The z-lab DFlash drafter runs as ddtune's `DFlashDrafter` (same weights and
 wiring), with the target's embedding and LM head. The greedy decode is a
-plain argmax loop over transformers' own KV cache (EOS is a token like any other). See docs/architecture.md "Traces".
+plain argmax loop over transformers' own KV cache (EOS is a token like any other). See docs/traces.md "Traces".
 """
 
 from __future__ import annotations

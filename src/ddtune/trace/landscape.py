@@ -7,7 +7,7 @@
 "Stops paying": per window and topk, the first doubling of the budget that
 adds less than `PAYING` (2%) to τ. Whether a budget pays in tok/s also
 depends on what a round costs on the service (`costs.py`, `sweep plan`). See
-docs/architecture.md "Traces".
+docs/traces.md "Traces".
 """
 
 from __future__ import annotations

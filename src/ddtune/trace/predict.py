@@ -9,7 +9,7 @@
 What a trace cannot answer is a one-line `UserError`, never a guess
 (`Trace.view_for`): a window it did not record, a topk above its K, a draft
 deeper than its views hold. Identical requests count as often as the bench
-sends them. See docs/architecture.md "Traces".
+sends them. See docs/traces.md "Traces".
 """
 
 from __future__ import annotations

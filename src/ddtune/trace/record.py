@@ -19,7 +19,7 @@ For each request (`TraceRequest`), in order:
 
 The target side is a `TargetSide`: ddtune's own engine (`OwnTarget`, the
 bundled models or any ddtune folder) or a Hugging Face model through
-`transformers` (`trace/hf.py`). See docs/architecture.md "Traces".
+`transformers` (`trace/hf.py`). See docs/traces.md "Traces".
 """
 
 from __future__ import annotations

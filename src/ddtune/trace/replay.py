@@ -16,7 +16,7 @@ in the trace) drafts from the drafter's per-depth top-K recorded there, so:
 
 `Rules.vllm` drafts `query length - 1` tokens every round instead (vLLM's
 DFlash proposes K tokens whatever remains; its counters take the last round
-whole: `kinds.vllm.round_counts`). See docs/architecture.md "Traces".
+whole: `kinds.vllm.round_counts`). See docs/traces.md "Traces".
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ The draws are of that posterior (a t) restricted to coefficients >= 0, by
 rejection: what the data leave open spreads over what is physically possible
 (seeded, so a resumed sweep decides as an uninterrupted one); a config's
 predicted tok/s and the sweep's objective come from the same draws.
-See docs/architecture.md "Traces".
+See docs/traces.md "Traces".
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 Identical requests (a bench's repeats) are traced once and counted (`count`),
 so a predicted acceptance length pools them as the bench pools its responses.
 A sweep store's baseline outputs (`trace record --store`) are read by
-`ddtune.sweep.tracing`, which knows the store. See docs/architecture.md "Traces".
+`ddtune.sweep.tracing`, which knows the store. See docs/traces.md "Traces".
 """
 
 from __future__ import annotations

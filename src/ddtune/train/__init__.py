@@ -7,7 +7,7 @@ held-out split), `corpus` (tasks mixed with standard-library source),
 `target` and `drafter` (the trainers), `distill` (the drafter's
 self-distillation data), `evaluate` (the model card's figures), `configs`
 (every setting declared once), `commands` (the CLI). torch is imported on
-first use. See docs/architecture.md "Train".
+first use. See docs/ddtree.md "Train".
 """
 
 from __future__ import annotations

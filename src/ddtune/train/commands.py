@@ -8,7 +8,7 @@
 
 The `target` and `drafter` flags are the fields of `TargetTrainConfig` and
 `DrafterTrainConfig` (configs.py), so every default is written once. Heavy
-imports (torch) happen inside the handlers. See docs/architecture.md "Train".
+imports (torch) happen inside the handlers. See docs/ddtree.md "Train".
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 - `TrainProgress`: a rich progress bar with loss and tokens/s on a terminal,
   plain log lines otherwise (for `nohup` runs).
 
-See docs/architecture.md "Train".
+See docs/ddtree.md "Train".
 """
 
 from __future__ import annotations

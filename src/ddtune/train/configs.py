@@ -13,7 +13,7 @@ Their fields drive everything else:
 
 Direct construction with a bad value raises pydantic's `ValidationError`, as
 for `ddtune.params`. No torch here, so the CLI can read the fields cheaply.
-See docs/architecture.md "Train".
+See docs/ddtree.md "Train".
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ relative path) used only to measure perplexity.
 The mix is document-level: each document is either one training task (prompt +
 canonical body) or a chunk of a standard-library file, with tasks dominant.
 
-See docs/architecture.md "Train".
+See docs/ddtree.md "Train".
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ the target continues each one greedily (T=0), in left-padded batches with a
 KV cache, until EOS or `max_new` tokens. Each example keeps the prompt length,
 so the drafter trainer can put its anchors in the generated part.
 
-See docs/architecture.md "Train".
+See docs/ddtree.md "Train".
 """
 
 from __future__ import annotations

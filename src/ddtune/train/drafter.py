@@ -13,7 +13,7 @@
    exp(-(k-1)/gamma). The target's embedding and LM head are frozen (the whole
    target is); only the drafter's `fc`, `hidden_norm`, layers and norm learn.
 
-See docs/architecture.md "Train".
+See docs/ddtree.md "Train".
 """
 
 from __future__ import annotations

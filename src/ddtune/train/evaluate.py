@@ -9,7 +9,7 @@
   and `ddtree` modes on held-out task prompts, through `Engine.generate` with
   `DecodeParams` / `SamplingParams` like any other caller.
 
-See docs/architecture.md "Train".
+See docs/ddtree.md "Train".
 """
 
 from __future__ import annotations

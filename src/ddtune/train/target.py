@@ -11,7 +11,7 @@ engine serves. Recipe:
 4. At the end: `config.json`, `model.safetensors`, `generation_config.json`,
    `tokenizer.json`, `tokenizer_config.json` in the output folder.
 
-See docs/architecture.md "Train".
+See docs/ddtree.md "Train".
 """
 
 from __future__ import annotations

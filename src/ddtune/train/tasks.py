@@ -20,7 +20,7 @@ Tasks are written in HumanEval format: `task_id, prompt, entry_point, test,
 canonical_solution`, where `test` defines `check(candidate)` with asserts whose
 expected values come from running the canonical solution.
 
-See docs/architecture.md "Train".
+See docs/ddtree.md "Train".
 """
 
 from __future__ import annotations

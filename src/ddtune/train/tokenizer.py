@@ -5,7 +5,7 @@ DFlash drafter's mask token). Saved as `tokenizer.json` plus a
 `tokenizer_config.json` naming the EOS, so our engine and `transformers` read
 the same tokenizer.
 
-See docs/architecture.md "Train".
+See docs/ddtree.md "Train".
 """
 
 from __future__ import annotations

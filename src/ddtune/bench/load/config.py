@@ -19,7 +19,7 @@
 Bad input is a `UserError` with the key path (`ddtune.tables`): a level <= 0
 (`bench.load.concurrency.0`), neither levels given (`bench.load`), an SLO
 without a load level (`bench.slo`), `search` without an SLO
-(`bench.load.search`). See docs/architecture.md "Bench".
+(`bench.load.search`). See docs/bench.md "Bench".
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ uses prompt i mod n of the chosen workload, so every config sees the same
 sequence. A failed request is a row with its error; a level whose measured
 requests all failed is `failed` with the server's error, never zero latency.
 The client's own CPU time per level is recorded (psutil).
-See docs/architecture.md "Bench".
+See docs/bench.md "Bench".
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ A level is `serialised` when on average >= 1.5 requests were in flight (sum
 of e2e over the window) but they streamed one at a time (`generating_at_once`
 <= 1.15): the server queues requests instead of batching them, so latency that
 grows with load is queueing, not a property of the decoding config.
-See docs/architecture.md "Bench".
+See docs/bench.md "Bench".
 """
 
 from __future__ import annotations

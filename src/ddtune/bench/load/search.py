@@ -6,7 +6,7 @@ search doubles `low` until one fails; with no passing rate it halves the lowest
 until one passes; then it bisects (geometric midpoint) between the two. Every
 probe is one open-loop level run (recorded with `search = true`); at most
 `probes` of them. Attainment is assumed to fall as the rate grows.
-See docs/architecture.md "Bench".
+See docs/bench.md "Bench".
 """
 
 from __future__ import annotations

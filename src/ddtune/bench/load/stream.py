@@ -8,7 +8,7 @@ closed while idle is sent once more on a fresh one, as httpx does), on a
 leaner transport: httpx/httpcore/h11 cost
 about twice the client CPU per streamed chunk, which at high concurrency made
 the generator a measurable load of its own (docs/load.md). Failures raise
-`BenchError` like `stream_request`. See docs/architecture.md "Bench".
+`BenchError` like `stream_request`. See docs/bench.md "Bench".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run untrusted generated code against a trusted test, contained (docs/architecture.md, bench).
+"""Run untrusted generated code against a trusted test, contained (docs/bench.md "Sandbox").
 
 `run_program(program, test, entry_point)` runs `harness.py` in a new process:
 `program` (prompt + completion, untrusted) runs in one process, `test` (prompt

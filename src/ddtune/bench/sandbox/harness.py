@@ -1,4 +1,4 @@
-"""Runs one coding task inside the sandbox (docs/architecture.md, bench).
+"""Runs one coding task inside the sandbox (docs/bench.md "Sandbox").
 
 Invocation: `python -I -S -B harness.py CONFIG_FD TEST_FD VERDICT_FD`, from
 `checker.py`, inside `unshare(1)`'s namespaces when the machine has them (this

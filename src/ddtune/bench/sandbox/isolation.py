@@ -1,4 +1,4 @@
-"""Which containment this machine gives a sandboxed test, decided once (docs/architecture.md, bench).
+"""Which containment this machine gives a sandboxed test, decided once (docs/bench.md "Sandbox").
 
 Two mechanisms:
 

@@ -1,4 +1,4 @@
-"""The sandbox's kernel-side walls: filesystem, privileges, leftovers (docs/architecture.md, bench).
+"""The sandbox's kernel-side walls: filesystem, privileges, leftovers (docs/bench.md "Sandbox").
 
 Loaded by `harness.py` inside fresh mount/pid/net/ipc/uts namespaces (made by
 `unshare(1)`), while the harness is still root there. Stdlib only.

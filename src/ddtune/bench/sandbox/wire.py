@@ -1,4 +1,4 @@
-"""Plain-data messages between the checker and the tested process (docs/architecture.md, bench).
+"""Plain-data messages between the checker and the tested process (docs/bench.md "Sandbox").
 
 Loaded by `harness.py` inside the sandbox: stdlib only. One message is one
 JSON line. Values cross as plain data only (None, bool, int, float, complex,

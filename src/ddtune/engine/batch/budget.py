@@ -4,7 +4,7 @@ A request's round verifies its tree plus the root: `budget + 1` tokens for
 ddtree, `block_size` for dflash (root + the block's chain), 1 for ar. A
 batch admits requests while their round tokens fit `max_step_tokens`, so a
 budget below one request's round could never run anything: `check_round_fits`
-says so. See docs/architecture.md "Engine".
+says so. See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

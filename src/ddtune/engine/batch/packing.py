@@ -9,7 +9,7 @@ max(pos_r + N_r + 1), the end of the slotted cache view.
 
 Draft (`draft_mask`): row r's block sees its context keys [lo_r, end_r)
 (end_r = keys in its drafter slot after this call; lo_r = end_r - window,
-or 0 with no window) and the whole block. See docs/architecture.md "Engine".
+or 0 with no window) and the whole block. See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ decoding requests at once. Each request (`SeqState`) keeps its own
 logprobs), positions and drafter features;
 row r of a round is slot r, rows 0..B-1.
 
-A batched round (docs/architecture.md "Engine"):
+A batched round (docs/ddtree.md "Engine"):
   1. draft   one drafter forward over every row: each row's new features
              (padded to the longest) plus its block `[root, MASK x (block-1)]`;
              a row's mask shows its own context (its window) and its block;

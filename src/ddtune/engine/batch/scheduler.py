@@ -25,7 +25,7 @@ round tokens of all admitted requests, its own included, fit
 `max_step_tokens`; a step's prefill tokens + round tokens never exceed it.
 Per-request stage seconds are the round's stage seconds divided by its
 rows, so summing them over requests gives wall time. See
-docs/architecture.md "Engine".
+docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

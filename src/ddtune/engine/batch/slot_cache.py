@@ -15,7 +15,7 @@ reads slots [first, first + rows) up to the largest end; the caller's mask
 hides what a row must not see (other requests' lengths, padding, the
 drafter's window, which `write` therefore ignores). `advance` sets each
 slot's length to its end. After a tree verify `compact` keeps one slot's
-accepted path in place. See docs/architecture.md "Engine".
+accepted path in place. See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

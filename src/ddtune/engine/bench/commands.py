@@ -3,7 +3,7 @@
 Single stream by default (`speed.py`), or `--concurrency 1,2,4,8` through the
 batch scheduler (`loadspeed.py`); the tables are printed by `tables.py`. Falls
 back to a random tiny checkpoint (and says so) when the bundled models are
-missing or `--random` is given. See docs/architecture.md "Engine".
+missing or `--random` is given. See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ concurrency 1. Repeats interleave concurrencies and configs, so machine
 noise spreads over all rows; totals are over all repeats.
 `summarize` picks, per concurrency, AR and the best speculative config
 and the crossover where that advantage falls to 1 or below. See
-docs/architecture.md "Engine".
+docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

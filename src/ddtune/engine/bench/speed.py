@@ -4,7 +4,7 @@ Not the HTTP benchmark of `ddtune.bench`. For every `DecodeParams` the same
 prompts run with the same `SamplingParams` (T=0 from the CLI) after a warmup;
 a row reports tokens/s, mean acceptance length (tau), the share of round time
 spent outside the model forwards (tree build + mask + commit) and whether the
-output equals AR token for token. See docs/architecture.md "Engine".
+output equals AR token for token. See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ machine; see `loadspeed`): per concurrency AR's aggregate tok/s (and its
 ratio to concurrency 1), the best speculative config and its advantage over
 AR, the crossover concurrency, and the tree + mask + commit share of round
 time for the largest budget at the largest concurrency. See
-docs/architecture.md "Engine".
+docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

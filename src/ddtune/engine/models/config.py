@@ -10,7 +10,7 @@ Unknown or unsupported settings are errors, never silently ignored: an
 unsupported architecture, rope type, activation or sliding window raises
 `UserError` naming the file and the field.
 
-See docs/architecture.md "Engine".
+See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

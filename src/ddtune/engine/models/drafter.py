@@ -21,7 +21,7 @@ drafter's layers); `context_feats` are then only the NEW context features
 (appended to the cache) and attention covers the last `window` cached context
 positions plus the block. `ingest(context_feats, c_positions, cache)` writes
 the context keys alone (batched decoding does it at prefill). See
-docs/architecture.md "Engine".
+docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ gradients reach them. `fuse()` (the engine calls it once after loading)
 stacks them once, makes each named weight a view of the stack (one storage:
 in-place updates such as `load_state_dict` or an optimizer step keep both in
 step) and wraps it in a `linear.InferenceLinear` (oneDNN-prepacked), used
-while autograd is off. See docs/architecture.md "Engine".
+while autograd is off. See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

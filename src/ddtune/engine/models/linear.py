@@ -11,7 +11,7 @@ version counter moves); without oneDNN, off the CPU or outside float32 it
 is plain `F.linear`. The results equal `F.linear`'s up to float rounding
 (another summation order). The copies double the weights' memory, so the
 engine keeps them only for models up to `MAX_COPIED_BYTES` (the bundled
-ones are ~35 MB). See docs/architecture.md "Engine".
+ones are ~35 MB). See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ A folder holds `config.json`, `model.safetensors` (or a sharded
 `generation_config.json`. Missing files, missing or unexpected weights and
 shape mismatches raise `UserError` naming the file.
 
-See docs/architecture.md "Engine".
+See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

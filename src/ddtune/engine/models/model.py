@@ -15,7 +15,7 @@ Hugging Face reports that output after the final norm, and so do we.
 Helpers for the drafter: `embed(ids)` is the token embedding; `lm_logits(h)`
 is the LM head alone (final norm excluded: the drafter applies its own norm).
 
-See docs/architecture.md "Engine".
+See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ forward pass only indexes it by its positions instead of recomputing
 cos/sin. The table's sin carries the sign of the rotate-half convention,
 so `apply_rope` needs one `roll` instead of slice/negate/concatenate: the
 values are exactly those of the computed tables (`rope_tables`, kept as the
-reference the tests compare against). See docs/architecture.md "Engine".
+reference the tests compare against). See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

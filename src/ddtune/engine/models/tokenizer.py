@@ -1,6 +1,6 @@
 """The tokenizer of a model folder (`tokenizer.json`, Hugging Face `tokenizers` format).
 
-See docs/architecture.md "Engine".
+See docs/ddtree.md "Engine".
 """
 
 from __future__ import annotations

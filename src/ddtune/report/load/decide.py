@@ -4,7 +4,7 @@ the crossover sentences and the serialisation warning (written by `findings.py`)
 Objective at a level: goodput tok/s when the levels ran against an SLO, else
 output tok/s (closed loop) or mean e2e latency (open loop, lower is better:
 every config that keeps up delivers the offered rate). Each level gets the
-report's own verdict (`stats/blocked.py`, docs/architecture.md "Report"):
+report's own verdict (`stats/blocked.py`, docs/report.md "How the report is built"):
 per-pass values (blocks with `passes_per_start`) compared paired over the
 passes both configs completed, else Welch; `separated`, `equivalent` within
 `tolerance` (the cheapest of the equivalents is recommended) or

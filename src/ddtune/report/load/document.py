@@ -5,7 +5,7 @@ and for the load mix, whether the best config changes with load, the
 crossover sentences, the serialisation warning, a table per level (output
 tok/s, req/s, pooled TTFT/ITL/e2e percentiles, acceptance, SLO attainment and
 goodput, all over repeats), the max-rate search, the plots and the methods.
-See docs/architecture.md "Report".
+See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ repeats like the single-stream metrics, and `by_pass` keys the values by block
 (`stats/blocked.py`). The latency percentiles shown in the
 tables are pooled over the per-request rows of all repeats (the store's
 `load_requests`). Max-rate search probes are not levels: they give each
-repeat's `max_rate`. See docs/architecture.md "Report".
+repeat's `max_rate`. See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

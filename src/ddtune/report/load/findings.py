@@ -13,7 +13,7 @@ several were in flight (`ddtune.bench.load.latency.generating_at_once`, in at le
 half of its repeats) means the server queues requests; the report says so,
 with the aggregate tok/s and e2e growth between the lowest and highest
 concurrency, instead of presenting queueing as a property of the config.
-See docs/architecture.md "Report".
+See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
     load_latency.png     p99 TTFT and p99 per-token ITL vs load (pooled over the repeats' requests)
 
 Closed-loop levels are drawn against concurrency, open-loop ones against the
-request rate, each in its own panel. See docs/architecture.md "Report".
+request rate, each in its own panel. See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `check` (one `LosslessCheck` per config, and what a pass-rate difference means),
 `gaps` (a divergence classified near-tie / divergence / unclassified by the logit
-gap where the outputs part). See docs/architecture.md "Report".
+gap where the outputs part). See docs/report.md "How the report is built".
 """
 
 from ddtune.report.lossless.check import (

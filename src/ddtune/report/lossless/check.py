@@ -10,7 +10,7 @@ The text comparison itself is `ddtune.bench.compare_outputs` (imported lazily,
 so the report still renders, saying "not checked", where bench is unavailable).
 A divergence is classified near-tie / divergence / unclassified by the logit
 gap at the point where the outputs part (`ddtune.report.lossless.gaps`).
-See docs/architecture.md "Report".
+See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

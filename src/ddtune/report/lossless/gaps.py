@@ -6,7 +6,7 @@ When both runs recorded logit gaps (`ddtune.bench.gaps`), the divergence at
 request R, char C is classified by the smaller top-1 minus top-2 logprob of
 the token covering C in either run: `near-tie` below the threshold
 (`[report] near_tie_gap`, nats), else `divergence`; `unclassified` when no gap
-applies. See docs/architecture.md "Report".
+applies. See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

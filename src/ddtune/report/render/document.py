@@ -2,7 +2,7 @@
 
 `report/sections.py` decides *what* the report says (`build_document`);
 `markdown.py` and `html.py` only decide how it looks, so both outputs carry
-the same content. See docs/architecture.md "Report".
+the same content. See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Plots are embedded as base64 PNG data URIs and the style sheet is inline, so
 the page opens in a browser with no network and no other files (log-tail links
 point at files next to the sweep and are the only outside references).
-See docs/architecture.md "Report".
+See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Render a report `Document` as Markdown (GitHub-flavoured tables, images by file name).
 
-See docs/architecture.md "Report".
+See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

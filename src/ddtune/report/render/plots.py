@@ -7,7 +7,7 @@
 
 ddtree configs form lines over budget; ar and dflash configs (no budget) are
 drawn as horizontal reference lines. A plot without data is skipped, with a note.
-See docs/architecture.md "Report".
+See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

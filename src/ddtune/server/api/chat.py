@@ -9,7 +9,7 @@ without jinja2) a plain fallback is used:
     user: Hi
     assistant:
 
-See docs/architecture.md "Server".
+See docs/server.md "Server".
 """
 
 from __future__ import annotations

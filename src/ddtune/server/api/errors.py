@@ -1,6 +1,6 @@
 """OpenAI-style HTTP errors: `{"error": {"message", "type", "param", "code"}}`.
 
-See docs/architecture.md "Server". Every bad request raises `ApiError`; the
+See docs/server.md "Server". Every bad request raises `ApiError`; the
 app turns it into a JSON body whose `param` names the offending field, so a
 client (or a person) knows what to fix. A request body that fails its pydantic
 model becomes one `ApiError` through `from_validation`: `param` is the error's

@@ -1,6 +1,6 @@
 """Field policies for the request models: what a known field may hold.
 
-See docs/architecture.md "Server" (request policy). A field of the OpenAI or
+See docs/server.md "Server" (request policy). A field of the OpenAI or
 vLLM API is one of
 
 - supported: typed normally (and implemented);

@@ -4,7 +4,7 @@ Flow for one request: validate the body → submit a `Job` (a full queue is a
 503 with Retry-After) → either wait for the whole result (watching for the
 client going away) or stream SSE chunks as rounds commit. A client that
 disconnects cancels its job: dropped if still queued, stopped after the
-current round if running. See docs/architecture.md "Server".
+current round if running. See docs/server.md "Server".
 """
 
 from __future__ import annotations

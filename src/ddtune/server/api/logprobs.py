@@ -1,6 +1,6 @@
 """Logprobs in the two OpenAI shapes, from the engine's `TokenLogprob`s.
 
-See docs/architecture.md "Server" (logprobs). Completions (legacy shape):
+See docs/server.md "Server" (logprobs). Completions (legacy shape):
 
     {"tokens": [...], "token_logprobs": [...], "top_logprobs": [{text: logprob}, ...],
      "text_offset": [...]}

@@ -1,6 +1,6 @@
 """What a prompt must satisfy against the loaded model, and how it becomes token ids.
 
-See docs/architecture.md "Server" (limits, request policy). `PromptContext` is
+See docs/server.md "Server" (limits, request policy). `PromptContext` is
 the loaded model as request validation sees it: its name, context length,
 tokenizer, chat template and vocabulary. Text is measured before it is
 tokenized: a text longer than `max_context` × the longest token cannot fit

@@ -1,6 +1,6 @@
 """The server's request bodies as pydantic models, and their resolution into work.
 
-See docs/architecture.md "Server" (request policy). One model per endpoint,
+See docs/server.md "Server" (request policy). One model per endpoint,
 each field listed once; the same models give the OpenAPI schema:
 
     CompletionBody   POST /v1/completions        (GenerationFields + prompt, echo, ...)

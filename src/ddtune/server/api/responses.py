@@ -5,7 +5,7 @@ taken back: it holds back a trailing partial character (U+FFFD) and any
 suffix that could still grow into a stop string, so the concatenated stream
 equals the non-streamed text exactly.
 
-See docs/architecture.md "Server".
+See docs/server.md "Server".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The OpenAPI document: response models, and request bodies from `requests.py`.
 
-See docs/architecture.md "Server". The generation handlers read their body
+See docs/server.md "Server". The generation handlers read their body
 themselves (size and time limits, strict JSON, validation off the event
 loop), so FastAPI cannot infer the request schema; `DocumentedApp` adds
 the request models' JSON schemas and each route names its own with

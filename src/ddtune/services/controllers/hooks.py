@@ -7,7 +7,7 @@ DDTUNE_HOST`, one `DDTUNE_<VAR>` per user variable, the rendered `env` table,
 server is launched (e.g. `docker run -d`). Local processes it leaves behind
 carry the tag, so they are found, watched and killed like a process kind's;
 remote ones are judged by the port and the engine's probes only.
-See docs/architecture.md "Services".
+See docs/readiness.md "Services".
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ stopped by close(); one this controller started is. Another sweep's server
 (ddtune-tagged: live, left over or of an unknown owner; see leftovers.py) is
 never used: `port_in_use` naming it, or, for a leftover with
 `reclaim_leftovers`, it is stopped and ours started. In place, `on_phase` hears
-snapshot, start (the POST) and poll. See docs/architecture.md "Services".
+snapshot, start (the POST) and poll. See docs/readiness.md "Services".
 """
 
 from __future__ import annotations

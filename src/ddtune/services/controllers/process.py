@@ -5,7 +5,7 @@ Each launch gets its own session/process group and the environment tag
 workdir: every process of every instance this controller ever started (also
 after a crash of ddtune itself) is found by the tag prefix, double-forked
 orphans included. stdout and stderr go to `<attempt_dir>/service.log`.
-See docs/architecture.md "Services".
+See docs/readiness.md "Services".
 """
 
 from __future__ import annotations

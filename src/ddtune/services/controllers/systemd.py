@@ -7,7 +7,7 @@ table and the instance tag as `Environment=`, and the rendered `command` as
 start-limit-hit). Then `systemctl stop` and `systemctl start`, never
 `restart`. Identity is InvocationID + MainPID + its start time; logs come from
 `journalctl _SYSTEMD_INVOCATION_ID=<id>`. close() removes the drop-in.
-See docs/architecture.md "Services".
+See docs/readiness.md "Services".
 """
 
 from __future__ import annotations

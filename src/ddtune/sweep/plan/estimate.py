@@ -7,7 +7,7 @@ the costs measured so far in the run). A race has a best case
 (every contender but one leaves after `min_passes`) and a worst case (nobody
 leaves before `max_passes`). A restart-bound race (`starts.py`) also has an
 expected case, from a stated typical landscape (`start_race_estimates`).
-See docs/architecture.md "Sweep" and its "Restart-bound races".
+See docs/sweeps.md "Sweep" and its "Restart-bound races".
 """
 
 from __future__ import annotations

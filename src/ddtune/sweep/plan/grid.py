@@ -10,7 +10,7 @@ k passes of a block run back to back on one server start. The baseline is a
 configuration like any other (flagged `is_baseline`), so it is measured in
 every pass under the same conditions. A race plans its first `min_repeats`
 passes here and every later pass from the store (`sweep/plan/race_planner.py`); a search
-plans nothing up front. See docs/architecture.md "Sweep".
+plans nothing up front. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

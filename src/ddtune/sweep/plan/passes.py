@@ -4,7 +4,7 @@ A trial's `repeat` is its pass number. With `passes_per_start = k` one server
 start is benched k times (repeats (b-1)·k+1 .. b·k of block b), so a *block*
 is k consecutive passes and a config's value in a block is the geometric mean
 of its completed benches there: the start-to-start spread stays in the
-analysis instead of being hidden by reused starts. See docs/architecture.md "Sweep".
+analysis instead of being hidden by reused starts. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 
 Costs come from the finished trials of a store of the same service (median
 stop + start-to-READY and bench seconds), else `[service] expected_start_s` /
-`expected_bench_s`. See docs/architecture.md "Sweep".
+`expected_bench_s`. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

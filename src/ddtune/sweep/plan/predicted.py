@@ -24,7 +24,7 @@ the finished benches, so a resumed race decides as the uninterrupted one:
    the prediction left out comes back and the race goes on as a plain
    restart-bound race (`fallback` says why). The trace never silently decides.
 
-See docs/architecture.md "Predict, then confirm".
+See docs/sweeps.md "Predict, then confirm".
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Pure and deterministic: `replay` takes the finished passes (what the store
 holds) and returns the same `RaceState` every time, so a resumed race plans
 its next pass exactly as the uninterrupted one would have. Rules
-(docs/architecture.md "Sweep"):
+(docs/sweeps.md "Sweep"):
 
 - passes 1..min_passes run every contender; from pass `min_passes` on, after
   each pass:

@@ -7,7 +7,7 @@
 Nothing is kept in memory between calls: a race killed at any moment and
 resumed plans exactly the passes the uninterrupted one would have (the
 decisions depend only on the stored, finished passes). See
-docs/architecture.md "Sweep".
+docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ significantly below the best so far by Fisher). The study is `<store>.optuna.sql
 store, so a killed search resumes: a trial asked but not told is run (or
 told) first. After `n_trials` (or `max_trials` / `max_hours`), the best
 `confirm_top` configs and the baseline race in the sweep `<name>.confirm`.
-See docs/architecture.md "Sweep".
+See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ a clock: a start takes `start_s`, a bench `bench_s` (a restart-bound race
 benches 1/`splits` of it at a time, with that share of the requests), so
 strategies compare in wall hours. No HTTP, no processes: the 50-seed
 benchmarks (`benchmarks/race_vs_grid.py`, `benchmarks/restart_bound.py`) would
-take days through real servers. See docs/architecture.md "Sweep" and
+take days through real servers. See docs/sweeps.md "Sweep" and
 docs/benchmarks.md.
 """
 

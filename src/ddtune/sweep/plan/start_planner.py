@@ -13,7 +13,7 @@ whether its attempt restarted the server (`store/modes.py: trial_times`): a
 bench rerun on a new start after a resume is analysed with that new start.
 Nothing decides from memory: the cached race is reused only while the stored
 trials it folded are unchanged, so a race killed at any moment and resumed
-plans exactly what the uninterrupted one would have. See docs/architecture.md "Restart-bound races".
+plans exactly what the uninterrupted one would have. See docs/sweeps.md "Restart-bound races".
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Where a config change is a restart that costs more than its bench
 measurement per restart. This race decides bench by bench instead. Its state is
 a fold of the finished benches (`StartRace.add`), so a resumed race plans
 exactly what the uninterrupted one would (`replay`); `next()` says what runs
-next. Rules (docs/architecture.md "Restart-bound races"):
+next. Rules (docs/sweeps.md "Restart-bound races"):
 
 1. Passes: pass 1 starts every config once, in the seeded shuffle of the block
    design (`grid.block_order`); pass p + 1 starts the configs still in the race

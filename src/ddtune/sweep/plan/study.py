@@ -9,7 +9,7 @@ The study lives in SQLite next to the store, so a killed search resumes: `ask`
 first hands back a trial that was asked but never told. Every ask uses a TPE
 sampler seeded by (seed, trial number), so the proposals depend only on the
 finished trials, never on when the process restarted. Failed trials are told
-as FAIL, never as a zero. See docs/architecture.md "Sweep".
+as FAIL, never as a zero. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@
         the driver's half: the log tail next to the attempt, then the attempt
         failed (class, detail, timings, identity) or samples + results + done
 
-The driver is the only writer of the store. See docs/architecture.md "Sweep".
+The driver is the only writer of the store. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

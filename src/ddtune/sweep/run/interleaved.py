@@ -20,7 +20,7 @@ in turns against 9.7% back to back the same hour; docs/benchmarks.md "The demo")
 4. A trial that failed is retried alone, the ordinary way, while attempts are left.
 
 Only the hot controller switches configs between requests; `spec/checks.py` refuses
-the key for other services. See docs/architecture.md "Sweep".
+the key for other services. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ printed by the CLI) or a launch command the engine refused (step 0); 3
 interrupted; 4 blocked by a process on the port.
 
 Every failure line says class + detail + log path; nothing is a bare "skip".
-See docs/architecture.md "Sweep".
+See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

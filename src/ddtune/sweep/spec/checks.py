@@ -1,7 +1,7 @@
 """Cross-key checks of a sweep spec: strategy, race and search settings that must agree.
 
 Each check raises a one-line `UserError` whose `.key` names the setting to
-change (`parse_spec` adds the file and line). See docs/architecture.md "Sweep".
+change (`parse_spec` adds the file and line). See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@
 `build_cluster` turns the table into a `Cluster` of `Slot`s, each with its own
 `ServiceSpec`. Errors are `UserError`s keyed by the full path
 (`cluster.slots.1.service.port`). Placement is checked against live Ray nodes
-when the sweep starts (`sweep/run/ray/pool.py`). See docs/architecture.md "Scale out".
+when the sweep starts (`sweep/run/ray/pool.py`). See docs/sweeps.md "Scale out".
 """
 
 from __future__ import annotations

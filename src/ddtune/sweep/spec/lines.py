@@ -4,7 +4,7 @@
 for table headers and `key =` lines, and turns the key path of a `UserError`
 (`configs.1.topk`, `bench.short.max_tokens`) into `file:line`. A path that is
 not written as such (a default, an inline table, a list element) falls back
-to its nearest enclosing key or table. See docs/architecture.md "Sweep".
+to its nearest enclosing key or table. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

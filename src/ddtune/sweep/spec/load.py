@@ -24,7 +24,7 @@ through `DecodeParams.from_wire`. Every `UserError` carries the full key path
 it is written on (`lines.py`): `demo.toml:7: unknown key space.budgte; ...`.
 Configurations are canonicalised (`DecodeParams.canonical()`) and duplicates
 dropped, so `ar` with ten budgets is one configuration. See
-docs/architecture.md "Sweep".
+docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

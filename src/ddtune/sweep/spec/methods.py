@@ -12,7 +12,7 @@
 Each method's grid is the product of its own axes (and the `[space.vars]` axes);
 the sweep is their union. A knob a method lacks is refused naming the knobs it
 has (`ddtune.methods.unknown_knob`); a combination the method's rules forbid
-is refused with the rule. See docs/architecture.md "Sweep".
+is refused with the rule. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@
 These models check the shape (unknown keys, types, ranges, variable names);
 the decoding parameters themselves are checked by `DecodeParams.from_wire`
 when `load.py` builds the configurations, so both kinds of error carry the
-full key path in `UserError.key`. See docs/architecture.md "Sweep".
+full key path in `UserError.key`. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

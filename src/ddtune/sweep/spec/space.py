@@ -9,7 +9,7 @@
 The DDTree knobs (`depth_bonus`, `rank_probe`) are lists only, drawn for
 `ddtree` trials.
 Errors name the key (`space.budget.low`, `space`: a single point). No Optuna
-import at load time (a spec parse must stay fast). See docs/architecture.md "Sweep".
+import at load time (a spec parse must stay fast). See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ A trial's configuration is stored as `Config.to_wire()` JSON (parameters by
 `DecodeParams.to_wire()`, window `"none"`) and read back only through
 `Config.from_wire()`, which also reads stores written before that (`window: null`).
 `trial_records()` (in `records.py`) reads a sweep back for the report.
-See docs/architecture.md "Sweep".
+See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 per-level figures and the max-rate search stay in the results row's
 `bench_json`); `read_load` puts them back together for a `TrialRecord`. The
 table is created on open when missing, so stores written before it read as
-having no load rows. See docs/architecture.md "Sweep".
+having no load rows. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

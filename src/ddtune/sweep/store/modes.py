@@ -10,7 +10,7 @@ replays) the mode it started with even when the costs measured since would
 choose otherwise. A sweep without a row (a grid, or a store written before the
 table) runs as it always did: not restart-bound. `trial_times` gives the
 restart-bound race its clock: when each finished trial ended, and whether its
-attempt restarted the server. See docs/architecture.md "Restart-bound races".
+attempt restarted the server. See docs/sweeps.md "Restart-bound races".
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ A record carries the trial's configuration as objects (`Config.from_wire` of its
 aggregates, per-request acceptance lengths, T=0 outputs, the `[bench.load]`
 levels with their per-request rows, the figures per workload (bench suites, traffic), and the conditions it ran under (hardware,
 prompt set, the server identity, and the slot and node when the ray backend ran
-it). See docs/architecture.md "Sweep".
+it). See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ The tables (`schema.py`) are created on open when missing, so stores
 written before them read as before. Only the driver writes them (its
 `SlotLoop`); `sweep status` reads them (`slot_table`), and the report reads
 each done trial's slot through `records.py` (`conditions["slot"]`).
-See docs/architecture.md "Scale out".
+See docs/sweeps.md "Scale out".
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
     pool    the Ray actors, pinned to their nodes
     view    the live progress: one bar for the sweep, one line per slot
 
-See docs/architecture.md "Scale out".
+See docs/sweeps.md "Scale out".
 """
 
 from ddtune.sweep.run.ray.driver import SlotLoop

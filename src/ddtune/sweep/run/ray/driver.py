@@ -21,7 +21,7 @@ time, next to its service (`slot.py`, in a Ray actor: `pool.py`).
     port blocked         (a process ddtune never stops holds a slot's port) the sweep
                          stops as on the local backend (`RunSummary.blocked`, exit 4)
 
-See docs/architecture.md "Scale out".
+See docs/sweeps.md "Scale out".
 """
 
 from __future__ import annotations

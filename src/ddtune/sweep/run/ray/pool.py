@@ -16,7 +16,7 @@ starts, naming the slot. Each actor is pinned to its node
 (`NodeAffinitySchedulingStrategy`, not soft) and reserves the slot's custom
 resources; it holds a `SlotRunner` (the slot's controller and bench). An actor
 or node that dies shows as `Lost` on the attempt it was running.
-See docs/architecture.md "Scale out".
+See docs/sweeps.md "Scale out".
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ threads. Each slot has its own workdir, so its process tag prefix
 (`ddtune.services.controllers.process.scope_prefix`) is its own: a slot started again
 (after its actor, node or driver died) finds and stops the processes its
 predecessor left behind, and never those of another slot.
-See docs/architecture.md "Scale out".
+See docs/sweeps.md "Scale out".
 """
 
 from __future__ import annotations

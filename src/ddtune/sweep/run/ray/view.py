@@ -4,7 +4,7 @@
         view.show("gpu0", "loading (waiting for READY)", trial_row)
         view.advance("gpu0")    # a trial finished there (done or failed)
 
-See docs/architecture.md "Scale out".
+See docs/sweeps.md "Scale out".
 """
 
 from __future__ import annotations
