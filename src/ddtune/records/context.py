@@ -49,5 +49,10 @@ class SweepContext:
     predictions: list[PredictedConfig] = field(default_factory=list)  # `[sweep] trace`
     fallback: str | None = None  # why a predicting race went on racing every config
 
+    @property
+    def race(self) -> bool:
+        """Did a race decide (its passes, stop and exits are the report's race section)?"""
+        return self.strategy == "race"
+
     def exit_of(self, label: str) -> Elimination | None:
         return next((e for e in self.exits if e.label == label), None)

@@ -148,7 +148,7 @@ def _headline(context: SweepContext, recommendations: Sequence[Recommendation] =
 
 def _race(context: SweepContext | None) -> tuple[str, list[str]] | None:
     """(the race's objective, the configs it eliminated), for `recommend`."""
-    if context is None or context.strategy != "race":
+    if context is None or not context.race:
         return None
     return _headline(context), [e.label for e in context.exits]
 

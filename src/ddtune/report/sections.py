@@ -265,10 +265,10 @@ def _slots(summary: ReportSummary) -> Section:
 
 def race_section(summary: ReportSummary) -> Section:
     ctx = summary.context
-    if ctx.strategy == "grid" and not ctx.notes:
+    if not ctx.race and not ctx.notes:
         return Section("Race", [])
     blocks: list[Block] = [Bullets(list(ctx.notes))] if ctx.notes else []
-    if ctx.strategy == "race":
+    if ctx.race:
         stop = STOP_WORDS.get(ctx.stop or "", "still running")
         blocks.append(
             Paragraph(f"Strategy {ctx.strategy}: {ctx.passes} pass(es), stopped: {stop}.")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ddtune.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from ddtune.sweep.plan.grid import plan_spec
+    from ddtune.sweep.plan.prepare import plan_spec
     from ddtune.sweep.reporting import write_report
     from ddtune.sweep.run.common import RunSummary
     from ddtune.sweep.run.loop import run_sweep
@@ -33,7 +33,7 @@ _NAMES = {
     "SweepSpec": "spec.load",
     "load_spec": "spec.load",
     "parse_spec": "spec.load",
-    "plan_spec": "plan.grid",
+    "plan_spec": "plan.prepare",
     "run_sweep": "run.loop",
     "RunSummary": "run.common",
     "Store": "store.db",

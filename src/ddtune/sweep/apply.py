@@ -44,7 +44,8 @@ from ddtune.services.apply import (
     revert_dropin,
 )
 from ddtune.services.controllers.systemd import trial_dropin
-from ddtune.sweep.reporting import analyze_stored, stored_spec, sweep_configs
+from ddtune.sweep.plan.race_planner import sweep_configs
+from ddtune.sweep.reporting import analyze_stored, stored_spec
 from ddtune.sweep.run.preflight import preflight
 from ddtune.sweep.spec.load import Config
 from ddtune.sweep.store.db import Store

@@ -342,9 +342,8 @@ def cmd_canary(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.services.preflight import check_launches
-    from ddtune.sweep.plan.grid import plan_spec
-    from ddtune.sweep.plan.mode import run_spec
-    from ddtune.sweep.plan.planners import bench_text, estimate_text, restart_word, sweep_mode
+    from ddtune.sweep.plan.planners import bench_text, restart_word
+    from ddtune.sweep.plan.prepare import prepare
     from ddtune.sweep.plan.start_planner import predicted_lines
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.preflight import planned_launches
@@ -358,20 +357,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     check_before_stopping(spec, path)  # every mistake a spec can hold: exit 2
     store = Store(path, create=False) if path.is_file() else None
     try:
-        mode = sweep_mode(spec, store)
-        print(estimate_text(spec, store, mode))
-        print(bench_text(spec, store))
+        sweep = prepare(spec, store)
+        print(sweep.estimate_text())
+        print(bench_text(spec, sweep.costs))
         for line in predicted_lines(spec, store):
             print(line)
     finally:
         if store is not None:
             store.close()
-    spec = run_spec(spec, mode)
-    trials = plan_spec(spec, mode.restart_bound)
+    spec, trials = sweep.run_spec, sweep.plan
     restarts = sum(1 for t in trials if (t.repeat - 1) % spec.passes_per_start == 0)
-    later = _RESTART_BOUND_LATER if mode.restart_bound else _later(spec.strategy)
-    if spec.predicting:
-        later = _PREDICT_LATER
+    later = sweep.strategy.later(spec)
     print(f"planned now: {len(trials)} trial(s), {restarts} {restart_word(spec)}" + later)
     for t in trials:
         print(
@@ -381,27 +377,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     checked = check_launches(spec.service, planned_launches(spec), path.parent.resolve())
     print("\n".join(checked.lines()))
     return 0 if checked.ok else 2
-
-
-_RESTART_BOUND_LATER = (
-    "; a restart-bound race plans one bench at a time from the results (pass 1 starts every "
-    "config once, later passes only the configs still in the race)"
-)
-
-
-_PREDICT_LATER = (
-    "; a predicting race plans one bench at a time from the results: the baseline and the "
-    "fewest and most verify tokens first, then only configs the trace says could still win "
-    "(the dominated ones never)"
-)
-
-
-def _later(strategy: str) -> str:
-    if strategy == "race":
-        return "; later passes are planned one by one from the results (survivors + baseline)"
-    if strategy == "optuna":
-        return "; the search proposes one trial at a time, then a race confirms the best"
-    return ""
 
 
 def cmd_status(args: argparse.Namespace) -> int:

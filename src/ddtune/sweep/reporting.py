@@ -23,10 +23,9 @@ from rich.markup import escape
 
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.options import ReportOptions
-from ddtune.sweep.plan.mode import run_spec
-from ddtune.sweep.spec.load import Config, SweepSpec, parse_spec
+from ddtune.sweep.plan.prepare import Sweep, prepare
+from ddtune.sweep.spec.load import SweepSpec, parse_spec
 from ddtune.sweep.store.db import Store
-from ddtune.sweep.store.modes import SweepMode, read_mode
 from ddtune.sweep.store.rows import SweepRow
 
 if TYPE_CHECKING:
@@ -41,77 +40,45 @@ def stored_spec(store: Store, sweep: SweepRow) -> SweepSpec:
 
 
 def report_setup(
-    store: Store, sweep: SweepRow, overrides: dict[str, Any] | None = None
+    store: Store,
+    sweep: SweepRow,
+    overrides: dict[str, Any] | None = None,
+    prepared: Sweep | None = None,
 ) -> tuple[ReportOptions, SweepContext]:
-    """Report options and race history from the spec kept with the sweep; the spec's
-    `[report]` table (e.g. `load_weights`) and then `overrides` win over the derived ones."""
-    spec = stored_spec(store, sweep)
-    searched = spec.strategy == "optuna" and not sweep["name"].endswith(".confirm")
-    mode = read_mode(store, sweep["id"])
-    spec = run_spec(spec, mode)  # restart-bound: one start serves up to `most_benches` trials
+    """Report options and race history from the spec kept with the sweep (`prepared`
+    from it when the caller has not); the spec's `[report]` table (e.g. `load_weights`)
+    and then `overrides` win over the derived ones."""
+    if prepared is None:
+        prepared = prepare(stored_spec(store, sweep), store, sweep["id"])
+    spec = prepared.run_spec  # restart-bound: one start serves up to `most_benches` trials
     derived = {
         "tolerance": spec.tolerance,
-        "blocked": spec.order == "interleaved" and not searched,
+        "blocked": prepared.blocked(sweep),
         "passes_per_start": spec.passes_per_start,
         "interleave": spec.interleave,
     }
     spec_report = tomllib.loads(sweep["spec_text"]).get("report", {})
     options = ReportOptions.from_dict({**derived, **spec_report, **(overrides or {})})
-    context = sweep_context(store, sweep, spec, mode)
+    context = sweep_context(store, sweep, prepared)
     context.store = str(store.path)
     return options, context
 
 
-def sweep_context(
-    store: Store, sweep: SweepRow, spec: SweepSpec, mode: SweepMode | None = None
-) -> SweepContext:
+def sweep_context(store: Store, sweep: SweepRow, prepared: Sweep) -> SweepContext:
+    """How the sweep ran, in the report's words: its strategy's account, then what a
+    `[sweep] trace` predicted beside it."""
     from ddtune.sweep.plan.start_planner import traced_context
 
-    context = _strategy_context(store, sweep, spec, mode)
+    spec = prepared.run_spec
+    context = prepared.strategy.context(store, sweep, spec, prepared.mode)
     if spec.trace is not None and not context.predictions:
         traced_context(spec, store, sweep["id"], context)
-    if spec.strategy == "predict" and not spec.predicting:
+    if spec.races_unpredicted:
         context.notes.append(
             f"A trace predicts T = 0 only; the bench ran at T = {spec.bench.temperature}, so "
             "every config raced as in a restart-bound race."
         )
     return context
-
-
-def _strategy_context(
-    store: Store, sweep: SweepRow, spec: SweepSpec, mode: SweepMode | None
-) -> SweepContext:
-    from ddtune.sweep.plan.race_planner import RacePlanner, race_context
-    from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX
-    from ddtune.sweep.plan.start_planner import StartPlanner
-
-    confirm = sweep["name"].endswith(CONFIRM_SUFFIX)
-    if spec.strategy == "grid":
-        return SweepContext("grid", spec.objective)
-    if mode is not None and mode.restart_bound:  # the spec's configs: the race's own order
-        return StartPlanner(spec, store, sweep["id"], mode).context()
-    if spec.strategy == "optuna" and not confirm:
-        note = (
-            "Optuna search trials, one per proposal (not blocked: the analysis is Welch); the "
-            f"race over the best configs is sweep {sweep['name']}{CONFIRM_SUFFIX} in this store."
-        )
-        return SweepContext("optuna", spec.objective, notes=[note])
-    configs = sweep_configs(store, sweep["id"])
-    state = RacePlanner(spec, store, sweep["id"], configs).state()
-    context = race_context(state, spec.objective)
-    if confirm:
-        context.notes.append(
-            f"Confirmation race over the best configs of the Optuna search ({spec.name})."
-        )
-    return context
-
-
-def sweep_configs(store: Store, sweep_id: int) -> list[tuple[Config, bool]]:
-    """The distinct configs of a sweep's trials, in run order of their first trial."""
-    seen: dict[str, tuple[Config, bool]] = {}
-    for row in store.trials(sweep_id):
-        seen.setdefault(row["label"], (store.trial_config(row), bool(row["is_baseline"])))
-    return list(seen.values())
 
 
 def answer_text(summary: ReportSummary) -> str:
@@ -145,32 +112,40 @@ def write_report(
     out_dir: Path,
     console: Console,
     overrides: dict[str, Any] | None = None,
+    prepared: Sweep | None = None,
 ) -> ReportSummary:
     """Hand the store's TrialRecords to `ddtune.report.build_report`; say where it wrote."""
-    result, trials = build_stored_report(store, sweep, out_dir, overrides)
+    result, trials = build_stored_report(store, sweep, out_dir, overrides, prepared)
     print_report(result, sweep["name"], trials, out_dir, console)
     return result
 
 
 def build_stored_report(
-    store: Store, sweep: SweepRow, out_dir: Path, overrides: dict[str, Any] | None = None
+    store: Store,
+    sweep: SweepRow,
+    out_dir: Path,
+    overrides: dict[str, Any] | None = None,
+    prepared: Sweep | None = None,
 ) -> tuple[ReportSummary, int]:
     """The sweep's report written to `out_dir`, and how many trials it holds."""
     from ddtune.report import build_report
 
     records = store.trial_records(sweep["id"])
     out_dir.mkdir(parents=True, exist_ok=True)
-    options, context = report_setup(store, sweep, overrides)
+    options, context = report_setup(store, sweep, overrides, prepared)
     return build_report(records, out_dir, options, context), len(records)
 
 
 def analyze_stored(
-    store: Store, sweep: SweepRow, records: list[TrialRecord] | None = None
+    store: Store,
+    sweep: SweepRow,
+    records: list[TrialRecord] | None = None,
+    prepared: Sweep | None = None,
 ) -> ReportSummary:
     """The report's analysis of the sweep (of `records` when already read), nothing written."""
     from ddtune.report import analyze
 
-    options, context = report_setup(store, sweep)
+    options, context = report_setup(store, sweep, prepared=prepared)
     if records is None:
         records = store.trial_records(sweep["id"])
     return analyze(records, options, context)
@@ -206,6 +181,7 @@ class LiveReport:
         self.skipped = 0  # passes folded into a later rewrite (too soon after the last)
         self.dirty = False  # a pass finished since the last rewrite
         self.last: tuple[ReportSummary, int] | None = None  # the last rewrite's (report, trials)
+        self.prepared: Sweep | None = None  # the sweep prepared from the store, once a run
         self._last_end: float | None = None
 
     def __call__(self, store: Store, final: bool = False) -> None:
@@ -229,7 +205,10 @@ class LiveReport:
     def _rewrite(self, store: Store) -> bool:
         self.last = None
         try:
-            self.last = build_stored_report(store, store.sweep_row(self.sweep_name), self.out_dir)
+            row = store.sweep_row(self.sweep_name)
+            self.last = build_stored_report(
+                store, row, self.out_dir, None, self._prepared(store, row)
+            )
         except Exception as exc:  # noqa: BLE001 - a report must never stop the sweep
             why = escape(f"{type(exc).__name__}: {exc}")
             self.console.print(f"[yellow]live report not rewritten[/]: {why}")
@@ -243,7 +222,16 @@ class LiveReport:
             result, trials = self.last
             print_report(result, self.sweep_name, trials, self.out_dir, self.console)
             return result
-        return write_report(store, store.sweep_row(self.sweep_name), self.out_dir, self.console)
+        row = store.sweep_row(self.sweep_name)
+        prepared = self._prepared(store, row)
+        return write_report(store, row, self.out_dir, self.console, None, prepared)
+
+    def _prepared(self, store: Store, row: SweepRow) -> Sweep:
+        """The sweep as its stored spec and mode say, prepared at the first rewrite: its
+        spec, mode and strategy stay as they are while it runs."""
+        if self.prepared is None:
+            self.prepared = prepare(stored_spec(store, row), store, row["id"])
+        return self.prepared
 
     def summary_line(self) -> str:
         """'live report: 12 rewrites of runs/x/report, median 0.84 s, longest 1.20 s'."""

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from ddtune.cli import main
-from ddtune.sweep.plan.grid import plan_spec
-from ddtune.sweep.plan.planners import estimate_text, estimates, make_planner, trial_costs
+from ddtune.sweep.plan.planners import estimates, trial_costs
+from ddtune.sweep.plan.prepare import plan_spec, prepare
 from ddtune.sweep.plan.race_planner import RacePlanner
 from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX, SearchPlanner
 from ddtune.sweep.plan.simulate import NoiseModel, SimulatedService
@@ -79,7 +79,7 @@ def test_race_plans_each_pass_from_the_store_and_stops(tmp_path, spec_text):
     try:
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec))
         assert len(store.trials(sweep_id)) == 9 * 3  # the first min_repeats passes
-        planner = make_planner(spec, store, tmp_path / "store.sqlite", sweep_id)
+        planner = prepare(spec, store).planner(store, tmp_path / "store.sqlite", sweep_id)
         assert isinstance(planner, RacePlanner)
         service = SimulatedService(
             {c.label(): _rate(c.label()) for c, _ in spec.all_configs()}, NoiseModel(), 1
@@ -142,7 +142,7 @@ def test_estimates_for_grid_race_and_search(spec_text):
     assert estimates(grid, costs)["grid"].trials == 9 * 8
     search = estimates(spec_text.parse(OPTUNA, COSTS), costs)
     assert search["search"].trials == 12 and search["confirm race, best case"].trials == 3 * 3
-    text = estimate_text(race, None)
+    text = prepare(race, None).estimate_text()
     assert "race, worst case: 72 trial(s), 72 restart(s), ~9.6 h" in text
 
 
@@ -249,7 +249,7 @@ limit = 5
 max_tokens = 100
 """
     )
-    text = bench_text(load_spec(spec_path), None)
+    text = bench_text(load_spec(spec_path), prepare(load_spec(spec_path), None).costs)
     # 10 x 100 tokens and 5 questions x 2 turns x 100 tokens: half of the 60 s each
     assert text == (
         "  bench per trial: 10 of HumanEval's 164, seeded (bench.seed = 0), ~30 s; "

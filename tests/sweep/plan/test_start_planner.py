@@ -13,8 +13,8 @@ import pytest
 
 from ddtune.cli import main
 from ddtune.params import DecodeParams
-from ddtune.sweep.plan.mode import choose_mode, run_spec
-from ddtune.sweep.plan.planners import estimates, sweep_mode, trial_costs
+from ddtune.sweep.plan.planners import choose_mode, estimates, trial_costs
+from ddtune.sweep.plan.prepare import prepare, run_spec
 from ddtune.sweep.plan.simulate import Costs, NoiseModel, SimulatedService, run_start_race
 from ddtune.sweep.plan.start_planner import StartPlanner, start_settings
 from ddtune.sweep.spec.load import load_spec, parse_spec
@@ -71,8 +71,8 @@ def test_a_stored_mode_stays_with_its_sweep(tmp_path):
     store = Store(tmp_path / "store.sqlite")
     kept = SweepMode(False, "chosen earlier")
     store.open_sweep(spec.name, spec.text, spec.hash, [], None, kept)
-    assert sweep_mode(spec, store) == kept  # the costs would now choose restart-bound
-    assert sweep_mode(replace(spec, name="other"), store).restart_bound
+    assert prepare(spec, store).mode == kept  # the costs would now choose restart-bound
+    assert prepare(replace(spec, name="other"), store).mode.restart_bound
 
 
 def test_the_planner_plans_one_trial_at_a_time_from_the_store(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddtune.sweep.plan.grid import plan_spec
+from ddtune.sweep.plan.prepare import plan_spec
 from ddtune.sweep.run.common import RunSummary
 from ddtune.sweep.store.db import Store
 

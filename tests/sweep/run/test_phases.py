@@ -11,7 +11,7 @@ from rich.console import Console
 from ddtune.params import DecodeParams
 from ddtune.services.outcome import Outcome
 from ddtune.services.protocol import PHASES
-from ddtune.sweep.plan.grid import plan_spec
+from ddtune.sweep.plan.prepare import plan_spec
 from ddtune.sweep.run.attempt import PHASE_TEXT
 from ddtune.sweep.run.common import RunSummary
 from ddtune.sweep.run.loop import TrialLoop

@@ -18,8 +18,7 @@ from rich.console import Console
 
 from ddtune.services import procs
 from ddtune.services.controllers.process import scope_prefix
-from ddtune.sweep.plan.mode import run_spec
-from ddtune.sweep.plan.planners import sweep_mode
+from ddtune.sweep.plan.prepare import prepare, run_spec
 from ddtune.sweep.plan.start_planner import StartPlanner
 from ddtune.sweep.plan.starts import StartRace
 from ddtune.sweep.reporting import report_setup
@@ -95,7 +94,7 @@ def _assert_watch_eta_counts_starts_and_benches(store_path: Path) -> None:
     try:
         sweep = store.sweep_row()
         spec = load_spec_text(sweep["spec_text"])
-        eta = restart_bound_eta(store, sweep["id"], spec)
+        eta = restart_bound_eta(store, sweep["id"], prepare(spec, store, sweep["id"]))
     finally:
         store.close()
     assert eta is not None and eta.startswith("restart-bound race, one start planned at a time")
@@ -107,7 +106,7 @@ def _assert_every_trial_was_the_planned_one(spec_path: Path, store_path: Path) -
     spec = load_spec(spec_path)
     store = Store(store_path)
     try:
-        mode = sweep_mode(spec, store)
+        mode = prepare(spec, store).mode
         assert mode.restart_bound
         planner = StartPlanner(run_spec(spec, mode), store, 1, mode)
         results = planner.results()

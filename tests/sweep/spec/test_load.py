@@ -9,7 +9,7 @@ import pytest
 
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
-from ddtune.sweep.plan.grid import plan_spec
+from ddtune.sweep.plan.prepare import plan_spec
 from ddtune.sweep.spec.load import Config, load_spec, parse_spec
 
 SERVICE = """

@@ -41,7 +41,7 @@ def write_verdict_plots(
     `verdict` = (the objective's metric, the recommended config, the tolerance, and the
     word its tick gets: "run this", or "leading" while not decided)."""
     makers = [partial(forest, configs, context, *verdict)]
-    if context.strategy == "race":
+    if context.race:
         makers.append(partial(race_lanes, configs, context))
     return save_plots(makers, out_dir)
 

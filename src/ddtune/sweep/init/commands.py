@@ -59,11 +59,10 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def plan_cost(spec_path: Path) -> str:
     """What `sweep plan` prints first: configs, the race mode, restarts and hours."""
-    from ddtune.sweep.plan.planners import estimate_text, sweep_mode
+    from ddtune.sweep.plan.prepare import prepare
     from ddtune.sweep.spec.load import load_spec
 
-    spec = load_spec(spec_path)
-    return estimate_text(spec, None, sweep_mode(spec, None))
+    return prepare(load_spec(spec_path), None).estimate_text()
 
 
 __all__ = ["add_init", "cmd_init", "plan_cost"]

@@ -143,10 +143,20 @@ def measured_costs(
     return TrialCosts(statistics.median(start_seconds), statistics.median(bench_seconds), source)
 
 
+def format_duration(seconds: float) -> str:
+    """90 s and below in seconds, up to 90 min in minutes, then hours."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 __all__ = [
     "Estimate",
     "TrialCosts",
     "estimate",
+    "format_duration",
     "grid_estimate",
     "measured_costs",
     "race_estimates",

@@ -19,7 +19,7 @@ import random
 from collections.abc import Sequence
 
 from ddtune.errors import UserError
-from ddtune.sweep.spec.load import ORDERS, Config, SweepSpec
+from ddtune.sweep.spec.load import ORDERS, Config
 from ddtune.sweep.store.db import PlannedTrial
 
 
@@ -72,12 +72,3 @@ def plan_block(
         for repeat in passes:
             trials.append(PlannedTrial(first_index + len(trials), config, repeat, is_baseline))
     return trials
-
-
-def plan_spec(spec: SweepSpec, restart_bound: bool = False) -> list[PlannedTrial]:
-    """The trials known before the first one runs (grid: all; race: the first passes;
-    a restart-bound race and a search: none, they plan from the results)."""
-    if spec.strategy == "optuna" or restart_bound:
-        return []
-    repeats = spec.min_repeats if spec.races else spec.repeats
-    return plan_trials(spec.all_configs(), repeats, spec.order, spec.seed, spec.passes_per_start)

@@ -1,9 +1,11 @@
-"""Which planner adds trials while a sweep runs, and what the sweep will cost.
+"""The costs of a sweep and the words for them; the strategy's mode, planner and estimates.
 
-    mode = sweep_mode(spec, store)  # restart-bound or not: stored with the sweep, else chosen
-    planner = make_planner(spec, store, store_path, sweep_id, mode)   # None for a grid
-    rows = planner.next_batch()     # trials to run next ([] = done); planner.outcome()
-    print(estimate_text(spec, store, mode))   # mode, trials, restarts, hours (sweep plan/run)
+    costs = trial_costs(spec, store)          # measured medians, else the spec's expected
+    mode = choose_mode(spec, costs)           # the strategy's choice for a new sweep
+    print(estimate_text(spec, costs, mode))   # mode, trials, restarts, hours (sweep plan/run)
+
+`prepare.py` calls these once per command (`prepare(spec, store) -> Sweep`); what
+differs between strategies is theirs (`strategies/`).
 
 Costs come from the finished trials of a store of the same service (median
 stop + start-to-READY and bench seconds), else `[service] expected_start_s` /
@@ -12,65 +14,19 @@ stop + start-to-READY and bench seconds), else `[service] expected_start_s` /
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Protocol
 
-from ddtune.sweep.plan.estimate import (
-    Estimate,
-    TrialCosts,
-    estimate,
-    grid_estimate,
-    measured_costs,
-    race_estimates,
-    start_race_estimates,
-)
-from ddtune.sweep.plan.mode import choose_mode
+from ddtune.sweep.plan.estimate import Estimate, TrialCosts, format_duration, measured_costs
+from ddtune.sweep.plan.strategies import Planner, strategy_of
 from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import Store
-from ddtune.sweep.store.modes import SweepMode, read_mode
-from ddtune.sweep.store.rows import TrialRow
+from ddtune.sweep.store.modes import NOT_RESTART_BOUND, SweepMode
 
 
-class Planner(Protocol):
-    def next_batch(self) -> list[TrialRow]: ...
-
-    def outcome(self) -> str: ...
-
-
-def make_planner(
-    spec: SweepSpec, store: Store, store_path: Path, sweep_id: int, mode: SweepMode | None = None
-) -> Planner | None:
-    """The planner of the spec's strategy (a restart-bound race when `mode` says so)."""
-    if spec.races and mode is not None and mode.restart_bound:
-        from ddtune.sweep.plan.start_planner import StartPlanner
-
-        return StartPlanner(spec, store, sweep_id, mode)
-    if spec.races:
-        from ddtune.sweep.plan.race_planner import RacePlanner
-
-        return RacePlanner(spec, store, sweep_id)
-    if spec.strategy == "optuna":
-        from ddtune.sweep.plan.search_planner import SearchPlanner
-
-        return SearchPlanner(spec, store, store_path, sweep_id)
-    return None
-
-
-def sweep_mode(spec: SweepSpec, store: Store | None) -> SweepMode:
-    """The mode stored with this spec's sweep in `store`, else the one a new sweep gets now."""
-    if store is not None:
-        sweep_id = store.sweep_id(spec.name)
-        if sweep_id is not None:
-            return read_mode(store, sweep_id)
-    mode = choose_mode(spec, trial_costs(spec, store))
-    if mode.restart_bound and spec.predicting:  # the forecast is fixed with the new sweep
-        from ddtune.sweep.plan.start_planner import spec_forecast
-
-        mode = dataclasses.replace(mode, forecast=spec_forecast(spec, spec.all_configs()).to_json())
-    return mode
+def choose_mode(spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
+    """The mode a new sweep of `spec` runs in, and why (its strategy's choice)."""
+    return strategy_of(spec).choose_mode(spec, costs)
 
 
 def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:
@@ -104,54 +60,18 @@ def estimates(
     spec: SweepSpec, costs: TrialCosts, mode: SweepMode | None = None
 ) -> dict[str, Estimate]:
     """Named estimates: the grid, or a race's best and worst case, or a search + its race;
-    a restart-bound race's best, expected and worst case, then the pass-by-pass race for comparison."""
-    n, k = len(spec.all_configs()), spec.passes_per_start
-    if mode is not None and mode.restart_bound:
-        return _start_estimates(spec, costs, mode) | {
-            f"the pass-by-pass race (restart_bound = false), {key.removeprefix('race, ')}": value
-            for key, value in estimates(spec, costs).items()
-        }
-    if spec.strategy == "grid":
-        return {"grid": grid_estimate(n, spec.repeats, costs, k)}
-    if spec.strategy == "optuna" and spec.optuna is not None:
-        n = spec.optuna.confirm_top + (1 if spec.baseline else 0)
-    best, worst = race_estimates(
-        n, spec.min_repeats // k, spec.repeats // k, costs, k, spec.max_trials, spec.max_hours
-    )
-    out = {"race, best case": best, "race, worst case": worst}
-    if spec.strategy == "optuna" and spec.optuna is not None:
-        out = {"search": estimate(spec.optuna.n_trials, costs)} | {
-            f"confirm {key}": value for key, value in out.items()
-        }
-    return out
+    a restart-bound race's best, expected and worst case, then the pass-by-pass race for
+    comparison."""
+    mode = mode or NOT_RESTART_BOUND
+    return strategy_of(spec, mode).estimates(spec, costs, mode)
 
 
-def _start_estimates(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
-    from ddtune.sweep.plan.start_planner import start_settings
-    from ddtune.sweep.plan.starts import prior_benches
-
-    settings = start_settings(
-        spec, dataclasses.replace(mode, start_s=costs.start_s, bench_s=costs.bench_s)
-    )
-    cases = start_race_estimates(
-        len(spec.all_configs()),
-        costs,
-        prior_benches(settings),
-        settings.most_benches,
-        settings.max_passes,
-        (settings.max_trials, settings.max_hours),
-    )
-    names = ("best case", "expected (median)", "worst case")
-    return {f"restart-bound race, {name}": e for name, e in zip(names, cases, strict=True)}
-
-
-def bench_text(spec: SweepSpec, store: Store | None) -> str:
+def bench_text(spec: SweepSpec, costs: TrialCosts | None) -> str:
     """One bench's expected seconds per workload: the bench's expected (or measured) time
     split by each workload's share of the tokens it generates at most."""
     from ddtune.bench.suites.plan import bench_shares
 
     shares = bench_shares(spec.bench)
-    costs = trial_costs(spec, store)
     tokens = sum(t for _, t in shares.values()) or 1
     parts = []
     for name, (requests, most) in shares.items():
@@ -179,10 +99,8 @@ def _how_much(spec: SweepSpec, name: str, requests: int) -> str:
     return f"{whole} {title}'s {size}{each}{seeded}"
 
 
-def estimate_text(spec: SweepSpec, store: Store | None, mode: SweepMode | None = None) -> str:
+def estimate_text(spec: SweepSpec, costs: TrialCosts | None, mode: SweepMode) -> str:
     """What `sweep plan` and `sweep run` print first: the mode and why, the costs, the cases."""
-    costs = trial_costs(spec, store)
-    mode = mode or choose_mode(spec, costs)
     head = f"sweep {spec.name}: strategy {spec.strategy}, {len(spec.all_configs())} config(s)"
     if spec.interleave == "request":
         head += ", each pass's configs in turns request by request"
@@ -228,22 +146,13 @@ def live_eta(started: float, ran: int, left: int, more: Callable[[], object] | N
     return f"ETA {format_duration(per_trial * left)}" + (" + later passes" if more else "")
 
 
-def format_duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 __all__ = [
     "Planner",
+    "choose_mode",
     "estimate_text",
     "estimates",
     "format_duration",
     "live_eta",
-    "make_planner",
     "restart_word",
-    "sweep_mode",
     "trial_costs",
 ]

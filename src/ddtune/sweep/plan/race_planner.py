@@ -13,8 +13,10 @@ docs/sweeps.md "Sweep".
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext
+from ddtune.sweep.plan.estimate import Estimate, TrialCosts, format_duration, race_estimates
 from ddtune.sweep.plan.grid import plan_block
 from ddtune.sweep.plan.passes import OBJECTIVE_METRICS, pass_results
 from ddtune.sweep.plan.race import RaceSettings, RaceState, replay
@@ -22,6 +24,9 @@ from ddtune.sweep.spec.load import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.records import trial_records
 from ddtune.sweep.store.rows import TrialRow
+
+if TYPE_CHECKING:
+    from ddtune.report.result import ReportSummary
 
 ALPHA = 0.05
 
@@ -106,4 +111,49 @@ def race_context(state: RaceState, objective: str) -> SweepContext:
     return SweepContext("race", objective, state.passes_done, state.stop, exits)
 
 
-__all__ = ["OBJECTIVE_METRICS", "RacePlanner", "race_context", "race_settings"]
+def sweep_configs(store: Store, sweep_id: int) -> list[tuple[Config, bool]]:
+    """The distinct configs of a sweep's trials, in run order of their first trial."""
+    seen: dict[str, tuple[Config, bool]] = {}
+    for row in store.trials(sweep_id):
+        seen.setdefault(row["label"], (store.trial_config(row), bool(row["is_baseline"])))
+    return list(seen.values())
+
+
+def race_cases(spec: SweepSpec, costs: TrialCosts, configs: int) -> dict[str, Estimate]:
+    """A race of `configs` configs: its best case (it decides at `min_repeats`), its worst."""
+    k = spec.passes_per_start
+    best, worst = race_estimates(
+        configs, spec.min_repeats // k, spec.repeats // k, costs, k, spec.max_trials, spec.max_hours
+    )
+    return {"race, best case": best, "race, worst case": worst}
+
+
+def race_more(
+    spec: SweepSpec, summary: ReportSummary, per_trial: float, left: int, planned: int
+) -> str:
+    """The most a race can still add: survivors x passes to its limit, within its budgets."""
+    context, settings = summary.context, race_settings(spec)
+    if context.stop is not None:
+        return "; the race has stopped"
+    alive = len(summary.configs) - len(context.exits)
+    passes_left = max(settings.max_passes - context.passes - (1 if left else 0), 0)
+    trials = alive * passes_left * spec.passes_per_start
+    if spec.max_trials is not None:
+        trials = min(trials, max(spec.max_trials - planned, 0))
+    if spec.max_hours is not None:
+        trials = min(trials, int(max(spec.max_hours * 3600 - per_trial * planned, 0) / per_trial))
+    return (
+        f"; then at most {trials} more trial(s) (~{format_duration(per_trial * trials)}) "
+        "if the race runs to its limits (it stops as soon as it decides)"
+    )
+
+
+__all__ = [
+    "OBJECTIVE_METRICS",
+    "RacePlanner",
+    "race_cases",
+    "race_context",
+    "race_more",
+    "race_settings",
+    "sweep_configs",
+]

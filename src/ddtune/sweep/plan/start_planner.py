@@ -259,7 +259,7 @@ def predicted_lines(spec: SweepSpec, store: Store | None) -> list[str]:
         if better is not None:
             text += f"  (dominated by {better}: never faster, never started by predict)"
         lines.append(text)
-    if spec.strategy == "predict" and not spec.predicting:
+    if spec.races_unpredicted:
         lines.append("  the bench is not at T = 0: a trace predicts T = 0 only, so the sweep races")
     return lines
 

@@ -1,8 +1,8 @@
 """A restart-bound race: server starts spent only where they buy information (pure).
 
-Where a config change is a restart that costs more than its bench
-(`[sweep] restart_bound`, chosen by `mode.py`), a pass of the pass-by-pass race buys one
-measurement per restart. This race decides bench by bench instead. Its state is
+Where a config change is a restart that costs more than its bench (`[sweep]
+restart_bound`, chosen by `strategies/restart_bound.py`), a pass of the pass-by-pass
+race buys one measurement per restart. This race decides bench by bench instead. Its state is
 a fold of the finished benches (`StartRace.add`), so a resumed race plans
 exactly what the uninterrupted one would (`replay`); `next()` says what runs
 next. Rules (docs/sweeps.md "Restart-bound races"):

@@ -18,8 +18,9 @@
        d. all attempts failed → the trial is `failed`; the sweep goes on;
        e. `passes_per_start` > 1: the next trial of the same config and block
           benches the same server start (no reconfigure); a restart-bound race
-          (the mode stored with the sweep, `plan/mode.py`) plans one trial at a
-          time and reuses a start the same way (`plan/start_planner.py`);
+          (the mode stored with the sweep, `plan/strategies/restart_bound.py`)
+          plans one trial at a time and reuses a start the same way
+          (`plan/start_planner.py`);
        f. `interleave = "request"`: a pass's trials run as one unit
           (`interleaved.py`: each READY in turn, then their requests in turns).
        g. a pass's last trial finished: `on_pass(store, False)` (the CLI's live report,
@@ -61,15 +62,8 @@ from rich.progress import (
 )
 
 from ddtune.stats.blocked import block_of
-from ddtune.sweep.plan.grid import plan_spec
-from ddtune.sweep.plan.mode import run_spec
-from ddtune.sweep.plan.planners import (
-    Planner,
-    estimate_text,
-    live_eta,
-    make_planner,
-    sweep_mode,
-)
+from ddtune.sweep.plan.planners import Planner, live_eta
+from ddtune.sweep.plan.prepare import prepare
 from ddtune.sweep.run.attempt import (
     AttemptReport,
     Phase,
@@ -128,16 +122,16 @@ def run_sweep(
     try:
         store.acquire()  # 1
         store.recover_if_unlocked()
-        mode = sweep_mode(spec, store)  # a new sweep's mode is stored with it; then it stays
-        given, spec = spec, run_spec(spec, mode)
-        plan = plan_spec(spec, mode.restart_bound)
+        sweep = prepare(spec, store)  # a new sweep's mode is stored with it; then it stays
+        spec, mode = sweep.run_spec, sweep.mode
+        plan = list(sweep.plan)
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan, spec.base_dir, mode)
         todo, summary = _open_trials(
             store, sweep_id, store_path, console, reopen_failed, only_reopened
         )
         summary.on_pass = on_pass
-        planner = None if only_reopened else make_planner(spec, store, store_path, sweep_id, mode)
-        console.print(escape(estimate_text(given, store, mode)))
+        planner = None if only_reopened else sweep.planner(store, store_path, sweep_id)
+        console.print(escape(sweep.estimate_text()))
         if todo or planner is not None:
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
             if isinstance(loop, TrialLoop):

@@ -162,6 +162,11 @@ class SweepSpec:
         return self.strategy == "predict" and self.bench.temperature == 0
 
     @property
+    def races_unpredicted(self) -> bool:
+        """Strategy predict above T = 0: the trace cannot predict, so every config races."""
+        return self.strategy == "predict" and not self.predicting
+
+    @property
     def hash(self) -> str:
         """Hash of the parsed content: comments, layout and [cluster] do not change it."""
         if not self.text:

@@ -152,7 +152,7 @@ def _predicted(state: LiveState) -> Section:
 
 
 def _race(state: LiveState, report_dir: Path) -> Section:
-    if state.summary is None or state.strategy != "race":
+    if state.summary is None or not state.summary.context.race:
         return Section("Race so far", [])
     section = race_section(state.summary)
     blocks: list[Block] = [b for b in section.blocks if not isinstance(b, Image)]

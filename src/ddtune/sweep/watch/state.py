@@ -25,13 +25,11 @@ from typing import TYPE_CHECKING, Any
 from ddtune.records import TrialRecord
 from ddtune.report.sections import STOP_WORDS
 from ddtune.services.outcome import tail_lines
-from ddtune.sweep.plan.planners import estimates, format_duration, trial_costs
-from ddtune.sweep.plan.race_planner import race_settings
+from ddtune.sweep.plan.planners import format_duration, trial_costs
+from ddtune.sweep.plan.prepare import Sweep, prepare
 from ddtune.sweep.reporting import analyze_stored, stored_spec
-from ddtune.sweep.spec.load import SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import failed_attempts
-from ddtune.sweep.store.modes import read_mode
 from ddtune.sweep.store.rows import SweepRow
 from ddtune.sweep.store.slot_tables import slot_rows
 
@@ -104,10 +102,10 @@ def read_state(store_path: Path, sweep: str | None = None) -> LiveState:
 
 
 def _read(store: Store, sweep: SweepRow) -> LiveState:
-    spec = stored_spec(store, sweep)
+    prepared = prepare(stored_spec(store, sweep), store, sweep["id"])
     records = store.trial_records(sweep["id"])
     runner = store.runner_pid()
-    summary, error = _analysis(store, sweep, records)
+    summary, error = _analysis(store, sweep, records, prepared)
     context = None if summary is None else summary.context
     passes = 0 if context is None else context.passes
     counts = {s: sum(r.status == s for r in records) for s in ("done", "failed", *UNFINISHED)}
@@ -116,7 +114,7 @@ def _read(store: Store, sweep: SweepRow) -> LiveState:
     return LiveState(
         sweep=sweep["name"],
         store=store.path,
-        strategy=spec.strategy,
+        strategy=prepared.spec.strategy,
         phase=phase,
         phase_text=text,
         counts=counts,
@@ -125,20 +123,20 @@ def _read(store: Store, sweep: SweepRow) -> LiveState:
         now=_running(store, sweep["id"], slots) if runner is not None else [],
         failures=_failures(store, records),
         slots=slots,
-        eta=_eta(store, sweep["id"], spec, counts, summary) if runner is not None else "",
+        eta=_eta(store, sweep["id"], prepared, counts, summary) if runner is not None else "",
         summary=summary,
         analysis_error=error,
     )
 
 
 def _analysis(
-    store: Store, sweep: SweepRow, records: list[TrialRecord]
+    store: Store, sweep: SweepRow, records: list[TrialRecord], prepared: Sweep
 ) -> tuple[ReportSummary | None, str | None]:
     """The report's analysis of the records so far; (None, why) when it cannot be made."""
     if not any(r.status == "done" for r in records):
         return None, "no trial has finished yet"
     try:
-        return analyze_stored(store, sweep, records), None
+        return analyze_stored(store, sweep, records, prepared), None
     except Exception as exc:  # noqa: BLE001 - the page shows what went wrong and lives on
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -152,7 +150,7 @@ def _phase(
     unfinished = sum(counts[s] for s in UNFINISHED)
     if unfinished:
         return "interrupted", f"interrupted: {unfinished} trial(s) unfinished, no runner; {resume}"
-    if context is not None and context.strategy == "race" and context.stop is None:
+    if context is not None and context.race and context.stop is None:
         return "interrupted", f"interrupted between passes: the race has not stopped; {resume}"
     stop = None if context is None else context.stop
     return "finished", "finished" + (f": {STOP_WORDS.get(stop, stop)}" if stop else "")
@@ -190,7 +188,7 @@ def _config_word(label: str, statuses: list[str], summary: ReportSummary | None,
         return f"left at pass {exit_.at_pass} ({exit_.reason})"
     if any(s in UNFINISHED for s in statuses):
         return "waiting" if live else "unfinished"
-    racing = summary is not None and summary.context.strategy == "race"
+    racing = summary is not None and summary.context.race
     return "racing" if racing and summary is not None and summary.context.stop is None else "done"
 
 
@@ -251,13 +249,14 @@ def _slots(store: Store, sweep_id: int) -> list[dict[str, Any]]:
 def _eta(
     store: Store,
     sweep_id: int,
-    spec: SweepSpec,
+    prepared: Sweep,
     counts: dict[str, int],
     summary: ReportSummary | None,
 ) -> str:
     """'about 40 s for the 4 trial(s) planned now; a race may add up to ...'."""
-    if spec.races and (text := restart_bound_eta(store, sweep_id, spec)):
+    if text := restart_bound_eta(store, sweep_id, prepared):
         return text
+    spec = prepared.spec
     seconds = list(store.trial_seconds(sweep_id).values())
     expected = trial_costs(spec, None)  # the spec's expected seconds, before any finished
     per_trial: float | None = median(seconds) if seconds else None
@@ -271,14 +270,11 @@ def _eta(
         if left
         else "the next pass is being planned"
     )
-    if spec.races and summary is not None:
-        text += _race_more(spec, summary, per_trial, left, sum(counts.values()))
-    elif spec.strategy == "optuna":
-        text += "; the search proposes more trials until its budget is spent"
+    text += prepared.strategy.eta_more(spec, summary, per_trial, left, sum(counts.values()))
     return text + f" ({format_duration(per_trial)} per trial)"
 
 
-def restart_bound_eta(store: Store, sweep_id: int, spec: SweepSpec) -> str | None:
+def restart_bound_eta(store: Store, sweep_id: int, prepared: Sweep) -> str | None:
     """A restart-bound race's time left (None for any other sweep).
 
     Its trials are single benches, some on a fresh start and most on a start
@@ -287,15 +283,14 @@ def restart_bound_eta(store: Store, sweep_id: int, spec: SweepSpec) -> str | Non
     the race's expected and worst-case length (`sweep plan`'s) less the time
     spent so far.
     """
-    mode = read_mode(store, sweep_id)
-    if not mode.restart_bound:
+    if not prepared.mode.restart_bound:
         return None
     spent = sum(store.trial_seconds(sweep_id).values())
     head = f"restart-bound race, one start planned at a time; {format_duration(spent)} spent"
-    costs = trial_costs(spec, store)
+    costs = prepared.costs
     if costs is None:
         return head + " (no start or bench measured yet: no estimate)"
-    named = estimates(spec, costs, mode)
+    named = prepared.estimates()
     expected = named["restart-bound race, expected (median)"].seconds
     worst = named["restart-bound race, worst case"].seconds
     left = (
@@ -306,24 +301,4 @@ def restart_bound_eta(store: Store, sweep_id: int, spec: SweepSpec) -> str | Non
     return (
         f"{head}; {left}, at most {format_duration(max(worst - spent, 0))} "
         f"({costs.start_s:.0f} s a start, {costs.bench_s:.0f} s a bench)"
-    )
-
-
-def _race_more(
-    spec: SweepSpec, summary: ReportSummary, per_trial: float, left: int, planned: int
-) -> str:
-    """The most a race can still add: survivors x passes to its limit, within its budgets."""
-    context, settings = summary.context, race_settings(spec)
-    if context.stop is not None:
-        return "; the race has stopped"
-    alive = len(summary.configs) - len(context.exits)
-    passes_left = max(settings.max_passes - context.passes - (1 if left else 0), 0)
-    trials = alive * passes_left * spec.passes_per_start
-    if spec.max_trials is not None:
-        trials = min(trials, max(spec.max_trials - planned, 0))
-    if spec.max_hours is not None:
-        trials = min(trials, int(max(spec.max_hours * 3600 - per_trial * planned, 0) / per_trial))
-    return (
-        f"; then at most {trials} more trial(s) (~{format_duration(per_trial * trials)}) "
-        "if the race runs to its limits (it stops as soon as it decides)"
     )
