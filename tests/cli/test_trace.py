@@ -118,7 +118,7 @@ mode = "ddtree"
 budget = 4
 topk = 2
 [service]
-kind = "process"
+control = "process"
 command = ["{{python}}", "-m", "ddtune.cli", "serve", "--port", "{{port}}", "--target", "{target}",
            "--drafter", "{drafter}", "--mode", "{{mode}}", "--budget", "{{budget}}",
            "--topk", "{{topk}}"]

@@ -69,7 +69,7 @@ def verdicts(spec: ServiceSpec, planned: list[PlannedLaunch], tmp_path: Path) ->
 def sglang_spec(python: Path, device: str) -> ServiceSpec:
     command = [str(python), "-m", "sglang.launch_server", "--model-path", str(TARGET)]
     command += ["--port", "{port}", "{method_args}", "--device", device]
-    return ServiceSpec.from_dict({"profile": "sglang", "command": command, "env": cpu_env()})
+    return ServiceSpec.from_dict({"engine": "sglang", "command": command, "env": cpu_env()})
 
 
 def test_sglang_parses_every_method(tmp_path):
@@ -86,6 +86,6 @@ def test_vllm_parses_its_methods(tmp_path):
     command = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(TARGET)]
     command += ["--port", "{port}", "{method_args}", "--dtype", "float32", "--max-model-len", "512"]
     env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
-    spec = ServiceSpec.from_dict({"profile": "vllm", "command": command, "env": env})
+    spec = ServiceSpec.from_dict({"engine": "vllm", "command": command, "env": env})
     found = verdicts(spec, launches(VLLM_METHODS), tmp_path)
     assert [found[m] for m in ("ar", "ngram", "dflash")] == ["accepted"] * 3

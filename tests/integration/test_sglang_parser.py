@@ -50,7 +50,7 @@ def spec(python: Path, device: str) -> ServiceSpec:
     command += ["--mode", "{mode}", "--budget", "{budget}", "--topk", "{topk}"]
     command += ["--window", "{window}", "--port", "{port}", "--", "--device", device]
     return ServiceSpec.from_dict(
-        {"profile": "sglang", "command": command, "env": cpu_env(), "port": 30000}
+        {"engine": "sglang", "command": command, "env": cpu_env(), "port": 30000}
     )
 
 

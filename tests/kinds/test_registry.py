@@ -34,9 +34,9 @@ def test_the_cli_and_the_service_spec_offer_exactly_the_registered_kinds():
         parser.parse_args(["bench", "--url", "http://x", "--server-kind", "tgi"])
     for name in SERVER_KINDS:
         model = {"model": "m"} if name == "openai" else {}
-        assert ServiceSpec.from_dict({"profile": name, "command": ["x"], **model}).profile == name
-    with pytest.raises(UserError, match="service.profile"):
-        ServiceSpec.from_dict({"profile": "tgi", "command": ["x"]})
+        assert ServiceSpec.from_dict({"engine": name, "command": ["x"], **model}).engine == name
+    with pytest.raises(UserError, match="service.engine"):
+        ServiceSpec.from_dict({"engine": "tgi", "command": ["x"]})
 
 
 def test_launchers_exist_exactly_for_the_kinds_that_build_commands():

@@ -90,7 +90,7 @@ def test_spec_template_renders_back_to_the_builder_argv(k):
     argv, _ = vllm_argv("/models/target", ngram(3), 8000, python="/venv/bin/python")
     template = spec_command_template(argv, "K")
     service = ServiceSpec.from_dict(
-        {"profile": "vllm", "command": template, "vars": {"K": 3}, "port": 8000}
+        {"engine": "vllm", "command": template, "vars": {"K": 3}, "port": 8000}
     )
     rendered = service.render_argv(DecodeParams("ar"), {"K": k})
     assert rendered == vllm_argv("/models/target", ngram(k), 8000, python="/venv/bin/python")[0]

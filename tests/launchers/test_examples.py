@@ -37,7 +37,7 @@ def test_every_example_sweep_spec_loads(path):
 
 def test_vllm_example_renders_the_builder_argv_for_every_k():
     spec = load_spec(EXAMPLES / "vllm-ngram-cpu.toml")
-    assert spec.service.profile == "vllm" and spec.service.kind == "process"
+    assert spec.service.engine == "vllm" and spec.service.control == "process"
     extra = [
         "--served-model-name",
         "target",
@@ -75,7 +75,7 @@ def _flags(argv: list[str]) -> dict[str, str]:
 def test_sglang_example_is_the_seed_grid_on_systemd():
     spec = load_spec(EXAMPLES / "sglang-ddtree-systemd.toml")
     service = spec.service
-    assert (service.kind, service.profile, service.unit) == (
+    assert (service.control, service.engine, service.unit) == (
         "systemd",
         "sglang",
         "sglang-kimi.service",
@@ -112,7 +112,7 @@ def test_sglang_example_command_builds_the_sglang_argv(index):
 def test_vllm_dflash_example_renders_the_builder_argv_for_every_k():
     spec = load_spec(EXAMPLES / "vllm-dflash-cpu.toml")
     service = spec.service
-    assert (service.kind, service.profile, spec.passes_per_start) == ("process", "vllm", 2)
+    assert (service.control, service.engine, spec.passes_per_start) == ("process", "vllm", 2)
     drafter = "src/ddtune/assets/models/drafter"
     extra = ["--max-model-len", "512", "--dtype", "float32", "--max-num-seqs", "4"]
     seen = []

@@ -40,7 +40,7 @@ def sglang_spec(
         env["FAKE_SGLANG_PIDS"] = str(pids)
     if ddtree:
         env["FAKE_SGLANG_DDTREE"] = "1"
-    return ServiceSpec.from_dict({"profile": "sglang", "command": command, "env": env, **table})
+    return ServiceSpec.from_dict({"engine": "sglang", "command": command, "env": env, **table})
 
 
 def test_one_engine_process_accepts_every_command(tmp_path):
@@ -126,9 +126,9 @@ def test_an_extra_argument_the_engine_maps_onto_a_field_ddtune_sets_is_refused(t
     ("table", "note"),
     [
         ({"preflight": False}, "[service] preflight = false"),
-        ({"profile": "ddtune"}, "profile 'ddtune' has no argument check of its own"),
+        ({"engine": "ddtune"}, "engine 'ddtune' has no argument check of its own"),
         (
-            {"kind": "systemd", "unit": "x.service", "command": []},
+            {"control": "systemd", "unit": "x.service", "command": []},
             "no service.command: the unit starts with its own ExecStart",
         ),
     ],
@@ -151,7 +151,7 @@ def test_a_command_ddtune_cannot_map_onto_an_engine_names_the_opt_out(tmp_path):
 
 def test_an_interpreter_without_the_engine_is_a_clear_error(tmp_path):
     spec = ServiceSpec.from_dict(
-        {"profile": "sglang", "command": front(), "env": {"PYTHONPATH": "/nonexistent"}}
+        {"engine": "sglang", "command": front(), "env": {"PYTHONPATH": "/nonexistent"}}
     )
     with pytest.raises(UserError) as error:
         check_launches(spec, [AR], tmp_path)
@@ -182,7 +182,7 @@ def test_service_env_set_from_a_parameter_is_checked_too(tmp_path):
     command = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(MODELS / "target")]
     spec = ServiceSpec.from_dict(
         {
-            "profile": "sglang",
+            "engine": "sglang",
             "command": command,
             "env": {"PYTHONPATH": str(FAKE_SGLANG), "SGLANG_DDTREE_MAX_TOPK": "{topk}"},
         }

@@ -124,7 +124,7 @@ def test_a_foreign_listener_fails_fast_and_is_named(svc, port, controllers, tmp_
 def test_hooks_wait_out_an_untagged_listener(svc, port, controllers, tmp_path):
     """A hooks server may be anyone's process (docker-proxy): no fail fast, no holders."""
     hooks = {"start": "true", "stop": "true"}
-    spec = svc.make_spec(port, [], kind="hooks", hooks=hooks, timeouts={"quiesce": 2.5})
+    spec = svc.make_spec(port, [], control="hooks", hooks=hooks, timeouts={"quiesce": 2.5})
     with _squat(port):
         started = time.monotonic()
         out = controllers(spec).reconfigure(svc.params, tmp_path / "a")
@@ -159,11 +159,11 @@ def test_hot_never_reconfigures_another_sweeps_server(svc, port, controllers, sp
     server = spawn(_tagged(gone, "ddtune-test-hot"), argv)
     while not procs.port_listeners(port):
         time.sleep(0.05)
-    spec = svc.make_spec(port, svc.fault_command("--hot"), kind="hot")
+    spec = svc.make_spec(port, svc.fault_command("--hot"), control="hot")
     out = controllers(spec).reconfigure(svc.params, tmp_path / "a")
     assert out.failure == "port_in_use" and out.port_holders[0]["pid"] == server.pid, out
     assert "left by sweep 'old'" in out.detail and server.poll() is None
-    spec = svc.make_spec(port, svc.fault_command("--hot"), kind="hot", reclaim_leftovers=True)
+    spec = svc.make_spec(port, svc.fault_command("--hot"), control="hot", reclaim_leftovers=True)
     out = controllers(spec, name="w2").reconfigure(svc.params, tmp_path / "b")
     assert out.ready, out
     assert server.wait(timeout=10) is not None and f"pid {server.pid} " in out.reclaimed[0]

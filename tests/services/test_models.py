@@ -89,7 +89,7 @@ def served(tmp_path, **table):
 )
 def test_model_paths_as_each_engine_names_them(tmp_path, profile, command, target, drafter):
     vars_ = {"model": "/models/K", "drafter": "/models/K-DFlash"}
-    found = served(tmp_path, profile=profile, command=command, vars=vars_)
+    found = served(tmp_path, engine=profile, command=command, vars=vars_)
     assert str(found.target) == target
     assert (None if found.drafter is None else str(found.drafter)) == drafter
     assert found.trust_remote_code == ("--trust-remote-code" in command)
@@ -107,7 +107,7 @@ def test_relative_paths_are_the_services_and_hub_ids_stay(tmp_path):
     (tmp_path / "models" / "t").mkdir(parents=True)
     found = served(
         tmp_path,
-        profile="vllm",
+        engine="vllm",
         command=["vllm", "serve", "models/t", "--speculative-model", "org/drafter"],
     )
     assert found.target == tmp_path / "models" / "t"
@@ -122,7 +122,7 @@ def test_a_systemd_unit_without_a_command_is_read_from_its_exec_start(tmp_path):
         '"/m/k 2 draft"\nRestart=always\n'
     )
     found = served(
-        tmp_path, kind="systemd", unit="k2.service", systemd_dir=str(tmp_path), profile="sglang"
+        tmp_path, control="systemd", unit="k2.service", systemd_dir=str(tmp_path), engine="sglang"
     )
     assert (str(found.target), str(found.drafter)) == ("/m/k2", "/m/k 2 draft")
     assert str(unit) in found.source

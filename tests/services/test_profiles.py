@@ -16,7 +16,7 @@ def test_sglang_kind_checks_server_info_and_topk_env(svc, port, controllers, tmp
         svc.make_spec(
             port,
             svc.fault_command(*DRAFTER),
-            profile="sglang",
+            engine="sglang",
             env={"SGLANG_DDTREE_MAX_TOPK": "{topk}"},
         ),
         name="good",
@@ -30,7 +30,7 @@ def test_sglang_kind_checks_server_info_and_topk_env(svc, port, controllers, tmp
         svc.make_spec(
             port,
             svc.fault_command("--sglang", "0.5.23"),
-            profile="sglang",
+            engine="sglang",
             env={"SGLANG_DDTREE_MAX_TOPK": "7"},
         ),
         name="wrong",
@@ -41,7 +41,7 @@ def test_sglang_kind_checks_server_info_and_topk_env(svc, port, controllers, tmp
 
 def test_sglang_kind_checks_the_drafter_of_the_launch_command(svc, port, controllers, tmp_path):
     command = svc.fault_command(*DRAFTER, "--report-drafter", "/models/stale-drafter")
-    spec = svc.make_spec(port, command, profile="sglang", env={"SGLANG_DDTREE_MAX_TOPK": "{topk}"})
+    spec = svc.make_spec(port, command, engine="sglang", env={"SGLANG_DDTREE_MAX_TOPK": "{topk}"})
     out = controllers(spec).reconfigure(svc.params, tmp_path / "a")
     assert out.failure == "config_mismatch", out
     assert out.detail == (
@@ -57,7 +57,7 @@ def test_sglang_window_is_read_under_either_name_and_endpoint(
     """0.5.23 answers /server_info with speculative_draft_window_size; an older SGLang has
     only /get_server_info with speculative_dflash_draft_window_size: both verify."""
     command = svc.fault_command("--speculative-draft-model-path", "/d", "--sglang", flavour)
-    spec = svc.make_spec(port, command, profile="sglang", env={"SGLANG_DDTREE_MAX_TOPK": "{topk}"})
+    spec = svc.make_spec(port, command, engine="sglang", env={"SGLANG_DDTREE_MAX_TOPK": "{topk}"})
     params = DecodeParams("ddtree", 8, 4, 64)
     out = controllers(spec).reconfigure(params, tmp_path / "a")
     assert out.ready, out
@@ -72,7 +72,7 @@ def test_sglang_knobs_are_witnessed_in_the_process_environment(svc, port, contro
         "SGLANG_DDTREE_RANK_PROBE": "{rank_probe}",
     }
     command = svc.fault_command(*DRAFTER)
-    spec = svc.make_spec(port, command, profile="sglang", env=env)
+    spec = svc.make_spec(port, command, engine="sglang", env=env)
     controller = controllers(spec)
     bonus = DecodeParams("ddtree", 8, 4, None, depth_bonus=0.5, rank_probe=True)
     out = controller.reconfigure(bonus, tmp_path / "a1")
@@ -94,7 +94,7 @@ def test_openai_profile_waits_for_health_and_generation(svc, port, controllers, 
     spec = svc.make_spec(
         port,
         svc.fault_command("--ready-delay", "1"),
-        profile="openai",
+        engine="openai",
         model="fake-model",
         gpu="auto",
     )

@@ -51,7 +51,7 @@ FAILURES = {
     ),
     "vllm_models_early": (
         ["--ready-delay", "6", "--models-before-ready"],
-        {"profile": "vllm", "timeouts": {"health": 1.5}},
+        {"engine": "vllm", "timeouts": {"health": 1.5}},
         "timeout:health",
         "loading model",
     ),
@@ -147,7 +147,7 @@ def slow_bind_and_slow_ready_wait_for_the_real_ready(svc, port, controllers, tmp
 @scenario
 def models_200_before_ready_is_not_ready_for_vllm(svc, port, controllers, tmp_path):
     cmd = svc.fault_command("--ready-delay", "2", "--models-before-ready")
-    ctl = controllers(svc.make_spec(port, cmd, profile="vllm"))
+    ctl = controllers(svc.make_spec(port, cmd, engine="vllm"))
     out = ctl.reconfigure(svc.params, tmp_path / "a")
     assert out.ready, out
     assert out.timings["start_to_ready_s"] >= 1.9

@@ -43,7 +43,7 @@ def test_restart_then_hot_reconfigure_real_server(svc, port, controllers, tmp_pa
     assert second.identity["versions"]["ddtune"]
     ctl.close()
 
-    hot = controllers(svc.make_spec(port, command, kind="hot", timeouts=slow), name="hot")
+    hot = controllers(svc.make_spec(port, command, control="hot", timeouts=slow), name="hot")
     started = hot.reconfigure(svc.params, tmp_path / "h1")
     applied = hot.reconfigure(DecodeParams("dflash", 16, 4, 32), tmp_path / "h2")
     assert started.ready and applied.ready, (started, applied)

@@ -23,7 +23,7 @@ SGLANG = ["python", "-m", "sglang.launch_server", "--speculative-num-steps", "{s
 
 
 def spec(profile: str, command: list[str]) -> ServiceSpec:
-    table = {"kind": "process", "profile": profile, "command": command}
+    table = {"control": "process", "engine": profile, "command": command}
     return ServiceSpec.from_dict(
         {**table, "vars": {"K": 1, "steps": 1, "algorithm": "", "eagle_topk": 1}}
     )
@@ -77,7 +77,7 @@ def test_vllm_spec_with_the_config_as_a_variable_as_in_the_cpu_example(tmp_path)
     """examples/vllm-load-cpu.toml: mode ar throughout, K a var, `{spec}` the whole flag."""
     command = ["vllm", "serve", "m", "{spec}", "--served-model-name", "target"]
     service = ServiceSpec.from_dict(
-        {"profile": "vllm", "command": command, "vars": {"K": 0, "spec": "--x=y"}}
+        {"engine": "vllm", "command": command, "vars": {"K": 0, "spec": "--x=y"}}
     )
 
     def ngram(k: int, lookup: int = 3) -> dict:
@@ -110,7 +110,7 @@ def test_method_configs_through_method_args_switch_on_their_token_knob(tmp_path)
         return DecodeParams.from_wire({"method": name, "method_knobs": knobs})
 
     vllm = ServiceSpec.from_dict(
-        {"profile": "vllm", "command": ["vllm", "serve", "m", "{method_args}"]}
+        {"engine": "vllm", "command": ["vllm", "serve", "m", "{method_args}"]}
     )
     tiers = (
         Tier(2, named("ngram", num_draft_tokens=2)),
@@ -122,7 +122,7 @@ def test_method_configs_through_method_args_switch_on_their_token_knob(tmp_path)
     assert config["num_speculative_tokens"] == 5
     assert config["num_speculative_tokens_per_batch_size"] == [[1, 2, 2], [3, 1 << 16, 5]]
     sglang = ServiceSpec.from_dict(
-        {"profile": "sglang", "command": ["python", "-m", "sglang.launch_server", "{method_args}"]}
+        {"engine": "sglang", "command": ["python", "-m", "sglang.launch_server", "{method_args}"]}
     )
     eagle = {"topk": 1, "drafter": "/d"}
     tiers = (Tier(3, named("eagle3", num_steps=5, **eagle)), Tier(None, named("ar")))

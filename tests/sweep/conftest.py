@@ -122,7 +122,7 @@ def write_spec(
 
     `{queue}` (the server's --max-queue) lets a config crash the server on purpose:
     `vars = { queue = "bogus" }` makes `ddtune serve` exit 2 on its arguments.
-    `service` adds lines to the [service] table (e.g. `kind = "hot"`).
+    `service` adds lines to the [service] table (e.g. `control = "hot"`).
     """
     (folder / "tasks.jsonl").write_text(json.dumps(TASK) + "\n")
     target, drafter = models

@@ -40,7 +40,7 @@ def swept(tmp_path, fake_systemd, fake_spec_writer, port):
     """A finished sweep of UNIT (its own ExecStart serves `ar`); yields (store, root)."""
     root, install_unit = fake_systemd
     install_unit(UNIT, f"{sys.executable} -S {FAULT_SERVER} --port {port} --mode ar")
-    service = f'kind = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
+    service = f'control = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
     spec = fake_spec_writer(tmp_path, "applyme", CONFIGS, port, service)
     store = tmp_path / "s" / "store.sqlite"
     assert main(["sweep", "run", str(spec), "--store", str(store)]) == 1  # the bogus one failed
@@ -127,7 +127,7 @@ def test_hot_kind_applies_in_place_and_reverts_to_the_previous_config(
     tmp_path, fake_spec_writer, port, capsys
 ):
     configs = CONFIGS.split("[[configs]]          #")[0]
-    spec = fake_spec_writer(tmp_path, "hot", configs, port, 'kind = "hot"\nprofile = "ddtune"\n')
+    spec = fake_spec_writer(tmp_path, "hot", configs, port, 'control = "hot"\nengine = "ddtune"\n')
     spec.write_text(spec.read_text().replace('"{delay}"]', '"{delay}", "--hot"]'))
     store = tmp_path / "h" / "store.sqlite"
     assert main(["sweep", "run", str(spec), "--store", str(store)]) == 0

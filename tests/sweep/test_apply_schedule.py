@@ -53,7 +53,7 @@ def serving(port: int) -> dict:
 def swept(tmp_path, fake_systemd, fake_spec_writer, port):
     root, install_unit = fake_systemd
     install_unit(UNIT, f"{sys.executable} -S {FAULT_SERVER} --port {port} --mode ar")
-    service = f'kind = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
+    service = f'control = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
     spec = fake_spec_writer(tmp_path, "sched", CONFIGS, port, service)
     store = tmp_path / "s" / "store.sqlite"
     assert main(["sweep", "run", str(spec), "--store", str(store)]) == 0

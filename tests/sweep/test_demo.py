@@ -24,7 +24,7 @@ CONFIGS = """
 
 def test_shipped_demo_specs_parse_and_use_both_controllers():
     restart, hot = load_spec(RESTART_SPEC), load_spec(HOT_SPEC)
-    assert (restart.service.kind, hot.service.kind) == ("process", "hot")
+    assert (restart.service.control, hot.service.control) == ("process", "hot")
     assert restart.baseline.label() == hot.baseline.label() == "ar"
     # the hot pass races: 3 passes over everyone, then the survivors, at most 30 passes
     assert (hot.strategy, hot.min_repeats, hot.repeats) == ("race", 3, 30)
@@ -68,7 +68,7 @@ def test_demo_runs_a_restart_pass_and_a_hot_pass(tmp_path, tiny_models, spec_wri
     restart_dir.mkdir(), hot_dir.mkdir()
     sweep = '[sweep]\nname = "{}"\nrepeats = 2\nbaseline = {{ mode = "ar" }}\n'
     restart = spec_writer(restart_dir, tiny_models, sweep.format("r"), CONFIGS)
-    hot = spec_writer(hot_dir, tiny_models, sweep.format("h"), CONFIGS, service='kind = "hot"')
+    hot = spec_writer(hot_dir, tiny_models, sweep.format("h"), CONFIGS, service='control = "hot"')
     out = tmp_path / "demo"
     cmd = [
         sys.executable,

@@ -18,8 +18,8 @@ repeats = 1
 baseline = {{ mode = "ar" }}
 
 [service]
-kind = "process"
-profile = "ddtune"
+control = "process"
+engine = "ddtune"
 command = ["{{python}}", "-m", "ddtune.cli", "serve", "--port", "{{port}}", "--mode", "{{mode}}"]
 port = 18799
 

@@ -239,6 +239,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ddtune.sweep.spec.load import load_spec
 
     spec = load_spec(args.spec)
+    _print_notes(spec)
     store_path = Path(args.store) if args.store else default_store_path(spec)
     check_before_stopping(spec, store_path)  # refused: exit 2, nothing stopped or started
     hint = f"ddtune sweep run {args.spec}" + (f" --store {args.store}" if args.store else "")
@@ -264,6 +265,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.apply and not stopped:
         return _apply_or_restore(spec, store_path, summary, console)
     return summary.exit_code
+
+
+def _print_notes(spec: SweepSpec) -> None:
+    """The spec's notes (old key names it uses), once, on stderr: `note: <source>: ...`."""
+    for note in spec.notes:
+        print(f"note: {spec.source}: {note}", file=sys.stderr)
 
 
 def _apply_or_restore(
@@ -330,6 +337,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.sweep.store.db import Store
 
     spec = load_spec(args.spec)
+    _print_notes(spec)
     path = Path(args.store) if args.store else default_store_path(spec)
     check_before_stopping(spec, path)  # every mistake a spec can hold: exit 2
     store = Store(path, create=False) if path.is_file() else None

@@ -92,7 +92,7 @@ def _add_record(actions: argparse._SubParsersAction) -> None:
         choices=CAPTURE_CHOICES,
         default="auto",
         help="the last target layer as the served engine feeds it: post-norm "
-        "(ddtune, HF, SGLang) or pre-norm (vLLM); auto: by the spec's profile",
+        "(ddtune, HF, SGLang) or pre-norm (vLLM); auto: by the spec's engine",
     )
     record.add_argument("--backend", choices=("ddtune", "transformers"), default="ddtune")
     record.add_argument(
@@ -318,7 +318,7 @@ def _settings(args: argparse.Namespace, spec: SweepSpec | None) -> TraceSettings
     topk = args.topk_max or max([8, *(p.topk for p in params if p.mode == "ddtree")])
     capture = args.capture
     if capture == "auto":
-        vllm = spec is not None and spec.service.profile == "vllm"
+        vllm = spec is not None and spec.service.engine == "vllm"
         capture = "pre-norm" if vllm else "post-norm"
     return TraceSettings(tuple(windows), tuple(args.query_length), topk, capture)
 

@@ -85,7 +85,7 @@ def command_line(env: Mapping[str, str], argv: Sequence[str]) -> str:
 def engine_of(argv: Sequence[str], profile: str | None = None) -> Recognised | None:
     """The engine behind a service command (see the module docstring), or None.
 
-    `profile` (the service's kind) decides which engine modules count when the
+    `profile` (the service's `engine`) decides which engine modules count when the
     command runs the engine itself.
     """
     items = list(argv)

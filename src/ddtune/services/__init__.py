@@ -27,7 +27,7 @@ def build_controller(
     gpu_probe: GpuProbe | None = None,
     owner: Owner | None = None,
 ) -> Controller:
-    """The controller for `spec.kind`; `gpu_probe` overrides NVML/nvidia-smi (tests).
+    """The controller for `spec.control`; `gpu_probe` overrides NVML/nvidia-smi (tests).
 
     `owner` names who starts the instances (a sweep runner passes its sweep
     and store); by default this process.
@@ -39,15 +39,15 @@ def build_controller(
 
 
 def _controller_class(spec: ServiceSpec) -> type[Controller]:
-    if spec.kind == "process":
+    if spec.control == "process":
         from ddtune.services.controllers.process import ProcessController
 
         return ProcessController
-    if spec.kind == "systemd":
+    if spec.control == "systemd":
         from ddtune.services.controllers.systemd import SystemdController
 
         return SystemdController
-    if spec.kind == "hooks":
+    if spec.control == "hooks":
         from ddtune.services.controllers.hooks import HooksController
 
         return HooksController

@@ -21,7 +21,7 @@ workdir; an empty temporary folder when that does not exist yet), the
 rendered `service.env`, and for a systemd unit its `Environment=`,
 `WorkingDirectory=` and `User=` (ddtune switches to that user when it runs as
 root; otherwise the report notes that it could not). Skipped, with a note:
-`[service] preflight = false`, a profile without an argument probe (ddtune,
+`[service] preflight = false`, an engine without an argument probe (ddtune,
 openai), hooks, a systemd unit that keeps its own ExecStart. A command ddtune
 cannot map onto an engine (a wrapper script) is a `UserError` that names the
 opt-out.
@@ -143,10 +143,10 @@ Rendered = tuple[PlannedLaunch, Recognised, list[str], dict[str, str]]
 def _skip_reason(spec: ServiceSpec) -> str | None:
     if not spec.preflight:
         return "[service] preflight = false"
-    if get_kind(spec.profile).engine is None:
-        return f"profile {spec.profile!r} has no argument check of its own"
-    if spec.kind == "hooks":
-        return "kind = 'hooks': the hooks start the engine, ddtune cannot see its command"
+    if get_kind(spec.engine).engine is None:
+        return f"engine {spec.engine!r} has no argument check of its own"
+    if spec.control == "hooks":
+        return "control = 'hooks': the hooks start the engine, ddtune cannot see its command"
     if not spec.command:
         return "no service.command: the unit starts with its own ExecStart"
     return None
@@ -154,12 +154,12 @@ def _skip_reason(spec: ServiceSpec) -> str | None:
 
 def _render(spec: ServiceSpec, launch: PlannedLaunch) -> Rendered:
     argv = spec.render_argv(launch.params, launch.user_vars)
-    found = engine_of(argv, spec.profile)
+    found = engine_of(argv, spec.engine)
     if found is None:
         raise UserError(
             f"preflight: service.command ({' '.join(argv[:4])} ...) runs neither "
-            f"`python -m ddtune.launchers {spec.profile}` nor `python -m "
-            f"{' | '.join(get_kind(spec.profile).engine_modules)}`, so ddtune cannot run the "
+            f"`python -m ddtune.launchers {spec.engine}` nor `python -m "
+            f"{' | '.join(get_kind(spec.engine).engine_modules)}`, so ddtune cannot run the "
             f"engine's own parser on it; {OPT_OUT}",
             key="service.command",
         )
@@ -293,7 +293,7 @@ class ServiceContext:
 
 @contextmanager
 def _service_context(spec: ServiceSpec, workdir: Path) -> Iterator[ServiceContext]:
-    if spec.kind == "systemd":
+    if spec.control == "systemd":
         yield _unit_context(spec)
         return
     cwd = Path(spec.cwd) if spec.cwd else Path(workdir)

@@ -59,7 +59,7 @@ def served_models(
     where = Path(service.cwd or base_dir or ".")
     target = flag_value(argv, TARGET_FLAGS) or _positional_model(argv)
     drafter = flag_value(argv, DRAFTER_FLAGS) or _speculative_model(argv)
-    if target is None and service.profile == "ddtune" and "serve" in argv:
+    if target is None and service.engine == "ddtune" and "serve" in argv:
         from ddtune import assets
 
         target, drafter = str(assets.default_target_dir()), str(assets.default_drafter_dir())
@@ -76,7 +76,7 @@ def _argv(
 ) -> tuple[list[str], str]:
     if service.command:
         return service.render_argv(params, user_vars), "the service command"
-    if service.kind == "systemd" and service.unit:
+    if service.control == "systemd" and service.unit:
         path = Path(service.systemd_dir) / service.unit
         return unit_exec_start(path), f"{path}'s ExecStart"
     return [], "the service (no command)"

@@ -85,7 +85,7 @@ class Controller(ABC):
         self.spec = spec
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.server_kind = get_kind(spec.profile)
+        self.server_kind = get_kind(spec.engine)
         self.gpu: GpuProbe | None = gpu_probe
         self._gpu_note: str | None = None
         if gpu_probe is None:

@@ -1,7 +1,7 @@
 """Step 5 of the readiness protocol: poll the new instance until it is READY.
 
     start     the new instance (not someone else) listens on the port
-    health    the profile's health endpoint answers 200
+    health    the engine's health endpoint answers 200
     identity  the instance is new and reports the requested configuration
     generate  `spec.generations` consecutive 1-token completions succeed
 

@@ -6,7 +6,7 @@
     launch.files     # files the command reads (written before the restart), path -> text
     launch.words     # what runs, in the user's words (with why, where the engine cannot switch)
 
-By the service's profile (`ddtune.kinds.schedule` renders the engine's fields):
+By the service's engine (`ddtune.kinds.schedule` renders the engine's fields):
 
     ddtune   the first range's config, plus `--schedule FILE` (the schedule as JSON)
     vllm     the drafting config with the largest token count, its `--speculative-config`
@@ -15,7 +15,7 @@ By the service's profile (`ddtune.kinds.schedule` renders the engine's fields):
              --speculative-adaptive-config FILE`
 
 Where the engine cannot take the schedule (another method, knobs other than the
-token count, no `--speculative-config` argument, profile openai), the command
+token count, no `--speculative-config` argument, engine openai), the command
 serves the config for the typical concurrency alone, said as such. Files are
 named by their content's hash, so a drop-in kept for `--revert` still finds
 the schedule it was written with.
@@ -49,13 +49,13 @@ def scheduled_launch(
     spec: ServiceSpec, schedule: Schedule, folder: Path, typical: int = 1
 ) -> ScheduledLaunch:
     """The command that serves `schedule` on `spec`'s engine (see the module docstring)."""
-    if spec.profile == "ddtune":
+    if spec.engine == "ddtune":
         return _ddtune(spec, schedule, folder)
-    if spec.profile == "vllm":
+    if spec.engine == "vllm":
         return _vllm(spec, schedule, typical)
-    if spec.profile == "sglang":
+    if spec.engine == "sglang":
         return _sglang(spec, schedule, folder, typical)
-    return _single(spec, schedule, typical, f"profile {spec.profile!r} has no schedule")
+    return _single(spec, schedule, typical, f"engine {spec.engine!r} has no schedule")
 
 
 def _ddtune(spec: ServiceSpec, schedule: Schedule, folder: Path) -> ScheduledLaunch:

@@ -3,7 +3,7 @@
 `ServiceSpec` is a strict pydantic table, read by
 `parse_table(ServiceSpec, table, where="service")` (`ServiceSpec.from_dict`
 is the same): an unknown key, a wrong type or a missing requirement of the
-chosen kind is a `UserError` whose `.key` is the full path of the setting
+chosen control is a `UserError` whose `.key` is the full path of the setting
 (e.g. `service.timeouts.stopp`). `render_*` turn one trial into the argv,
 environment and hook variables of a launch: placeholders `{mode} {budget}
 {topk} {window} {depth_bonus} {rank_probe} {port} {host}` plus
@@ -11,30 +11,37 @@ environment and hook variables of a launch: placeholders `{mode} {budget}
 from `DecodeParams.placeholder_values()` only. `preflight` (default on): the
 engine's own argument parser checks every planned launch command before
 anything is stopped (`ddtune.services.launch_check`).
+
+`control` (how the service is started and stopped) and `engine` (which server
+it is) were called `kind` and `profile` before: `RENAMED` maps the old names,
+which still read (`old_names` says which a table uses, for a note); an old and
+a new name given with different values is an error naming both.
 See docs/readiness.md "Services".
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import string
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
 from ddtune.errors import UserError
 from ddtune.kinds import SERVER_KINDS, get_kind
 from ddtune.params import DECODE_KEYS, DecodeParams
 from ddtune.tables import StrictModel, parse_table
 
-Kind = Literal["process", "systemd", "hooks", "hot"]
+Control = Literal["process", "systemd", "hooks", "hot"]
+RENAMED = {"kind": "control", "profile": "engine"}  # [service] keys: old name -> new name
 METHOD_ARGS = "{method_args}"  # a command argument replaced by the method's flags
 BUILTIN_PLACEHOLDERS = (*DECODE_KEYS, "port", "host", "method", "method_args")
 Seconds = Annotated[float, Field(gt=0)]
 REQUIRED_WHEN = {  # field: (the field that requires it, that field's value, what to give)
-    "unit": ("kind", "systemd", "e.g. 'sglang.service'"),
-    "model": ("profile", "openai", "the model name to request"),
+    "unit": ("control", "systemd", "e.g. 'sglang.service'"),
+    "model": ("engine", "openai", "the model name to request"),
 }
 
 
@@ -70,7 +77,7 @@ class Timeouts(StrictModel):
 
 
 class Hooks(StrictModel):
-    """Shell commands of `kind = "hooks"`; start and stop are required there."""
+    """Shell commands of `control = "hooks"`; start and stop are required there."""
 
     start: str | None = None  # shell command that starts the service (DDTUNE_* variables set)
     stop: str | None = None  # shell command that stops it
@@ -84,9 +91,11 @@ class ServiceSpec(StrictModel):
     """
 
     # how the service is started: process (ddtune runs the command), systemd (a unit), hooks (your
-    # scripts), hot (reconfigured in place)
-    kind: Kind = "process"
-    profile: str = "ddtune"  # a server kind: ddtune.kinds.SERVER_KINDS
+    # scripts), hot (reconfigured in place); formerly `kind`
+    control: Control = "process"
+    # which server it is: ddtune, sglang, vllm or openai (any OpenAI-compatible server); formerly
+    # `profile`
+    engine: str = "ddtune"
     # values of the command's own {placeholders}
     vars: dict[str, VarValue] = Field(default_factory=dict)
     # the launch command, an argv with {placeholders} (mode, budget, topk, window, port, host,
@@ -97,14 +106,14 @@ class ServiceSpec(StrictModel):
     port: Annotated[int, Field(ge=1, le=65535)] = 8000  # the port the server listens on
     host: str = "127.0.0.1"  # the address ddtune connects to
     cwd: str | None = None  # working directory of a process service
-    # the systemd unit (kind = "systemd"): each trial replaces its ExecStart= with a runtime
+    # the systemd unit (control = "systemd"): each trial replaces its ExecStart= with a runtime
     # drop-in
     unit: str | None = Field(default=None, validate_default=True)
     systemd_dir: str = "/run/systemd/system"  # where the runtime drop-ins go
-    # shell commands of kind = "hooks": start, stop, logs
+    # shell commands of control = "hooks": start, stop, logs
     hooks: Hooks = Field(default_factory=Hooks, validate_default=True)
-    health_url: str | None = None  # a health URL other than the kind's own
-    # the model name to request (profile = "openai")
+    health_url: str | None = None  # a health URL other than the engine's own
+    # the model name to request (engine = "openai")
     model: str | None = Field(default=None, validate_default=True)
     # 1-token generations that must succeed in a row before READY
     generations: Annotated[int, Field(ge=1)] = 3
@@ -128,18 +137,24 @@ class ServiceSpec(StrictModel):
         """A TOML-able table (None fields are left out) that from_dict() reads back."""
         return self.model_dump(mode="json", exclude_none=True)
 
-    # ---- checks that depend on the kind (errors keyed by the field) --------------
+    # ---- the old names, then checks that depend on the control (errors keyed by the field) --
 
-    @field_validator("profile")
+    @model_validator(mode="before")
     @classmethod
-    def _known_kind_hot_needs_ddtune(cls, profile: str, info: ValidationInfo) -> str:
-        if profile not in SERVER_KINDS:
+    def _old_names(cls, table: Any) -> Any:
+        """`kind` and `profile` read as `control` and `engine` (`RENAMED`)."""
+        return new_names(table) if isinstance(table, Mapping) else table
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine_hot_needs_ddtune(cls, engine: str, info: ValidationInfo) -> str:
+        if engine not in SERVER_KINDS:
             raise ValueError(f"must be one of {', '.join(repr(k) for k in SERVER_KINDS)}")
-        if info.data.get("kind") == "hot" and profile != "ddtune":
+        if info.data.get("control") == "hot" and engine != "ddtune":
             raise ValueError(
-                "kind = 'hot' works with profile = 'ddtune' only (POST /v1/ddtree/config)"
+                "control = 'hot' works with engine = 'ddtune' only (POST /v1/ddtree/config)"
             )
-        return profile
+        return engine
 
     @field_validator("vars")
     @classmethod
@@ -154,10 +169,12 @@ class ServiceSpec(StrictModel):
 
     @field_validator("command")
     @classmethod
-    def _command_fits_kind(cls, argv: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        kind = info.data.get("kind")
-        if kind in ("process", "hot") and not argv:
-            raise ValueError(f"must not be empty for kind = {kind!r} (the server's argv, a list)")
+    def _command_fits_control(cls, argv: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        control = info.data.get("control")
+        if control in ("process", "hot") and not argv:
+            raise ValueError(
+                f"must not be empty for control = {control!r} (the server's argv, a list)"
+            )
         if "vars" in info.data:  # else the vars error is reported
             for arg in argv:
                 _check_placeholders(arg, info.data["vars"])
@@ -181,11 +198,11 @@ class ServiceSpec(StrictModel):
 
     @field_validator("hooks")
     @classmethod
-    def _hooks_kind_needs_start_stop(cls, hooks: Hooks, info: ValidationInfo) -> Hooks:
+    def _hooks_control_needs_start_stop(cls, hooks: Hooks, info: ValidationInfo) -> Hooks:
         missing = [name for name, cmd in (("start", hooks.start), ("stop", hooks.stop)) if not cmd]
-        if info.data.get("kind") == "hooks" and missing:
+        if info.data.get("control") == "hooks" and missing:
             needed = " and ".join(f"hooks.{name}" for name in missing)
-            raise ValueError(f"kind = 'hooks' needs {needed} (shell commands)")
+            raise ValueError(f"control = 'hooks' needs {needed} (shell commands)")
         return hooks
 
     # ---- rendering ----------------------------------------------------------------
@@ -213,9 +230,9 @@ class ServiceSpec(StrictModel):
         return {name: str(value) for name, value in merged.items()}
 
     def method_args(self, params: DecodeParams) -> tuple[list[str], dict[str, str]]:
-        """The profile's flags and environment for the trial's method; none where the
-        command does not ask for them (`{method_args}`) and the profile cannot spell them."""
-        kind = get_kind(self.profile)
+        """The engine's flags and environment for the trial's method; none where the
+        command does not ask for them (`{method_args}`) and the engine cannot spell them."""
+        kind = get_kind(self.engine)
         if METHOD_ARGS in self.command:
             return kind.method_args(params)
         try:
@@ -248,6 +265,34 @@ class ServiceSpec(StrictModel):
         values = self.values(params, user_vars)
         hook_vars = {f"DDTUNE_{name.upper()}": value for name, value in values.items()}
         return {**hook_vars, **self.method_args(params)[1], **self.render_env(params, user_vars)}
+
+
+def old_names(table: Mapping[str, Any]) -> list[str]:
+    """The old names a [service] table uses, each as a one-line note naming the new one."""
+    return [
+        f"[service] {old} is now called {new}: write {new} = {json.dumps(table[old])} "
+        f"({old} still reads)"
+        for old, new in RENAMED.items()
+        if old in table
+    ]
+
+
+def new_names(table: Mapping[str, Any]) -> dict[str, Any]:
+    """The table with its old names (`RENAMED`) as the new ones; both given with different
+    values: a `UserError` naming both."""
+    renamed = dict(table)
+    for old, new in RENAMED.items():
+        if old not in renamed:
+            continue
+        value = renamed.pop(old)
+        if new in renamed and renamed[new] != value:
+            raise UserError(
+                f"both {old} = {json.dumps(value)} and {new} = {json.dumps(renamed[new])} are "
+                f"given; {old} is the old name of {new}: keep {new} only",
+                key=f"service.{new}",
+            )
+        renamed[new] = value
+    return renamed
 
 
 def _check_placeholders(text: str, user_vars: Mapping[str, Any], label: str = "") -> None:

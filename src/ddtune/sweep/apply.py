@@ -66,7 +66,7 @@ def apply_config(
     report = preflight(spec, workdir, [config])
     if report.engine is not None:
         console.print(escape("\n".join(report.lines())))
-    kind = spec.service.kind
+    kind = spec.service.control
     if kind == "systemd":
         source = origin(store, sweep, config)
         return _apply_systemd(spec.service, config, workdir, dry_run, console, source)
@@ -80,13 +80,13 @@ def revert_config(store: Store, sweep: SweepRow, dry_run: bool, console: Console
     """Undo the last apply: the previous drop-in (systemd) or config (hot)."""
     spec = stored_spec(store, sweep)
     workdir = store.path.parent.resolve()
-    kind = spec.service.kind
+    kind = spec.service.control
     if kind == "systemd":
         return _revert_systemd(spec.service, workdir, dry_run, console)
     if kind == "hot":
         return _revert_hot(spec.service, workdir, dry_run, console)
     console.print(
-        f"nothing to revert: for kind = {kind!r} `sweep apply` only prints the launch command; "
+        f"nothing to revert: for control = {kind!r} `sweep apply` only prints the launch command; "
         "stop the server you started with it"
     )
     return 0
@@ -199,7 +199,7 @@ def _print_command(
     """The exact command (and environment) that serves `config`; `checked`: the engine the
     preflight asked, if it ran."""
     params, user_vars = config.params, config.user_vars()
-    if service.kind == "hooks":
+    if service.control == "hooks":
         env = service.hook_env(params, user_vars)
         console.print(f"the start hook serves {escape(config.label())} with these variables:")
         console.print(escape(env_words(env)), highlight=False, soft_wrap=True)
@@ -207,7 +207,9 @@ def _print_command(
     argv = service.render_argv(params, user_vars)
     env = service.render_env(params, user_vars)
     where = f" (in {service.cwd})" if service.cwd else ""
-    console.print(f"kind = {service.kind!r}: ddtune keeps nothing running; serve it with{where}:")
+    console.print(
+        f"control = {service.control!r}: ddtune keeps nothing running; serve it with{where}:"
+    )
     console.print(escape(command_line(env, argv)), highlight=False, soft_wrap=True)
     engine = _engine_command(service, argv, checked)
     if engine:
@@ -217,7 +219,7 @@ def _print_command(
 def _engine_command(service: ServiceSpec, argv: list[str], engine: EngineInfo | None) -> str | None:
     """For `python -m ddtune.launchers`: the engine command it execs (its `--print`);
     `engine`, the preflight's, spares the launcher asking the engine again."""
-    found = engine_of(argv, service.profile)
+    found = engine_of(argv, service.engine)
     if found is None or found.front is None:
         return None
     built, added = build(found.front, engine)

@@ -49,20 +49,20 @@ def apply_schedule(
     """Apply the report's schedule (or the one in `source`) to the sweep's service."""
     spec = stored_spec(store, sweep)
     service = spec.service
-    if service.kind == "hot":
+    if service.control == "hot":
         raise UserError(
-            "a schedule is set when the server starts: kind = 'hot' applies one config "
+            "a schedule is set when the server starts: control = 'hot' applies one config "
             "(`sweep apply --config LABEL`), or restart it with `ddtune serve --schedule FILE`"
         )
     schedule, typical, why = chosen_schedule(store, sweep, source)
     console.print(f"schedule: {escape(schedule.describe())} ({escape(why)})")
     workdir = store.path.parent.resolve()
-    folder = applied_dropin(service).path.parent if service.kind == "systemd" else workdir
+    folder = applied_dropin(service).path.parent if service.control == "systemd" else workdir
     launch = scheduled_launch(service, schedule, folder, typical)
     console.print(escape(launch.words))
     tier = launch.tier
     preflight(spec, workdir, [Config(tier.params, tuple(sorted(tier.vars.items())))])
-    if service.kind == "systemd":
+    if service.control == "systemd":
         return _systemd(service, launch, workdir, dry_run, console, f"{why}, sweep {sweep['name']}")
     return _print(service, launch, dry_run, console)
 
@@ -134,7 +134,7 @@ def _print(service: ServiceSpec, launch: ScheduledLaunch, dry_run: bool, console
             path.write_text(text)
             console.print(f"wrote {path}", highlight=False)
     env = service.render_env(launch.tier.params, launch.tier.vars)
-    console.print(f"kind = {service.kind!r}: ddtune keeps nothing running; serve it with:")
+    console.print(f"control = {service.control!r}: ddtune keeps nothing running; serve it with:")
     console.print(escape(command_line(env, launch.argv)), highlight=False, soft_wrap=True)
     return 0
 

@@ -19,7 +19,7 @@ def hooks_spec(svc, port, state_dir, *switches, stop=None, start_extra="", **ove
         "logs": 'cat "$STATE/server.log"',
     }
     env = {"PY": sys.executable, "SERVER": str(svc.fault_server), "STATE": str(state_dir)}
-    return svc.make_spec(port, [], kind="hooks", hooks=hooks, env=env, **overrides)
+    return svc.make_spec(port, [], control="hooks", hooks=hooks, env=env, **overrides)
 
 
 def test_hooks_reconfigure_passes_config_as_environment(svc, port, controllers, tmp_path):

@@ -13,7 +13,7 @@ from ddtune.services import PHASES
 
 
 def test_first_call_starts_then_hot_reconfigures_same_instance(svc, port, controllers, tmp_path):
-    ctl = controllers(svc.make_spec(port, svc.fault_command("--hot"), kind="hot"))
+    ctl = controllers(svc.make_spec(port, svc.fault_command("--hot"), control="hot"))
     first = ctl.reconfigure(svc.params, tmp_path / "a1")
     assert first.ready, first
     assert any("started one" in note for note in first.notes)
@@ -35,7 +35,7 @@ def test_first_call_starts_then_hot_reconfigures_same_instance(svc, port, contro
     ],
 )
 def test_hot_faults(svc, port, controllers, tmp_path, switches, failure):
-    ctl = controllers(svc.make_spec(port, svc.fault_command(*switches), kind="hot"))
+    ctl = controllers(svc.make_spec(port, svc.fault_command(*switches), control="hot"))
     first = ctl.reconfigure(
         svc.params.with_updates({"topk": 9}) if failure == "config_mismatch" else svc.params,
         tmp_path / "a1",
@@ -51,7 +51,7 @@ def test_server_that_was_already_running_is_left_running(svc, port, controllers,
     external = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         ctl = controllers(
-            svc.make_spec(port, svc.fault_command("--hot"), kind="hot", timeouts={"identity": 5})
+            svc.make_spec(port, svc.fault_command("--hot"), control="hot", timeouts={"identity": 5})
         )
         for _ in range(100):  # wait until the external server answers
             try:
@@ -69,7 +69,7 @@ def test_server_that_was_already_running_is_left_running(svc, port, controllers,
 
 
 def test_hot_in_place_phases_are_snapshot_start_poll(svc, port, controllers, tmp_path):
-    ctl = controllers(svc.make_spec(port, svc.fault_command("--hot"), kind="hot"))
+    ctl = controllers(svc.make_spec(port, svc.fault_command("--hot"), control="hot"))
     heard: list[str] = []
     first = ctl.reconfigure(svc.params, tmp_path / "a1", on_phase=heard.append)
     assert first.ready and tuple(heard) == PHASES, (first, heard)  # started: the full protocol

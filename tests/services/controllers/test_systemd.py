@@ -20,7 +20,7 @@ UNIT = "fake-llm.service"
 def systemd_spec(svc, port, root, *switches, unit=UNIT, **overrides):
     cmd = svc.fault_command(*switches)
     return svc.make_spec(
-        port, cmd, kind="systemd", unit=unit, systemd_dir=str(root / "run"), **overrides
+        port, cmd, control="systemd", unit=unit, systemd_dir=str(root / "run"), **overrides
     )
 
 
@@ -160,7 +160,7 @@ def test_real_systemd_unit_stop_start(svc, port, controllers, tmp_path):
     unit_file.write_text("[Service]\nType=simple\nExecStart=/bin/false\nTimeoutStopSec=5\n")
     subprocess.run(["systemctl", "daemon-reload"], check=True)
     try:
-        spec = svc.make_spec(port, svc.fault_command(), kind="systemd", unit=unit)
+        spec = svc.make_spec(port, svc.fault_command(), control="systemd", unit=unit)
         ctl = controllers(spec)
         first = ctl.reconfigure(svc.params, tmp_path / "a1")
         second = ctl.reconfigure(svc.params, tmp_path / "a2")
@@ -176,7 +176,7 @@ def test_unknown_unit_is_a_preflight_failure(svc, port, controllers, tmp_path, f
     root, _ = fake_systemd
     ctl = controllers(
         svc.make_spec(
-            port, svc.fault_command(), kind="systemd", unit="nope", systemd_dir=str(root / "run")
+            port, svc.fault_command(), control="systemd", unit="nope", systemd_dir=str(root / "run")
         )
     )
     out = ctl.reconfigure(svc.params, tmp_path / "a")

@@ -47,10 +47,12 @@ def test_a_unit_by_name_gives_a_spec_the_plan_accepts(installed, fake_systemd, u
     assert code == 0, err
     assert "restart(s)" in printed and " h" in printed  # the plan's cost, printed at the end
     doc = tomllib.loads(out.read_text())
-    assert doc["service"]["kind"] == "systemd" and doc["service"]["unit"] == unit
+    assert doc["service"]["control"] == "systemd" and doc["service"]["unit"] == unit
+    assert doc["service"]["engine"] == unit.split("-")[0]
+    assert not {"kind", "profile"} & doc["service"].keys()  # the old names are not written
     code, text = plan(capsys, out)
     assert code == 0, text
-    assert "accepted all" in text
+    assert "accepted all" in text and "is now called" not in text
 
 
 @pytest.mark.parametrize("unit", UNITS)
@@ -59,7 +61,7 @@ def test_an_argv_gives_a_process_spec_the_plan_accepts(installed, unit, capsys):
     code, _, err = init(capsys, "--out", str(out), "--from-command", "--", *installed.argv(unit))
     assert code == 0, err
     doc = tomllib.loads(out.read_text())
-    assert doc["service"]["kind"] == "process" and "unit" not in doc["service"]
+    assert doc["service"]["control"] == "process" and "unit" not in doc["service"]
     windows = [w for w in doc.get("space", {}).get("window", []) if isinstance(w, int)]
     assert doc["bench"]["long"]["prompt_tokens"] > max(windows, default=0)
     code, text = plan(capsys, out)
@@ -78,7 +80,7 @@ def test_the_baseline_is_the_command_as_it_runs_every_flag_kept(installed, unit,
     base = spec.baseline
     assert base is not None
     argv = spec.service.render_argv(base.params, base.user_vars())
-    found = engine_of(argv, spec.service.profile)
+    found = engine_of(argv, spec.service.engine)
     assert found is not None
     window = {"--speculative-draft-window-size": "speculative_draft_window_size"}
     info = EngineInfo(found.kind.name, "0.5.23", window, argv[0], "test")

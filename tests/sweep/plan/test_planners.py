@@ -172,10 +172,36 @@ def test_a_grid_estimate_agrees_with_the_plan_under_passes_per_start(tmp_path, c
 
 def test_a_hot_sweep_counts_reconfigures_not_restarts(tmp_path, capsys, spec_text):
     path = tmp_path / "hot.toml"
-    path.write_text(spec_text.toml(RACE, COSTS + 'kind = "hot"\n'))
+    path.write_text(spec_text.toml(RACE, COSTS + 'control = "hot"\n'))
     assert main(["sweep", "plan", str(path), "--store", str(tmp_path / "none.sqlite")]) == 0
     out = capsys.readouterr().out
     assert "27 trial(s), 27 hot reconfigure(s)" in out and "restart(s)" not in out
+
+
+def test_sweep_plan_reads_the_old_service_key_names_with_one_note_each(tmp_path, capsys, spec_text):
+    store = str(tmp_path / "none.sqlite")
+    outputs = {}
+    for name, keys in (("new", 'control = "hot"\nengine = "ddtune"\n'), ("old", 'kind = "hot"\n')):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(spec_text.toml(RACE, COSTS + keys))
+        assert main(["sweep", "plan", str(path), "--store", store]) == 0
+        outputs[name] = capsys.readouterr()
+    assert outputs["old"].out == outputs["new"].out  # the same plan, hot reconfigures
+    assert "27 hot reconfigure(s)" in outputs["old"].out
+    assert outputs["new"].err == ""
+    note = (
+        f"note: {tmp_path / 'old.toml'}: [service] kind is now called control: "
+        'write control = "hot" (kind still reads)'
+    )
+    assert outputs["old"].err.splitlines() == [note]
+    both = tmp_path / "both.toml"
+    both.write_text(spec_text.toml(RACE, COSTS + 'kind = "process"\ncontrol = "hot"\n'))
+    assert main(["sweep", "plan", str(both), "--store", store]) == 2
+    err = capsys.readouterr().err
+    assert (
+        'both kind = "process" and control = "hot" are given' in err
+        and len(err.strip().splitlines()) == 1
+    ), err
 
 
 def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():
@@ -207,8 +233,8 @@ name = "split"
 repeats = 1
 baseline = { mode = "ar" }
 [service]
-kind = "process"
-profile = "ddtune"
+control = "process"
+engine = "ddtune"
 command = ["{python}", "-m", "ddtune.cli", "serve", "--port", "{port}", "--mode", "{mode}"]
 port = 18799
 expected_start_s = 5

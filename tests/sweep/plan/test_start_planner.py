@@ -53,7 +53,7 @@ COSTS = "expected_start_s = 420\nexpected_bench_s = 60\n"
         (SERVICE, COSTS, "", True, "auto: a restart (420 s) takes at least one bench (60 s)"),
         (SERVICE, "expected_start_s = 30\nexpected_bench_s = 60\n", "", False, "less than"),
         (SERVICE, "", "", False, "no costs known"),
-        (SERVICE.replace("[service]\n", '[service]\nkind = "hot"\n'), COSTS, "", False, "hot"),
+        (SERVICE.replace("[service]\n", '[service]\ncontrol = "hot"\n'), COSTS, "", False, "hot"),
         (SERVICE, "", "restart_bound = true\n", True, "restart_bound = true"),
         (SERVICE, COSTS, "restart_bound = false\n", False, "restart_bound = false"),
     ],

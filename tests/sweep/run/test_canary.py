@@ -33,7 +33,7 @@ def unit(tmp_path, fake_systemd, port):
     exec_start = f"{sys.executable} -S {FAULT_SERVER} --port {port} --mode ar"
     install_unit(UNIT, exec_start, f"Environment=FAKE_COUNT_STARTS={ledger}\nTimeoutStopSec=2\n")
     subprocess.run(["systemctl", "start", UNIT], check=True)
-    service = f'kind = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
+    service = f'control = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
     service += f'env = {{ FAKE_COUNT_STARTS = "{ledger}" }}'
     yield ledger, service
     subprocess.run(["systemctl", "stop", UNIT], check=True)

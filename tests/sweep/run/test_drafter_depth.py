@@ -22,9 +22,9 @@ def drafter(tmp_path: Path, block: int | None) -> Path:
     return folder
 
 
-def spec(tmp_path, writer, port, profile: str, configs: str, args: str, defaults: str = ""):
+def spec(tmp_path, writer, port, engine: str, configs: str, args: str, defaults: str = ""):
     ledger = tmp_path / "starts.txt"
-    service = f'profile = "{profile}"\nenv = {{ FAKE_COUNT_STARTS = "{ledger}" }}'
+    service = f'engine = "{engine}"\nenv = {{ FAKE_COUNT_STARTS = "{ledger}" }}'
     path = writer(tmp_path, "depth", configs, port, service=service, args=args, defaults=defaults)
     return path, ledger
 
@@ -36,7 +36,7 @@ def vllm_method(block_size: int, folder: Path) -> dict:
         block_size = {block_size}
         drafter = "{folder}"
     """
-    return {"profile": "vllm", "configs": configs, "args": '"{method_args}"'}
+    return {"engine": "vllm", "configs": configs, "args": '"{method_args}"'}
 
 
 def vllm_var(tokens: int, folder: Path) -> dict:
@@ -44,7 +44,7 @@ def vllm_var(tokens: int, folder: Path) -> dict:
     body = f'{{{{"method":"dflash","model":"{folder}","num_speculative_tokens":{{K}}}}}}'
     configs = f'[[configs]]\nmode = "ar"\nvars = {{ K = {tokens} }}'
     return {
-        "profile": "vllm",
+        "engine": "vllm",
         "configs": configs,
         "args": f'"--speculative-config", {json.dumps(body)}',
         "defaults": "K = 1",
@@ -57,7 +57,7 @@ def sglang_var(tokens: int, folder: Path) -> dict:
         '"--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", '
         f'"{folder}", "--speculative-num-draft-tokens", "{{draft}}"'
     )
-    return {"profile": "sglang", "configs": configs, "args": args, "defaults": "draft = 1"}
+    return {"engine": "sglang", "configs": configs, "args": args, "defaults": "draft = 1"}
 
 
 CASES = {

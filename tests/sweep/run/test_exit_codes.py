@@ -98,7 +98,7 @@ def test_demo_exits_like_its_passes(tmp_path, fake_spec_writer, port, capsys):
 
     restart = fake_spec_writer(tmp_path, "r", GOOD + CRASHING, port)
     hot = fake_spec_writer(
-        tmp_path, "h", GOOD + GOOD.replace("4", "8"), port, service='kind = "hot"'
+        tmp_path, "h", GOOD + GOOD.replace("4", "8"), port, service='control = "hot"'
     )
     hot.write_text(hot.read_text().replace('"{delay}"]', '"{delay}", "--hot"]'))
     assert run_demo(tmp_path / "demo", restart, hot) == 1

@@ -33,7 +33,7 @@ CONFIGS = """
 
 
 def test_a_pass_benches_its_configs_in_turns(tmp_path, tiny_models, spec_writer):
-    spec_path = spec_writer(tmp_path, tiny_models, SWEEP, CONFIGS, service='kind = "hot"')
+    spec_path = spec_writer(tmp_path, tiny_models, SWEEP, CONFIGS, service='control = "hot"')
     spec = load_spec(spec_path)
     with open(tmp_path / "out.txt", "w") as out:
         summary = run_sweep(spec, tmp_path / "store.sqlite", Console(file=out, width=200))
@@ -76,13 +76,13 @@ def test_a_pass_benches_its_configs_in_turns(tmp_path, tiny_models, spec_writer)
 @pytest.mark.parametrize(
     "extra, key",
     [
-        ("", "service.kind"),  # a restart per config: no switching between requests
+        ("", "service.control"),  # a restart per config: no switching between requests
         ('order = "random"', "sweep.order"),
         ("passes_per_start = 2", "sweep.passes_per_start"),
     ],
 )
 def test_interleave_request_refuses_what_cannot_switch_per_request(extra, key):
-    kind = 'kind = "hot"' if key != "service.kind" else ""
+    kind = 'control = "hot"' if key != "service.control" else ""
     text = f"""
 [sweep]
 name = "x"
@@ -109,7 +109,7 @@ interleave = "request"
 [[configs]]
 mode = "ar"
 [service]
-kind = "hot"
+control = "hot"
 command = ["ddtune", "serve", "--port", "{port}"]
 port = 18000
 [bench]
@@ -136,7 +136,7 @@ def test_a_config_that_fails_in_a_pass_is_retried_alone_and_the_rest_bench_in_tu
         topk = 2
     """
     spec_path = spec_writer(
-        tmp_path, tiny_models, sweep, configs, attempts=2, service='kind = "hot"'
+        tmp_path, tiny_models, sweep, configs, attempts=2, service='control = "hot"'
     )
     with open(tmp_path / "out.txt", "w") as out:
         summary = run_sweep(load_spec(spec_path), tmp_path / "store.sqlite", Console(file=out))

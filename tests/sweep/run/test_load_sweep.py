@@ -35,8 +35,8 @@ SPEC = """
     vars = {{ token_ms = 4, contention = 1.0 }}
 
     [service]
-    kind = "process"
-    profile = "openai"
+    control = "process"
+    engine = "openai"
     model = "fake-model"
     command = ["{{python}}", "{server}", "--port", "{{port}}", "--ttft-ms", "5",
                "--token-ms", "{{token_ms}}", "--contention", "{{contention}}"]

@@ -51,10 +51,10 @@ def write_spec(folder: Path, root: Path, port: int, python: str, extra: list[str
         mode = ["dflash"]
         window = ["none", 64]
         [service]
-        kind = "systemd"
+        control = "systemd"
         unit = "{UNIT}"
         systemd_dir = "{root / "run"}"
-        profile = "sglang"
+        engine = "sglang"
         port = {port}
         gpu = "off"
         command = {json.dumps(command)}

@@ -50,7 +50,7 @@ def test_race_sigkill_resume_decides_as_uninterrupted(
     tmp_path, tiny_models, spec_writer, interleave
 ):
     sweep = SWEEP + f'    interleave = "{interleave}"\n'
-    spec_path = spec_writer(tmp_path, tiny_models, sweep, SPACE, service='kind = "hot"')
+    spec_path = spec_writer(tmp_path, tiny_models, sweep, SPACE, service='control = "hot"')
     spec = load_spec(spec_path)
     store_path = tmp_path / "runs" / "store.sqlite"
     try:

@@ -62,7 +62,7 @@ def test_an_interrupted_sweep_leaves_the_unit_on_its_own_config_and_ready(
     try:
         _wait(lambda: _config(port)["mode"] == "ar")
         before = _unit(port)["InvocationID"]
-        service = f'kind = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
+        service = f'control = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
         spec = fake_spec_writer(tmp_path, "prod", LOADING, port, service)
         store = tmp_path / "s" / "store.sqlite"
         runner = runners.start(spec, store)
@@ -90,7 +90,7 @@ def test_a_hot_server_that_ran_before_the_sweep_gets_its_config_back(
     try:
         _wait(lambda: _config(port)["budget"] == 32)
         configs = LOADING.replace('    vars = { delay = "600" }\n', "")
-        spec = fake_spec_writer(tmp_path, "hot", configs, port, 'kind = "hot"')
+        spec = fake_spec_writer(tmp_path, "hot", configs, port, 'control = "hot"')
         assert main(["sweep", "run", str(spec), "--store", str(tmp_path / "s.sqlite")]) == 0
         err = " ".join(capsys.readouterr().err.split())
         assert "restored: the running server is back on ddtree b32 k8" in err, err
@@ -109,7 +109,7 @@ def test_run_apply_applies_the_answer_instead_of_restoring(
     subprocess.run(["systemctl", "start", UNIT], check=True)
     try:
         _wait(lambda: _config(port)["mode"] == "ar")
-        service = f'kind = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
+        service = f'control = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
         configs = LOADING.replace('    vars = { delay = "600" }\n', "")
         spec = fake_spec_writer(tmp_path, "once", configs, port, service)
         code = main(["sweep", "run", "--apply", str(spec), "--store", str(tmp_path / "s.sqlite")])

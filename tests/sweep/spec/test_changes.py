@@ -43,3 +43,14 @@ def test_what_is_measured_is_named():
         change = measured_change(SPEC, SPEC.replace(old, new))
         assert change is not None and change.key == key
         assert f"different {key}" in change.message("s.sqlite", "s")
+
+
+def test_the_old_service_key_names_compare_as_the_new_ones():
+    old = SPEC.replace("[service]\n", '[service]\nkind = "process"\nprofile = "ddtune"\n')
+    new = SPEC.replace("[service]\n", '[service]\ncontrol = "process"\nengine = "ddtune"\n')
+    assert measured_change(old, new) is None
+    assert measured_change(new, old) is None
+    hot = measured_change(old, new.replace('control = "process"', 'control = "hot"'))
+    assert hot is not None and hot.key == "service.control"
+    vllm = measured_change(old, new.replace('engine = "ddtune"', 'engine = "vllm"'))
+    assert vllm is not None and vllm.key == "service.engine"

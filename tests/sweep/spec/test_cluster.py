@@ -98,8 +98,8 @@ def test_ray_without_slots_is_one_slot_on_the_service():
             "unknown key",
         ),
         (
-            RAY + '[[cluster.slots]]\n[cluster.slots.service]\nport = 9001\nkind = "x"\n',
-            "cluster.slots.0.service.kind",
+            RAY + '[[cluster.slots]]\n[cluster.slots.service]\nport = 9001\ncontrol = "x"\n',
+            "cluster.slots.0.service.control",
             "unknown key",
         ),
     ],

@@ -1,4 +1,4 @@
-"""The DDTree knobs in a sweep spec: sweepable where the server kind honours them (SGLang's
+"""The DDTree knobs in a sweep spec: sweepable where the engine honours them (SGLang's
 environment), refused with one clear line where it cannot (ddtune's own engine has no such
 knob), for modes that have no tree, and where no placeholder would carry them."""
 
@@ -13,7 +13,7 @@ from ddtune.sweep.spec.load import parse_spec
 
 SGLANG_SERVICE = """
 [service]
-profile = "sglang"
+engine = "sglang"
 command = ["python", "-m", "ddtune.launchers", "sglang", "--model-path", "/m",
            "--draft-model-path", "/d", "--mode", "{mode}", "--budget", "{budget}",
            "--topk", "{topk}", "--window", "{window}", "--depth-bonus", "{depth_bonus}",
@@ -59,8 +59,8 @@ def test_a_kind_that_cannot_honour_a_knob_refuses_it_naming_the_key_and_line():
     failure = error('[space]\nmode = ["ddtree"]\ndepth_bonus = [0.1, 0.3]\n', DDTUNE_SERVICE)
     assert failure.key == "space.depth_bonus"
     assert str(failure) == (
-        "k.toml:6: space.depth_bonus is a DDTree knob that server kind 'ddtune' cannot honour "
-        "(only 'sglang' reads it); remove it or set service.profile"
+        "k.toml:6: space.depth_bonus is a DDTree knob that engine 'ddtune' cannot honour "
+        "(only 'sglang' reads it); remove it or set service.engine"
     )
 
 

@@ -13,8 +13,8 @@ from ddtune.sweep.spec.load import SweepSpec, parse_spec
 
 SGLANG = """
 [service]
-kind = "process"
-profile = "sglang"
+control = "process"
+engine = "sglang"
 command = ["python", "-m", "sglang.launch_server", "--port", "{port}", "{method_args}"]
 """
 MIXED = """
@@ -95,7 +95,7 @@ def test_vllm_spelling_and_hooks_get_the_flags_too():
         '{"method":"ngram","num_speculative_tokens":2,"prompt_lookup_max":3}',
     ]
     assert loaded.service.render_env(first.params, {}) == {"VLLM_SERVER_DEV_MODE": "1"}
-    hooks = '[service]\nkind = "hooks"\nprofile = "vllm"\nhooks = { start = "s", stop = "t" }\n'
+    hooks = '[service]\ncontrol = "hooks"\nengine = "vllm"\nhooks = { start = "s", stop = "t" }\n'
     env = spec(text, hooks).service.hook_env(first.params, {})
     assert env["DDTUNE_METHOD"] == "ngram"
     assert env["DDTUNE_METHOD_ARGS"].startswith('--speculative-config \'{"method":"ngram"')

@@ -5,7 +5,7 @@
     hooks     user shell commands stop/start/logs (docker, Kubernetes, Slurm, ...)
     hot       a running `ddtune serve` reconfigured in place (POST /v1/ddtree/config)
 
-`ddtune.services.build_controller(spec, workdir)` picks one by `spec.kind`.
+`ddtune.services.build_controller(spec, workdir)` picks one by `spec.control`.
 """
 
 from ddtune.services.controllers.hooks import HooksController

@@ -1,4 +1,4 @@
-"""`kind = "hooks"`: user shell commands stop/start/logs (docker, Kubernetes, Slurm, ...).
+"""`control = "hooks"`: user shell commands stop/start/logs (docker, Kubernetes, Slurm, ...).
 
 Each hook runs under `/bin/sh -c` with the configuration as environment
 variables: `DDTUNE_MODE, DDTUNE_BUDGET, DDTUNE_TOPK, DDTUNE_WINDOW, DDTUNE_PORT,
@@ -6,7 +6,7 @@ DDTUNE_HOST`, one `DDTUNE_<VAR>` per user variable, the rendered `env` table,
 `DDTUNE_ATTEMPT_DIR` and the instance tag. The start hook must return once the
 server is launched (e.g. `docker run -d`). Local processes it leaves behind
 carry the tag, so they are found, watched and killed like a process kind's;
-remote ones are judged by the port and the profile's probes only.
+remote ones are judged by the port and the engine's probes only.
 See docs/readiness.md "Services".
 """
 
@@ -36,7 +36,7 @@ class HooksController(Controller):
 
     def __init__(self, spec: ServiceSpec, workdir: Path, gpu_probe: GpuProbe | None = None) -> None:
         if spec.hooks.start is None or spec.hooks.stop is None:
-            raise UserError("kind = 'hooks' needs service.hooks.start and service.hooks.stop")
+            raise UserError("control = 'hooks' needs service.hooks.start and service.hooks.stop")
         super().__init__(spec, workdir, gpu_probe)
         self.start_hook, self.stop_hook = spec.hooks.start, spec.hooks.stop
         self.tag_prefix = scope_prefix(self.workdir)

@@ -1,4 +1,4 @@
-"""`kind = "hot"`: reconfigure a running `ddtune serve` through `POST /v1/ddtree/config`.
+"""`control = "hot"`: reconfigure a running `ddtune serve` through `POST /v1/ddtree/config`.
 
 No restart: READY means the *same* instance (instance_id unchanged) now
 reports a *new* config_generation whose config equals the request, answers

@@ -1,4 +1,4 @@
-"""`kind = "process"`: the server is a local child process started from an argv.
+"""`control = "process"`: the server is a local child process started from an argv.
 
 Each launch gets its own session/process group and the environment tag
 `DDTUNE_INSTANCE_TAG=ddtune-<scope>-<uuid>`, where <scope> is derived from the

@@ -1,4 +1,4 @@
-"""`kind = "systemd"`: a unit reconfigured through a runtime drop-in, stopped then started.
+"""`control = "systemd"`: a unit reconfigured through a runtime drop-in, stopped then started.
 
 Preflight writes `<systemd_dir>/<unit>.d/ddtune.conf` (the rendered `env`
 table and the instance tag as `Environment=`, and the rendered `command` as

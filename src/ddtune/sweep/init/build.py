@@ -160,7 +160,7 @@ def _service_table(
     bench: dict[str, Any],
     base: Path,
 ) -> Table:
-    values: dict[str, Any] = {"kind": "systemd" if source.unit else "process"}
+    values: dict[str, Any] = {"control": "systemd" if source.unit else "process"}
     comments = {
         "expected_start_s": f"stop + start to READY: {start_how}; measured starts replace it",
         "expected_bench_s": "one bench of [bench] at ~60 tok/s; measured benches replace it",
@@ -173,7 +173,7 @@ def _service_table(
         values["cwd"] = str(base)
         comments["cwd"] = "where the command ran when sweep init read it"
     values.update(
-        profile=launch.engine,
+        engine=launch.engine,
         port=launch.port,
         host="127.0.0.1" if launch.host in ("0.0.0.0", "::", "[::]") else launch.host,
         generations=3,

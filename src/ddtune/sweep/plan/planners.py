@@ -135,7 +135,7 @@ def _trace_notes(spec: SweepSpec) -> list[str]:
 
 def restart_word(spec: SweepSpec) -> str:
     """What starts each trial's server config: a restart, or a hot reconfigure in place."""
-    return "hot reconfigure(s)" if spec.service.kind == "hot" else "restart(s)"
+    return "hot reconfigure(s)" if spec.service.control == "hot" else "restart(s)"
 
 
 def live_eta(started: float, ran: int, left: int, more: Callable[[], object] | None) -> str:

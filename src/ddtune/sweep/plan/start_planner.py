@@ -202,7 +202,7 @@ def spec_forecast(spec: SweepSpec, configs: Sequence[tuple[Config, bool]]) -> Fo
     check_requests(trace, spec.bench)
     params = {config.label(): config.params for config, _ in configs}
     trace_binding(spec)
-    return build_forecast(trace, params, get_kind(spec.service.profile), spec.objective)
+    return build_forecast(trace, params, get_kind(spec.service.engine), spec.objective)
 
 
 def trace_binding(spec: SweepSpec) -> list[str]:

@@ -43,7 +43,7 @@ def run_canary(spec: SweepSpec, store_path: Path, console: Console) -> int:
         report = execute_attempt(
             controller,
             one_request(spec.bench),
-            spec.service.profile,
+            spec.service.engine,
             config,
             workdir / "canary" / "trial",
             lambda text: None,

@@ -95,9 +95,9 @@ def config_depth(config: Config, service: ServiceSpec) -> Depth | None:
     if not service.command:
         return None
     argv = service.render_argv(config.params, config.user_vars())
-    if service.profile == "vllm":
+    if service.engine == "vllm":
         return _vllm_depth(argv)
-    if service.profile == "sglang":
+    if service.engine == "sglang":
         return _sglang_depth(argv)
     return None
 

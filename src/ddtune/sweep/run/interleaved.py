@@ -80,7 +80,9 @@ def run_interleaved_pass(
     from ddtune.services.controllers.hot import HotController, Switched
 
     if not isinstance(controller, HotController):
-        raise TypeError("request-interleaved passes need the hot controller (service kind 'hot')")
+        raise TypeError(
+            "request-interleaved passes need the hot controller (service control 'hot')"
+        )
     errors: dict[int, str | None] = {}  # trial id -> its first attempt's failure line, or None
     ready = _make_ready(loop, controller, trials, phase, errors)  # 1
     serving = controller.serving()  # a failed trial's cleanup may have stopped the server
@@ -155,7 +157,7 @@ def _bench_in_turns(
     with _switches(controller, serving) as switch_to:
         arms = [Arm(switch_to(loop.store.trial_config(r.trial).params)) for r in ready]
         base_url = ready[0].outcome.base_url
-        return run_alternated(base_url, loop.spec.bench, loop.spec.service.profile, arms)
+        return run_alternated(base_url, loop.spec.bench, loop.spec.service.engine, arms)
 
 
 @contextmanager

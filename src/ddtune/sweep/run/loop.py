@@ -406,7 +406,7 @@ class TrialLoop:
         report = execute_attempt(
             controller,
             self.spec.bench,
-            self.spec.service.profile,
+            self.spec.service.engine,
             config,
             attempt_dir,
             phase,

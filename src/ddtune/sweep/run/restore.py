@@ -54,12 +54,12 @@ class Before:
 def seen_before(controller: Controller) -> Before:
     """Look at the service before anything is stopped (read only)."""
     spec = controller.spec
-    if spec.kind == "systemd" and isinstance(controller, SystemdController):
+    if spec.control == "systemd" and isinstance(controller, SystemdController):
         try:
             return Before(controller.show().get("ActiveState") in ("active", "activating"))
         except PhaseFailure:  # no systemctl here: the first trial's preflight says so
             return Before(False)
-    if spec.kind == "hot":
+    if spec.control == "hot":
         from ddtune.services.controllers.hot import HotController
 
         info = controller.serving() if isinstance(controller, HotController) else {}
@@ -70,7 +70,7 @@ def seen_before(controller: Controller) -> Before:
 
 def restore(controller: Controller, before: Before, baseline: Config | None) -> str:
     """Bring the service back to `before` (module docstring); the line to print."""
-    kind = controller.spec.kind
+    kind = controller.spec.control
     if kind == "hot" and before.hot_config is not None:
         return _hot(controller, before.hot_config)
     notes = controller.close()

@@ -8,7 +8,9 @@ breaker, the cost hints, the report and cluster settings (`OPERATIONAL`).
 Every finished trial is kept and the new values apply from the resume on. A
 change to what is measured (the configs, the bench, the service's command or
 environment, the baseline...) would mix two experiments in one store: it is
-named, with what to do (`SpecChange.message`).
+named, with what to do (`SpecChange.message`). The old names of `[service]`
+keys (`kind`, `profile`) compare as their new ones (`control`, `engine`), so a
+spec rewritten with the new names resumes a store started with the old ones.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ddtune.services.spec import RENAMED
 
 # keys (dotted prefixes) that change how the sweep runs, not what it measures
 OPERATIONAL = (
@@ -83,7 +87,13 @@ def _operational(key: str) -> bool:
 
 
 def _flat(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    return dict(_items(table, prefix))
+    return {_new_name(key): value for key, value in _items(table, prefix)}
+
+
+def _new_name(key: str) -> str:
+    """`service.kind` -> `service.control`, `service.profile` -> `service.engine`."""
+    table, _, name = key.partition(".")
+    return f"service.{RENAMED[name]}" if table == "service" and name in RENAMED else key
 
 
 def _items(table: Mapping[str, Any], prefix: str) -> Iterator[tuple[str, Any]]:

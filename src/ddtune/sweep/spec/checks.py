@@ -57,12 +57,12 @@ def check_strategy(doc: SpecDocument) -> None:
         )
 
 
-def check_interleave(doc: SpecDocument, service_kind: str) -> None:
+def check_interleave(doc: SpecDocument, service_control: str) -> None:
     """`interleave = "request"` switches one hot server's config before every request."""
     if doc.sweep.interleave != "request":
         return
     needs = {
-        "service.kind": (service_kind == "hot", "[service] kind = 'hot'"),
+        "service.control": (service_control == "hot", "[service] control = 'hot'"),
         "sweep.order": (doc.sweep.order == "interleaved", "order = 'interleaved'"),
         "sweep.passes_per_start": (doc.sweep.passes_per_start == 1, "passes_per_start = 1"),
         "bench.concurrency": (doc.bench.concurrency == 1, "[bench] concurrency = 1"),
@@ -78,17 +78,17 @@ def check_interleave(doc: SpecDocument, service_kind: str) -> None:
             )
 
 
-def check_knobs(doc: SpecDocument, profile: str, placeholders: set[str] | None) -> None:
-    """A DDTree knob needs a ddtree config, a server kind that honours it and, where the
+def check_knobs(doc: SpecDocument, engine: str, placeholders: set[str] | None) -> None:
+    """A DDTree knob needs a ddtree config, an engine that honours it and, where the
     service renders a command, a placeholder that carries it (`placeholders`; None: hooks,
     which get every value as DDTUNE_<NAME>)."""
-    honoured = get_kind(profile).knobs
+    honoured = get_kind(engine).knobs
     for key, knob, mode_ok in _written_knobs(doc):
         if knob not in honoured:
             _fail(
                 key,
-                f"is a DDTree knob that server kind {profile!r} cannot honour (only "
-                f"{_knob_kinds(knob)} reads it); remove it or set service.profile",
+                f"is a DDTree knob that engine {engine!r} cannot honour (only "
+                f"{_knob_kinds(knob)} reads it); remove it or set service.engine",
             )
         if not mode_ok:
             _fail(key, "shapes DDTree trees: it applies to mode 'ddtree' only")
@@ -119,7 +119,7 @@ def _knob_kinds(knob: str) -> str:
     from ddtune.kinds import SERVER_KINDS
 
     kinds = [name for name in SERVER_KINDS if knob in get_kind(name).knobs]
-    return ", ".join(repr(k) for k in kinds) or "no kind"
+    return ", ".join(repr(k) for k in kinds) or "no engine"
 
 
 def _no_search_settings(doc: SpecDocument) -> None:

@@ -149,6 +149,7 @@ class SweepSpec:
     trace: str | None = None  # `[sweep] trace`, resolved against the spec's folder
     allow_indistinct_windows: bool = False  # `[sweep]`: see sweep/run/prestop.py
     breaker: int = 3  # `[sweep] breaker`: see sweep/run/breaker.py (0: off)
+    notes: list[str] = field(default_factory=list)  # for plan and run: old key names used
 
     @property
     def races(self) -> bool:
@@ -200,9 +201,20 @@ def parse_spec(text: str, source: str = "<spec>", base_dir: Path | None = None) 
     try:
         return _build(parse_table(SpecDocument, doc), text, source, base_dir)
     except UserError as exc:
-        line = KeyLines(text).line_of(exc.key) if exc.key else None
+        line = KeyLines(text).line_of(_as_written(exc.key, doc)) if exc.key else None
         where = f"{source}:{line}" if line else source
         raise UserError(f"{where}: {exc}", key=exc.key) from None
+
+
+def _as_written(key: str, doc: Mapping[str, Any]) -> str:
+    """`service.control` as `service.kind` where the spec writes the old name only (its line)."""
+    from ddtune.services.spec import RENAMED
+
+    service = doc.get("service")
+    for old, new in RENAMED.items():
+        if key == f"service.{new}" and isinstance(service, Mapping) and new not in service:
+            return f"service.{old}" if old in service else key
+    return key
 
 
 BARE_NONE = re.compile(r"^\s*([\w.-]+)\s*=\s*(None|none|null|nil|NULL)\s*(#.*)?$")
@@ -223,6 +235,8 @@ def _none_hint(text: str, exc: tomllib.TOMLDecodeError) -> str:
 
 
 def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> SweepSpec:
+    from ddtune.services.spec import old_names
+
     check_strategy(doc)
     baseline = doc.sweep.baseline
     searched = doc.sweep.strategy == "optuna"
@@ -233,8 +247,8 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
     if not found and search is None:
         raise UserError("no configurations: add a [space] grid or [[configs]] tables")
     service = _service(doc.service)
-    check_interleave(doc, service.kind)
-    check_knobs(doc, service.profile, _placeholders(service))
+    check_interleave(doc, service.control)
+    check_knobs(doc, service.engine, _placeholders(service))
     _check_vars_used(found + _search_vars(search), service)
     _check_methods(found, service)
     base = found[0][0] if baseline else None
@@ -269,6 +283,7 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
         trace=_trace_path(sweep.trace, base_dir),
         allow_indistinct_windows=sweep.allow_indistinct_windows,
         breaker=sweep.breaker,
+        notes=old_names(doc.service),
     )
 
 
@@ -343,14 +358,14 @@ def _service(table: dict[str, Any]) -> ServiceSpec:
 def _placeholders(service: ServiceSpec) -> set[str] | None:
     """The placeholders service.command and service.env use; None for hooks (which get
     every value as DDTUNE_<NAME>) and a systemd unit that keeps its own ExecStart."""
-    if service.kind == "hooks" or (service.kind == "systemd" and not service.command):
+    if service.control == "hooks" or (service.control == "systemd" and not service.command):
         return None
     texts = list(service.command) + list(service.env.values())
     return {name for text in texts for _, name, _, _ in string.Formatter().parse(text) if name}
 
 
 def _check_methods(found: list[tuple[Config, str]], service: ServiceSpec) -> None:
-    """Every config's method spelled by the profile's engine (`{method_args}`), or checked
+    """Every config's method spelled by the service's engine (`{method_args}`), or checked
     against that engine's knobs; a method's knobs that no placeholder carries are refused."""
     placeholders = _placeholders(service)
     splices = placeholders is None or "method_args" in placeholders
@@ -359,8 +374,8 @@ def _check_methods(found: list[tuple[Config, str]], service: ServiceSpec) -> Non
         try:
             if placeholders is not None and "method_args" in placeholders:
                 service.method_args(params)  # the engine's spelling, checked
-            elif params.method is not None and service.profile in ENGINES:
-                params.method_config().check_for(service.profile, params.window)
+            elif params.method is not None and service.engine in ENGINES:
+                params.method_config().check_for(service.engine, params.window)
         except UserError as exc:
             raise UserError(f"{where}: {exc}", key=where) from None
         if params.method_knobs and not splices:
@@ -373,7 +388,7 @@ def _check_methods(found: list[tuple[Config, str]], service: ServiceSpec) -> Non
 
 def _check_vars_used(found: list[tuple[Config, str]], service: ServiceSpec) -> None:
     """A user variable that no placeholder uses would be silently ignored: refuse it."""
-    if service.kind not in ("process", "hot"):
+    if service.control not in ("process", "hot"):
         return  # hooks get every variable as DDTUNE_<NAME>; systemd renders its own drop-in
     used = _placeholders(service) or set()
     for config, where in found:

@@ -131,7 +131,7 @@ def _why_not(spec: SweepSpec, costs: TrialCosts | None, setting: object) -> str 
     """Why "auto" (or false) keeps the pass-by-pass race; None when auto picks restart-bound."""
     if setting is False:
         return "[sweep] restart_bound = false"
-    if spec.service.kind == "hot":
+    if spec.service.control == "hot":
         return "auto: a hot reconfigure in place is not a restart"
     if spec.interleave == "request":
         return "auto: configs take turns request by request on one server"

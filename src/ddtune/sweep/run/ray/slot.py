@@ -146,7 +146,7 @@ class SlotRunner:
                 report = execute_attempt(
                     self.controller,
                     self.bench,
-                    self.service.profile,
+                    self.service.engine,
                     config,
                     self.root / task.path,
                     self._set_phase,
