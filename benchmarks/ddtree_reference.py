@@ -149,7 +149,7 @@ def run_ddtune(  # noqa: ANN201
 ):
     """`Engine.generate` (the single-request `Session`), or with `scheduler` the batch
     scheduler at max_batch 1 (what `ddtune serve` runs for one client)."""
-    from ddtune.engine.batch.scheduler import BatchRequest, generate_batch
+    from ddtune.ddtree.batch.scheduler import BatchRequest, generate_batch
     from ddtune.params import DecodeParams, SamplingParams
 
     params = DecodeParams(mode, budget, 4, None).canonical()  # type: ignore[arg-type]
@@ -173,8 +173,8 @@ def main() -> int:
     import torch
 
     from ddtune.assets import default_drafter_dir, default_target_dir
-    from ddtune.engine.bench.speed import default_prompts
-    from ddtune.engine.engine import Engine
+    from ddtune.ddtree.bench.speed import default_prompts
+    from ddtune.ddtree.engine import Engine
 
     args = parse_args()
     torch.set_num_threads(args.threads)

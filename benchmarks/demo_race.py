@@ -30,7 +30,7 @@ from ddtune.stats.blocked import config_effects
 from ddtune.sweep.plan.passes import blocked_samples
 from ddtune.sweep.plan.race_planner import race_settings
 from ddtune.sweep.plan.simulate import NoiseModel, SimulatedService, race_verdict, run_race
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 
 
@@ -73,7 +73,7 @@ def simulate(
     rates: dict[str, float], baseline: str, noise_sd: float, spec_path: Path, seeds: int
 ) -> dict[str, float]:
     """Conclusive share, share on the true best, median and max trials over `seeds` races."""
-    settings = race_settings(load_spec(spec_path))
+    settings = race_settings(read_spec(spec_path))
     best = max(rates, key=rates.__getitem__)
     noise = NoiseModel(start_sd=0.0, request_sd=noise_sd, requests=1, drift_sd=0.0)
     conclusive = right = 0
@@ -109,7 +109,7 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=200)
     args = parser.parse_args()
     if args.store is not None:
-        objective = load_spec(args.spec).objective
+        objective = read_spec(args.spec).objective
         rates, sd, seconds, baseline = measured(args.store, objective)
     elif args.rates:
         rates, sd, seconds = parse_rates(args.rates), args.noise, args.trial_seconds

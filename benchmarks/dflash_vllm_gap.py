@@ -49,9 +49,9 @@ import torch
 from prometheus_client.parser import text_string_to_metric_families
 
 from ddtune.assets import default_drafter_dir, default_target_dir
-from ddtune.engine.engine import Engine
-from ddtune.engine.models.capture import residual_capture
-from ddtune.kinds.vllm import VLLM_ACCEPTED, VLLM_DRAFTS, round_counts
+from ddtune.ddtree.engine import Engine
+from ddtune.ddtree.models.capture import residual_capture
+from ddtune.engines.vllm import VLLM_ACCEPTED, VLLM_DRAFTS, round_counts
 from ddtune.params import DecodeParams, SamplingParams
 
 PROMPTS = [  # tests/integration/test_vllm_dflash.py's three prompts

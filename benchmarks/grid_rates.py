@@ -26,9 +26,9 @@ import torch
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.bench.runner import matrix_prompts
-from ddtune.engine.engine import Engine
+from ddtune.ddtree.engine import Engine
 from ddtune.params import DecodeParams, SamplingParams
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 
 
 def grid() -> list[DecodeParams]:
@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--spec", type=Path, default=Path("examples/demo-hot.toml"))
     args = parser.parse_args()
     torch.set_num_threads(1)
-    m = load_spec(args.spec).bench
+    m = read_spec(args.spec).bench
     texts = matrix_prompts(m)
     engine = Engine.load(default_target_dir(), default_drafter_dir())
     prompts = {

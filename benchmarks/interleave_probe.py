@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 from ddtune.bench.runner import matrix_prompts
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:
@@ -100,7 +100,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.blocks < 2:
         parser.error("--blocks must be at least 2: a spread needs two blocks")
-    m = load_spec(args.spec).bench
+    m = read_spec(args.spec).bench
     texts = matrix_prompts(m)
     prompts = texts.short + texts.long
     configs = {"a": parse_config(args.a), "b": parse_config(args.b)}

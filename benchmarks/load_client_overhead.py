@@ -8,7 +8,7 @@ chunks per second, client CPU per request and per chunk, and the share of one
 core. The bar (issue 16): < 10% of one core at the highest level.
 
     PYTHONPATH=src python benchmarks/load_client_overhead.py [--token-ms 20] [--tokens 64]
-        [--concurrency 1,4,16] [--rate 8] [--requests 32] [--url URL --server-kind KIND]
+        [--concurrency 1,4,16] [--rate 8] [--requests 32] [--url URL --engine ENGINE]
 
 The fake server streams one token per chunk every `--token-ms` ms per request
 (20 ms = 50 tok/s per stream, a real server's pace) after a `--ttft-ms` first
@@ -59,16 +59,16 @@ def main() -> None:
     parser.add_argument("--rate", default="8")
     parser.add_argument("--requests", type=int, default=32)
     parser.add_argument("--url", help="a live server instead of the fake one")
-    parser.add_argument("--server-kind", default="openai")
+    parser.add_argument("--engine", default="openai")
     args = parser.parse_args()
     if args.url:
-        result = run_bench(args.url, matrix(args), server_kind=args.server_kind, progress=False)
-        print(f"server: {args.server_kind} at {args.url}; {args.tokens} tokens per request")
+        result = run_bench(args.url, matrix(args), engine=args.engine, progress=False)
+        print(f"server: {args.engine} at {args.url}; {args.tokens} tokens per request")
     else:
         fake = fake_server_module()
         latency = fake.Latency(ttft_s=args.ttft_ms / 1000, token_s=args.token_ms / 1000)
         with fake.separate_process(latency, kind="openai") as (url, _):
-            result = run_bench(url, matrix(args), server_kind="openai", progress=False)
+            result = run_bench(url, matrix(args), engine="openai", progress=False)
         print(
             f"server: fake, {args.ttft_ms:g} ms to the first token, then 1 token per chunk "
             f"every {args.token_ms:g} ms; {args.tokens} tokens per request"

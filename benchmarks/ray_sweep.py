@@ -31,7 +31,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 
 SERVER = Path(__file__).resolve().parent.parent / "tests" / "sweep" / "cluster" / "sleepy_server.py"
 TEMPLATE = """
@@ -100,7 +100,7 @@ def run(folder: Path, text: str) -> dict:
     (folder / "spec.toml").write_text(text)
     store = folder / "store.sqlite"
     started = time.monotonic()
-    summary = run_sweep(load_spec(folder / "spec.toml"), store, Console(file=io.StringIO()))
+    summary = run_sweep(read_spec(folder / "spec.toml"), store, Console(file=io.StringIO()))
     wall = time.monotonic() - started
     db = sqlite3.connect(store)
     start, end = db.execute("SELECT MIN(started_at), MAX(ended_at) FROM attempts").fetchone()

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import httpx
 
-from ddtune.kinds.schedule import Schedule, Tier
+from ddtune.engines.schedule import Schedule, Tier
 from ddtune.params import DecodeParams
 from ddtune.stats.intervals import RatioInterval, paired_log_ratio
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.bench.prompts import build_prompt_set
-from ddtune.engine import decoding
+from ddtune.ddtree import decoding
 from ddtune.params import DecodeParams, SamplingParams
 from ddtune.trace.files import size_bytes, view_name
 from ddtune.trace.predict import Trace
@@ -111,7 +111,7 @@ def main() -> None:
         started = time.perf_counter()
         record_trace(side, requests, folder, TraceSettings(WINDOWS, (), 8))
         seconds = time.perf_counter() - started
-        trace = Trace.load(folder)
+        trace = Trace.read(folder)
         size = size_bytes(folder)
     tokens = sum(len(d.generated) for d in trace.data)
     print(

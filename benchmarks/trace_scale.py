@@ -140,7 +140,7 @@ print(json.dumps({"load_s": loaded - started, "trace_s": done - loaded, "gpu_pea
 WRITE = """
 import json, sys
 from pathlib import Path
-from ddtune.engine.testing import write_random_checkpoint
+from ddtune.ddtree.testing import write_random_checkpoint
 write_random_checkpoint(Path(sys.argv[1]), seed=1, std=0.02, **json.loads(sys.argv[2]))
 """
 BASELINE = """
@@ -249,9 +249,9 @@ def _packed(tensors: list[tuple[str, str, list[int]]]) -> list[tuple[str, str, l
 
 def moe_plan(kimi: Path) -> None:
     from ddtune.bench.runner import measured_requests
-    from ddtune.sweep.spec.load import load_spec
+    from ddtune.sweep.spec.parse import read_spec
 
-    spec = load_spec(REPO / "examples" / "sglang-ddtree-systemd.toml")
+    spec = read_spec(REPO / "examples" / "sglang-ddtree-systemd.toml")
     _, requests = measured_requests(spec.bench)
     block = 16
     lengths = [len(r.prompt) // 3 + r.max_tokens + block for r in requests]  # ~3.5 chars a token

@@ -35,7 +35,7 @@ from ddtune.bench.suites.gsm8k import gsm8k_items
 from ddtune.bench.suites.humaneval import humaneval_items
 from ddtune.bench.suites.mtbench import mtbench_items
 from ddtune.bench.suites.traffic import read_traffic, traffic_requests
-from ddtune.kinds import get_kind
+from ddtune.engines import get_engine
 
 
 def write_traffic(path: Path, n: int, seed: int) -> None:
@@ -98,7 +98,7 @@ def main() -> None:
         matrix = BenchMatrix.from_dict({"traffic_file": str(path), "load": load})
         proc = serve(args, args.port)
         try:
-            url, kind = f"http://127.0.0.1:{args.port}", get_kind("ddtune")
+            url, kind = f"http://127.0.0.1:{args.port}", get_engine("ddtune")
             with httpx.Client() as client:
                 model = kind.model_name(client, url)  # the logged "prod-model" is replaced
             target = LoadTarget(url, kind, model, 0.0, False, 300.0)

@@ -32,7 +32,7 @@ from ddtune.errors import UserError
 from ddtune.sweep.run.breaker import Breaker
 from ddtune.sweep.run.prestop import check_before_stopping
 from ddtune.sweep.spec.changes import measured_change
-from ddtune.sweep.spec.load import parse_spec
+from ddtune.sweep.spec.parse import parse_spec
 
 RETRY = 2  # [retry] attempts, the default
 REPEATS = 2  # a grid's default passes
@@ -74,7 +74,7 @@ def spec_text(configs: int, window: str = '"none"', bench: str = "", sweep: str 
         {tables}
         [service]
         command = ["serve", "--budget", "{{budget}}", "--topk", "{{topk}}", "--window", "{{window}}", "--mode", "{{mode}}"]
-        preflight = false
+        engine_check = false
         [service.timeouts]
         start = 900
         [bench]

@@ -23,9 +23,9 @@ from typing import Any
 import torch
 
 from ddtune.assets import default_drafter_dir, default_target_dir
-from ddtune.engine import walk
-from ddtune.engine.bench.speed import default_prompts
-from ddtune.engine.engine import Engine
+from ddtune.ddtree import walk
+from ddtune.ddtree.bench.speed import default_prompts
+from ddtune.ddtree.engine import Engine
 from ddtune.params import DecodeParams, SamplingParams
 
 WALKS = {  # name -> (NODES_PER_ROW, LIKELY_FIRST)

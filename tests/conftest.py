@@ -154,8 +154,8 @@ def random_engines(tmp_path_factory):
     def get(family: str = "qwen3", block_size: int = 4, context: int = 512):  # noqa: ANN202
         import torch
 
-        from ddtune.engine.engine import Engine
-        from ddtune.engine.testing import write_random_checkpoint
+        from ddtune.ddtree.engine import Engine
+        from ddtune.ddtree.testing import write_random_checkpoint
 
         key = (family, block_size, context)
         if key not in made:

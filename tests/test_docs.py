@@ -3,7 +3,7 @@
 A reference is `docs/<name>.md "Section"` (or `docs/<name>.md ("Section")`), in a
 docstring, a comment or a doc, possibly broken over two lines. It holds when
 `docs/<name>.md` exists and one of its headings starts with "Section" (headings
-carry a module or key in parentheses after their name: `## Engine (`ddtune.engine`)`).
+carry a module or key in parentheses after their name: `## Engine (`ddtune.ddtree`)`).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_a_missing_doc_or_heading_is_reported(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "engine.md").write_text(
-        "# Title\n\n## Engine (`ddtune.engine`)\n\n```\n# Not a heading\n```\n"
+        "# Title\n\n## Engine (`ddtune.ddtree`)\n\n```\n# Not a heading\n```\n"
     )
     source = tmp_path / "module.py"
     source.write_text(

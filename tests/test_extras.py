@@ -40,7 +40,7 @@ def remote_spec(tmp_path: Path) -> Path:
     """The systemd SGLang example (a service ddtune does not run itself), argument check off."""
     text = (ROOT / "examples" / "sglang-ddtree-systemd.toml").read_text()
     spec = tmp_path / "remote.toml"
-    spec.write_text(text.replace("[service]\n", "[service]\npreflight = false\n", 1))
+    spec.write_text(text.replace("[service]\n", "[service]\nengine_check = false\n", 1))
     return spec
 
 

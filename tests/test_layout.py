@@ -99,9 +99,9 @@ def _targets_all(node: ast.Assign) -> bool:
     ("module", "heavy"),
     [
         ("ddtune.cli", "torch"),  # `ddtune --help`
-        ("ddtune.engine.models.config", "torch"),  # the server's checks before it binds
-        ("ddtune.engine.batch", "torch"),
-        ("ddtune.sweep.spec.load", "optuna"),  # a spec check
+        ("ddtune.ddtree.models.config", "torch"),  # the server's checks before it binds
+        ("ddtune.ddtree.batch", "torch"),
+        ("ddtune.sweep.spec.parse", "optuna"),  # a spec check
         ("ddtune.sweep.run.common", "ddtune.sweep.run.loop"),  # a Ray slot, sweep watch
     ],
 )

@@ -1,6 +1,6 @@
 """The method vocabulary (`ddtune.methods`): knobs, the rules the installed engines state,
 and each engine's spelling, checked against the engines' own names (SGLang 0.5.23's parser
-options, recorded in tests/kinds/fixtures/sglang_engine_info.json; vLLM 0.32's methods)."""
+options, recorded in tests/engines/fixtures/sglang_engine_info.json; vLLM 0.32's methods)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from ddtune.methods import (
 from ddtune.params import DecodeParams
 from ddtune.sweep.spec.schema import SpaceTable
 
-FIXTURES = Path(__file__).parent / "kinds" / "fixtures"
+FIXTURES = Path(__file__).parent / "engines" / "fixtures"
 
 
 def build(name: str, **knobs: object) -> MethodConfig:

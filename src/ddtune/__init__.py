@@ -2,7 +2,7 @@
 
 Packages, lowest layer first (docs/architecture.md "Layers"): `errors`,
 `lazy`, `extras`; `tables`, `jsonl`, `assets`, `fingerprint`; `methods`; `params`;
-`stats`; `kinds`; `engine`; `train`; `records`; `services`, `bench`, `server`;
+`stats`; `engines`; `ddtree`; `train`; `records`; `services`, `bench`, `server`;
 `report`; `trace`; `sweep`; `cli`, `launchers`.
 """
 

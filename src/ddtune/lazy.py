@@ -3,7 +3,7 @@
 A face whose modules need torch or optuna uses this, so that `ddtune --help`,
 a spec check or the server's startup checks never pay for them:
 
-    __getattr__ = lazy_names(__name__, {"Engine": "engine"})   # ddtune.engine.engine.Engine
+    __getattr__ = lazy_names(__name__, {"Engine": "engine"})   # ddtune.ddtree.engine.Engine
 
 Static tools see the same names through the face's `if TYPE_CHECKING:` imports.
 """

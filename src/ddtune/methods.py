@@ -21,7 +21,7 @@ releases state (SGLang 0.5.23 `speculative_hook.py`, vLLM 0.32
 topk 1 means draft tokens = steps + 1 (SGLang would change any other value),
 `prompt_lookup_min <= prompt_lookup_max`, `min_bfs_breadth <= max_bfs_breadth`,
 a DFlash window at least the block size. Where a release differs, the
-engine's own parser decides in the preflight (`ddtune.kinds.engine_check`).
+engine's own parser decides in the engine check (`ddtune.engines.parser_probe`).
 
 `engine_knobs(method, engine)` is what one engine can set; `engine_spelling`
 renders a config as SGLang flags (`sglang_flags`), a vLLM `--speculative-config`

@@ -10,7 +10,7 @@ for every engine (docs/architecture.md "Contracts"):
 
 Two DDTree knobs only some engines expose (`KNOB_KEYS`; SGLang's DDTree pull
 request reads them from its environment, ddtune's own engine has none). A
-server kind lists the knobs it can honour (`ServerKind.knobs`); the sweep spec
+server kind lists the knobs it can honour (`ServerEngine.knobs`); the sweep spec
 refuses a knob for a kind that cannot. `None` = not set: the engine's default.
 
     depth_bonus  log-probability bonus for going deeper in the tree (SGLang default 0.2;

@@ -9,8 +9,8 @@ import pytest
 
 from ddtune.bench import acceptance as acc
 from ddtune.bench.client import RequestSpec, StreamRecord, stream_request
-from ddtune.kinds import get_kind
-from ddtune.kinds.vllm import counter_acceptance
+from ddtune.engines import get_engine
+from ddtune.engines.vllm import counter_acceptance
 
 
 def test_vllm_counters_parse_and_diff(fixtures_dir: Path) -> None:
@@ -55,14 +55,14 @@ def test_per_response_acceptance_from_recorded_streams(
         record = stream_request(
             client,
             server.url,
-            get_kind(kind),
+            get_engine(kind),
             RequestSpec("short", 0, "def f(xs):\n", 16),
             model="m",
             temperature=0.0,
             ignore_eos=True,
         )
         assert server.bodies[0]["path"] == path_expected
-    got, got_weight = get_kind(kind).response_acceptance(record)
+    got, got_weight = get_engine(kind).response_acceptance(record)
     assert got == (pytest.approx(value) if value is not None else None)
     assert got_weight == weight
 
@@ -75,7 +75,7 @@ def test_pooled_acceptance_weights_by_rounds() -> None:
 
 def test_no_stats_is_unavailable_not_guessed() -> None:
     record = StreamRecord(text="x", output_tokens=5, usage={"completion_tokens": 5})
-    assert get_kind("ddtune").response_acceptance(record) == (None, 0.0)
-    assert get_kind("openai").response_acceptance(record) == (None, 0.0)
+    assert get_engine("ddtune").response_acceptance(record) == (None, 0.0)
+    assert get_engine("openai").response_acceptance(record) == (None, 0.0)
     sglang = StreamRecord(meta_info={"completion_tokens": 5})
-    assert get_kind("sglang").response_acceptance(sglang) == (None, 0.0)
+    assert get_engine("sglang").response_acceptance(sglang) == (None, 0.0)

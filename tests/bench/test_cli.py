@@ -46,7 +46,7 @@ def test_bench_writes_json(fake_server_cls, tmp_path: Path, fixtures_dir: Path, 
             ]
         )
     assert code == 0
-    result = BenchResult.load(out)
+    result = BenchResult.read(out)
     assert result.matrix["short"]["max_tokens"] == 6 and result.aggregates["coding_total"] == 2
     assert len(result.samples) == 4  # 2 short + 2 coding
     summary = json.loads(capsys.readouterr().out)

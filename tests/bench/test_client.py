@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from ddtune.bench.client import BenchError, RequestSpec, discover_model, stream_request
-from ddtune.kinds import get_kind
+from ddtune.engines import get_engine
 
 SPEC = RequestSpec("short", 0, "def f(xs):\n", 16)
 
@@ -18,7 +18,7 @@ def _send(url: str, kind: str, **kw):
         return stream_request(
             client,
             url,
-            get_kind(kind),
+            get_engine(kind),
             SPEC,
             model=kw.get("model", "m"),
             temperature=0.0,
@@ -74,5 +74,5 @@ def test_connection_refused_raises_bench_error() -> None:
 
 def test_discover_model(fake_server_cls) -> None:
     with fake_server_cls() as server, httpx.Client() as client:
-        assert discover_model(client, server.url, get_kind("vllm")) == "fake-model"
-        assert discover_model(client, server.url + "/nowhere", get_kind("vllm")) is None
+        assert discover_model(client, server.url, get_engine("vllm")) == "fake-model"
+        assert discover_model(client, server.url + "/nowhere", get_engine("vllm")) is None

@@ -14,9 +14,9 @@ from ddtune.bench.coding import (
     build_test,
     evaluate,
     extract_code,
-    load_tasks,
     pass_at_k,
     pass_at_k_summary,
+    read_tasks,
 )
 from ddtune.bench.sandbox.checker import SandboxLimits
 from ddtune.errors import UserError
@@ -80,31 +80,31 @@ def test_pass_at_k_unbiased_estimator() -> None:
 
 
 def test_load_tasks_limit_and_errors(tmp_path: Path, fixtures_dir: Path) -> None:
-    assert len(load_tasks(fixtures_dir / "tasks.jsonl")) == 4
-    assert [t.task_id for t in load_tasks(fixtures_dir / "tasks.jsonl", limit=2)] == [
+    assert len(read_tasks(fixtures_dir / "tasks.jsonl")) == 4
+    assert [t.task_id for t in read_tasks(fixtures_dir / "tasks.jsonl", limit=2)] == [
         "fx/0",
         "fx/1",
     ]
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"task_id": "a", "prompt": "p", "entry_point": "f"}) + "\n")
     with pytest.raises(UserError, match=r"bad.jsonl:1: field 'test'"):
-        load_tasks(bad)
+        read_tasks(bad)
     bad.write_text("{not json\n")
     with pytest.raises(UserError, match="bad.jsonl:1: not valid JSON"):
-        load_tasks(bad)
+        read_tasks(bad)
     with pytest.raises(UserError, match="does not exist"):
-        load_tasks(tmp_path / "missing.jsonl")
+        read_tasks(tmp_path / "missing.jsonl")
 
 
 def test_canonical_solutions_of_fixture_tasks_pass(fixtures_dir: Path) -> None:
-    tasks = load_tasks(fixtures_dir / "tasks.jsonl")
+    tasks = read_tasks(fixtures_dir / "tasks.jsonl")
     outcomes = [evaluate(t, t.canonical_solution, LIMITS).outcome for t in tasks]
     assert outcomes == ["passed"] * len(tasks)
 
 
 @pytest.mark.skipif(not TASKS_FILE.is_file(), reason="bundled held-out tasks not generated yet")
 def test_canonical_solutions_of_bundled_tasks_all_pass() -> None:
-    tasks = load_tasks(TASKS_FILE)
+    tasks = read_tasks(TASKS_FILE)
     assert all(t.canonical_solution for t in tasks)
     failed = [
         (t.task_id, r.outcome, r.detail)

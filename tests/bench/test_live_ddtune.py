@@ -28,7 +28,7 @@ MATRIX = {
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory, common) -> Iterator[str]:  # noqa: ANN001
     """`ddtune serve` (DDTree, budget 8, topk 3) on a random checkpoint; yields its base URL."""
-    from ddtune.engine.testing import ALPHABET, write_random_checkpoint
+    from ddtune.ddtree.testing import ALPHABET, write_random_checkpoint
 
     folder = tmp_path_factory.mktemp("bench-live")
     target, drafter = write_random_checkpoint(
@@ -43,7 +43,7 @@ def test_live_ddtree_vs_ar_is_lossless(live_server: str, fixtures_dir: Path) -> 
     matrix = BenchMatrix.from_dict(
         {**MATRIX, "coding": {**MATRIX["coding"], "tasks_file": str(fixtures_dir / "tasks.jsonl")}}
     )
-    tree = run_bench(live_server, matrix, server_kind="ddtune", progress=False)
+    tree = run_bench(live_server, matrix, engine="ddtune", progress=False)
     assert (
         tree.identity["_source"] == "/server_info" and tree.identity["config"]["mode"] == "ddtree"
     )
@@ -59,7 +59,7 @@ def test_live_ddtree_vs_ar_is_lossless(live_server: str, fixtures_dir: Path) -> 
 
     response = httpx.post(f"{live_server}/v1/ddtree/config", json={"mode": "ar"}, timeout=60)
     assert response.status_code == 200, response.text
-    plain = run_bench(live_server, matrix, server_kind="ddtune", progress=False)
+    plain = run_bench(live_server, matrix, engine="ddtune", progress=False)
     assert plain.identity["config"]["mode"] == "ar"
     assert plain.prompt_set_hash == tree.prompt_set_hash
     verdict = compare_outputs(plain.outputs, tree.outputs)
@@ -83,7 +83,7 @@ def test_live_ddtree_vs_ar_is_lossless(live_server: str, fixtures_dir: Path) -> 
 def test_live_bundled_models_default_matrix(tmp_path: Path, common) -> None:  # noqa: ANN001
     """The default matrix fits the bundled model's context, and its drafter gets accepted."""
     with common.serving([], tmp_path / "serve.log") as server:
-        result = run_bench(server.base_url, BenchMatrix(), server_kind="ddtune", progress=False)
+        result = run_bench(server.base_url, BenchMatrix(), engine="ddtune", progress=False)
         assert result.aggregates["acceptance_length"] > 1.0
         assert result.aggregates["coding_total"] == BenchMatrix().coding.limit
         assert all(s["prompt_tokens"] + s["output_tokens"] <= 512 for s in result.samples)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ddtune.bench.logit_gaps import gap_entry, top_gap
-from ddtune.kinds import get_kind
+from ddtune.engines import get_engine
 
 
 def test_top_gap_is_top1_minus_top2_whatever_the_order() -> None:
@@ -26,6 +26,6 @@ def test_gap_entry_keeps_offsets_gaps_and_agreement() -> None:
 
 
 def test_logprobs_support_per_kind() -> None:
-    support = {name: get_kind(name).supports_logprobs for name in ("ddtune", "vllm", "sglang")}
+    support = {name: get_engine(name).supports_logprobs for name in ("ddtune", "vllm", "sglang")}
     assert support == {"ddtune": True, "vllm": True, "sglang": False}
-    assert get_kind("openai").supports_logprobs is False
+    assert get_engine("openai").supports_logprobs is False

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.bench.prompts import build_prompt_set, load_prompts_file
+from ddtune.bench.prompts import build_prompt_set, read_prompts_file
 from ddtune.errors import UserError
 
 
@@ -58,7 +58,7 @@ def test_bad_prompts_file(tmp_path: Path, line: str, message: str) -> None:
     path = tmp_path / "p.jsonl"
     path.write_text(line + "\n")
     with pytest.raises(UserError, match=message):
-        load_prompts_file(path)
+        read_prompts_file(path)
 
 
 def test_number_tables_are_not_prompts() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ddtune.bench import BenchError, BenchMatrix, BenchResult, compare_outputs, run_bench
-from ddtune.bench.coding import load_tasks
+from ddtune.bench.coding import read_tasks
 from ddtune.records import METRIC_NAMES
 
 SMALL = {
@@ -24,7 +24,7 @@ def matrix(coding: dict | None = None, **extra) -> BenchMatrix:
 
 def test_ddtune_run_samples_aggregates_and_requests(fake_server_cls) -> None:
     with fake_server_cls(kind="ddtune", tokens_per_round=3) as server:
-        result = run_bench(server.url, matrix(), server_kind="ddtune", progress=False)
+        result = run_bench(server.url, matrix(), engine="ddtune", progress=False)
         bodies = [b for b in server.bodies if b.get("stream")]
         gap_bodies = [b for b in server.bodies if not b.get("stream")]
     assert len(bodies) == 2 + 4 + 1  # warmup + short (2 prompts x 2 repeats) + long
@@ -68,9 +68,7 @@ def test_ddtune_run_samples_aggregates_and_requests(fake_server_cls) -> None:
 
 def test_logprob_gaps_can_be_switched_off(fake_server_cls) -> None:
     with fake_server_cls(kind="ddtune") as server:
-        result = run_bench(
-            server.url, matrix(logprob_gaps=False), server_kind="ddtune", progress=False
-        )
+        result = run_bench(server.url, matrix(logprob_gaps=False), engine="ddtune", progress=False)
         asked = [b for b in server.bodies if not b.get("stream")]
     assert asked == [] and result.logprob_gaps is None
 
@@ -80,7 +78,7 @@ def test_result_json_round_trip(fake_server_cls, tmp_path: Path) -> None:
         result = run_bench(server.url, matrix(), progress=False, identity={"instance_id": "given"})
     path = tmp_path / "result.json"
     result.save(path)
-    again = BenchResult.load(path)
+    again = BenchResult.read(path)
     assert again == result and again.identity == {"instance_id": "given"}
     assert BenchResult.from_dict(json.loads(path.read_text())).to_dict() == result.to_dict()
     assert BenchMatrix.from_dict(again.matrix) == matrix()
@@ -104,7 +102,7 @@ def test_same_server_twice_is_identical_a_lossy_one_diverges(fake_server_cls) ->
 
 def test_vllm_acceptance_diffs_counters_around_the_measured_requests(fake_server_cls) -> None:
     with fake_server_cls(kind="vllm", tokens_per_round=4) as server:
-        result = run_bench(server.url, matrix(warmup=3), server_kind="vllm", progress=False)
+        result = run_bench(server.url, matrix(warmup=3), engine="vllm", progress=False)
     # warmup requests also advance the counters; only the measured ones count:
     # 8 tokens -> 2 rounds (6 accepted); 10 tokens -> 3 rounds (7 accepted)
     drafts, accepted = 4 * 2 + 3, 4 * 6 + 7
@@ -115,7 +113,7 @@ def test_vllm_acceptance_diffs_counters_around_the_measured_requests(fake_server
 
 def test_sglang_acceptance_from_meta_info(fake_server_cls) -> None:
     with fake_server_cls(kind="sglang", tokens_per_round=4) as server:
-        result = run_bench(server.url, matrix(), server_kind="sglang", progress=False)
+        result = run_bench(server.url, matrix(), engine="sglang", progress=False)
         assert all(b["path"] == "/generate" for b in server.bodies)
     assert result.aggregates["acceptance_length"] == pytest.approx((4 * 8 + 10) / (4 * 2 + 3))
     assert [s["acceptance_length"] for s in result.samples][:1] == [pytest.approx(4.0)]
@@ -124,13 +122,13 @@ def test_sglang_acceptance_from_meta_info(fake_server_cls) -> None:
 
 def test_openai_server_acceptance_unavailable(fake_server_cls) -> None:
     with fake_server_cls(kind="openai") as server:
-        result = run_bench(server.url, matrix(), server_kind="openai", progress=False)
+        result = run_bench(server.url, matrix(), engine="openai", progress=False)
     assert result.aggregates["acceptance_length"] is None and result.acceptance_source is None
     assert any("unavailable" in note for note in result.notes)
 
 
 def test_coding_workload_runs_tests(fake_server_cls, fixtures_dir: Path) -> None:
-    tasks = load_tasks(fixtures_dir / "tasks.jsonl")
+    tasks = read_tasks(fixtures_dir / "tasks.jsonl")
     completions = {t.prompt: t.canonical_solution for t in tasks[:3]}
     completions[tasks[3].prompt] = "    return 0\n"  # wrong for count_big
     coding = {"tasks_file": str(fixtures_dir / "tasks.jsonl"), "max_tokens": 64, "n_samples": 2}
@@ -193,7 +191,7 @@ def test_a_counting_kind_gets_each_workloads_acceptance_from_its_own_counters(
     bench = matrix(short={"n_prompts": 1, "max_tokens": 9, "repeats": 1}, long={"enabled": False})
     bench = BenchMatrix.from_dict({**bench.to_dict(), "traffic_file": str(traffic)})
     with fake_server_cls(kind="vllm", tokens_per_round=3) as server:
-        result = run_bench(server.url, bench, server_kind="vllm", progress=False)
+        result = run_bench(server.url, bench, engine="vllm", progress=False)
     # 9 tokens in rounds of 3: tau 3; 4 tokens in rounds of 3 + 1: tau 2
     assert result.workloads["bundled"]["acceptance_length"] == pytest.approx(3.0)
     assert result.workloads["traffic"]["acceptance_length"] == pytest.approx(2.0)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ddtune.cli import build_parser, main
-from ddtune.engine.testing import write_random_checkpoint
+from ddtune.ddtree.testing import write_random_checkpoint
 from ddtune.errors import UserError
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ddtune.cli import main
-from ddtune.engine.testing import write_random_checkpoint
+from ddtune.ddtree.testing import write_random_checkpoint
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Regenerate tests/kinds/fixtures/sglang_* from a real SGLang (run it for each new release).
+"""Regenerate tests/engines/fixtures/sglang_* from a real SGLang (run it for each new release).
 
     .venv/bin/python tests/integration/capture_sglang_fixtures.py
 
@@ -50,10 +50,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from sglang_setup import CPU_FLAGS, DRAFTER, REPO, TARGET, cpu_env, ensure_sglang_venv  # noqa: E402
 from vllm_setup import free_port, nice_prefix  # noqa: E402
 
-from ddtune.kinds.engine_check import EngineProbe  # noqa: E402
+from ddtune.engines.parser_probe import EngineProbe  # noqa: E402
 from ddtune.methods import MethodConfig, sglang_flags  # noqa: E402
 
-FIXTURES = REPO / "tests" / "kinds" / "fixtures"
+FIXTURES = REPO / "tests" / "engines" / "fixtures"
 KEPT_METRICS = ("sglang:spec_", "sglang:generation_tokens")
 RESOLVE = """
 import json, sys
@@ -62,7 +62,7 @@ args = prepare_server_args(sys.argv[1:])
 args.resolve_once()
 print(json.dumps(args.resolved_dict(), default=str))
 """
-# the configs of tests/kinds/test_methods_readback.py: one per method SGLang runs besides AR
+# the configs of tests/engines/test_methods_readback.py: one per method SGLang runs besides AR
 METHOD_FIXTURES = {
     "eagle": {"num_steps": 3, "topk": 4, "num_draft_tokens": 8, "drafter": str(DRAFTER)},
     "eagle3": {"num_steps": 3, "topk": 1, "drafter": str(DRAFTER)},
@@ -79,7 +79,7 @@ def scrub(text: str) -> str:
 def write(name: str, data: object) -> None:
     text = data if isinstance(data, str) else json.dumps(data, indent=1, sort_keys=True) + "\n"
     (FIXTURES / name).write_text(scrub(text))
-    print(f"wrote tests/kinds/fixtures/{name}")
+    print(f"wrote tests/engines/fixtures/{name}")
 
 
 def engine_info(python: Path) -> None:
@@ -173,7 +173,7 @@ def record(base: str, server: subprocess.Popen) -> None:
                 pass
             time.sleep(0.5)
         else:
-            raise SystemExit("SGLang did not become healthy; see tests/kinds/sglang_capture.log")
+            raise SystemExit("SGLang did not become healthy; see tests/engines/sglang_capture.log")
         write("sglang_server_info_ar.json", client.get(base + "/server_info").json())
         write("sglang_get_server_info_ar.json", client.get(base + "/get_server_info").json())
         write("sglang_model_info.json", client.get(base + "/model_info").json())

@@ -184,7 +184,7 @@ def test_lm_eval_local_completions(bundled, tmp_path: Path) -> None:  # noqa: AN
 @pytest.fixture(scope="module")
 def small_server(tmp_path_factory: pytest.TempPathFactory, common) -> Iterator[tuple[str, Any]]:  # noqa: ANN001
     """A random tiny model with a 128-token context: schemathesis sends many generations."""
-    from ddtune.engine.testing import ALPHABET, write_random_checkpoint
+    from ddtune.ddtree.testing import ALPHABET, write_random_checkpoint
 
     folder = tmp_path_factory.mktemp("schema-ckpt")
     target, drafter = write_random_checkpoint(

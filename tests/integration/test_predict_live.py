@@ -73,7 +73,7 @@ def test_predict_then_confirm_on_this_cpu(tmp_path):
         check=True,
         cwd=REPO,
     )
-    for a, b in zip(Trace.load(trace).data, Trace.load(from_store).data, strict=True):
+    for a, b in zip(Trace.read(trace).data, Trace.read(from_store).data, strict=True):
         assert (a.tokens == b.tokens).all() and b.greedy_mismatches == 0
     print(
         f"PREDICT-LIVE {len(measured)} of {len(predictions)} configs started; "

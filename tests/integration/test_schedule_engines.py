@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.kinds.schedule import Schedule, Tier, sglang_adaptive, vllm_schedule
+from ddtune.engines.schedule import Schedule, Tier, sglang_adaptive, vllm_schedule
 from ddtune.params import DecodeParams
 
 sys.path.insert(0, str(Path(__file__).parent))

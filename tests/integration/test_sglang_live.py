@@ -4,7 +4,7 @@
 --no-deps, pinned pure-Python dependencies, two named workarounds). Then, as a user would,
 from the repository root:
 
-  1. the preflight, live: a misspelled flag and a DFLASH config make `sweep run` exit 2
+  1. the engine check, live: a misspelled flag and a DFLASH config make `sweep run` exit 2
      with SGLang's own messages, before anything starts (no store, no attempt folder, no
      service log, nothing listening on the port);
   2. the sweep: --max-running-requests 2 and 3 against a baseline of 8, a fresh SGLang
@@ -34,10 +34,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ddtune.kinds import Launch, get_kind
+from ddtune.engines import Launch, get_engine
 from ddtune.params import DecodeParams
 from ddtune.services import procs
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -66,7 +66,7 @@ def ddtune(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]
     return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
-def test_live_sglang_sweep_with_preflight_and_apply(tmp_path):
+def test_live_sglang_sweep_with_engine_check_and_apply(tmp_path):
     started = time.monotonic()
     ensure_sglang_venv()
     print(f"\nSGLang venv ready in {time.monotonic() - started:.1f} s")
@@ -102,7 +102,7 @@ def test_live_sglang_sweep_with_preflight_and_apply(tmp_path):
 
     # 2. the sweep
     spec_path = example(tmp_path / "sweep", port)
-    spec = load_spec(spec_path)
+    spec = read_spec(spec_path)
     store_path = tmp_path / "sweep" / "store.sqlite"
     elapsed = sweep_run(spec_path, store_path, timeout=5000)
     print(f"SGLang sweep: {elapsed:.0f} s for {len(spec.all_configs())} trials")
@@ -155,7 +155,7 @@ def check_printed_command(command: str, port: int) -> None:
         print(f"the printed command was READY in {time.monotonic() - began:.1f} s")
         # nice and the launcher exec: the process started is SGLang's main process itself
         launch = Launch(main_pid=server.pid, argv=argv)
-        assert get_kind("sglang").config_mismatches(DecodeParams("ar"), info, launch) == []
+        assert get_engine("sglang").config_mismatches(DecodeParams("ar"), info, launch) == []
         assert info["max_running_requests"] == 3
     finally:
         server.send_signal(signal.SIGTERM)  # the launcher alone: it takes its children down

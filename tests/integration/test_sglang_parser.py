@@ -25,17 +25,17 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.kinds.engine_check import EngineProbe
-from ddtune.kinds.sglang import REPORTED_FIELDS, WINDOW_FIELD
+from ddtune.engines.parser_probe import EngineProbe
+from ddtune.engines.sglang import REPORTED_FIELDS, WINDOW_FIELD
 from ddtune.params import DecodeParams
 from ddtune.services import ServiceSpec
-from ddtune.services.launch_check import PlannedLaunch, check_launches
+from ddtune.services.engine_check import PlannedLaunch, check_launches
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sglang_setup import DRAFTER, REPO, TARGET, cpu_env, ensure_sglang_venv  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
-FIXTURES = REPO / "tests" / "kinds" / "fixtures"
+FIXTURES = REPO / "tests" / "engines" / "fixtures"
 PARAMS = [
     DecodeParams(mode, budget=8, topk=4, window=window)
     for mode in ("ar", "dflash", "ddtree")

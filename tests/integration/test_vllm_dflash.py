@@ -10,10 +10,10 @@ DecodeParams("dflash"), ...)`. vLLM must accept the drafter folder (z-lab format
 embeddings of its own) and both must produce the same greedy tokens.
 
 Acceptance is compared like with like: ddtune's rounds are counted the way
-vLLM's counters count them (`ddtune.kinds.vllm.round_counts`: 1 + accepted /
+vLLM's counters count them (`ddtune.engines.vllm.round_counts`: 1 + accepted /
 drafts, the prefill's token not a round, the last round whole). A drafter that
 reads the target's last layer gets that layer before the final norm from vLLM
-and after it from ddtune (`ddtune.engine.models.capture`); then vLLM's counts
+and after it from ddtune (`ddtune.ddtree.models.capture`); then vLLM's counts
 must match ddtune run with vLLM's capture (`residual_capture`) within a round
 per prompt, and sit closer to it than to ddtune's own. Measured here (bundled
 models): vLLM 3.56 (110 accepted / 43 drafts); ddtune with vLLM's capture 3.64
@@ -31,7 +31,7 @@ import httpx
 import pytest
 
 from ddtune.bench.acceptance import parse_prometheus
-from ddtune.kinds.vllm import (
+from ddtune.engines.vllm import (
     VLLM_ACCEPTED,
     VLLM_DRAFTS,
     round_counts,
@@ -105,8 +105,8 @@ def test_vllm_dflash_with_our_drafter(tmp_path):
     python = ensure_vllm_venv()
     target, drafter, context = serving_model(tmp_path / "models")
     block = json.loads((drafter / "config.json").read_text())["block_size"]
-    from ddtune.engine import Engine
-    from ddtune.engine.models.capture import reads_last_layer, residual_capture
+    from ddtune.ddtree import Engine
+    from ddtune.ddtree.models.capture import reads_last_layer, residual_capture
 
     engine = Engine.load(target, drafter)
     prompt_ids = [engine.tokenizer.encode(p) for p in PROMPTS]

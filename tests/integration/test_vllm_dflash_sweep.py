@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.kinds.vllm import last_layer_note
+from ddtune.engines.vllm import last_layer_note
 from ddtune.report.lossless import check_losslessness, load_compare
 from ddtune.sweep.store.db import Store
 

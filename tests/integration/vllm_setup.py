@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from ddtune.kinds.vllm import speculative_config, vllm_argv
+from ddtune.engines.vllm import speculative_config, vllm_argv
 
 if TYPE_CHECKING:
-    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.spec.parse import SweepSpec
 
 REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".venv-vllm"
@@ -91,10 +91,10 @@ def write_random_pair(folder: Path) -> tuple[Path, Path]:
     """A random Qwen3 target (head_dim 32, context 2048) and its DFlash drafter."""
     import torch
 
-    from ddtune.engine.models.drafter import DFlashDrafter
-    from ddtune.engine.models.loading import save_decoder, save_drafter
-    from ddtune.engine.models.model import Decoder
-    from ddtune.engine.testing import ALPHABET, char_tokenizer, random_configs, randomize
+    from ddtune.ddtree.models.drafter import DFlashDrafter
+    from ddtune.ddtree.models.loading import save_decoder, save_drafter
+    from ddtune.ddtree.models.model import Decoder
+    from ddtune.ddtree.testing import ALPHABET, char_tokenizer, random_configs, randomize
 
     target_cfg, drafter_cfg = random_configs(max_position_embeddings=2048, block_size=4)
     heads = {"num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32}
@@ -136,12 +136,12 @@ def example_spec(example: Path, port: int, target: Path, context: int, folder: P
 
 def live_example(example: Path, port: int, folder: Path) -> tuple[Path, SweepSpec, Path]:
     """(spec path, spec, store path): the vLLM venv ready, `example` on the serving model."""
-    from ddtune.sweep.spec.load import load_spec
+    from ddtune.sweep.spec.parse import read_spec
 
     ensure_vllm_venv()
     target, _, context = serving_model(folder / "models")
     spec_path = example_spec(example, port, target, context, folder)
-    return spec_path, load_spec(spec_path), folder / "store.sqlite"
+    return spec_path, read_spec(spec_path), folder / "store.sqlite"
 
 
 def sweep_run(spec: Path, store: Path, timeout: float) -> float:

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.kinds.engine_check import EngineInfo
-from ddtune.kinds.launch import build, launcher_parser
-from ddtune.kinds.sglang import WINDOW_FLAGS, sglang_argv
-from ddtune.kinds.vllm import speculative_config, vllm_argv
-from ddtune.sweep.spec.load import load_spec
+from ddtune.engines.launch import build, launcher_parser
+from ddtune.engines.parser_probe import EngineInfo
+from ddtune.engines.sglang import WINDOW_FLAGS, sglang_argv
+from ddtune.engines.vllm import speculative_config, vllm_argv
+from ddtune.sweep.spec.parse import read_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-SGLANG_INFO = Path(__file__).parents[1] / "kinds" / "fixtures" / "sglang_engine_info.json"
+SGLANG_INFO = Path(__file__).parents[1] / "engines" / "fixtures" / "sglang_engine_info.json"
 SWEEP_SPECS = sorted(p for p in EXAMPLES.glob("*.toml") if "sweep" in tomllib.loads(p.read_text()))
 
 
@@ -27,7 +27,7 @@ def test_the_engine_examples_are_sweep_specs():
 
 @pytest.mark.parametrize("path", SWEEP_SPECS, ids=lambda p: p.name)
 def test_every_example_sweep_spec_loads(path):
-    spec = load_spec(path)
+    spec = read_spec(path)
     assert spec.configs or spec.baseline
     for config, _ in spec.all_configs():
         assert spec.service.render_argv(
@@ -36,7 +36,7 @@ def test_every_example_sweep_spec_loads(path):
 
 
 def test_vllm_example_renders_the_builder_argv_for_every_k():
-    spec = load_spec(EXAMPLES / "vllm-ngram-cpu.toml")
+    spec = read_spec(EXAMPLES / "vllm-ngram-cpu.toml")
     assert spec.service.engine == "vllm" and spec.service.control == "process"
     extra = [
         "--served-model-name",
@@ -73,7 +73,7 @@ def _flags(argv: list[str]) -> dict[str, str]:
 
 
 def test_sglang_example_is_the_seed_grid_on_systemd():
-    spec = load_spec(EXAMPLES / "sglang-ddtree-systemd.toml")
+    spec = read_spec(EXAMPLES / "sglang-ddtree-systemd.toml")
     service = spec.service
     assert (service.control, service.engine, service.unit) == (
         "systemd",
@@ -89,7 +89,7 @@ def test_sglang_example_is_the_seed_grid_on_systemd():
 
 @pytest.mark.parametrize("index", [0, 1, 2, 5])
 def test_sglang_example_command_builds_the_sglang_argv(index):
-    spec = load_spec(EXAMPLES / "sglang-ddtree-systemd.toml")
+    spec = read_spec(EXAMPLES / "sglang-ddtree-systemd.toml")
     config, _ = spec.all_configs()[index]
     rendered = spec.service.render_argv(config.params, config.user_vars())
     assert rendered[1:4] == ["-m", "ddtune.launchers", "sglang"]
@@ -110,7 +110,7 @@ def test_sglang_example_command_builds_the_sglang_argv(index):
 
 
 def test_vllm_dflash_example_renders_the_builder_argv_for_every_k():
-    spec = load_spec(EXAMPLES / "vllm-dflash-cpu.toml")
+    spec = read_spec(EXAMPLES / "vllm-dflash-cpu.toml")
     service = spec.service
     assert (service.control, service.engine, spec.passes_per_start) == ("process", "vllm", 2)
     drafter = "src/ddtune/assets/models/drafter"

@@ -1,6 +1,6 @@
 """`python -m ddtune.launchers`: --print output, and exec into the engine under the same PID.
 
-The engine is the FAKE sglang of tests/kinds/fixtures/fake_sglang (SGLang itself
+The engine is the FAKE sglang of tests/engines/fixtures/fake_sglang (SGLang itself
 needs a GPU): the launcher asks its parser for the window flag, then execs its
 `launch_server`, which reports its argv, PID and DDTree variables.
 """
@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-FAKE_SGLANG = Path(__file__).parents[1] / "kinds" / "fixtures" / "fake_sglang"
+FAKE_SGLANG = Path(__file__).parents[1] / "engines" / "fixtures" / "fake_sglang"
 
 
 def run_launcher(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -23,7 +23,7 @@ CHAT_TEMPLATE = (
 @pytest.fixture(scope="session")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(target_dir, drafter_dir): random weights, char tokenizer, a jinja chat template."""
-    from ddtune.engine.testing import ALPHABET, write_random_checkpoint
+    from ddtune.ddtree.testing import ALPHABET, write_random_checkpoint
 
     folder = tmp_path_factory.mktemp("server-ckpt")
     target, drafter = write_random_checkpoint(

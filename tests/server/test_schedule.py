@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddtune.engines.schedule import Schedule, Tier
 from ddtune.errors import UserError
-from ddtune.kinds.schedule import Schedule, Tier
 from ddtune.params import DecodeParams, SamplingParams
 from ddtune.server.config import ServeConfig
 from ddtune.server.metrics import ServerMetrics

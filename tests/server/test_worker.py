@@ -16,7 +16,7 @@ from ddtune.server.worker import GenerationWorker, Job, JobOutcome, QueueFull
 
 @pytest.fixture(scope="module")
 def engine(checkpoint: tuple[Path, Path]):  # noqa: ANN201 - an Engine
-    from ddtune.engine.engine import Engine
+    from ddtune.ddtree.engine import Engine
 
     return Engine.load(*checkpoint)
 

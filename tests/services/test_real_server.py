@@ -7,7 +7,7 @@ import pytest
 from ddtune.params import DecodeParams
 
 testing = pytest.importorskip(
-    "ddtune.engine.testing", reason="ddtune.engine.testing is not available"
+    "ddtune.ddtree.testing", reason="ddtune.ddtree.testing is not available"
 )
 pytestmark = pytest.mark.slow
 

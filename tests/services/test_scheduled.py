@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ddtune.kinds.schedule import Schedule, Tier
+from ddtune.engines.schedule import Schedule, Tier
 from ddtune.params import DecodeParams
 from ddtune.services.scheduled import merge_speculative_config, scheduled_launch
 from ddtune.services.spec import ServiceSpec

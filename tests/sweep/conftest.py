@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.spec.parse import SweepSpec
 
 TASK = {
     "task_id": "tiny/0",
@@ -33,7 +33,7 @@ TASK = {
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> tuple[Path, Path]:
-    from ddtune.engine.testing import write_random_checkpoint
+    from ddtune.ddtree.testing import write_random_checkpoint
 
     return write_random_checkpoint(tmp_path_factory.mktemp("models"), seed=0)
 
@@ -64,7 +64,7 @@ def spec_toml(body: str, service: str = "") -> str:
 
 def parse_toml(body: str, service: str = "") -> SweepSpec:
     """`spec_toml(body, service)` parsed as the sweep spec `t.toml`."""
-    from ddtune.sweep.spec.load import parse_spec
+    from ddtune.sweep.spec.parse import parse_spec
 
     return parse_spec(spec_toml(body, service), source="t.toml")
 

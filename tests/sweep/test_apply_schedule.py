@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from ddtune.cli import main
-from ddtune.kinds.schedule import Schedule, Tier
+from ddtune.engines.schedule import Schedule, Tier
 from ddtune.params import DecodeParams
 
 FAULT_SERVER = Path(__file__).parents[1] / "services" / "fake_fault_server.py"

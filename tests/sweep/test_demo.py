@@ -11,7 +11,7 @@ import pytest
 
 from ddtune.errors import UserError
 from ddtune.sweep.demo import HOT_SPEC, RESTART_SPEC, run_demo
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 
 CONFIGS = """
@@ -23,7 +23,7 @@ CONFIGS = """
 
 
 def test_shipped_demo_specs_parse_and_use_both_controllers():
-    restart, hot = load_spec(RESTART_SPEC), load_spec(HOT_SPEC)
+    restart, hot = read_spec(RESTART_SPEC), read_spec(HOT_SPEC)
     assert (restart.service.control, hot.service.control) == ("process", "hot")
     assert restart.baseline.label() == hot.baseline.label() == "ar"
     # the hot pass races: 3 passes over everyone, then the survivors, at most 30 passes

@@ -29,7 +29,7 @@ def test_a_killed_recording_resumes_at_the_first_missing_request(sides, tmp_path
     request_path(tmp_path, "r0002").unlink()  # as if killed while tracing the last one
     record(side, tmp_path, windows=(None, 2), topk_max=3)
     assert first.stat().st_mtime_ns == stamp  # done requests are kept, not traced again
-    assert len(Trace.load(tmp_path).data) == 3
+    assert len(Trace.read(tmp_path).data) == 3
 
 
 def test_another_setting_is_refused_naming_what_differs(sides, tmp_path):
@@ -42,7 +42,7 @@ def test_another_setting_is_refused_naming_what_differs(sides, tmp_path):
 def test_what_a_trace_cannot_answer_is_one_line(sides, tmp_path):
     side = sides("qwen3", 4)
     record(side, tmp_path, windows=(None,), topk_max=3)
-    trace = Trace.load(tmp_path)
+    trace = Trace.read(tmp_path)
     cases = {
         "window 8 is not in the trace": DecodeParams("ddtree", 8, 2, 8),
         "topk 4 is above the trace's K = 3": DecodeParams("ddtree", 8, 4),

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from ddtune.bench.matrix import BenchMatrix
+from ddtune.engines import get_engine
 from ddtune.errors import UserError
-from ddtune.kinds import get_kind
 from ddtune.params import DecodeParams
 from ddtune.trace.forecast import Forecast, build_forecast, check_requests, identity_mismatch
 from ddtune.trace.predict import Trace
@@ -55,13 +55,13 @@ def bench_trace(sides, tmp_path_factory):
     folder = tmp_path_factory.mktemp("trace")
     requests, prompt_hash = requests_from_matrix(MATRIX)
     record_trace(side, requests, folder, TraceSettings((None,), (), 4), "engine", prompt_hash)
-    return Trace.load(folder)
+    return Trace.read(folder)
 
 
 def test_a_trace_of_the_bench_is_accepted_and_counts_repeats(bench_trace):
     check_requests(bench_trace, MATRIX)
     assert [r.count for r in bench_trace.header.requests] == [2, 1]
-    kind = get_kind("ddtune")
+    kind = get_engine("ddtune")
     f = build_forecast(
         bench_trace, {"b8": DecodeParams("ddtree", 8, 4), "ar": DecodeParams("ar")}, kind
     )
@@ -77,7 +77,7 @@ def test_a_trace_of_other_requests_is_refused(bench_trace):
 
 def test_other_weights_are_named_and_the_forecast_keeps_as_json(bench_trace):
     params = {"b8": DecodeParams("ddtree", 8, 4), "ar": DecodeParams("ar")}
-    f = build_forecast(bench_trace, params, get_kind("ddtune"))
+    f = build_forecast(bench_trace, params, get_engine("ddtune"))
     sha = bench_trace.header.target.sha256
     assert identity_mismatch(f, {"target_sha256": sha}) is None
     assert "target" in identity_mismatch(f, {"target_sha256": "0" * 64})
@@ -90,7 +90,7 @@ def test_other_weights_are_named_and_the_forecast_keeps_as_json(bench_trace):
 def test_a_served_model_folder_of_another_name_is_named_at_ready(bench_trace):
     """vLLM names its model (`/v1/models`), SGLang its model path (`/server_info`): where the
     service's folders cannot be read from here, the folder names are what can be checked."""
-    f = build_forecast(bench_trace, {"ar": DecodeParams("ar")}, get_kind("vllm"))
+    f = build_forecast(bench_trace, {"ar": DecodeParams("ar")}, get_engine("vllm"))
     traced = Path(bench_trace.header.target.path)
     assert identity_mismatch(f, {"models": [f"/remote/{traced.name}"]}) is None
     assert identity_mismatch(f, {"models": ["t"]}) is None  # an alias says nothing

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from ddtune.engine.testing import write_random_checkpoint
+from ddtune.ddtree.testing import write_random_checkpoint
 from ddtune.trace.planning.loading import Loading
 from ddtune.trace.predict import Trace
 from ddtune.trace.record import OwnTarget, TraceSettings, record_trace
@@ -37,7 +37,7 @@ def test_transformers_and_the_engine_trace_the_same_drafts(tmp_path, capture):
     record_trace(OwnTarget(target, drafter), requests, tmp_path / "own", settings)
     side = HfTarget(target, drafter, Loading(device="cpu", dtype="float32"))
     record_trace(side, requests, tmp_path / "hf", settings)
-    own, hf = Trace.load(tmp_path / "own"), Trace.load(tmp_path / "hf")
+    own, hf = Trace.read(tmp_path / "own"), Trace.read(tmp_path / "hf")
     assert hf.header.backend == "transformers" and own.header.capture == capture
     for a, b in zip(own.data, hf.data, strict=True):
         assert np.array_equal(a.tokens, b.tokens)
@@ -50,7 +50,7 @@ def test_the_two_captures_feed_the_drafter_differently(tmp_path):
     """The pre-norm (vLLM) capture of a last-layer drafter is not the post-norm one."""
     test_transformers_and_the_engine_trace_the_same_drafts(tmp_path / "a", "post-norm")
     test_transformers_and_the_engine_trace_the_same_drafts(tmp_path / "b", "pre-norm")
-    post, pre = Trace.load(tmp_path / "a" / "own"), Trace.load(tmp_path / "b" / "own")
+    post, pre = Trace.read(tmp_path / "a" / "own"), Trace.read(tmp_path / "b" / "own")
     diff = [
         np.abs(x.views[v]["top_lp"] - y.views[v]["top_lp"]).max()
         for x, y in zip(post.data, pre.data, strict=True)

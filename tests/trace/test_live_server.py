@@ -14,7 +14,7 @@ import pytest
 
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.bench import BenchMatrix, run_bench
-from ddtune.kinds import get_kind
+from ddtune.engines import get_engine
 from ddtune.params import DecodeParams
 from ddtune.trace.predict import Trace
 from ddtune.trace.record import OwnTarget, TraceSettings, record_trace
@@ -50,11 +50,11 @@ def test_predicted_acceptance_equals_the_servers(server, tmp_path):
     requests, _ = requests_from_matrix(MATRIX)
     side = OwnTarget(default_target_dir(), default_drafter_dir())
     record_trace(side, requests, tmp_path / "trace", TraceSettings((None, 64), (), 4))
-    trace, kind = Trace.load(tmp_path / "trace"), get_kind("ddtune")
+    trace, kind = Trace.read(tmp_path / "trace"), get_engine("ddtune")
     for params in CONFIGS:
         reply = httpx.post(f"{server}/v1/ddtree/config", json=params.to_wire(), timeout=60)
         assert reply.status_code == 200, reply.text
-        result = run_bench(server, MATRIX, server_kind="ddtune", progress=False)
+        result = run_bench(server, MATRIX, engine="ddtune", progress=False)
         predicted = trace.predict(params, kind)
         measured = result.aggregates["acceptance_length"]
         assert measured == pytest.approx(predicted.acceptance(kind), abs=1e-9), params.label()

@@ -78,7 +78,7 @@ def test_bad_settings_are_user_errors():
 
 
 def test_cli_predicts_ngram_from_a_recorded_trace(tmp_path, capsys):
-    from ddtune.engine.testing import write_random_checkpoint
+    from ddtune.ddtree.testing import write_random_checkpoint
 
     target, drafter = write_random_checkpoint(tmp_path, seed=2, std=0.3, vocab_size=12)
     out = tmp_path / "trace"
@@ -96,7 +96,7 @@ def test_cli_predicts_ngram_from_a_recorded_trace(tmp_path, capsys):
 
 def test_stored_outputs_give_the_paths_their_tokens_give(tmp_path):
     """`--store`: a sweep's baseline texts, re-encoded with the target's tokenizer."""
-    from ddtune.engine.testing import char_tokenizer
+    from ddtune.ddtree.testing import char_tokenizer
     from ddtune.trace.ngram import paths_of_texts
     from ddtune.trace.requests import TraceRequest
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddtune.engine.tree import DraftTree, accepted_nodes, build_tree
+from ddtune.ddtree.tree import DraftTree, accepted_nodes, build_tree
 from ddtune.params import DecodeParams, SamplingParams
 from ddtune.trace.files import view_name
 from ddtune.trace.record import TraceRequest, TraceSettings, build_header, trace_request

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ddtune.cli import main
-from ddtune.engine.testing import write_random_checkpoint
+from ddtune.ddtree.testing import write_random_checkpoint
 from ddtune.trace.predict import Trace
 from ddtune.trace.record import OwnTarget
 
@@ -78,7 +78,7 @@ def test_the_services_tokens_are_traced_without_a_local_decode(
     finally:
         server.shutdown()
     assert seen[0]["temperature"] == 0 and seen[0]["max_tokens"] == 12 + 4 - 1
-    own, served = Trace.load(tmp_path / "own"), Trace.load(tmp_path / "served")
+    own, served = Trace.read(tmp_path / "own"), Trace.read(tmp_path / "served")
     assert served.header.source.startswith("service:http://127.0.0.1")
     for a, b in zip(own.data, served.data, strict=True):
         assert np.array_equal(a.tokens, b.tokens) and b.greedy_mismatches == 0
@@ -101,7 +101,7 @@ def test_a_service_that_parts_from_the_greedy_path_is_said_so(models, tmp_path, 
     finally:
         server.shutdown()
     assert "are not the target's argmax when teacher-forced" in capsys.readouterr().err
-    assert Trace.load(tmp_path / "t").data[0].greedy_mismatches >= 1
+    assert Trace.read(tmp_path / "t").data[0].greedy_mismatches >= 1
 
 
 def test_no_service_is_one_line(models, tmp_path, capsys):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddtune.engine.models.loading import load_decoder
-from ddtune.engine.models.tokenizer import Tokenizer
+from ddtune.ddtree.models.loading import load_decoder
+from ddtune.ddtree.models.tokenizer import Tokenizer
 from ddtune.train.distill import batch_greedy, build_examples, distill_prompts
 from ddtune.train.evaluate import greedy_generate
 

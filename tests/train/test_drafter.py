@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from ddtune.engine.models.config import DrafterConfig, ModelConfig
-from ddtune.engine.models.loading import load_decoder, load_drafter
+from ddtune.ddtree.models.config import DrafterConfig, ModelConfig
+from ddtune.ddtree.models.loading import load_decoder, load_drafter
 from ddtune.errors import UserError
 from ddtune.train.configs import build
 from ddtune.train.distill import Example
@@ -68,7 +68,7 @@ def test_block_output_ignores_tokens_at_and_after_its_anchor(tiny_target_dir: Pa
         DrafterTrainConfig("t", "o", "c", intermediate_size=64), target.cfg, mask_id
     )
     torch.manual_seed(0)
-    from ddtune.engine.models.drafter import DFlashDrafter
+    from ddtune.ddtree.models.drafter import DFlashDrafter
 
     drafter = DFlashDrafter(cfg).eval()
     ex = Example(list(range(20, 60)), prompt_len=4)

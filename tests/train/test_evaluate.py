@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 
-from ddtune.engine.testing import write_random_checkpoint
+from ddtune.ddtree.testing import write_random_checkpoint
 from ddtune.train.evaluate import acceptance_lengths, run_tests, truncate_completion
 from ddtune.train.tasks import iter_tasks
 

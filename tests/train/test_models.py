@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from ddtune.assets import MODELS_DIR
-from ddtune.engine.models.loading import load_decoder, load_drafter
-from ddtune.engine.models.tokenizer import Tokenizer
+from ddtune.ddtree.models.loading import load_decoder, load_drafter
+from ddtune.ddtree.models.tokenizer import Tokenizer
 
 SHIPPED = (MODELS_DIR / "target" / "config.json").is_file()
 PROMPT = 'def list_even_sum(xs: list[int]) -> int:\n    """Take xs, keep the even numbers. Return their sum."""\n'

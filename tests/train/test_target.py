@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from ddtune.cli import main
-from ddtune.engine.models.loading import load_decoder
+from ddtune.ddtree.models.loading import load_decoder
 from ddtune.errors import UserError
 from ddtune.train.common import cosine_lr
 from ddtune.train.target import token_stream, train_target

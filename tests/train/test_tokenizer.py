@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.engine.models.tokenizer import Tokenizer
+from ddtune.ddtree.models.tokenizer import Tokenizer
 from ddtune.errors import UserError
 from ddtune.train.tokenizer import EOS_TOKEN, MASK_TOKEN, load_tokenizer, train_tokenizer
 

@@ -2,7 +2,7 @@
 correctness by executing tests in a sandbox, and losslessness at T=0.
 
     from ddtune.bench import BenchMatrix, run_bench, compare_outputs
-    result = run_bench("http://127.0.0.1:8000", BenchMatrix.from_dict({}), server_kind="ddtune")
+    result = run_bench("http://127.0.0.1:8000", BenchMatrix.from_dict({}), engine="ddtune")
     result.aggregates["short_tps"]; compare_outputs(baseline.outputs, result.outputs).detail
 """
 

@@ -2,7 +2,7 @@
 
 Acceptance length = tokens committed per verify round including the bonus
 token (the SGLang convention, docs/bench.md "Bench"). Where it comes
-from is the server kind's business (`ddtune.kinds`): per response
+from is the server kind's business (`ddtune.engines`): per response
 (`kind.response_acceptance`: ddtune `usage.spec`, SGLang `meta_info`), pooled
 here by verify rounds; or from counters at `kind.metrics_path` read before and
 after the measured requests (`kind.counter_acceptance`: vLLM). A kind with
@@ -14,7 +14,7 @@ from __future__ import annotations
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from ddtune.kinds import ServerKind
+from ddtune.engines import ServerEngine
 
 
 def pooled_acceptance(per_request: list[tuple[float | None, float]]) -> float | None:
@@ -26,24 +26,26 @@ def pooled_acceptance(per_request: list[tuple[float | None, float]]) -> float | 
 
 
 def run_acceptance(
-    kind: ServerKind,
+    engine: ServerEngine,
     per_request: list[tuple[float | None, float]],
     before: dict[str, float] | None,
     after: dict[str, float] | None,
 ) -> tuple[float | None, str | None]:
     """(the run's acceptance length, a note or None) from the kind's source."""
-    if kind.metrics_path is not None:
-        return kind.counter_acceptance(before, after)
+    if engine.metrics_path is not None:
+        return engine.counter_acceptance(before, after)
     value = pooled_acceptance(per_request)
-    return value, None if value is not None else kind.no_acceptance_note
+    return value, None if value is not None else engine.no_acceptance_note
 
 
-def read_counters(client: httpx.Client, base_url: str, kind: ServerKind) -> dict[str, float] | None:
+def read_counters(
+    client: httpx.Client, base_url: str, engine: ServerEngine
+) -> dict[str, float] | None:
     """The kind's counters now (parsed `metrics_path`); None when it has none or they fail."""
-    if kind.metrics_path is None:
+    if engine.metrics_path is None:
         return None
     try:
-        response = client.get(base_url + kind.metrics_path)
+        response = client.get(base_url + engine.metrics_path)
     except httpx.HTTPError:
         return None
     if response.status_code != 200:

@@ -1,6 +1,6 @@
 """Request-interleaved benches: several configs of one hot server, taking turns per request.
 
-    results = run_alternated(base_url, matrix, server_kind, arms)
+    results = run_alternated(base_url, matrix, engine, arms)
 
 A sweep pass normally benches its configs one after another, so each config's
 figure carries whatever the machine did during its own ~5 s. Here every
@@ -54,16 +54,14 @@ class Arm:
     seconds: float = 0.0  # wall time spent switching to and benching this arm
 
 
-def run_alternated(
-    base_url: str, matrix: BenchMatrix, server_kind: str, arms: list[Arm]
-) -> list[Arm]:
+def run_alternated(base_url: str, matrix: BenchMatrix, engine: str, arms: list[Arm]) -> list[Arm]:
     """Steps 1-4 of the module docstring; each arm ends with `result` or `error`."""
     if matrix.concurrency != 1 or matrix.load is not None:
         raise ValueError("request-interleaved benches send one request at a time, without load")
     started_at = time.time()
     with bench_client(matrix) as client:
         try:
-            plan = plan_bench(client, base_url, matrix, server_kind)  # 1
+            plan = plan_bench(client, base_url, matrix, engine)  # 1
         except Exception as exc:  # as run_bench's: every arm fails with it, the sweep goes on
             for arm in arms:
                 arm.error = f"{type(exc).__name__}: {exc}"
@@ -104,7 +102,7 @@ def _finish(arm: Arm, plan: BenchPlan, client: httpx.Client, started_at: float) 
         return
     started = time.perf_counter()
     try:
-        identity = snapshot_identity(client, plan.base_url, plan.kind)  # under its config
+        identity = snapshot_identity(client, plan.base_url, plan.engine)  # under its config
         arm.result = finish_bench(plan, client, identity, arm.records, (None, None), started_at)
         arm.result.notes.append(
             "request-interleaved: each request alternated with the pass's configs"

@@ -1,6 +1,6 @@
 """Streaming HTTP client: one request, timed from the server-sent-event stream.
 
-The server kind (`ddtune.kinds`) says where to send the request and how to
+The server kind (`ddtune.engines`) says where to send the request and how to
 read its stream: ddtune, vLLM and generic OpenAI servers get `POST
 /v1/completions` with `stream: true` and `stream_options.include_usage` (the
 last chunk carries `usage`; ddtune adds `usage.spec`); SGLang gets its native
@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from ddtune.kinds import ServerKind, StreamChunk
+from ddtune.engines import ServerEngine, StreamChunk
 from ddtune.params import SamplingParams
 
 
@@ -69,16 +69,16 @@ class StreamRecord:
     turns: list[StreamRecord] = field(default_factory=list)  # a chat's later turns, in order
 
 
-def discover_model(client: httpx.Client, base_url: str, kind: ServerKind) -> str | None:
+def discover_model(client: httpx.Client, base_url: str, engine: ServerEngine) -> str | None:
     """The first model id the server lists, or None when it does not list models."""
     try:
-        return kind.model_name(client, base_url)
+        return engine.model_name(client, base_url)
     except (httpx.HTTPError, ValueError, LookupError, AttributeError, TypeError):
         return None
 
 
 def build_request(
-    kind: ServerKind,
+    engine: ServerEngine,
     base_url: str,
     spec: RequestSpec,
     model: str | None,
@@ -87,7 +87,7 @@ def build_request(
 ) -> tuple[str, dict[str, Any]]:
     """The kind's (url, JSON body) for one measured request."""
     if spec.body_json is not None:
-        return kind.replay_request(base_url, json.loads(spec.body_json), model)
+        return engine.replay_request(base_url, json.loads(spec.body_json), model)
     sampling = SamplingParams(
         max_new_tokens=spec.max_tokens,
         temperature=float(temperature),
@@ -96,8 +96,8 @@ def build_request(
         ignore_eos=ignore_eos,
     )
     if spec.messages:
-        return kind.chat_request(base_url, [list(m) for m in spec.messages], sampling, model)
-    return kind.generate_request(base_url, spec.prompt, sampling, model)
+        return engine.chat_request(base_url, [list(m) for m in spec.messages], sampling, model)
+    return engine.generate_request(base_url, spec.prompt, sampling, model)
 
 
 def next_turn(spec: RequestSpec, answer: str) -> RequestSpec:
@@ -114,7 +114,7 @@ def records_in_order(records: Sequence[StreamRecord]) -> list[StreamRecord]:
 def stream_request(
     client: httpx.Client,
     base_url: str,
-    kind: ServerKind,
+    engine: ServerEngine,
     spec: RequestSpec,
     *,
     model: str | None,
@@ -123,12 +123,12 @@ def stream_request(
 ) -> StreamRecord:
     """Send one streaming request and time it (a chat's later turns after it, each in
     `record.turns`); raises BenchError on any failure."""
-    record = _stream_one(client, base_url, kind, spec, model, temperature, ignore_eos)
+    record = _stream_one(client, base_url, engine, spec, model, temperature, ignore_eos)
     turn = spec
     while turn.follow_ups:
         turn = next_turn(turn, (record.turns[-1] if record.turns else record).text)
         record.turns.append(
-            _stream_one(client, base_url, kind, turn, model, temperature, ignore_eos)
+            _stream_one(client, base_url, engine, turn, model, temperature, ignore_eos)
         )
     return record
 
@@ -136,13 +136,13 @@ def stream_request(
 def _stream_one(
     client: httpx.Client,
     base_url: str,
-    kind: ServerKind,
+    engine: ServerEngine,
     spec: RequestSpec,
     model: str | None,
     temperature: float,
     ignore_eos: bool,
 ) -> StreamRecord:
-    url, body = build_request(kind, base_url, spec, model, temperature, ignore_eos)
+    url, body = build_request(engine, base_url, spec, model, temperature, ignore_eos)
     record = StreamRecord(sent_at=time.time())
     start = time.perf_counter()
     try:
@@ -153,7 +153,7 @@ def _stream_one(
                     f"{spec.workload} request {spec.index}: HTTP {response.status_code} from {url}: {detail}"
                 )
             for payload in _sse_payloads(response):
-                chunk = kind.parse_chunk(payload, record.text)
+                chunk = engine.parse_chunk(payload, record.text)
                 apply_chunk(record, chunk, time.perf_counter() - start)
     except httpx.HTTPError as exc:
         raise BenchError(

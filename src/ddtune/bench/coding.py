@@ -34,7 +34,7 @@ class CodingTask:
     canonical_solution: str | None = None
 
 
-def load_tasks(path: str | Path, limit: int | None = None) -> list[CodingTask]:
+def read_tasks(path: str | Path, limit: int | None = None) -> list[CodingTask]:
     """Read a HumanEval-format JSONL (`.gz` too); a clear error names the bad line and field."""
     path = Path(path)
     if not path.is_file():

@@ -28,7 +28,7 @@ import httpx
 
 from ddtune.bench.client import RequestSpec
 from ddtune.bench.lossless import first_difference
-from ddtune.kinds import ServerKind
+from ddtune.engines import ServerEngine
 from ddtune.params import SamplingParams
 
 GapEntry = dict[str, Any]
@@ -37,7 +37,7 @@ GapEntry = dict[str, Any]
 def record_gaps(
     client: httpx.Client,
     base_url: str,
-    kind: ServerKind,
+    engine: ServerEngine,
     model: str | None,
     specs: Sequence[RequestSpec],
     texts: Sequence[str],
@@ -48,7 +48,7 @@ def record_gaps(
 
     def one(item: tuple[RequestSpec, str]) -> GapEntry | str:
         try:
-            return _one_gap(client, base_url, kind, model, *item, ignore_eos)
+            return _one_gap(client, base_url, engine, model, *item, ignore_eos)
         except (httpx.HTTPError, ValueError, KeyError, TypeError, IndexError) as exc:
             return f"{item[0].workload} request {item[0].index}: {type(exc).__name__}: {exc}"
 
@@ -67,7 +67,7 @@ def record_gaps(
 def _one_gap(
     client: httpx.Client,
     base_url: str,
-    kind: ServerKind,
+    engine: ServerEngine,
     model: str | None,
     spec: RequestSpec,
     streamed: str,
@@ -80,7 +80,7 @@ def _one_gap(
         stop_strings=tuple(spec.stop),
         ignore_eos=ignore_eos,
     )
-    url, body = kind.generate_request(base_url, spec.prompt, sampling, model)
+    url, body = engine.generate_request(base_url, spec.prompt, sampling, model)
     body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
     response = client.post(url, json={**body, "stream": False, "logprobs": 2})
     if response.status_code != 200:

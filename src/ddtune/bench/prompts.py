@@ -55,7 +55,7 @@ def build_prompt_set(
 ) -> PromptSet:
     """`short`/`long` are (n_prompts, prompt_tokens)."""
     if prompts_file:
-        return load_prompts_file(prompts_file)
+        return read_prompts_file(prompts_file)
     files = stdlib_prompt_files()
     rng = random.Random(seed)
 
@@ -113,7 +113,7 @@ def _slice(rng: random.Random, files: list[Path], n_chars: int) -> str:
     return out[: cut + 1] if cut >= n_chars * 0.8 else out[:n_chars]
 
 
-def load_prompts_file(path: str | Path) -> PromptSet:
+def read_prompts_file(path: str | Path) -> PromptSet:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"prompts file {path} does not exist")

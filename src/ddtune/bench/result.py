@@ -25,11 +25,13 @@ from typing import Any
 from ddtune.bench.client import StreamRecord
 from ddtune.bench.lossless import output_hash
 
+RENAMED = {"server_kind": "engine"}  # fields of results stored before the rename
+
 
 @dataclass
 class BenchResult:
     base_url: str
-    server_kind: str
+    engine: str  # the server's engine (`ddtune.engines`)
     model: str | None
     matrix: dict[str, Any]
     identity: dict[str, Any] | None
@@ -47,7 +49,7 @@ class BenchResult:
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, list[str]] = field(default_factory=dict)  # {"short": [...], "long": [...]}
-    # T=0 with a logprobs-capable kind: per request {"offsets", "gaps", "agree"} (bench.logit_gaps)
+    # T=0 with a logprobs-capable engine: per request {"offsets", "gaps", "agree"} (bench.logit_gaps)
     logprob_gaps: list[dict[str, Any] | None] | None = None
     load_result: dict[str, Any] | None = (
         None  # [bench.load]: LoadResult.to_dict(), bench/load/generator.py
@@ -64,13 +66,14 @@ class BenchResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BenchResult:
         known = {f.name for f in fields(cls)}
+        data = {RENAMED.get(k, k): v for k, v in data.items()}
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, path: str | Path) -> BenchResult:
+    def read(cls, path: str | Path) -> BenchResult:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 

@@ -40,7 +40,7 @@ from ddtune.bench.client import (
     records_in_order,
     stream_request,
 )
-from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, load_tasks, pass_at_k_summary
+from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, pass_at_k_summary, read_tasks
 from ddtune.bench.hardware import hardware_fingerprint
 from ddtune.bench.load.generator import LoadTarget, level_prompts, run_load
 from ddtune.bench.logit_gaps import record_gaps
@@ -51,8 +51,8 @@ from ddtune.bench.sandbox.checker import SandboxLimits, isolation_notes
 from ddtune.bench.suites import TRAFFIC, mix_tps, private_sample, workload_figures, workload_of
 from ddtune.bench.suites.plan import Workloads, plan_workloads
 from ddtune.bench.suites.scoring import score_samples, tested
+from ddtune.engines import ServerEngine, get_engine
 from ddtune.errors import UserError
-from ddtune.kinds import ServerKind, get_kind
 
 
 @dataclass
@@ -61,7 +61,7 @@ class BenchPlan:
 
     base_url: str
     matrix: BenchMatrix
-    server_kind: str
+    engine: ServerEngine
     model: str | None
     prompts: PromptSet
     tasks: list[CodingTask]
@@ -76,32 +76,29 @@ class BenchPlan:
         both = f"{self.prompts.hash()}:{self.workloads.hash()}"
         return hashlib.sha256(both.encode()).hexdigest()[:16]
 
-    @property
-    def kind(self) -> ServerKind:
-        return get_kind(self.server_kind)
-
 
 def run_bench(
     base_url: str,
     matrix: BenchMatrix,
-    server_kind: str = "ddtune",
+    engine: str = "ddtune",
     identity: dict[str, Any] | None = None,
     progress: bool = True,
 ) -> BenchResult:
     """Run the matrix against `base_url`; raises BenchError when a request fails."""
     started, t0 = time.time(), time.perf_counter()
     with bench_client(matrix) as client:
-        plan = plan_bench(client, base_url, matrix, server_kind)  # 1, 2
-        kind = plan.kind
+        plan = plan_bench(client, base_url, matrix, engine)  # 1, 2
         identity = (
-            identity if identity is not None else snapshot_identity(client, plan.base_url, kind)
+            identity
+            if identity is not None
+            else snapshot_identity(client, plan.base_url, plan.engine)
         )
         send = sender(client, plan)
         with _progress(progress) as bar:
             _run_all(send, plan.warmup, 1, bar, "warmup")  # 3.
-            before = acc.read_counters(client, plan.base_url, kind)  # 4.
+            before = acc.read_counters(client, plan.base_url, plan.engine)  # 4.
             records, counted = _run_measured(send, client, plan, bar)  # 5.
-            after = acc.read_counters(client, plan.base_url, kind)  # 6.
+            after = acc.read_counters(client, plan.base_url, plan.engine)  # 6.
             result = finish_bench(
                 plan, client, identity, records, (before, after), started, bar, counted
             )
@@ -114,24 +111,22 @@ def bench_client(matrix: BenchMatrix) -> httpx.Client:
 
 
 def plan_bench(
-    client: httpx.Client, base_url: str, matrix: BenchMatrix, server_kind: str
+    client: httpx.Client, base_url: str, matrix: BenchMatrix, engine_name: str
 ) -> BenchPlan:
     """Steps 1-2: the model name and the request lists (bad input fails before any request)."""
-    kind = get_kind(server_kind)
+    engine = get_engine(engine_name)
     base_url = base_url.rstrip("/")
     tasks = coding_tasks(matrix)
     prompts = matrix_prompts(matrix)
-    workloads = plan_workloads(matrix, lambda: kind.context_length(client, base_url))
+    workloads = plan_workloads(matrix, lambda: engine.context_length(client, base_url))
     traffic = [r for r in workloads.requests if r.workload == TRAFFIC]
     if matrix.load is not None:  # a load workload without prompts fails before any request
         level_prompts(matrix, prompts, traffic)
     model = matrix.model or (
-        discover_model(client, base_url, kind) if kind.model_in_request else None
+        discover_model(client, base_url, engine) if engine.model_in_request else None
     )
     warmup, measured = plan_requests(matrix, prompts.short, prompts.long, tasks, workloads.requests)
-    return BenchPlan(
-        base_url, matrix, server_kind, model, prompts, tasks, warmup, measured, workloads
-    )
+    return BenchPlan(base_url, matrix, engine, model, prompts, tasks, warmup, measured, workloads)
 
 
 def finish_bench(
@@ -147,17 +142,17 @@ def finish_bench(
     """Steps 6-9 once the measured `records` (in `plan.measured` order) are in;
     `counters`: the kind's acceptance counters before and after them (or Nones);
     `counted`: per workload, the acceptance its own counter difference gave (vLLM)."""
-    kind, matrix = plan.kind, plan.matrix
-    specs, samples = _samples(kind, plan.measured, records)
-    gaps, gap_note = _gaps(client, plan.base_url, kind, plan.model, specs, samples, matrix)
+    engine, matrix = plan.engine, plan.matrix
+    specs, samples = _samples(engine, plan.measured, records)
+    gaps, gap_note = _gaps(client, plan.base_url, engine, plan.model, specs, samples, matrix)
     coding = _run_coding(samples, specs, plan.tasks, matrix, bar)  # 7.
     _score_suites(samples, plan.workloads, matrix, bar)
     outputs = _outputs(specs, samples, matrix.store_prompts)
-    load = _run_load(plan, kind, matrix)  # 9.
+    load = _run_load(plan, engine, matrix)  # 9.
     hardware = hardware_fingerprint()
     result = BenchResult(  # 8.
         base_url=plan.base_url,
-        server_kind=plan.server_kind,
+        engine=plan.engine.name,
         model=plan.model,
         matrix=matrix.to_dict(),
         identity=identity,
@@ -178,7 +173,7 @@ def finish_bench(
     )
     if gap_note:
         result.notes.append(gap_note)
-    _aggregate(result, kind, records_in_order(records), *counters, coding)
+    _aggregate(result, engine, records_in_order(records), *counters, coding)
     for workload, value in (counted or {}).items():  # a counting kind: per workload's counters
         if workload in result.workloads:
             result.workloads[workload]["acceptance_length"] = value
@@ -269,10 +264,10 @@ def _warmup(spec: RequestSpec, index: int) -> RequestSpec:
 
 
 def snapshot_identity(
-    client: httpx.Client, base_url: str, kind: ServerKind
+    client: httpx.Client, base_url: str, engine: ServerEngine
 ) -> dict[str, Any] | None:
     """The first identity endpoint that answers with JSON, tagged with `_source`."""
-    for path in kind.identity_endpoints:
+    for path in engine.identity_endpoints:
         try:
             response = client.get(base_url + path)
             data = response.json() if response.status_code == 200 else None
@@ -295,18 +290,18 @@ def coding_tasks(matrix: BenchMatrix) -> list[CodingTask]:
     cfg = matrix.coding
     if not matrix.runs_bundled or not cfg.enabled or cfg.limit == 0:
         return []
-    return load_tasks(cfg.tasks_file or default_tasks_file(), cfg.limit)
+    return read_tasks(cfg.tasks_file or default_tasks_file(), cfg.limit)
 
 
 def sender(client: httpx.Client, plan: BenchPlan) -> Callable[[RequestSpec], StreamRecord]:
     """Sends one request of `plan` and times it from its stream."""
-    kind, matrix = plan.kind, plan.matrix
+    engine, matrix = plan.engine, plan.matrix
 
     def send(spec: RequestSpec) -> StreamRecord:
         return stream_request(
             client,
             plan.base_url,
-            kind,
+            engine,
             spec,
             model=plan.model,
             temperature=matrix.temperature,
@@ -319,7 +314,7 @@ def sender(client: httpx.Client, plan: BenchPlan) -> Callable[[RequestSpec], Str
 def _gaps(
     client: httpx.Client,
     base_url: str,
-    kind: ServerKind,
+    engine: ServerEngine,
     model: str | None,
     specs: list[RequestSpec],
     samples: list[dict[str, Any]],
@@ -327,14 +322,14 @@ def _gaps(
 ) -> tuple[list[dict[str, Any] | None] | None, str | None]:
     """Logit gaps per sample at T=0 when the kind serves logprobs (completions only; chats
     and replayed requests get None); else (None, None)."""
-    if matrix.temperature != 0 or not kind.supports_logprobs or not matrix.logprob_gaps:
+    if matrix.temperature != 0 or not engine.supports_logprobs or not matrix.logprob_gaps:
         return None, None
     plain = [i for i, s in enumerate(specs) if not s.messages and s.body_json is None]
     texts = [samples[i]["text"] for i in plain]
     found, note = record_gaps(
         client,
         base_url,
-        kind,
+        engine,
         model,
         [specs[i] for i in plain],
         texts,
@@ -347,12 +342,12 @@ def _gaps(
     return gaps, note
 
 
-def _run_load(plan: BenchPlan, kind: ServerKind, matrix: BenchMatrix) -> dict[str, Any] | None:
+def _run_load(plan: BenchPlan, engine: ServerEngine, matrix: BenchMatrix) -> dict[str, Any] | None:
     if matrix.load is None:
         return None
     target = LoadTarget(
         plan.base_url,
-        kind,
+        engine,
         plan.model,
         matrix.temperature,
         matrix.ignore_eos,
@@ -397,28 +392,28 @@ def _run_measured(
 ) -> tuple[list[StreamRecord], dict[str, float | None]]:
     """The measured requests, workload by workload; where the kind counts acceptance on the
     server (vLLM), its counters are read around each workload, so each gets its own."""
-    kind, concurrency = plan.kind, plan.matrix.concurrency
-    if kind.metrics_path is None:
+    engine, concurrency = plan.engine, plan.matrix.concurrency
+    if engine.metrics_path is None:
         return _run_all(send, plan.measured, concurrency, bar, "requests"), {}
     records: list[StreamRecord] = []
     counted: dict[str, float | None] = {}
     for workload, group in groupby(plan.measured, key=lambda s: workload_of(asdict(s))):
-        before = acc.read_counters(client, plan.base_url, kind)
+        before = acc.read_counters(client, plan.base_url, engine)
         records += _run_all(send, list(group), concurrency, bar, workload)
-        after = acc.read_counters(client, plan.base_url, kind)
-        counted[workload] = kind.counter_acceptance(before, after)[0]
+        after = acc.read_counters(client, plan.base_url, engine)
+        counted[workload] = engine.counter_acceptance(before, after)[0]
     return records, counted
 
 
 def _samples(
-    kind: ServerKind, specs: list[RequestSpec], records: list[StreamRecord]
+    engine: ServerEngine, specs: list[RequestSpec], records: list[StreamRecord]
 ) -> tuple[list[RequestSpec], list[dict[str, Any]]]:
     """One sample per response (a chat's later turns after it, `turn` 2, 3, ...), with the
     spec of each."""
     sample_specs, samples = [], []
     for spec, record in zip(specs, records, strict=True):
         for turn, response in enumerate((record, *record.turns), start=1):
-            acceptance = kind.response_acceptance(response)[0]
+            acceptance = engine.response_acceptance(response)[0]
             sample = make_sample(spec.workload, spec.index, response, acceptance)
             if spec.messages:
                 sample["turn"] = turn
@@ -484,15 +479,15 @@ def _run_coding(
 
 def _aggregate(
     result: BenchResult,
-    kind: ServerKind,
+    engine: ServerEngine,
     records: list[StreamRecord],
     before: dict[str, float] | None,
     after: dict[str, float] | None,
     coding: list[list[bool]],
 ) -> None:
     aggregates: dict[str, Any] = throughput_aggregates(result.samples)
-    per_request = [kind.response_acceptance(r) for r in records]
-    value, note = acc.run_acceptance(kind, per_request, before, after)
+    per_request = [engine.response_acceptance(r) for r in records]
+    value, note = acc.run_acceptance(engine, per_request, before, after)
     if note:
         result.notes.append(note)
     aggregates["acceptance_length"] = value
@@ -501,7 +496,7 @@ def _aggregate(
     aggregates["acceptance_length_request_mean"] = (
         sum(request_values) / len(request_values) if request_values else None
     )
-    result.acceptance_source = kind.acceptance_source if value is not None else None
+    result.acceptance_source = engine.acceptance_source if value is not None else None
     suite_tests = [  # HumanEval's tests count as coding tests too (Fisher between configs)
         s["passed"]
         for s in result.samples

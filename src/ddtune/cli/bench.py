@@ -1,4 +1,4 @@
-"""`ddtune bench --url URL [--server-kind KIND] [--matrix FILE.toml] [--out FILE.json]`."""
+"""`ddtune bench --url URL [--engine ENGINE] [--matrix FILE.toml] [--out FILE.json]`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ddtune.kinds import SERVER_KINDS
+from ddtune.engines import ENGINES
 
 if TYPE_CHECKING:
     from ddtune.bench.result import BenchResult
@@ -21,10 +21,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
     parser.add_argument(
-        "--server-kind",
-        choices=SERVER_KINDS,
+        "--engine",
+        "--server-kind",  # its name before 0.2; still read
+        dest="engine",
+        choices=ENGINES,
         default="ddtune",
-        help="how to read acceptance length (default: ddtune)",
+        help="the server's engine: how to request and read acceptance length (default: ddtune)",
     )
     parser.add_argument(
         "--matrix", help="TOML file with a [bench] table (default: built-in matrix)"
@@ -39,9 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     matrix = BenchMatrix.from_toml(args.matrix) if args.matrix else BenchMatrix()
     try:
-        result = run_bench(
-            args.url, matrix, server_kind=args.server_kind, progress=not args.no_progress
-        )
+        result = run_bench(args.url, matrix, engine=args.engine, progress=not args.no_progress)
     except BenchError as exc:
         print(f"ddtune: bench failed: {exc}", file=sys.stderr)
         return 1
@@ -55,7 +55,7 @@ def _summary(result: BenchResult) -> dict[str, Any]:
     rounded = {k: round(v, 4) if isinstance(v, float) else v for k, v in result.aggregates.items()}
     return {
         "url": result.base_url,
-        "server_kind": result.server_kind,
+        "engine": result.engine,
         "model": result.model,
         "prompt_set_hash": result.prompt_set_hash,
         "hardware": result.hardware_fingerprint,

@@ -21,7 +21,7 @@ from ddtune.params import WINDOW_NONE, DecodeParams, SamplingParams, parse_windo
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ddtune.engine.bench.speed import SpeedRow
+    from ddtune.ddtree.bench.speed import SpeedRow
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_bench_engine(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from ddtune.engine.bench.speed import plan
+    from ddtune.ddtree.bench.speed import plan
 
     console = Console()
     setup_threads(args.threads)
@@ -65,7 +65,7 @@ def cmd_bench_engine(args: argparse.Namespace) -> int:
         console.print(note)
         console.print(f"prompts: {source}")
         rows = run_single_stream(console, target, drafter, prompts, configs, sampling, args)
-    from ddtune.engine.bench.tables import print_speed_rows
+    from ddtune.ddtree.bench.tables import print_speed_rows
 
     print_speed_rows(console, rows)
     if args.json:
@@ -81,10 +81,10 @@ def cmd_concurrency(
 ) -> int:
     import torch
 
-    from ddtune.engine.batch.budget import check_round_fits
-    from ddtune.engine.bench.loadspeed import run_concurrency_bench
-    from ddtune.engine.bench.tables import print_rows, print_summary
-    from ddtune.engine.engine import Engine
+    from ddtune.ddtree.batch.budget import check_round_fits
+    from ddtune.ddtree.bench.loadspeed import run_concurrency_bench
+    from ddtune.ddtree.bench.tables import print_rows, print_summary
+    from ddtune.ddtree.engine import Engine
 
     levels = parse_concurrency(args.concurrency)
     wanted = 2 * levels[-1]
@@ -121,7 +121,7 @@ def cmd_concurrency(
 
 
 def bench_models(args: argparse.Namespace, tmp: Path) -> tuple[Path, Path | None, str]:
-    from ddtune.engine.testing import write_random_checkpoint
+    from ddtune.ddtree.testing import write_random_checkpoint
 
     if not args.random:
         try:
@@ -156,8 +156,8 @@ def run_single_stream(
     import torch
     from rich.progress import Progress
 
-    from ddtune.engine.bench.speed import run_engine_bench
-    from ddtune.engine.engine import Engine
+    from ddtune.ddtree.bench.speed import run_engine_bench
+    from ddtune.ddtree.engine import Engine
 
     engine = Engine.load(target, drafter)
     console.print(
@@ -201,7 +201,7 @@ def parse_concurrency(text: str) -> list[int]:
 
 def read_prompts(path: Path | None, count: int = 4) -> tuple[list[str], str]:
     """The prompts of `--prompts-file` (a JSON list of strings), or the default ones."""
-    from ddtune.engine.bench.speed import default_prompts
+    from ddtune.ddtree.bench.speed import default_prompts
 
     if path is None:
         return default_prompts(count)

@@ -86,7 +86,7 @@ def generate_params(args: argparse.Namespace) -> tuple[DecodeParams, SamplingPar
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from ddtune.engine.engine import Engine
+    from ddtune.ddtree.engine import Engine
 
     setup_threads(args.threads)
     params, sampling = generate_params(args)

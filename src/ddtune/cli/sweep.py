@@ -24,7 +24,7 @@ from ddtune.errors import UserError
 if TYPE_CHECKING:
     from ddtune.sweep.reporting import LiveReport
     from ddtune.sweep.run.common import RunSummary
-    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.spec.parse import SweepSpec
     from ddtune.sweep.store.db import Store
 
 EXIT_CODES = """exit codes: 0 every trial done; 1 some trials failed (now or earlier, not
@@ -233,18 +233,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ddtune.sweep.reporting import live_report
     from ddtune.sweep.run.canary import run_canary
     from ddtune.sweep.run.common import default_store_path
+    from ddtune.sweep.run.engine_check import check_engine
     from ddtune.sweep.run.loop import run_sweep
-    from ddtune.sweep.run.preflight import preflight
     from ddtune.sweep.run.prestop import check_before_stopping
-    from ddtune.sweep.spec.load import load_spec
+    from ddtune.sweep.spec.parse import read_spec
 
-    spec = load_spec(args.spec)
+    spec = read_spec(args.spec)
     _print_notes(spec)
     store_path = Path(args.store) if args.store else default_store_path(spec)
     check_before_stopping(spec, store_path)  # refused: exit 2, nothing stopped or started
     hint = f"ddtune sweep run {args.spec}" + (f" --store {args.store}" if args.store else "")
     console = Console(stderr=True)
-    checked = preflight(spec, store_path.parent.resolve())  # refused: exit 2, nothing ran
+    checked = check_engine(spec, store_path.parent.resolve())  # refused: exit 2, nothing ran
     if args.canary and run_canary(spec, store_path, console) != 0:
         return 1
     live = live_report(store_path, spec.name, console)
@@ -318,25 +318,25 @@ def _print_answer(console: Console, live: LiveReport, store_path: Path, sweep: s
 def cmd_canary(args: argparse.Namespace) -> int:
     from ddtune.sweep.run.canary import run_canary
     from ddtune.sweep.run.common import default_store_path
-    from ddtune.sweep.spec.load import load_spec
+    from ddtune.sweep.spec.parse import read_spec
 
-    spec = load_spec(args.spec)
+    spec = read_spec(args.spec)
     store_path = Path(args.store) if args.store else default_store_path(spec)
     return run_canary(spec, store_path, Console(stderr=True))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from ddtune.services.launch_check import check_launches
+    from ddtune.services.engine_check import check_launches
     from ddtune.sweep.plan.planners import bench_text, restart_word
     from ddtune.sweep.plan.prepare import prepare
     from ddtune.sweep.plan.start_planner import predicted_lines
     from ddtune.sweep.run.common import default_store_path
-    from ddtune.sweep.run.preflight import planned_launches
+    from ddtune.sweep.run.engine_check import planned_launches
     from ddtune.sweep.run.prestop import check_before_stopping
-    from ddtune.sweep.spec.load import load_spec
+    from ddtune.sweep.spec.parse import read_spec
     from ddtune.sweep.store.db import Store
 
-    spec = load_spec(args.spec)
+    spec = read_spec(args.spec)
     _print_notes(spec)
     path = Path(args.store) if args.store else default_store_path(spec)
     check_before_stopping(spec, path)  # every mistake a spec can hold: exit 2

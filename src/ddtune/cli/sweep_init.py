@@ -60,9 +60,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 def plan_cost(spec_path: Path) -> str:
     """What `sweep plan` prints first: configs, the race mode, restarts and hours."""
     from ddtune.sweep.plan.prepare import prepare
-    from ddtune.sweep.spec.load import load_spec
+    from ddtune.sweep.spec.parse import read_spec
 
-    return prepare(load_spec(spec_path), None).estimate_text()
+    return prepare(read_spec(spec_path), None).estimate_text()
 
 
 __all__ = ["add_init", "cmd_init", "plan_cost"]

@@ -22,7 +22,7 @@ from ddtune.errors import UserError
 from ddtune.params import MODES, WINDOW_NONE, DecodeParams, parse_window, window_to_wire
 
 if TYPE_CHECKING:
-    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.spec.parse import SweepSpec
     from ddtune.trace.planning.loading import Loading
     from ddtune.trace.planning.models import TraceModels
     from ddtune.trace.record import TargetSide
@@ -217,7 +217,7 @@ def _print_mismatches(folder: Path) -> None:
     """A note when a continuation parts from the teacher-forced argmax somewhere."""
     from ddtune.trace.predict import Trace
 
-    parted = [d for d in Trace.load(folder).data if d.greedy_mismatches]
+    parted = [d for d in Trace.read(folder).data if d.greedy_mismatches]
     if parted:
         tokens = sum(d.greedy_mismatches for d in parted)
         print(
@@ -249,9 +249,9 @@ def _requests(
     if args.store is not None:
         return store_requests(args.store, args.sweep)
     if args.spec is not None:
-        from ddtune.sweep.spec.load import load_spec
+        from ddtune.sweep.spec.parse import read_spec
 
-        spec = load_spec(args.spec)
+        spec = read_spec(args.spec)
         requests, prompt_hash = requests_from_matrix(spec.bench)
         return spec, requests, prompt_hash, "engine"
     if args.prompts_file is not None:
@@ -441,7 +441,7 @@ def _print_cost(folder: Path, header: Any, seconds: float) -> None:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from ddtune.kinds import get_kind
+    from ddtune.engines import get_engine
     from ddtune.trace.predict import Trace
 
     if args.mode == "ngram":
@@ -456,8 +456,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             "window": parse_window(args.window),
         }
     )
-    kind = get_kind(args.kind) if args.kind else None
-    prediction = Trace.load(args.trace).predict(params, kind, args.query_length)
+    kind = get_engine(args.kind) if args.kind else None
+    prediction = Trace.read(args.trace).predict(params, kind, args.query_length)
     if args.json:
         out = prediction.to_json()
         if kind is not None:
@@ -498,12 +498,12 @@ def _predict_ngram(args: argparse.Namespace) -> int:
 
 
 def cmd_landscape(args: argparse.Namespace) -> int:
-    from ddtune.kinds import get_kind
+    from ddtune.engines import get_engine
     from ddtune.trace.landscape import landscape
     from ddtune.trace.predict import Trace
 
-    trace = Trace.load(args.trace)
-    kind = get_kind(args.kind) if args.kind else None
+    trace = Trace.read(args.trace)
+    kind = get_engine(args.kind) if args.kind else None
     land = landscape(trace, _ints(args.budgets, "--budgets"), _ints(args.topks, "--topks"), kind)
     out = args.out or args.trace
     out.mkdir(parents=True, exist_ok=True)

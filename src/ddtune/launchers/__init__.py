@@ -1,7 +1,7 @@
 """`python -m ddtune.launchers <kind> ...`: print or exec a server's launch command.
 
-The command builders live with the kinds that have one (`ddtune.kinds.sglang.sglang_argv`,
-`ddtune.kinds.vllm.vllm_argv`); `__main__` is the command-line front end over
+The command builders live with the kinds that have one (`ddtune.engines.sglang.sglang_argv`,
+`ddtune.engines.vllm.vllm_argv`); `__main__` is the command-line front end over
 them. A sweep spec or a systemd unit calls it with `{mode} {budget} {topk}
 {window}` placeholders so that options SGLang cannot take as a placeholder (a
 window of "none", no speculative flags for `ar`) are left out correctly. See

@@ -5,7 +5,7 @@ placeholders into fixed arguments; it cannot leave out the window flag when
 the window is "none", or every speculative flag when the mode is `ar`. This
 front end takes the trial's values as plain options, builds the argv with the
 kind's `launch_command` (one subcommand per server kind that has a launcher;
-the parser is `ddtune.kinds.launch.launcher_parser`) and replaces itself with
+the parser is `ddtune.engines.launch.launcher_parser`) and replaces itself with
 the engine (`os.execvpe`: same PID, so the controller's process and identity
 checks see the engine itself). Where a flag's name depends on the engine's
 release (SGLang's draft-window flag), the engine's own parser is asked first
@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ddtune.engines.launch import build, command_line, launcher_parser
 from ddtune.errors import UserError
-from ddtune.kinds.launch import build, command_line, launcher_parser
 
 
 def main(argv: list[str] | None = None) -> int:

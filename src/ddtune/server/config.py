@@ -34,7 +34,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from ddtune.engine.batch.budget import DEFAULT_MAX_BATCH, DEFAULT_MAX_STEP_TOKENS
+from ddtune.ddtree.batch.budget import DEFAULT_MAX_BATCH, DEFAULT_MAX_STEP_TOKENS
 from ddtune.errors import UserError
 from ddtune.params import PARAM_KEYS, DecodeParams
 from ddtune.tables import StrictModel, parse_table

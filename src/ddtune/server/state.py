@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ddtune.engine.batch.budget import check_round_fits
+from ddtune.ddtree.batch.budget import check_round_fits
+from ddtune.engines.schedule import Schedule, read_schedule
 from ddtune.errors import UserError
-from ddtune.kinds.schedule import Schedule, load_schedule
 from ddtune.params import DecodeParams, SamplingParams
 from ddtune.server.api.chat import ChatTemplate
 from ddtune.server.api.errors import ApiError, invalid, unavailable
@@ -52,7 +52,7 @@ class ServerState:
         self.drafter_sha256: str | None = None
         self._schedule: Schedule | None = None
         if config.schedule is not None:
-            self._schedule = load_schedule(config.schedule)
+            self._schedule = read_schedule(config.schedule)
         self._params = self._schedule.tiers[0].params if self._schedule else config.params
         self._generation = 0
         self._lock = threading.Lock()
@@ -65,7 +65,7 @@ class ServerState:
 
     def load(self) -> None:
         """Load weights, start the worker, run a 1-token warm-up (blocking)."""
-        from ddtune.engine.engine import Engine  # heavy import (torch) only here
+        from ddtune.ddtree.engine import Engine  # heavy import (torch) only here
 
         self.engine = Engine.load(self.target_dir, self.drafter_dir)
         self.target_sha256 = weights_sha256(self.target_dir)
@@ -284,7 +284,7 @@ def drafter_block_size(drafter_dir: Path | None) -> int:
     """The drafter's block size from its config.json (1 without a drafter): no weights needed."""
     if drafter_dir is None:
         return 1
-    from ddtune.engine.models.config import DrafterConfig
+    from ddtune.ddtree.models.config import DrafterConfig
 
     return DrafterConfig.from_file(drafter_dir / "config.json").block_size
 

@@ -4,7 +4,7 @@ HTTP handlers never call the engine: they `submit()` a `Job` and wait for
 its `on_done` callback (which the worker calls from its thread). The worker
 loops: admit queued jobs in FIFO order while the batch has room
 (`--max-batch` requests, `--max-step-tokens` round tokens; see
-`ddtune.engine.batch.scheduler`), then run one scheduler step (one batched round
+`ddtune.ddtree.batch.scheduler`), then run one scheduler step (one batched round
 plus prefill). With `max_batch` 1 jobs run one at a time, as before
 batching. Each job reads the decoding config when it is *admitted*, so a
 hot reconfigure applies to later requests, and a schedule (`ddtune serve
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddtune.engine.batch.budget import DEFAULT_MAX_BATCH, DEFAULT_MAX_STEP_TOKENS
+from ddtune.ddtree.batch.budget import DEFAULT_MAX_BATCH, DEFAULT_MAX_STEP_TOKENS
 from ddtune.params import DecodeParams, SamplingParams
 from ddtune.server.metrics import ServerMetrics, completion_tokens
 
@@ -72,7 +72,7 @@ class GenerationWorker:
         self.current_config = current_config
         self.metrics = metrics
         self.max_queue = max_queue
-        from ddtune.engine.batch.scheduler import Scheduler  # torch: only once a model is loaded
+        from ddtune.ddtree.batch.scheduler import Scheduler  # torch: only once a model is loaded
 
         self.scheduler = Scheduler(engine, max_batch, max_step_tokens)
         self.scheduler.on_round = metrics.observe_round
@@ -172,7 +172,7 @@ class GenerationWorker:
 
     def _start(self, job: Job, params: DecodeParams, generation: int) -> None:
         """Hand one admitted job to the scheduler (or finish it with its input error)."""
-        from ddtune.engine.batch.scheduler import BatchRequest, BatchResult
+        from ddtune.ddtree.batch.scheduler import BatchRequest, BatchResult
 
         queued = time.monotonic() - job.submitted_at
         self.metrics.queue_seconds.observe(queued)

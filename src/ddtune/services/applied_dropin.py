@@ -15,7 +15,7 @@ never treats it as a leftover. A drop-in already there is kept as
 `ddtune-applied.conf.previous` (systemd reads `*.conf` only) for `--revert`.
 
 Then the full readiness protocol (`PersistentDropin`, a systemd controller
-whose preflight writes that file): daemon-reload, NeedDaemonReload=no,
+whose render step writes that file): daemon-reload, NeedDaemonReload=no,
 reset-failed, stop, quiesce, start, new InvocationID, health, the reported
 configuration, generations. Not READY: the drop-in is put back as it was and
 the unit restarted through the same protocol (`Rollback.outcome`), so a failed

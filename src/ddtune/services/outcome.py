@@ -10,7 +10,7 @@ Failure classes (docs/readiness.md "Services"):
     config_mismatch                 the new instance reports another configuration
     instance_changed                (hot) the server restarted instead of reconfiguring
     gpu_memory_not_released        GPU memory did not return to the baseline
-    preflight_failed / start_failed rendering or the start command itself failed
+    render_failed / start_failed rendering or the start command itself failed
     timeout:<phase>                 stop, quiesce, start, health, identity, generate
     cancelled                       close() was called while reconfigure ran
     error                           an unexpected I/O error (the detail names it)

@@ -2,11 +2,11 @@
 
 `Controller.reconfigure()` is the template: it opens the attempt, runs
 `apply()` and turns any failure into an `Outcome`. The base `apply()` is the
-restart protocol below; each kind supplies its backend steps (preflight, stop
+restart protocol below; each kind supplies its backend steps (render, stop
 command, start, liveness, logs), and the hot kind overrides `apply()`.
 `on_phase(name)` hears each step as it starts, in the order of `PHASES`:
 
-    preflight   render the configuration (argv, drop-in, hook env)
+    render      render the configuration (argv, drop-in, hook env)
     snapshot    old identity, listeners on the port, GPU baseline
     stop        the kind's explicit stop (systemctl stop, the stop hook)
     quiesce     every process of ours gone or zombie (SIGTERM -> grace -> SIGKILL),
@@ -32,8 +32,8 @@ import httpx
 
 import ddtune.services.procs as procs
 import ddtune.services.readiness as readiness
+from ddtune.engines import Launch, get_engine
 from ddtune.errors import UserError
-from ddtune.kinds import Launch, get_kind
 from ddtune.params import DecodeParams
 from ddtune.services.gpu import GpuBaseline, GpuProbe, baseline, default_probe, not_released
 from ddtune.services.leftovers import WORKDIR_VAR, Owner, PortWatch
@@ -41,8 +41,8 @@ from ddtune.services.outcome import Outcome, PhaseFailure, classify_exit, tail_l
 from ddtune.services.spec import ServiceSpec
 
 SNAPSHOT_PROBE_TIMEOUT_S = 2.0
-PHASES = ("preflight", "snapshot", "stop", "quiesce", "start", "poll")
-Phase = Literal["preflight", "snapshot", "stop", "quiesce", "start", "poll"]
+PHASES = ("render", "snapshot", "stop", "quiesce", "start", "poll")
+Phase = Literal["render", "snapshot", "stop", "quiesce", "start", "poll"]
 PhaseCallback = Callable[[str], None]
 
 
@@ -85,7 +85,7 @@ class Controller(ABC):
         self.spec = spec
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.server_kind = get_kind(spec.engine)
+        self.engine = get_engine(spec.engine)
         self.gpu: GpuProbe | None = gpu_probe
         self._gpu_note: str | None = None
         if gpu_probe is None:
@@ -99,8 +99,8 @@ class Controller(ABC):
     # ---- backend steps --------------------------------------------------------
 
     @abstractmethod
-    def preflight(self, attempt: Attempt) -> None:
-        """Render the configuration; raise PhaseFailure("preflight_failed", ...) if impossible."""
+    def render(self, attempt: Attempt) -> None:
+        """Render the configuration; raise PhaseFailure("render_failed", ...) if impossible."""
 
     @abstractmethod
     def our_processes(self) -> list[procs.ProcInfo]:
@@ -134,7 +134,7 @@ class Controller(ABC):
         """Make the instance's log available as a file; return its path."""
 
     def release(self) -> None:
-        """Remove what preflight installed (drop-ins); called by close()."""
+        """Remove what render installed (drop-ins); called by close()."""
         return None  # default: nothing to do
 
     def _reap(self) -> None:
@@ -180,13 +180,13 @@ class Controller(ABC):
         return out
 
     def apply(self, attempt: Attempt) -> None:
-        """The restart protocol: preflight, snapshot, stop, quiesce, start, poll."""
+        """The restart protocol: render, snapshot, stop, quiesce, start, poll."""
         out = attempt.out
         if self._gpu_note:
             out.notes.append(self._gpu_note)
         closes_before = self._closes
-        with attempt.phase("preflight", "preflight_s"):
-            self._preflight(attempt)
+        with attempt.phase("render", "render_s"):
+            self._render(attempt)
         with attempt.phase("snapshot", "snapshot_s"):
             out.previous_identity = self.snapshot()
             gpu_base = self._gpu_baseline(out)
@@ -201,11 +201,11 @@ class Controller(ABC):
         self.wait_ready(attempt)
         out.timings["start_to_ready_s"] = round(time.monotonic() - started, 3)
 
-    def _preflight(self, attempt: Attempt) -> None:
+    def _render(self, attempt: Attempt) -> None:
         try:
-            self.preflight(attempt)
+            self.render(attempt)
         except UserError as exc:  # e.g. a user variable that shadows a built-in placeholder
-            raise PhaseFailure("preflight_failed", str(exc)) from None
+            raise PhaseFailure("render_failed", str(exc)) from None
 
     # ---- snapshot, stop and quiesce -------------------------------------------
 
@@ -228,7 +228,7 @@ class Controller(ABC):
         if snap["listeners"]:
             try:
                 with httpx.Client(timeout=SNAPSHOT_PROBE_TIMEOUT_S, trust_env=False) as client:
-                    ident, _ = self.server_kind.read_identity(client, self.spec.base_url, Launch())
+                    ident, _ = self.engine.read_identity(client, self.spec.base_url, Launch())
                 snap.update({k: v for k, v in ident.items() if v is not None})
             except Exception:  # the old server may be sick; the snapshot is best effort
                 pass
@@ -347,7 +347,7 @@ class Controller(ABC):
             with out.timed("generate_s"):
                 readiness.wait_generations(self, client)
             self.check_alive()
-            again, _ = self.server_kind.read_identity(client, self.spec.base_url, self.launch())
+            again, _ = self.engine.read_identity(client, self.spec.base_url, self.launch())
             if again.get("instance_id") != out.identity.get("instance_id"):
                 raise PhaseFailure(
                     "stale_instance", f"identity changed during the readiness checks: {again}"

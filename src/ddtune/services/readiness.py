@@ -23,8 +23,8 @@ import ddtune.services.procs as procs
 from ddtune.services.outcome import PhaseFailure
 
 if TYPE_CHECKING:
-    from ddtune.kinds import Launch
-    from ddtune.kinds.base import ServerKind
+    from ddtune.engines import Launch
+    from ddtune.engines.base import ServerEngine
     from ddtune.params import DecodeParams
     from ddtune.services.leftovers import PortWatch
     from ddtune.services.spec import ServiceSpec
@@ -37,7 +37,7 @@ class Controller(Protocol):
     keeps readiness below the protocol that runs it)."""
 
     spec: ServiceSpec
-    server_kind: ServerKind
+    engine: ServerEngine
 
     def launch(self) -> Launch: ...
 
@@ -104,7 +104,7 @@ def wait_port(ctl: Controller) -> None:
 
 
 def wait_health(ctl: Controller, client: httpx.Client) -> None:
-    url = ctl.spec.health_url or ctl.server_kind.health_url(ctl.spec.base_url)
+    url = ctl.spec.health_url or ctl.engine.health_url(ctl.spec.base_url)
 
     def step() -> str | None:
         reply = client.get(url)
@@ -123,14 +123,12 @@ def wait_identity(
 
     def step() -> str | None:
         launch = ctl.launch()
-        ident, info = ctl.server_kind.read_identity(client, ctl.spec.base_url, launch)
+        ident, info = ctl.engine.read_identity(client, ctl.spec.base_url, launch)
         why_stale = stale_reason(ident, previous, ctl.instance_pids())
         if why_stale:
             stale.append(why_stale)
             return why_stale
-        mismatches = (
-            [] if params is None else ctl.server_kind.config_mismatches(params, info, launch)
-        )
+        mismatches = [] if params is None else ctl.engine.config_mismatches(params, info, launch)
         if mismatches:
             raise PhaseFailure("config_mismatch", "; ".join(mismatches))
         found.update(ident)
@@ -165,8 +163,8 @@ def wait_generations(ctl: Controller, client: httpx.Client) -> None:
 
     def step() -> str | None:
         if not model:
-            model.append(ctl.spec.model or ctl.server_kind.model_name(client, ctl.spec.base_url))
-        why = ctl.server_kind.generate_one_token(client, ctl.spec.base_url, model[0])
+            model.append(ctl.spec.model or ctl.engine.model_name(client, ctl.spec.base_url))
+        why = ctl.engine.generate_one_token(client, ctl.spec.base_url, model[0])
         streak[0] = 0 if why else streak[0] + 1
         if why:
             return why

@@ -6,7 +6,7 @@
     launch.files     # files the command reads (written before the restart), path -> text
     launch.words     # what runs, in the user's words (with why, where the engine cannot switch)
 
-By the service's engine (`ddtune.kinds.schedule` renders the engine's fields):
+By the service's engine (`ddtune.engines.schedule` renders the engine's fields):
 
     ddtune   the first range's config, plus `--schedule FILE` (the schedule as JSON)
     vllm     the drafting config with the largest token count, its `--speculative-config`
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddtune.kinds.schedule import Schedule, Tier, sglang_adaptive, token_count, vllm_schedule
+from ddtune.engines.schedule import Schedule, Tier, sglang_adaptive, token_count, vllm_schedule
 from ddtune.services.spec import ServiceSpec
 
 FILE_PREFIX = "ddtune-schedule-"

@@ -8,12 +8,12 @@ chosen control is a `UserError` whose `.key` is the full path of the setting
 environment and hook variables of a launch: placeholders `{mode} {budget}
 {topk} {window} {depth_bonus} {rank_probe} {port} {host}` plus
 `[service.vars]` and the trial's user variables; the decoding parameters come
-from `DecodeParams.placeholder_values()` only. `preflight` (default on): the
+from `DecodeParams.placeholder_values()` only. `engine_check` (default on): the
 engine's own argument parser checks every planned launch command before
-anything is stopped (`ddtune.services.launch_check`).
+anything is stopped (`ddtune.services.engine_check`).
 
 `control` (how the service is started and stopped) and `engine` (which server
-it is) were called `kind` and `profile` before: `RENAMED` maps the old names,
+it is) were called `kind` and `profile` before, `engine_check` was `preflight`: `RENAMED` maps the old names,
 which still read (`old_names` says which a table uses, for a note); an old and
 a new name given with different values is an error naming both.
 See docs/readiness.md "Services".
@@ -29,13 +29,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
+from ddtune.engines import ENGINES, get_engine
 from ddtune.errors import UserError
-from ddtune.kinds import SERVER_KINDS, get_kind
 from ddtune.params import DECODE_KEYS, DecodeParams
 from ddtune.tables import StrictModel, parse_table
 
 Control = Literal["process", "systemd", "hooks", "hot"]
-RENAMED = {"kind": "control", "profile": "engine"}  # [service] keys: old name -> new name
+RENAMED = {
+    "kind": "control",
+    "profile": "engine",
+    "preflight": "engine_check",
+}  # [service] keys: old name -> new name
 METHOD_ARGS = "{method_args}"  # a command argument replaced by the method's flags
 BUILTIN_PLACEHOLDERS = (*DECODE_KEYS, "port", "host", "method", "method_args")
 Seconds = Annotated[float, Field(gt=0)]
@@ -65,6 +69,14 @@ VarValue = Annotated[VarScalar, BeforeValidator(_scalar)]
 class Timeouts(StrictModel):
     """Seconds each phase may take; defaults allow a 10-minute model load."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, table: Any) -> Any:
+        """`preflight` reads as `engine_check` (its name before)."""
+        if isinstance(table, Mapping) and "preflight" in table and "engine_check" not in table:
+            table = {("engine_check" if k == "preflight" else k): v for k, v in table.items()}
+        return table
+
     stop: Seconds = 30.0  # stop command / SIGTERM grace before SIGKILL
     quiesce: Seconds = 60.0  # after SIGKILL: processes gone and ports free
     gpu: Seconds = 120.0  # GPU memory back to the baseline
@@ -73,7 +85,7 @@ class Timeouts(StrictModel):
     identity: Seconds = 60.0  # identity is new and config equals the request
     generate: Seconds = 120.0  # consecutive 1-token generations
     request: Seconds = 30.0  # one HTTP request
-    preflight: Seconds = 600.0  # the engine's argument check of every planned config
+    engine_check: Seconds = 600.0  # the engine's argument check of every planned config
 
 
 class Hooks(StrictModel):
@@ -122,7 +134,7 @@ class ServiceSpec(StrictModel):
     # MiB above the baseline that still count as released
     gpu_tolerance_mib: Annotated[int, Field(ge=0)] = 256
     reclaim_leftovers: bool = False  # stop a dead runner's ddtune server found on the port
-    preflight: bool = True  # check every launch command with the engine's own parser first
+    engine_check: bool = True  # check every launch command with the engine's own parser first
     timeouts: Timeouts = Field(default_factory=Timeouts)  # seconds each phase of a restart may take
     # what `ddtune sweep plan` assumes before a store has measured them (seconds)
     expected_start_s: Annotated[float, Field(ge=0)] | None = None  # stop + start to READY
@@ -142,14 +154,14 @@ class ServiceSpec(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, table: Any) -> Any:
-        """`kind` and `profile` read as `control` and `engine` (`RENAMED`)."""
+        """The old names read as the new ones (`RENAMED`)."""
         return new_names(table) if isinstance(table, Mapping) else table
 
     @field_validator("engine")
     @classmethod
     def _known_engine_hot_needs_ddtune(cls, engine: str, info: ValidationInfo) -> str:
-        if engine not in SERVER_KINDS:
-            raise ValueError(f"must be one of {', '.join(repr(k) for k in SERVER_KINDS)}")
+        if engine not in ENGINES:
+            raise ValueError(f"must be one of {', '.join(repr(k) for k in ENGINES)}")
         if info.data.get("control") == "hot" and engine != "ddtune":
             raise ValueError(
                 "control = 'hot' works with engine = 'ddtune' only (POST /v1/ddtree/config)"
@@ -232,7 +244,7 @@ class ServiceSpec(StrictModel):
     def method_args(self, params: DecodeParams) -> tuple[list[str], dict[str, str]]:
         """The engine's flags and environment for the trial's method; none where the
         command does not ask for them (`{method_args}`) and the engine cannot spell them."""
-        kind = get_kind(self.engine)
+        kind = get_engine(self.engine)
         if METHOD_ARGS in self.command:
             return kind.method_args(params)
         try:

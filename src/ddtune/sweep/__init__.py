@@ -1,7 +1,7 @@
 """Sweeps: a spec of configs in, a store of measured trials and a report out.
 
-    from ddtune.sweep import load_spec, run_sweep, Store, write_report
-    spec = load_spec("examples/demo.toml")
+    from ddtune.sweep import read_spec, run_sweep, Store, write_report
+    spec = read_spec("examples/demo.toml")
     summary = run_sweep(spec, Path("runs/demo/store.sqlite"))   # resumable; summary.exit_code
     store = Store("runs/demo/store.sqlite")
     write_report(store, store.sweep_row(spec.name), Path("runs/demo/report"), Console())
@@ -25,13 +25,13 @@ if TYPE_CHECKING:
     from ddtune.sweep.reporting import write_report
     from ddtune.sweep.run.common import RunSummary
     from ddtune.sweep.run.loop import run_sweep
-    from ddtune.sweep.spec.load import Config, SweepSpec, load_spec, parse_spec
+    from ddtune.sweep.spec.parse import Config, SweepSpec, parse_spec, read_spec
     from ddtune.sweep.store.db import Store
 
 _NAMES = {
     "Config": "spec.load",
     "SweepSpec": "spec.load",
-    "load_spec": "spec.load",
+    "read_spec": "spec.load",
     "parse_spec": "spec.load",
     "plan_spec": "plan.prepare",
     "run_sweep": "run.loop",
@@ -46,7 +46,7 @@ __all__ = [
     "RunSummary",
     "Store",
     "SweepSpec",
-    "load_spec",
+    "read_spec",
     "parse_spec",
     "plan_spec",
     "run_sweep",

@@ -6,7 +6,7 @@
 The config: `--config LABEL` (a trial label of the sweep), else the report's
 headline recommendation when it is `separated` or `equivalent` (an
 inconclusive sweep names no winner: apply one by name). Its launch command
-passes the engine's own parser first (the preflight), then, by service kind:
+passes the engine's own parser first (the engine check), then, by service control:
 
     systemd   a persistent drop-in beside the unit (`services/applied_dropin.py`), daemon-reload,
               stop, start and the full readiness protocol; not READY: rolled back
@@ -32,9 +32,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from ddtune.engines.launch import build, command_line, engine_of, env_words
+from ddtune.engines.parser_probe import EngineInfo
 from ddtune.errors import UserError
-from ddtune.kinds.engine_check import EngineInfo
-from ddtune.kinds.launch import build, command_line, engine_of, env_words
 from ddtune.services import Outcome, ServiceSpec, build_controller
 from ddtune.services.applied_dropin import (
     Rollback,
@@ -46,8 +46,8 @@ from ddtune.services.applied_dropin import (
 from ddtune.services.controllers.systemd import trial_dropin
 from ddtune.sweep.plan.race_planner import sweep_configs
 from ddtune.sweep.reporting import analyze_stored, stored_spec
-from ddtune.sweep.run.preflight import preflight
-from ddtune.sweep.spec.load import Config
+from ddtune.sweep.run.engine_check import check_engine
+from ddtune.sweep.spec.parse import Config
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.rows import SweepRow
 
@@ -63,14 +63,14 @@ def apply_config(
     config, why = chosen_config(store, sweep, label)
     console.print(f"config: {escape(config.label())} ({escape(why)})")
     workdir = store.path.parent.resolve()
-    report = preflight(spec, workdir, [config])
+    report = check_engine(spec, workdir, [config])
     if report.engine is not None:
         console.print(escape("\n".join(report.lines())))
-    kind = spec.service.control
-    if kind == "systemd":
+    control = spec.service.control
+    if control == "systemd":
         source = origin(store, sweep, config)
         return _apply_systemd(spec.service, config, workdir, dry_run, console, source)
-    if kind == "hot":
+    if control == "hot":
         return _apply_hot(spec.service, config, workdir, dry_run, console)
     _print_command(spec.service, config, report.engine, console)
     return 0
@@ -80,13 +80,13 @@ def revert_config(store: Store, sweep: SweepRow, dry_run: bool, console: Console
     """Undo the last apply: the previous drop-in (systemd) or config (hot)."""
     spec = stored_spec(store, sweep)
     workdir = store.path.parent.resolve()
-    kind = spec.service.control
-    if kind == "systemd":
+    control = spec.service.control
+    if control == "systemd":
         return _revert_systemd(spec.service, workdir, dry_run, console)
-    if kind == "hot":
+    if control == "hot":
         return _revert_hot(spec.service, workdir, dry_run, console)
     console.print(
-        f"nothing to revert: for control = {kind!r} `sweep apply` only prints the launch command; "
+        f"nothing to revert: for control = {control!r} `sweep apply` only prints the launch command; "
         "stop the server you started with it"
     )
     return 0
@@ -197,7 +197,7 @@ def _print_command(
     service: ServiceSpec, config: Config, checked: EngineInfo | None, console: Console
 ) -> None:
     """The exact command (and environment) that serves `config`; `checked`: the engine the
-    preflight asked, if it ran."""
+    engine check asked, if it ran."""
     params, user_vars = config.params, config.user_vars()
     if service.control == "hooks":
         env = service.hook_env(params, user_vars)
@@ -218,7 +218,7 @@ def _print_command(
 
 def _engine_command(service: ServiceSpec, argv: list[str], engine: EngineInfo | None) -> str | None:
     """For `python -m ddtune.launchers`: the engine command it execs (its `--print`);
-    `engine`, the preflight's, spares the launcher asking the engine again."""
+    `engine`, the engine check's, spares the launcher asking the engine again."""
     found = engine_of(argv, service.engine)
     if found is None or found.front is None:
         return None

@@ -7,7 +7,7 @@ or a FILE (a report's results.json, its schedule.json, or the list itself).
 It is applied like a single config (`sweep/apply.py`): the command that serves
 it (`ddtune.services.scheduled`: `ddtune serve --schedule FILE`, vLLM's
 `num_speculative_tokens_per_batch_size`, SGLang's adaptive config, else the
-config for the typical concurrency, said as such) passes the preflight for
+config for the typical concurrency, said as such) passes the engine check for
 its config, then by service kind:
 
     systemd   a persistent drop-in (and the schedule file beside it, named by its
@@ -29,16 +29,16 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from ddtune.engines.launch import command_line
+from ddtune.engines.schedule import Schedule, read_schedule
 from ddtune.errors import UserError
-from ddtune.kinds.launch import command_line
-from ddtune.kinds.schedule import Schedule, load_schedule
 from ddtune.services import ServiceSpec
 from ddtune.services.applied_dropin import Rollback, applied_dropin, apply_dropin, dropin_text
 from ddtune.services.controllers.systemd import trial_dropin
 from ddtune.services.scheduled import ScheduledLaunch, scheduled_launch
 from ddtune.sweep.reporting import analyze_stored, stored_spec
-from ddtune.sweep.run.preflight import preflight
-from ddtune.sweep.spec.load import Config
+from ddtune.sweep.run.engine_check import check_engine
+from ddtune.sweep.spec.parse import Config
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.rows import SweepRow
 
@@ -61,7 +61,7 @@ def apply_schedule(
     launch = scheduled_launch(service, schedule, folder, typical)
     console.print(escape(launch.words))
     tier = launch.tier
-    preflight(spec, workdir, [Config(tier.params, tuple(sorted(tier.vars.items())))])
+    check_engine(spec, workdir, [Config(tier.params, tuple(sorted(tier.vars.items())))])
     if service.control == "systemd":
         return _systemd(service, launch, workdir, dry_run, console, f"{why}, sweep {sweep['name']}")
     return _print(service, launch, dry_run, console)
@@ -71,7 +71,7 @@ def chosen_schedule(store: Store, sweep: SweepRow, source: str | None) -> tuple[
     """(the schedule, the typical concurrency, where it came from)."""
     if source is not None:
         path = Path(source)
-        return load_schedule(path), _typical_in(path), f"from {path}"
+        return read_schedule(path), _typical_in(path), f"from {path}"
     found = analyze_stored(store, sweep).schedule
     if found is None:
         raise UserError(

@@ -33,7 +33,7 @@ from ddtune.extras import require_engine
 from ddtune.sweep.reporting import LiveReport, answer_text
 from ddtune.sweep.run.common import RunSummary
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import SpecChangedError, Store
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def run_demo(
 def _one_pass(
     console: Console, kind: str, spec_path: Path, folder: Path
 ) -> tuple[RunSummary, ReportSummary | None]:
-    spec = load_spec(spec_path)
+    spec = read_spec(spec_path)
     how = {
         "restart": "each configuration restarts `ddtune serve` (process controller)",
         "hot": "one `ddtune serve` reconfigured in place (hot controller, no restart)",

@@ -24,7 +24,7 @@ from rich.markup import escape
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.options import ReportOptions
 from ddtune.sweep.plan.prepare import Sweep, prepare
-from ddtune.sweep.spec.load import SweepSpec, parse_spec
+from ddtune.sweep.spec.parse import SweepSpec, parse_spec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.rows import SweepRow
 

@@ -1,7 +1,7 @@
 """What a trace says of a sweep's configs before anything runs (`Forecast`), checked against the sweep.
 
     check_requests(trace, matrix)                       # recorded for this bench's requests?
-    forecast = build_forecast(trace, {label: params}, get_kind("ddtune"))
+    forecast = build_forecast(trace, {label: params}, get_engine("ddtune"))
     forecast.shapes[label]["short"]                     # costs.Shape: tokens a round, ...
     forecast.acceptance[label]                          # τ as the service's kind reports it
     forecast.dominates(a, b)                            # a never slower than b, whatever a round costs
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.bench.matrix import BenchMatrix
+from ddtune.engines import ServerEngine
 from ddtune.errors import UserError
-from ddtune.kinds import ServerKind
 from ddtune.params import DecodeParams
 from ddtune.report.summarize import cost_key
 from ddtune.trace.binding import traced_identity
@@ -101,14 +101,14 @@ def check_requests(trace: Trace, matrix: BenchMatrix, where: str = "sweep.trace"
 def build_forecast(
     trace: Trace,
     configs: Mapping[str, DecodeParams],
-    kind: ServerKind,
+    engine: ServerEngine,
     objective: str = "throughput",
 ) -> Forecast:
     """Every config's shapes and acceptance; a UserError names what the trace cannot answer."""
     shapes, acceptance = {}, {}
     for label, params in configs.items():
-        shapes[label] = trace.shapes(params, kind)
-        acceptance[label] = trace.predict(params, kind).acceptance(kind)
+        shapes[label] = trace.shapes(params, engine)
+        acceptance[label] = trace.predict(params, engine).acceptance(engine)
     weights = traced_identity(trace.header)
     return Forecast(shapes, acceptance, config_cost(configs), objective, weights, str(trace.folder))
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-from ddtune.engine.models.drafter import DFlashDrafter
-from ddtune.engine.models.loading import load_drafter
+from ddtune.ddtree.models.drafter import DFlashDrafter
+from ddtune.ddtree.models.loading import load_drafter
 from ddtune.errors import UserError
 from ddtune.fingerprint import config_of
 from ddtune.trace.planning.loading import Loading, require_transformers

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddtune.kinds import ServerKind
+from ddtune.engines import ServerEngine
 from ddtune.params import DecodeParams, window_to_wire
 from ddtune.report.render.atomic import atomic_path
 from ddtune.trace.predict import Trace
@@ -98,14 +98,14 @@ def landscape(
     trace: Trace,
     budgets: Sequence[int] = BUDGETS,
     topks: Sequence[int] = TOPKS,
-    kind: ServerKind | None = None,
+    engine: ServerEngine | None = None,
 ) -> Landscape:
     """τ of every (window, budget, topk) the trace holds (the kind's counting when given)."""
     windows = trace.header.window_values()
 
     def tau(params: DecodeParams) -> float:
-        prediction = trace.predict(params, kind)
-        counted = prediction.acceptance(kind) if kind is not None else None
+        prediction = trace.predict(params, engine)
+        counted = prediction.acceptance(engine) if engine is not None else None
         return counted if counted is not None else prediction.mean_acceptance_length()
 
     cells = {

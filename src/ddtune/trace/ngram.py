@@ -208,7 +208,7 @@ def trace_paths(folder: Path) -> tuple[list[GreedyPath], int]:
     """A trace folder's greedy paths and its context length."""
     from ddtune.trace.predict import Trace
 
-    trace = Trace.load(folder)
+    trace = Trace.read(folder)
     return paths_of_trace(trace.data), trace.header.max_context
 
 

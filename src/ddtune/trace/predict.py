@@ -1,9 +1,9 @@
 """`ddtune trace predict`: every config's acceptance, round by round, from one trace.
 
-    trace = Trace.load(folder)
+    trace = Trace.read(folder)
     prediction = trace.predict(DecodeParams("ddtree", 16, 4, 64))
     prediction.mean_acceptance_length()          # as `ddtune generate --json` counts it
-    prediction.acceptance(get_kind("vllm"))      # as that kind's acceptance source reports it
+    prediction.acceptance(get_engine("vllm"))      # as that kind's acceptance source reports it
     prediction.rounds_per_request("short")
 
 What a trace cannot answer is a one-line `UserError`, never a guess
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ddtune.engines import RoundTrace, ServerEngine
 from ddtune.errors import UserError
-from ddtune.kinds import RoundTrace, ServerKind
 from ddtune.params import DecodeParams, window_to_wire
 from ddtune.trace.files import RequestData, TraceHeader, read_header, read_request, view_name
 from ddtune.trace.replay import Rules, replay_request
@@ -48,9 +48,9 @@ class Prediction:
         total = sum(len(r.lengths) for r in rounds)
         return sum(sum(r.lengths) for r in rounds) / total if total else 0.0
 
-    def acceptance(self, kind: ServerKind, workload: str | None = None) -> float | None:
+    def acceptance(self, engine: ServerEngine, workload: str | None = None) -> float | None:
         """The figure `kind`'s acceptance source would report for these rounds."""
-        return kind.trace_acceptance(self._rounds(workload))
+        return engine.trace_acceptance(self._rounds(workload))
 
     def rounds_per_request(self, workload: str | None = None) -> float:
         rounds = self._rounds(workload)
@@ -78,7 +78,7 @@ class Trace:
         self.folder, self.header, self.data = folder, header, list(data)
 
     @classmethod
-    def load(cls, folder: str | Path) -> Trace:
+    def read(cls, folder: str | Path) -> Trace:
         folder = Path(folder)
         header = read_header(folder)
         return cls(folder, header, [read_request(folder, r) for r in header.requests])
@@ -111,7 +111,10 @@ class Trace:
         return view_name(params.window, q)
 
     def predict(
-        self, params: DecodeParams, kind: ServerKind | None = None, query_length: int | None = None
+        self,
+        params: DecodeParams,
+        engine: ServerEngine | None = None,
+        query_length: int | None = None,
     ) -> Prediction:
         """The config's rounds on every traced request, under `kind`'s drafting rule."""
         view = self.view_for(params, query_length) if params.mode != "ar" else ""
@@ -119,7 +122,7 @@ class Trace:
             block_size=self.header.block_size,
             query_length=query_length or self.header.block_size,
             max_context=self.header.max_context,
-            vllm=kind is not None and kind.drafts_every_round,
+            vllm=engine is not None and engine.drafts_every_round,
         )
         return Prediction(
             params,
@@ -130,10 +133,13 @@ class Trace:
         )
 
     def shapes(
-        self, params: DecodeParams, kind: ServerKind | None = None, query_length: int | None = None
+        self,
+        params: DecodeParams,
+        engine: ServerEngine | None = None,
+        query_length: int | None = None,
     ) -> dict[str, Shape]:
         """Per workload, what the cost model needs of the config's rounds (`costs.Shape`)."""
-        prediction = self.predict(params, kind, query_length)
+        prediction = self.predict(params, engine, query_length)
         q = query_length or self.header.block_size
         out = {}
         for workload in prediction.workloads():
@@ -154,7 +160,7 @@ class Trace:
                 tokens_per_round=sum(per_round) / len(per_round),
                 verify_tokens=verify_tokens(params, q),
                 drafter_share=sum(share) / len(share),
-                acceptance=prediction.acceptance(kind, workload) if kind is not None else None,
+                acceptance=prediction.acceptance(engine, workload) if engine is not None else None,
             )
         return out
 

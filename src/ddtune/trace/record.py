@@ -11,7 +11,7 @@ For each request (`TraceRequest`), in order:
   3. features      one teacher-forced target forward over prompt + continuation,
                    the drafter's `target_layer_ids` captured as the predicted
                    engine feeds them (`capture`: post-norm = ddtune/HF/SGLang,
-                   pre-norm = vLLM's last layer, `engine.models.capture`)
+                   pre-norm = vLLM's last layer, `ddtree.models.capture`)
   4. views         per (window, query length): the drafter over every root
                    position at once (`drafter_rows`), then per depth the top-K
                    log-probs and ids, the greedy token's rank and log-prob
@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import torch
 
-from ddtune.engine.models.capture import residual_capture
-from ddtune.engine.models.drafter import DFlashDrafter
-from ddtune.engine.stops import OutputBuilder
+from ddtune.ddtree.models.capture import residual_capture
+from ddtune.ddtree.models.drafter import DFlashDrafter
+from ddtune.ddtree.stops import OutputBuilder
 from ddtune.errors import UserError
 from ddtune.fingerprint import model_fingerprint
 from ddtune.params import window_to_wire
@@ -56,7 +56,7 @@ from ddtune.trace.files import (
 from ddtune.trace.requests import TraceRequest, TraceSettings
 
 if TYPE_CHECKING:
-    from ddtune.engine.engine import Engine
+    from ddtune.ddtree.engine import Engine
 
 ROWS_PER_CALL = 32  # root positions per drafter forward (its mask is rows*Q x (context + rows*Q))
 
@@ -95,7 +95,7 @@ class OwnTarget:
 
     def __init__(self, target_dir: Path, drafter_dir: Path, engine: Engine | None = None) -> None:
         """`engine`: one already loaded from these folders (tests trace float64 engines)."""
-        from ddtune.engine.engine import Engine
+        from ddtune.ddtree.engine import Engine
 
         self.engine = engine or Engine.load(target_dir, drafter_dir)
         assert self.engine.drafter is not None

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ddtune.engine.tree import DraftTree, accepted_nodes, build_tree, chain_tree
-from ddtune.kinds import RoundTrace
+from ddtune.ddtree.tree import DraftTree, accepted_nodes, build_tree, chain_tree
+from ddtune.engines import RoundTrace
 from ddtune.params import DecodeParams
 from ddtune.trace.files import RequestData
 

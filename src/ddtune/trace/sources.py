@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ddtune.bench.matrix import BenchMatrix
-from ddtune.bench.prompts import load_prompts_file
+from ddtune.bench.prompts import read_prompts_file
 from ddtune.bench.runner import measured_requests
 from ddtune.errors import UserError
 from ddtune.trace.requests import TraceRequest
@@ -46,7 +46,7 @@ def requests_from_prompts_file(
     path: Path, max_tokens: int, ignore_eos: bool = False
 ) -> list[TraceRequest]:
     """The bench's prompts JSONL ({"prompt": ..., "workload": "short" | "long"} per line)."""
-    prompts = load_prompts_file(path)
+    prompts = read_prompts_file(path)
     requests = []
     for workload, texts in (("short", prompts.short), ("long", prompts.long)):
         if texts:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ddtune.engine.models.model import Decoder
-from ddtune.engine.models.tokenizer import Tokenizer
+from ddtune.ddtree.models.model import Decoder
+from ddtune.ddtree.models.tokenizer import Tokenizer
 from ddtune.train.corpus import stdlib_chunks
 from ddtune.train.tasks import iter_tasks
 

@@ -28,11 +28,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ddtune.engine.models.config import DrafterConfig, ModelConfig
-from ddtune.engine.models.drafter import DFlashDrafter
-from ddtune.engine.models.loading import load_decoder, save_drafter
-from ddtune.engine.models.model import Decoder
-from ddtune.engine.models.tokenizer import Tokenizer
+from ddtune.ddtree.models.config import DrafterConfig, ModelConfig
+from ddtune.ddtree.models.drafter import DFlashDrafter
+from ddtune.ddtree.models.loading import load_decoder, save_drafter
+from ddtune.ddtree.models.model import Decoder
+from ddtune.ddtree.models.tokenizer import Tokenizer
 from ddtune.errors import UserError
 from ddtune.train.common import Optimization, TrainProgress
 from ddtune.train.configs import DrafterTrainConfig

@@ -24,9 +24,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ddtune.engine.models.loading import load_decoder
-from ddtune.engine.models.model import Decoder
-from ddtune.engine.models.tokenizer import Tokenizer
+from ddtune.ddtree.models.loading import load_decoder
+from ddtune.ddtree.models.model import Decoder
+from ddtune.ddtree.models.tokenizer import Tokenizer
 from ddtune.params import DecodeParams, SamplingParams
 from ddtune.train.corpus import read_text, stdlib_files
 from ddtune.train.tasks import read_jsonl
@@ -136,7 +136,7 @@ def acceptance_lengths(
     topk: int = 4,
 ) -> dict[str, Any]:
     """Mean acceptance length (tokens per verify round, bonus included) and tok/s per mode, T=0."""
-    from ddtune.engine import Engine
+    from ddtune.ddtree import Engine
 
     engine = Engine.load(target_dir, drafter_dir)
     sampling = SamplingParams(max_new_tokens=max_tokens)

@@ -25,9 +25,9 @@ import torch
 import torch.nn.functional as F
 from tokenizers import Tokenizer
 
-from ddtune.engine.models.config import ModelConfig
-from ddtune.engine.models.loading import load_decoder, save_decoder
-from ddtune.engine.models.model import Decoder
+from ddtune.ddtree.models.config import ModelConfig
+from ddtune.ddtree.models.loading import load_decoder, save_decoder
+from ddtune.ddtree.models.model import Decoder
 from ddtune.errors import UserError
 from ddtune.train.common import Optimization, TrainProgress
 from ddtune.train.configs import TargetTrainConfig

@@ -10,7 +10,7 @@ import pytest
 
 from ddtune.bench.client import BenchError, RequestSpec, stream_request
 from ddtune.bench.load.stream import LeanStreamer
-from ddtune.kinds import get_kind
+from ddtune.engines import get_engine
 
 SPEC = RequestSpec("short", 0, "def f(x):\n", 10, 0)
 OPTIONS = {"model": "fake-model", "temperature": 0.0, "ignore_eos": True}
@@ -26,12 +26,12 @@ OPTIONS = {"model": "fake-model", "temperature": 0.0, "ignore_eos": True}
     ],
 )
 def test_same_record_as_the_httpx_client(fake_server_cls, kind: str, replay: str | None) -> None:
-    server_kind = get_kind(kind)
+    engine_ = get_engine(kind)
     with fake_server_cls(kind=kind, replay=replay) as server, httpx.Client() as client:
-        reference = stream_request(client, server.url, server_kind, SPEC, **OPTIONS)
+        reference = stream_request(client, server.url, engine_, SPEC, **OPTIONS)
         streamer = LeanStreamer(timeout_s=10)
         try:
-            lean = streamer.stream(server_kind, server.url, SPEC, **OPTIONS)
+            lean = streamer.stream(engine_, server.url, SPEC, **OPTIONS)
         finally:
             streamer.close()
         bodies = server.bodies
@@ -46,7 +46,7 @@ def test_same_record_as_the_httpx_client(fake_server_cls, kind: str, replay: str
 
 def test_one_keep_alive_connection_per_thread(load_server) -> None:
     server_cls, latency = load_server
-    kind = get_kind("ddtune")
+    kind = get_engine("ddtune")
     with server_cls(latency(ttft_s=0.001, token_s=0.001)) as server:
         streamer = LeanStreamer(timeout_s=10)
         try:
@@ -59,7 +59,7 @@ def test_one_keep_alive_connection_per_thread(load_server) -> None:
 
 def test_a_connection_the_server_closed_while_idle_is_replaced(load_server) -> None:
     server_cls, latency = load_server
-    kind = get_kind("ddtune")
+    kind = get_engine("ddtune")
     with server_cls(latency(ttft_s=0.001, token_s=0.001), drop_idle=True) as server:
         streamer = LeanStreamer(timeout_s=10)
         try:
@@ -74,7 +74,7 @@ def test_a_connection_the_server_closed_while_idle_is_replaced(load_server) -> N
 
 
 def test_http_errors_and_refused_connections_raise_bench_error(fake_server_cls) -> None:
-    kind = get_kind("ddtune")
+    kind = get_engine("ddtune")
     streamer = LeanStreamer(timeout_s=5)
     try:
         with fake_server_cls(fail_request=0) as server:

@@ -8,7 +8,7 @@ import json
 import random
 
 from ddtune.bench.load.latency import Distribution, LevelResult
-from ddtune.kinds.schedule import load_schedule
+from ddtune.engines.schedule import read_schedule
 from ddtune.params import DecodeParams
 from ddtune.report import ReportOptions, build_report
 from ddtune.report.build import analyze
@@ -104,6 +104,6 @@ def test_results_json_section_and_schedule_file(synth, tmp_path) -> None:
     assert md.index("## Load levels") < md.index("## Schedule")
     assert "| 1-15 | ddtree" in md and "| 16 and more | ar" in md
     assert "vLLM cannot take this schedule" in md  # ar vs ddtree: the varied knob is not K
-    assert load_schedule(tmp_path / "results.json") == summary.schedule.schedule
-    assert load_schedule(tmp_path / "schedule.json") == summary.schedule.schedule
+    assert read_schedule(tmp_path / "results.json") == summary.schedule.schedule
+    assert read_schedule(tmp_path / "schedule.json") == summary.schedule.schedule
     assert "Schedule: " in summary.terminal_table()

@@ -16,7 +16,7 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ddtune.engine.models.tokenizer import Tokenizer
+from ddtune.ddtree.models.tokenizer import Tokenizer
 from ddtune.server.api.chat import ChatTemplate
 
 PROMPT = "def add(a, b):\n"

@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 
-from ddtune.engine.models.tokenizer import Tokenizer
+from ddtune.ddtree.models.tokenizer import Tokenizer
 
 PROMPT = "def add(a, b):\n"
 

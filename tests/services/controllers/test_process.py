@@ -34,7 +34,7 @@ def test_on_phase_hears_each_step_as_it_starts(svc, port, controllers, tmp_path)
     assert second.ready, second
     assert list(old_alive) == list(PHASES)
     assert old_alive == {
-        "preflight": True,
+        "render": True,
         "snapshot": True,
         "stop": True,
         "quiesce": True,
@@ -47,7 +47,7 @@ def test_failures_end_the_phases_and_cleanup_is_silent(svc, port, controllers, t
     missing = controllers(svc.make_spec(port, ["/nonexistent/server"]), name="missing")
     heard: list[str] = []
     out = missing.reconfigure(svc.params, tmp_path / "a1", on_phase=heard.append)
-    assert out.failure == "preflight_failed" and heard == ["preflight"], (out, heard)
+    assert out.failure == "render_failed" and heard == ["render"], (out, heard)
 
     crashing = controllers(svc.make_spec(port, svc.fault_command("--crash-during-load", "3")))
     heard.clear()
@@ -64,4 +64,4 @@ def test_user_vars_render_into_the_launch(svc, port, controllers, tmp_path):
     assert out.ready, out
     assert procs.read_environ(out.identity["pid"])["X_QUEUE"] == "q-fast"
     shadow = ctl.reconfigure(svc.params, tmp_path / "a2", user_vars={"topk": 9})
-    assert shadow.failure == "preflight_failed" and "topk" in shadow.detail, shadow
+    assert shadow.failure == "render_failed" and "topk" in shadow.detail, shadow

@@ -86,7 +86,7 @@ def crash_is_classified_and_start_limit_is_reset(svc, controllers, tmp_path, roo
         == "start-limit-hit"
     )
     good = controllers(systemd_spec(svc, port, root, unit=unit), name="good")
-    assert good.reconfigure(svc.params, tmp_path / "a2").ready  # reset-failed in preflight
+    assert good.reconfigure(svc.params, tmp_path / "a2").ready  # reset-failed in the render step
 
 
 SCENARIOS = [
@@ -125,7 +125,7 @@ def test_systemd_scenario(systemd_scenario_errors, name):
         raise error
 
 
-def test_need_daemon_reload_is_a_preflight_failure(
+def test_need_daemon_reload_is_a_render_failure(
     svc, port, controllers, tmp_path, fake_systemd, monkeypatch
 ):
     root, install_unit = fake_systemd
@@ -133,7 +133,7 @@ def test_need_daemon_reload_is_a_preflight_failure(
     monkeypatch.setenv("FAKE_SYSTEMD_BROKEN_RELOAD", "1")
     ctl = controllers(systemd_spec(svc, port, root))
     out = ctl.reconfigure(svc.params, tmp_path / "a")
-    assert out.failure == "preflight_failed" and "NeedDaemonReload=yes" in out.detail, out
+    assert out.failure == "render_failed" and "NeedDaemonReload=yes" in out.detail, out
 
 
 def test_exit_status_is_read_once_the_service_manager_has_it(
@@ -172,7 +172,7 @@ def test_real_systemd_unit_stop_start(svc, port, controllers, tmp_path):
         subprocess.run(["systemctl", "daemon-reload"], check=False)
 
 
-def test_unknown_unit_is_a_preflight_failure(svc, port, controllers, tmp_path, fake_systemd):
+def test_unknown_unit_is_a_render_failure(svc, port, controllers, tmp_path, fake_systemd):
     root, _ = fake_systemd
     ctl = controllers(
         svc.make_spec(
@@ -180,5 +180,5 @@ def test_unknown_unit_is_a_preflight_failure(svc, port, controllers, tmp_path, f
         )
     )
     out = ctl.reconfigure(svc.params, tmp_path / "a")
-    assert out.failure == "preflight_failed" and "nope.service is not loaded" in out.detail, out
+    assert out.failure == "render_failed" and "nope.service is not loaded" in out.detail, out
     assert not (root / "run" / "nope.service.d" / "ddtune.conf").exists()

@@ -1,7 +1,7 @@
 """The recorded launch commands of fixtures/ as a machine would hold them.
 
 `installed(name)` writes a fixture unit with its placeholders filled in:
-@PYTHON@ an interpreter that runs the FAKE engines (tests/kinds/fixtures/fake_sglang,
+@PYTHON@ an interpreter that runs the FAKE engines (tests/engines/fixtures/fake_sglang,
 fake_vllm; on PYTHONPATH), @BIN@ the folder of that interpreter (`vllm serve`'s
 entry point sits beside it), @MODELS@ model folders with a config.json (the drafters
 with block_size 16, the targets with their context).
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-FAKES = Path(__file__).parents[2] / "kinds" / "fixtures"
+FAKES = Path(__file__).parents[2] / "engines" / "fixtures"
 UNITS = sorted(p.name for p in FIXTURES.glob("*.service"))
 MODELS = {
     "Kimi-K2-Instruct": {"max_position_embeddings": 131072},

@@ -1,7 +1,7 @@
 """Slow: the recorded launch commands read with the real engines' own parsers.
 
 Where `.venv-sglang` and `.venv-vllm` are installed (their stamp files), `sweep init`
-asks each engine's parser for its option table (the preflight's probe, no model
+asks each engine's parser for its option table (the engine check's probe, no model
 loaded): every flag of every recorded command is one the real parser knows, and the
 fields read through the real table are the ones ddtune's own table reads (model,
 drafter, method, knobs, tp, host, port, the arguments kept). The DDTree build's

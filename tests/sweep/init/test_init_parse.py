@@ -12,7 +12,7 @@ from ddtune.sweep.init.method_space import around, windows_around
 from ddtune.sweep.init.parse import find_engine, parse_launch
 from ddtune.sweep.init.source import from_command, parse_unit
 
-RECORDED = Path(__file__).parents[2] / "kinds" / "fixtures" / "sglang_engine_info.json"
+RECORDED = Path(__file__).parents[2] / "engines" / "fixtures" / "sglang_engine_info.json"
 
 
 def test_a_unit_is_read_as_systemd_reads_it():
@@ -104,10 +104,10 @@ def test_ddtree_knobs_the_unit_sets_are_kept_at_their_values():
     and the launcher sets it (readiness expects exactly the variables the launch sets)."""
     import tomllib
 
-    from ddtune.kinds.launch import build, launcher_parser
+    from ddtune.engines.launch import build, launcher_parser
     from ddtune.sweep.init.build import build_spec
     from ddtune.sweep.init.source import LaunchSource
-    from ddtune.sweep.spec.load import parse_spec
+    from ddtune.sweep.spec.parse import parse_spec
 
     argv = ("/nowhere/python", "-m", "sglang.launch_server", "--model-path", "/m")
     argv += ("--speculative-algorithm", "DDTREE", "--speculative-draft-model-path", "/d")

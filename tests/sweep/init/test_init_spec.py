@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from ddtune.cli import main
-from ddtune.kinds.engine_check import EngineCommand, EngineInfo
-from ddtune.kinds.launch import engine_command, engine_of
+from ddtune.engines.launch import engine_command, engine_of
+from ddtune.engines.parser_probe import EngineCommand, EngineInfo
 from ddtune.methods import sglang_reported
 from ddtune.sweep.init.parse import find_engine
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 
 from .conftest import UNITS, Installed
 
@@ -76,7 +76,7 @@ def test_the_baseline_is_the_command_as_it_runs_every_flag_kept(installed, unit,
     out = installed.root / "spec.toml"
     unit_file = installed.unit_file(unit)
     assert init(capsys, "--from-unit", str(unit_file), "--out", str(out))[0] == 0
-    spec = load_spec(out)
+    spec = read_spec(out)
     base = spec.baseline
     assert base is not None
     argv = spec.service.render_argv(base.params, base.user_vars())
@@ -170,7 +170,7 @@ def test_eagle3_baseline_reads_back_as_sglang_reports_it(installed, capsys):
     out = installed.root / "spec.toml"
     argv = installed.argv("sglang-eagle3.service")
     assert init(capsys, "--out", str(out), "--from-command", "--", *argv)[0] == 0
-    spec = load_spec(out)
+    spec = read_spec(out)
     assert spec.baseline is not None
     reported = sglang_reported(spec.baseline.params.method_config())
     assert reported["speculative_algorithm"] == "EAGLE3"

@@ -223,7 +223,7 @@ def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():
 
 def test_sweep_plan_splits_a_bench_by_workload(tmp_path) -> None:  # noqa: ANN001
     from ddtune.sweep.plan.planners import bench_text
-    from ddtune.sweep.spec.load import load_spec
+    from ddtune.sweep.spec.parse import read_spec
 
     spec_path = tmp_path / "spec.toml"
     spec_path.write_text(
@@ -249,7 +249,7 @@ limit = 5
 max_tokens = 100
 """
     )
-    text = bench_text(load_spec(spec_path), prepare(load_spec(spec_path), None).costs)
+    text = bench_text(read_spec(spec_path), prepare(read_spec(spec_path), None).costs)
     # 10 x 100 tokens and 5 questions x 2 turns x 100 tokens: half of the 60 s each
     assert text == (
         "  bench per trial: 10 of HumanEval's 164, seeded (bench.seed = 0), ~30 s; "

@@ -17,7 +17,7 @@ from ddtune.sweep.plan.planners import choose_mode, estimates, trial_costs
 from ddtune.sweep.plan.prepare import prepare, run_spec
 from ddtune.sweep.plan.simulate import Costs, NoiseModel, SimulatedService, run_start_race
 from ddtune.sweep.plan.start_planner import StartPlanner, start_settings
-from ddtune.sweep.spec.load import load_spec, parse_spec
+from ddtune.sweep.spec.parse import parse_spec, read_spec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import SweepMode
 
@@ -105,7 +105,9 @@ def test_the_planner_plans_one_trial_at_a_time_from_the_store(tmp_path):
 def test_sweep_plan_says_the_mode_and_the_hours_of_the_example(capsys, tmp_path):
     """The example as shipped (without the engine's argument check: no SGLang here)."""
     spec = tmp_path / "example.toml"
-    spec.write_text(EXAMPLE.read_text().replace("[service]\n", "[service]\npreflight = false\n", 1))
+    spec.write_text(
+        EXAMPLE.read_text().replace("[service]\n", "[service]\nengine_check = false\n", 1)
+    )
     store = tmp_path / "none.sqlite"
     assert main(["sweep", "plan", str(spec), "--store", str(store)]) == 0
     out = capsys.readouterr().out
@@ -119,7 +121,7 @@ def test_sweep_plan_says_the_mode_and_the_hours_of_the_example(capsys, tmp_path)
 def test_the_expected_hours_are_within_25_percent_of_the_simulated_median():
     """The example's spec against the production landscape (the best 5% ahead, noise 1.5%
     a start, 3% a request, drift 1%/h): `sweep plan`'s expected case vs 12 simulated races."""
-    spec = load_spec(EXAMPLE)
+    spec = read_spec(EXAMPLE)
     costs = trial_costs(spec, None)
     assert costs is not None
     mode = choose_mode(spec, costs)

@@ -7,7 +7,7 @@ import pytest
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
 from ddtune.sweep.plan.trial_order import plan_trials
-from ddtune.sweep.spec.load import Config
+from ddtune.sweep.spec.parse import Config
 
 BASE = (Config(DecodeParams("ar").canonical()), True)
 A = (Config(DecodeParams("ddtree", 4, 2)), False)

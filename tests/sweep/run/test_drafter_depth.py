@@ -92,17 +92,17 @@ def test_a_round_within_the_block_or_an_unreadable_block_passes_the_check(
     case, tmp_path, fake_spec_writer, port, capsys
 ):
     from ddtune.sweep.run.drafter_depth import check_depth, config_depth
-    from ddtune.sweep.spec.load import load_spec
+    from ddtune.sweep.spec.parse import read_spec
 
     make, deep, _ = CASES[case]
     within, _ = spec(tmp_path, fake_spec_writer, port, **make(deep - 1, drafter(tmp_path, 16)))
-    loaded = load_spec(within)
+    loaded = read_spec(within)
     depth = config_depth(loaded.all_configs()[0][0], loaded.service)
     assert depth is not None and depth.drafted == 15  # read, and exactly the block's 15
     check_depth(loaded, tmp_path / "store.sqlite")
     (tmp_path / "drafter" / "config.json").unlink()  # the block cannot be read here
     unread, _ = spec(tmp_path, fake_spec_writer, port, **make(deep, drafter(tmp_path, None)))
-    check_depth(load_spec(unread), tmp_path / "store.sqlite")
+    check_depth(read_spec(unread), tmp_path / "store.sqlite")
 
 
 def test_topk_0_is_refused_before_any_start(tmp_path, fake_spec_writer, port, capsys):

@@ -14,7 +14,7 @@ from rich.console import Console
 from ddtune.errors import UserError
 from ddtune.sweep.reporting import write_report
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.load import load_spec, parse_spec
+from ddtune.sweep.spec.parse import parse_spec, read_spec
 from ddtune.sweep.store.db import Store
 
 SWEEP = """
@@ -34,7 +34,7 @@ CONFIGS = """
 
 def test_a_pass_benches_its_configs_in_turns(tmp_path, tiny_models, spec_writer):
     spec_path = spec_writer(tmp_path, tiny_models, SWEEP, CONFIGS, service='control = "hot"')
-    spec = load_spec(spec_path)
+    spec = read_spec(spec_path)
     with open(tmp_path / "out.txt", "w") as out:
         summary = run_sweep(spec, tmp_path / "store.sqlite", Console(file=out, width=200))
     assert summary.exit_code == 0 and summary.done == 6, (tmp_path / "out.txt").read_text()
@@ -139,7 +139,7 @@ def test_a_config_that_fails_in_a_pass_is_retried_alone_and_the_rest_bench_in_tu
         tmp_path, tiny_models, sweep, configs, attempts=2, service='control = "hot"'
     )
     with open(tmp_path / "out.txt", "w") as out:
-        summary = run_sweep(load_spec(spec_path), tmp_path / "store.sqlite", Console(file=out))
+        summary = run_sweep(read_spec(spec_path), tmp_path / "store.sqlite", Console(file=out))
     assert (summary.done, summary.failed, summary.exit_code) == (4, 2, 1)
     store = Store(tmp_path / "store.sqlite")
     stale = 0

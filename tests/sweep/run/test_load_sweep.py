@@ -14,7 +14,7 @@ from rich.console import Console
 
 from ddtune.cli import main
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 
 SERVER = Path(__file__).parents[2] / "bench" / "fake_load_server.py"
@@ -68,7 +68,7 @@ def test_sweep_with_two_load_levels(tmp_path: Path, capsys, port: int, spec_text
     path.write_text(text)
     store_path = tmp_path / "runs" / "store.sqlite"
     with open(tmp_path / "out.txt", "w") as out:
-        summary = run_sweep(load_spec(path), store_path, Console(file=out, width=200))
+        summary = run_sweep(read_spec(path), store_path, Console(file=out, width=200))
     assert summary.done == 4 and summary.failed == 0, (tmp_path / "out.txt").read_text()
     store = Store(store_path, create=False)
     try:

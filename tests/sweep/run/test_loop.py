@@ -18,7 +18,7 @@ from ddtune.cli import main
 from ddtune.services import procs
 from ddtune.services.controllers.process import scope_prefix
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 
 SWEEP = """
@@ -65,7 +65,7 @@ def finished(tmp_path_factory, tiny_models, spec_writer):
     """One sweep run to the end: a good config and a crashing one (2 attempts)."""
     folder = tmp_path_factory.mktemp("e2e")
     sweep = SWEEP.replace("repeats = 2", "repeats = 1")  # ordering: see test_plan.py
-    spec = load_spec(spec_writer(folder, tiny_models, sweep, GOOD_AND_CRASHING, attempts=2))
+    spec = read_spec(spec_writer(folder, tiny_models, sweep, GOOD_AND_CRASHING, attempts=2))
     store_path = folder / "runs" / "store.sqlite"
     with open(folder / "out.txt", "w") as out:
         summary = run_sweep(spec, store_path, Console(file=out, width=200))
@@ -208,7 +208,7 @@ def _attempt_rows(store_path: Path) -> dict[int, list[tuple]]:
 def test_sigterm_then_sigkill_mid_trial_then_resume(tmp_path, tiny_models, spec_writer):
     sweep = SWEEP.replace("interleaved", "sequential")
     spec_path = spec_writer(tmp_path, tiny_models, sweep, ONE_CONFIG)
-    spec = load_spec(spec_path)
+    spec = read_spec(spec_path)
     store_path = tmp_path / "runs" / "store.sqlite"
     log = tmp_path / "runner.log"
     try:

@@ -15,7 +15,7 @@ from ddtune.sweep.plan.prepare import plan_spec
 from ddtune.sweep.run.attempt import PHASE_TEXT
 from ddtune.sweep.run.common import RunSummary
 from ddtune.sweep.run.loop import TrialLoop
-from ddtune.sweep.spec.load import parse_spec
+from ddtune.sweep.spec.parse import parse_spec
 from ddtune.sweep.store.db import Store
 
 SPEC = """

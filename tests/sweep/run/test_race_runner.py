@@ -23,7 +23,7 @@ from ddtune.sweep.plan.race_rules import replay
 from ddtune.sweep.plan.trial_order import block_order
 from ddtune.sweep.reporting import write_report
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.records import trial_records
 
@@ -51,7 +51,7 @@ def test_race_sigkill_resume_decides_as_uninterrupted(
 ):
     sweep = SWEEP + f'    interleave = "{interleave}"\n'
     spec_path = spec_writer(tmp_path, tiny_models, sweep, SPACE, service='control = "hot"')
-    spec = load_spec(spec_path)
+    spec = read_spec(spec_path)
     store_path = tmp_path / "runs" / "store.sqlite"
     try:
         child = _runner(spec_path, store_path, tmp_path / "runner.log")
@@ -174,7 +174,7 @@ def _kill_leftovers(workdir: Path) -> None:
 def test_passes_per_start_bench_one_start_twice(tmp_path, tiny_models, spec_writer):
     sweep = '[sweep]\nname = "pps"\nrepeats = 2\npasses_per_start = 2\n'
     configs = '[[configs]]\nmode = "ddtree"\nbudget = 4\ntopk = 2\n[[configs]]\nmode = "ar"\n'
-    spec = load_spec(spec_writer(tmp_path, tiny_models, sweep, configs))
+    spec = read_spec(spec_writer(tmp_path, tiny_models, sweep, configs))
     store_path = tmp_path / "runs" / "store.sqlite"
     try:
         with open(tmp_path / "out.txt", "w") as out:

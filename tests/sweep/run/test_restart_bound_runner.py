@@ -23,8 +23,8 @@ from ddtune.sweep.plan.start_planner import StartPlanner
 from ddtune.sweep.plan.starts import StartRace
 from ddtune.sweep.reporting import report_setup
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.load import load_spec
-from ddtune.sweep.spec.load import parse_spec as load_spec_text
+from ddtune.sweep.spec.parse import parse_spec as load_spec_text
+from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.watch.state import restart_bound_eta
 
@@ -77,7 +77,7 @@ def test_sigkill_during_a_start_then_resume_decides_as_uninterrupted(
     _assert_watch_eta_counts_starts_and_benches(store_path)
 
     with open(tmp_path / "out.txt", "w") as out:
-        summary = run_sweep(load_spec(spec_path), store_path, Console(file=out, width=200))
+        summary = run_sweep(read_spec(spec_path), store_path, Console(file=out, width=200))
     assert not summary.interrupted and summary.failed == 0
     after = _done_attempts(store_path)
     assert {t: after[t] for t in before} == before  # nothing lost, nothing redone
@@ -103,7 +103,7 @@ def _assert_watch_eta_counts_starts_and_benches(store_path: Path) -> None:
 
 def _assert_every_trial_was_the_planned_one(spec_path: Path, store_path: Path) -> StartRace:
     """Fold the stored trials one by one: each is what `next()` asked for at that point."""
-    spec = load_spec(spec_path)
+    spec = read_spec(spec_path)
     store = Store(store_path)
     try:
         mode = prepare(spec, store).mode

@@ -28,7 +28,7 @@ def test_run_settings_may_change():
         SPEC.replace("repeats = 2", "repeats = 4\nbreaker = 5")
         .replace("start = 600", "start = 1200\nhealth = 900")
         .replace("attempts = 2", "attempts = 3")
-        .replace("[service.timeouts]", 'preflight = false\nmodel = "m"\n[service.timeouts]')
+        .replace("[service.timeouts]", 'engine_check = false\nmodel = "m"\n[service.timeouts]')
     )
     assert measured_change(SPEC, changed) is None
 

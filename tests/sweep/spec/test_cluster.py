@@ -10,7 +10,7 @@ import pytest
 import ddtune.sweep.run.ray.pool as ray_backend
 from ddtune.errors import UserError
 from ddtune.sweep.spec.cluster import ClusterTable
-from ddtune.sweep.spec.load import parse_spec
+from ddtune.sweep.spec.parse import parse_spec
 
 BASE = """
 [sweep]
@@ -166,11 +166,11 @@ def test_auto_without_a_cluster_says_how_to_start_one(monkeypatch, tmp_path):
 def test_the_four_node_example_parses():
     from pathlib import Path
 
-    from ddtune.sweep.spec.load import load_spec
+    from ddtune.sweep.spec.parse import read_spec
 
     examples = Path(__file__).resolve().parents[3] / "examples"
-    spec = load_spec(examples / "sglang-ddtree-ray.toml")
-    single = load_spec(examples / "sglang-ddtree-systemd.toml")
+    spec = read_spec(examples / "sglang-ddtree-ray.toml")
+    single = read_spec(examples / "sglang-ddtree-systemd.toml")
     assert spec.cluster.backend == "ray" and spec.cluster.table.schedule == "by_pass"
     assert [s.placement.node_ip for s in spec.cluster.slots] == [
         f"10.0.0.{i}" for i in range(11, 15)

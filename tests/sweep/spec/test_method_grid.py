@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from ddtune.errors import UserError
-from ddtune.sweep.spec.load import SweepSpec, parse_spec
+from ddtune.sweep.spec.parse import SweepSpec, parse_spec
 
 SGLANG = """
 [service]

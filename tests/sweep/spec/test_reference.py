@@ -28,7 +28,7 @@ def test_every_table_and_key_of_the_models_is_listed():
         assert f"`[{name}]`" in page or f"`[[{name}]]`" in page
     service = next(s for s in sections() if s.model is ServiceSpec)
     assert [k.path for k in service.keys] == list(ServiceSpec.model_fields)
-    row = next(k for k in service.keys if k.path == "preflight")
+    row = next(k for k in service.keys if k.path == "engine_check")
     assert (row.type, row.default) == ("bool", "`true`")
     assert "engine's own parser" in row.meaning  # the comment beside the field
 

@@ -152,7 +152,7 @@ budget = [4, 8, 16]
 
 
 def test_predict_reads_its_trace_relative_to_the_spec(spec_text, tmp_path):
-    from ddtune.sweep.spec.load import parse_spec
+    from ddtune.sweep.spec.parse import parse_spec
 
     spec = parse_spec(spec_text.toml(PREDICT), base_dir=tmp_path)
     assert spec.strategy == "predict" and spec.races and spec.predicting

@@ -14,7 +14,7 @@ import pytest
 
 from ddtune.params import DecodeParams
 from ddtune.sweep.plan.trial_order import plan_trials
-from ddtune.sweep.spec.load import Config
+from ddtune.sweep.spec.parse import Config
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import NOT_RESTART_BOUND, read_mode
 from ddtune.sweep.store.rows import AttemptRow, SweepRow, TrialRow

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from ddtune.sweep.reporting import LiveReport
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.slot_tables import set_slot
 from ddtune.sweep.watch import read_state
@@ -74,7 +74,7 @@ def run_live(tmp_path: Path, fake_spec_writer, port: int) -> tuple[Path, Recorde
     store = tmp_path / "runs" / "store.sqlite"
     recorder = Recorder(store.parent / "report")
     console = Console(file=open(os.devnull, "w"))  # noqa: SIM115
-    summary = run_sweep(load_spec(spec_path), store, console, on_pass=recorder)
+    summary = run_sweep(read_spec(spec_path), store, console, on_pass=recorder)
     assert (summary.done, summary.failed) == (PASSES, PASSES)
     return store, recorder
 

@@ -39,8 +39,8 @@ from ddtune.bench.load.latency import LevelResult, meets_slo, request_figures, s
 from ddtune.bench.load.search import search_max_rate
 from ddtune.bench.load.stream import LeanStreamer
 from ddtune.bench.prompts import PromptSet
+from ddtune.engines import ServerEngine
 from ddtune.errors import UserError
-from ddtune.kinds import ServerKind
 
 if TYPE_CHECKING:
     from ddtune.bench.matrix import BenchMatrix
@@ -51,7 +51,7 @@ class LoadTarget:
     """Where and how a level's requests are sent."""
 
     base_url: str
-    kind: ServerKind
+    engine: ServerEngine
     model: str | None
     temperature: float
     ignore_eos: bool
@@ -157,17 +157,17 @@ def run_level(
     warmup = load.warmup_for(level)
     process = psutil.Process()
     with httpx.Client(timeout=httpx.Timeout(target.timeout_s, connect=10.0)) as client:
-        before = acc.read_counters(client, target.base_url, target.kind)
+        before = acc.read_counters(client, target.base_url, target.engine)
         cpu0, wall0 = _cpu_seconds(process), time.perf_counter()
         sent = _send_level(target, level, load, specs, warmup, seed)
         cpu, wall = _cpu_seconds(process) - cpu0, time.perf_counter() - wall0
-        after = acc.read_counters(client, target.base_url, target.kind)
+        after = acc.read_counters(client, target.base_url, target.engine)
     measured = sorted((s for s in sent if s.index >= warmup), key=lambda s: s.index)
-    rows = [_row(level, s, specs, target.kind, slo) for s in measured]
+    rows = [_row(level, s, specs, target.engine, slo) for s in measured]
     result = LevelResult(level.key, level.loop, level.concurrency, level.rate, warmup=warmup)
     summarize_level(result, rows, slo)
     per_request = [(r["acceptance_length"], r["acceptance_rounds"]) for r in rows]
-    result.acceptance_length, note = acc.run_acceptance(target.kind, per_request, before, after)
+    result.acceptance_length, note = acc.run_acceptance(target.engine, per_request, before, after)
     if note and result.acceptance_length is not None:
         result.notes.append(note + " (the level's warm-up requests included)")
     result.client_cpu_s, result.client_cpu_share = cpu, cpu / wall if wall > 0 else None
@@ -265,7 +265,7 @@ def _sender(streamer: LeanStreamer, target: LoadTarget, specs: list[RequestSpec]
         lag = max(0.0, began - start - scheduled_s)
         try:
             record = streamer.stream(
-                target.kind,
+                target.engine,
                 target.base_url,
                 spec,
                 model=target.model,
@@ -283,7 +283,7 @@ def _row(
     level: LoadLevel,
     sent: Sent,
     specs: list[RequestSpec],
-    kind: ServerKind,
+    engine: ServerEngine,
     slo: dict[str, float] | None,
 ) -> dict[str, Any]:
     spec = specs[sent.index % len(specs)]
@@ -303,7 +303,7 @@ def _row(
     times, counts = record.chunk_times_s, record.chunk_tokens
     n = record.output_tokens
     row.update(request_figures(record.ttft_s, record.e2e_s, times, counts, n, sent.lag_s))
-    value, rounds = kind.response_acceptance(record)
+    value, rounds = engine.response_acceptance(record)
     row.update(
         acceptance_length=value, acceptance_rounds=rounds, finish_reason=record.finish_reason
     )

@@ -28,7 +28,7 @@ from ddtune.bench.client import (
     finish_counts,
     sse_data,
 )
-from ddtune.kinds import ServerKind
+from ddtune.engines import ServerEngine
 
 HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
 # what a request on a connection the server closed while idle fails with
@@ -57,7 +57,7 @@ class LeanStreamer:
 
     def stream(
         self,
-        kind: ServerKind,
+        engine: ServerEngine,
         base_url: str,
         spec: RequestSpec,
         *,
@@ -66,11 +66,11 @@ class LeanStreamer:
         ignore_eos: bool,
     ) -> StreamRecord:
         """Send one streaming request and time it; raises BenchError on any failure."""
-        url, body = build_request(kind, base_url, spec, model, temperature, ignore_eos)
+        url, body = build_request(engine, base_url, spec, model, temperature, ignore_eos)
         record, start = StreamRecord(), time.perf_counter()
         try:
             response = self._send(url, json.dumps(body))
-            self._read(response, kind, record, start, url, spec)
+            self._read(response, engine, record, start, url, spec)
         except (OSError, http.client.HTTPException) as exc:
             self._drop()  # reconnects on the next request
             raise BenchError(
@@ -105,7 +105,7 @@ class LeanStreamer:
     def _read(
         self,
         response: http.client.HTTPResponse,
-        kind: ServerKind,
+        engine: ServerEngine,
         record: StreamRecord,
         start: float,
         url: str,
@@ -122,7 +122,9 @@ class LeanStreamer:
             payload = sse_data(line[5:].strip())
             if payload is None:
                 break
-            apply_chunk(record, kind.parse_chunk(payload, record.text), time.perf_counter() - start)
+            apply_chunk(
+                record, engine.parse_chunk(payload, record.text), time.perf_counter() - start
+            )
         response.read()  # the rest of the body, so the connection can be reused
 
     def _connection(self, scheme: str, netloc: str) -> http.client.HTTPConnection:

@@ -1,7 +1,7 @@
 """The schedule: for each range of concurrent requests the config to run, and what it gains.
 
     found = load_schedule_report(load, configs, options)   # None without closed-loop levels
-    found.schedule        # ddtune.kinds.schedule.Schedule: `report.schedule` in results.json
+    found.schedule        # ddtune.engines.schedule.Schedule: `report.schedule` in results.json
     found.gain            # schedule / best single config on the load mix, paired by pass
     found.text            # the sentence the report prints
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from ddtune.kinds.schedule import Schedule, Tier, sglang_adaptive, vllm_schedule
+from ddtune.engines.schedule import Schedule, Tier, sglang_adaptive, vllm_schedule
 from ddtune.report.decide import blocked_options
 from ddtune.report.load.figures import LoadReport
 from ddtune.report.load.recommend import objective

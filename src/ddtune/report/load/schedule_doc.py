@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ddtune.kinds.schedule import span
+from ddtune.engines.schedule import span
 from ddtune.report.load.document import TITLE as LOAD_TITLE
 from ddtune.report.load.schedule import ScheduleReport
 from ddtune.report.render.atomic import write_atomic

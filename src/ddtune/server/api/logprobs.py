@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the engine (and torch) load with the model, not with the app
-    from ddtune.engine.logprobs import TokenLogprob
+    from ddtune.ddtree.logprobs import TokenLogprob
 
 Decode = Callable[[list[int]], str]
 

@@ -46,7 +46,7 @@ class HooksController(Controller):
         self._had_local = False
         self._hooks_log: Path | None = None
 
-    def preflight(self, attempt: Attempt) -> None:
+    def render(self, attempt: Attempt) -> None:
         self._old_env = self._env or {}
         self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
         self._env = {

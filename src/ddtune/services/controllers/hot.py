@@ -140,7 +140,7 @@ class HotController(ProcessController):
                 "config_generation did not advance "
                 f"({old.get('config_generation')} -> {applied.get('config_generation')})",
             )
-        mismatches = self.server_kind.config_mismatches(params, applied)
+        mismatches = self.engine.config_mismatches(params, applied)
         if mismatches:
             raise PhaseFailure(
                 "config_mismatch", "the server applied another config: " + "; ".join(mismatches)
@@ -169,7 +169,7 @@ class HotController(ProcessController):
                     f"server_info reports config_generation {info.get('config_generation')}, "
                     f"expected {applied.get('config_generation')}"
                 )
-            mismatches = self.server_kind.config_mismatches(params, info)
+            mismatches = self.engine.config_mismatches(params, info)
             if mismatches:
                 raise PhaseFailure("config_mismatch", "; ".join(mismatches))
             found.update({k: info.get(k) for k in IDENTITY_KEYS})

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import ddtune.services.procs as procs
-from ddtune.kinds import Launch
+from ddtune.engines import Launch
 from ddtune.services.gpu import GpuProbe
 from ddtune.services.outcome import PhaseFailure
 from ddtune.services.protocol import Attempt, Controller
@@ -44,13 +44,13 @@ class ProcessController(Controller):
         self._env: dict[str, str] = {}
         self._log_path: Path | None = None
 
-    def preflight(self, attempt: Attempt) -> None:
+    def render(self, attempt: Attempt) -> None:
         self._argv = self.spec.render_argv(attempt.params, attempt.user_vars)
         self._env = self.spec.render_env(attempt.params, attempt.user_vars)
         exe = self._argv[0]
         if not (shutil.which(exe) or (os.sep in exe and os.access(exe, os.X_OK))):
             raise PhaseFailure(
-                "preflight_failed", f"service.command[0] {exe!r} is not an executable on PATH"
+                "render_failed", f"service.command[0] {exe!r} is not an executable on PATH"
             )
 
     def our_processes(self) -> list[procs.ProcInfo]:

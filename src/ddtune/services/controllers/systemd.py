@@ -1,6 +1,6 @@
 """`control = "systemd"`: a unit reconfigured through a runtime drop-in, stopped then started.
 
-Preflight writes `<systemd_dir>/<unit>.d/ddtune.conf` (the rendered `env`
+The render step writes `<systemd_dir>/<unit>.d/ddtune.conf` (the rendered `env`
 table and the instance tag as `Environment=`, and the rendered `command` as
 `ExecStart=` after the empty reset line), runs `daemon-reload`, checks
 `NeedDaemonReload=no` and runs `reset-failed` (which also clears a
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import ddtune.services.procs as procs
-from ddtune.kinds import Launch
+from ddtune.engines import Launch
 from ddtune.services.controllers.process import scope_prefix
 from ddtune.services.gpu import GpuProbe
 from ddtune.services.outcome import PhaseFailure, classify_exit, tail_lines
@@ -129,24 +129,24 @@ class SystemdController(Controller):
                 ["systemctl", *args], capture_output=True, text=True, timeout=timeout
             )
         except FileNotFoundError:
-            raise PhaseFailure("preflight_failed", "systemctl not found on PATH") from None
+            raise PhaseFailure("render_failed", "systemctl not found on PATH") from None
 
     def show(self) -> dict[str, str]:
         return properties(self.systemctl("show", self.unit, f"--property={SHOW_PROPS}").stdout)
 
-    def preflight(self, attempt: Attempt) -> None:
+    def render(self, attempt: Attempt) -> None:
         self._write_dropin(self.dropin_for(attempt))
         self.systemctl("daemon-reload")
         props = self.show()
         if props.get("LoadState") != "loaded":
             self.release()
             raise PhaseFailure(
-                "preflight_failed", f"systemd unit {self.unit} is not loaded (check service.unit)"
+                "render_failed", f"systemd unit {self.unit} is not loaded (check service.unit)"
             )
         need = props.get("NeedDaemonReload")
         if need != "no":
             raise PhaseFailure(
-                "preflight_failed",
+                "render_failed",
                 f"NeedDaemonReload={need} after daemon-reload; the drop-in would be ignored",
             )
         self.systemctl("reset-failed", self.unit)
@@ -168,7 +168,7 @@ class SystemdController(Controller):
                 self.dropin.write_text(text)
         except OSError as exc:
             raise PhaseFailure(
-                "preflight_failed", f"cannot write drop-in {self.dropin}: {exc}"
+                "render_failed", f"cannot write drop-in {self.dropin}: {exc}"
             ) from None
 
     def snapshot(self) -> dict[str, Any]:

@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddtune.engines.sglang import KNOB_ENV, TOPK_ENV
 from ddtune.errors import UserError
-from ddtune.kinds.sglang import KNOB_ENV, TOPK_ENV
 from ddtune.methods import (
     DRAFTER,
     LEGACY,

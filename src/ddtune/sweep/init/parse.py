@@ -6,7 +6,7 @@
 
 Which flag sets what is decided by the engine's own parser where it is
 installed: its option table (every option string and the field it sets, the
-probe of `ddtune.kinds.engine_check`), so aliases (`--model` for
+probe of `ddtune.engines.parser_probe`), so aliases (`--model` for
 `--model-path`, `-tp`) and argparse's unique-prefix abbreviations resolve as
 the engine would resolve them. Where the engine is not installed here, the
 option strings below (SGLang 0.5.23 and its DDTree pull request, vLLM 0.32)
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ddtune.engines.parser_probe import EngineProbe, ProbeError
+from ddtune.engines.sglang import SGLANG_MODULE
+from ddtune.engines.vllm import VLLM_MODULE
 from ddtune.errors import UserError
-from ddtune.kinds.engine_check import EngineProbe, ProbeError
-from ddtune.kinds.sglang import SGLANG_MODULE
-from ddtune.kinds.vllm import VLLM_MODULE
 
 # The fields `sweep init` reads, with the option strings that set them where the engine's
 # own table is not available (each takes one value).

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts, format_duration, measured_costs
 from ddtune.sweep.plan.strategies import Planner, strategy_of
-from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import NOT_RESTART_BOUND, SweepMode
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts
 from ddtune.sweep.plan.planners import choose_mode, estimate_text, trial_costs
 from ddtune.sweep.plan.strategies import Planner, Strategy, strategy_of
-from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, read_mode
 from ddtune.sweep.store.rows import SweepRow

@@ -20,7 +20,7 @@ from ddtune.sweep.plan.estimate import Estimate, TrialCosts, format_duration, ra
 from ddtune.sweep.plan.passes import OBJECTIVE_METRICS, pass_results
 from ddtune.sweep.plan.race_rules import RaceSettings, RaceState, replay
 from ddtune.sweep.plan.trial_order import plan_block
-from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.spec.parse import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.records import trial_records
 from ddtune.sweep.store.rows import TrialRow

@@ -23,7 +23,7 @@ from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.race_planner import ALPHA, RacePlanner
 from ddtune.sweep.plan.study import Proposal, Search
 from ddtune.sweep.plan.trial_order import plan_trials
-from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.spec.parse import Config, SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.records import trial_records
 from ddtune.sweep.store.rows import TrialRow

@@ -22,15 +22,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ddtune.engines import get_engine
 from ddtune.errors import UserError
-from ddtune.kinds import get_kind
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.summarize import cost_key
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.predict_race import PredictRace, predicted_configs
 from ddtune.sweep.plan.starts import BenchResult, StartRace, StartSettings
-from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.spec.parse import Config, SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, trial_times
 from ddtune.sweep.store.records import trial_records
@@ -198,11 +198,11 @@ class StartPlanner:
 def spec_forecast(spec: SweepSpec, configs: Sequence[tuple[Config, bool]]) -> Forecast:
     """The spec's trace, checked against its bench, and its forecast (UserError: exit 2)."""
     assert spec.trace is not None
-    trace = Trace.load(spec.trace)
+    trace = Trace.read(spec.trace)
     check_requests(trace, spec.bench)
     params = {config.label(): config.params for config, _ in configs}
     trace_binding(spec)
-    return build_forecast(trace, params, get_kind(spec.service.engine), spec.objective)
+    return build_forecast(trace, params, get_engine(spec.service.engine), spec.objective)
 
 
 def trace_binding(spec: SweepSpec) -> list[str]:

@@ -19,7 +19,7 @@ import random
 from collections.abc import Sequence
 
 from ddtune.errors import UserError
-from ddtune.sweep.spec.load import ORDERS, Config
+from ddtune.sweep.spec.parse import ORDERS, Config
 from ddtune.sweep.store.db import PlannedTrial
 
 

@@ -1,6 +1,6 @@
 """One attempt of one trial, split into what a slot executes and what the driver stores.
 
-    report = execute_attempt(controller, bench, profile, config, attempt_dir, phase, on_ready)
+    report = execute_attempt(controller, bench, engine, config, attempt_dir, phase, on_ready)
         the slot's half, run next to the service (in this process for the local
         backend, inside the slot's Ray actor for the ray backend):
         `controller.reconfigure(...)` (the full readiness protocol) → READY →
@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ddtune.bench.matrix import BenchMatrix
     from ddtune.services import Controller, Outcome
-    from ddtune.sweep.spec.load import Config
+    from ddtune.sweep.spec.parse import Config
     from ddtune.sweep.store.db import Store
 
 Phase = Callable[[str], None]  # shows a text in the progress line
 PHASE_TEXT = {  # the controller's phase (ddtune.services.protocol.PHASES) → the progress line
-    "preflight": "preflight",
+    "render": "rendering the launch",
     "snapshot": "snapshot of the running instance",
     "stop": "stopping",
     "quiesce": "quiescing",
@@ -53,7 +53,7 @@ class AttemptReport:
 def execute_attempt(
     controller: Controller,
     bench: BenchMatrix,
-    profile: str,
+    engine: str,
     config: Config,
     attempt_dir: Path,
     phase: Phase,
@@ -72,7 +72,7 @@ def execute_attempt(
     if on_ready is not None:
         on_ready(outcome)
     phase("benchmarking")
-    return _bench(report, outcome.base_url, bench, profile)
+    return _bench(report, outcome.base_url, bench, engine)
 
 
 def become_ready(
@@ -95,7 +95,7 @@ def become_ready(
     )
 
 
-def _bench(report: AttemptReport, base_url: str, bench: BenchMatrix, profile: str) -> AttemptReport:
+def _bench(report: AttemptReport, base_url: str, bench: BenchMatrix, engine: str) -> AttemptReport:
     from ddtune.bench import run_bench
 
     started = time.monotonic()
@@ -103,7 +103,7 @@ def _bench(report: AttemptReport, base_url: str, bench: BenchMatrix, profile: st
         result = run_bench(
             base_url,
             bench,
-            server_kind=profile,
+            engine=engine,
             identity=None,  # bench snapshots what serves now; the store merges both views
             progress=False,  # the sweep's own progress line is live
         )

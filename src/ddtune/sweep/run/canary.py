@@ -21,10 +21,10 @@ from rich.markup import escape
 from ddtune.bench.matrix import BenchMatrix, CodingWorkload, ThroughputWorkload
 from ddtune.services import Owner, build_controller
 from ddtune.sweep.run.attempt import AttemptReport, execute_attempt
-from ddtune.sweep.run.preflight import preflight
+from ddtune.sweep.run.engine_check import check_engine
 from ddtune.sweep.run.prestop import check_before_stopping
 from ddtune.sweep.run.restore import restore, seen_before
-from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.spec.parse import Config, SweepSpec
 
 CANARY_TOKENS = 8  # the one request's answer
 
@@ -33,7 +33,7 @@ def run_canary(spec: SweepSpec, store_path: Path, console: Console) -> int:
     """The module docstring's steps; the exit code (0 passed, 1 failed)."""
     check_before_stopping(spec, store_path)
     workdir = store_path.parent.resolve()
-    preflight(spec, workdir)
+    check_engine(spec, workdir)
     config = first_config(spec)
     owner = Owner.current(sweep=spec.name, store=str(store_path.resolve()))
     controller = build_controller(spec.service, workdir / "canary", owner=owner)

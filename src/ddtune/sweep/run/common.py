@@ -26,7 +26,7 @@ from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
     from ddtune.sweep.run.attempt import AttemptReport
-    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.spec.parse import SweepSpec
     from ddtune.sweep.store.db import Store
 
 RESUMABLE = ("pending", "interrupted")

@@ -31,7 +31,7 @@ from ddtune.errors import UserError
 from ddtune.fingerprint import config_of
 from ddtune.services.models import flag_value, served_models
 from ddtune.services.spec import ServiceSpec
-from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.spec.parse import Config, SweepSpec
 
 SGLANG_DRAFT_TOKENS = "--speculative-num-draft-tokens"
 VLLM_CONFIG = "--speculative-config"

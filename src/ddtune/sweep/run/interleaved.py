@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ddtune.params import DecodeParams
     from ddtune.services import Controller, Outcome
     from ddtune.services.controllers.hot import HotController, Switched
-    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.spec.parse import SweepSpec
     from ddtune.sweep.store.db import Store
 
 

@@ -1,7 +1,7 @@
 """The sweep runner: plan → for each unfinished trial: reconfigure → READY → bench → store.
 
-    0. Preflight (`preflight.py`): the engine's own parser accepts every planned
-       config's launch command, else `PreflightRefused` (exit 2) before the store is
+    0. The engine check (`engine_check.py`): the engine's own parser accepts every planned
+       config's launch command, else `EngineRefused` (exit 2) before the store is
        opened or the service touched;
     1. Take the store's runner lock; trials a dead runner left `running` become
        `interrupted`; create the sweep and its trials on the first run.
@@ -82,10 +82,10 @@ from ddtune.sweep.run.common import (
     signals_ignored,
     signals_raise,
 )
-from ddtune.sweep.run.preflight import PreflightReport, preflight
+from ddtune.sweep.run.engine_check import EngineCheckReport, check_engine
 from ddtune.sweep.run.prestop import check_before_stopping
 from ddtune.sweep.run.restore import restore, seen_before
-from ddtune.sweep.spec.load import Config, SweepSpec
+from ddtune.sweep.spec.parse import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import attempt_dir
 from ddtune.sweep.store.rows import TrialRow
@@ -103,20 +103,20 @@ def run_sweep(
     reopen_failed: bool = False,
     only_reopened: bool = False,
     on_pass: Callable[[Store, bool], None] | None = None,
-    checked: PreflightReport | None = None,
+    checked: EngineCheckReport | None = None,
     restore_at_end: bool = True,
 ) -> RunSummary:
     """Run (or resume) the sweep; see the module docstring for the steps. `on_pass(store,
     final)` runs after every finished pass and at the end (the live report,
-    `sweep/reporting.py`). `checked`: the preflight the caller already ran (step 0).
+    `sweep/reporting.py`). `checked`: the engine check the caller already ran (step 0).
     `restore_at_end=False` (`sweep run --apply`): a sweep that ends leaves the service
     stopped for the apply; interrupted or stopped ones are restored all the same."""
     console = console or Console(stderr=True)
     started = time.monotonic()
     check_before_stopping(spec, store_path)  # 0: files, store, windows (prestop.py)
     if checked is None:
-        checked = preflight(spec, store_path.parent.resolve())  # 0
-    if checked.engine is not None or not spec.service.preflight:
+        checked = check_engine(spec, store_path.parent.resolve())  # 0
+    if checked.engine is not None or not spec.service.engine_check:
         console.print(escape("\n".join(checked.lines())))
     store = Store(store_path)
     try:

@@ -19,7 +19,7 @@ list of these checks, in the order they run; each raises a one-line
                     window at least that long drafts exactly as `none` does, so the two
                     cannot differ: refused unless `[sweep] allow_indistinct_windows = true`
 
-The engine's own check of every launch command (`preflight.py`) runs after
+The engine's own check of every launch command (`engine_check.py`) runs after
 these; the trace's binding to the spec's models is checked by `ddtune.cli.trace`.
 """
 
@@ -30,14 +30,14 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ddtune.bench.coding import load_tasks
+from ddtune.bench.coding import read_tasks
 from ddtune.bench.matrix import BenchMatrix
-from ddtune.bench.prompts import load_prompts_file
+from ddtune.bench.prompts import read_prompts_file
 from ddtune.bench.suites.plan import check_workloads
 from ddtune.errors import UserError
 from ddtune.params import window_to_wire
 from ddtune.sweep.run.drafter_depth import check_depth
-from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.spec.parse import SweepSpec
 
 Check = Callable[[SweepSpec, Path], None]
 
@@ -52,10 +52,10 @@ def check_bench_files(spec: SweepSpec, store_path: Path) -> None:
     """Read every file the bench will read, as the bench would (one line per problem)."""
     bench = spec.bench
     if bench.prompts_file and bench.runs_bundled:
-        _keyed("bench.prompts_file", lambda: load_prompts_file(bench.prompts_file or ""))
+        _keyed("bench.prompts_file", lambda: read_prompts_file(bench.prompts_file or ""))
     coding = bench.coding
     if bench.runs_bundled and coding.enabled and coding.limit != 0 and coding.tasks_file:
-        _keyed("bench.coding.tasks_file", lambda: load_tasks(coding.tasks_file or "", 1))
+        _keyed("bench.coding.tasks_file", lambda: read_tasks(coding.tasks_file or "", 1))
     _keyed("bench.suite", lambda: check_workloads(bench))
 
 
@@ -156,7 +156,7 @@ def _bundled_lengths(bench: BenchMatrix) -> list[int]:
     per_token = bench.chars_per_token
     out = []
     if bench.prompts_file:
-        prompts = load_prompts_file(bench.prompts_file)
+        prompts = read_prompts_file(bench.prompts_file)
         for texts, table in ((prompts.short, bench.short), (prompts.long, bench.long)):
             if table.enabled and texts:
                 out.append(int(max(map(len, texts)) / per_token) + table.max_tokens)
@@ -166,7 +166,7 @@ def _bundled_lengths(bench: BenchMatrix) -> list[int]:
     if coding.enabled and coding.limit != 0:
         from ddtune.assets import default_tasks_file
 
-        tasks = load_tasks(coding.tasks_file or default_tasks_file(), coding.limit)
+        tasks = read_tasks(coding.tasks_file or default_tasks_file(), coding.limit)
         out.append(int(max(len(t.prompt) for t in tasks) / per_token) + coding.max_tokens)
     return out
 

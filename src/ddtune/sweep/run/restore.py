@@ -38,7 +38,7 @@ from ddtune.services.outcome import PhaseFailure
 if TYPE_CHECKING:
     from ddtune.services import Controller, Outcome
     from ddtune.services.protocol import Attempt
-    from ddtune.sweep.spec.load import Config
+    from ddtune.sweep.spec.parse import Config
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -57,7 +57,7 @@ def seen_before(controller: Controller) -> Before:
     if spec.control == "systemd" and isinstance(controller, SystemdController):
         try:
             return Before(controller.show().get("ActiveState") in ("active", "activating"))
-        except PhaseFailure:  # no systemctl here: the first trial's preflight says so
+        except PhaseFailure:  # no systemctl here: the first trial's render step says so
             return Before(False)
     if spec.control == "hot":
         from ddtune.services.controllers.hot import HotController
@@ -70,13 +70,13 @@ def seen_before(controller: Controller) -> Before:
 
 def restore(controller: Controller, before: Before, baseline: Config | None) -> str:
     """Bring the service back to `before` (module docstring); the line to print."""
-    kind = controller.spec.control
-    if kind == "hot" and before.hot_config is not None:
+    control = controller.spec.control
+    if control == "hot" and before.hot_config is not None:
         return _hot(controller, before.hot_config)
     notes = controller.close()
-    if kind == "systemd" and before.serving:
+    if control == "systemd" and before.serving:
         return _unit_as_it_was(controller)
-    if kind == "hooks" and before.serving:
+    if control == "hooks" and before.serving:
         return _hooks_baseline(controller, baseline)
     left = f" ({'; '.join(notes)})" if notes else ""
     return f"the service is stopped, as it was before the sweep{left}"

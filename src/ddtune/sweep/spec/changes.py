@@ -35,7 +35,7 @@ OPERATIONAL = (
     "sweep.allow_indistinct_windows",
     "retry",
     "service.timeouts",
-    "service.preflight",
+    "service.engine_check",
     "service.generations",
     "service.model",
     "service.health_url",

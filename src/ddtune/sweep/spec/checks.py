@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ddtune.engines import get_engine
 from ddtune.errors import UserError
-from ddtune.kinds import get_kind
 from ddtune.params import KNOB_KEYS
 from ddtune.sweep.spec.schema import ConfigTable, SpecDocument
 
@@ -82,7 +82,7 @@ def check_knobs(doc: SpecDocument, engine: str, placeholders: set[str] | None) -
     """A DDTree knob needs a ddtree config, an engine that honours it and, where the
     service renders a command, a placeholder that carries it (`placeholders`; None: hooks,
     which get every value as DDTUNE_<NAME>)."""
-    honoured = get_kind(engine).knobs
+    honoured = get_engine(engine).knobs
     for key, knob, mode_ok in _written_knobs(doc):
         if knob not in honoured:
             _fail(
@@ -116,9 +116,9 @@ def _written_knobs(doc: SpecDocument) -> Iterator[tuple[str, str, bool]]:
 
 
 def _knob_kinds(knob: str) -> str:
-    from ddtune.kinds import SERVER_KINDS
+    from ddtune.engines import ENGINES
 
-    kinds = [name for name in SERVER_KINDS if knob in get_kind(name).knobs]
+    kinds = [name for name in ENGINES if knob in get_engine(name).knobs]
     return ", ".join(repr(k) for k in kinds) or "no engine"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddtune.services.models import ServedModels, served_models
-from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.spec.parse import SweepSpec
 
 
 def spec_models(spec: SweepSpec) -> ServedModels:

@@ -104,7 +104,7 @@ class SearchSpace:
 
     def covering(self) -> list[tuple[DecodeParams, dict[str, Any]]]:
         """Configs that show every value of every dimension at least once (a range: its ends),
-        the others at their first value: what the preflight checks of a search space."""
+        the others at their first value: what the engine check checks of a search space."""
         found: dict[tuple[Any, ...], tuple[DecodeParams, dict[str, Any]]] = {}
         for mode in self.modes:
             names = MODE_PARAMS[mode]

@@ -15,7 +15,7 @@ import sqlite3
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from ddtune.sweep.spec.load import Config
+from ddtune.sweep.spec.parse import Config
 from ddtune.sweep.store.rows import AttemptRow, TrialRow
 
 

@@ -39,7 +39,7 @@ import ddtune.sweep.store.slot_tables as slots
 from ddtune.errors import UserError
 from ddtune.records import TrialRecord
 from ddtune.sweep.spec.changes import measured_change
-from ddtune.sweep.spec.load import Config
+from ddtune.sweep.spec.parse import Config
 from ddtune.sweep.store.load_rows import insert_load_rows, split_load_rows
 from ddtune.sweep.store.modes import SweepMode, write_mode
 from ddtune.sweep.store.rows import AttemptRow, RunningAttempt, SweepRow, TrialRow

@@ -23,7 +23,7 @@ from ddtune.services.procs import find_instance
 from ddtune.sweep.export import export_json
 from ddtune.sweep.run.common import EXIT_INTERRUPTED
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.status import status_table
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.slot_tables import slot_rows
@@ -70,10 +70,10 @@ def test_two_slots_by_pass_match_the_local_backend(tmp_path, sleepy_spec, thread
     local_dir, ray_dir = tmp_path / "local", tmp_path / "ray"
     local_dir.mkdir(), ray_dir.mkdir()
     local = run_sweep(
-        load_spec(sleepy_spec(local_dir, backend="local")), local_dir / "s.sqlite", quiet()
+        read_spec(sleepy_spec(local_dir, backend="local")), local_dir / "s.sqlite", quiet()
     )
     pools = thread_pool()
-    summary = run_sweep(load_spec(sleepy_spec(ray_dir)), ray_dir / "s.sqlite", quiet())
+    summary = run_sweep(read_spec(sleepy_spec(ray_dir)), ray_dir / "s.sqlite", quiet())
     assert (local.done, summary.done, summary.failed) == (4, 4, 0)
     want, _ = outcome_of(local_dir / "s.sqlite")
     got, slots = outcome_of(ray_dir / "s.sqlite")
@@ -95,7 +95,7 @@ def test_two_slots_by_pass_match_the_local_backend(tmp_path, sleepy_spec, thread
 
 def test_by_trial_spreads_one_pass_over_both_slots(tmp_path, sleepy_spec, thread_pool):
     thread_pool()
-    spec = load_spec(sleepy_spec(tmp_path, repeats=1, cluster='schedule = "by_trial"'))
+    spec = read_spec(sleepy_spec(tmp_path, repeats=1, cluster='schedule = "by_trial"'))
     assert run_sweep(spec, tmp_path / "s.sqlite", quiet()).done == 2
     got, _ = outcome_of(tmp_path / "s.sqlite")
     assert {t["slots"][0] for t in got.values()} == {"s0", "s1"}
@@ -106,7 +106,7 @@ def test_a_lost_slot_is_retired_and_its_trial_finishes_elsewhere(
 ):
     pools = thread_pool(kill_when=lambda slot, phase: slot == "s1" and phase == "benchmarking")
     out = io.StringIO()
-    summary = run_sweep(load_spec(sleepy_spec(tmp_path)), tmp_path / "s.sqlite", Console(file=out))
+    summary = run_sweep(read_spec(sleepy_spec(tmp_path)), tmp_path / "s.sqlite", Console(file=out))
     assert pools[0].killed == ["s1"]
     assert (summary.done, summary.failed) == (4, 0)
     got, slots = outcome_of(tmp_path / "s.sqlite")
@@ -123,7 +123,7 @@ def test_a_lost_slot_is_retired_and_its_trial_finishes_elsewhere(
 def test_a_retired_slot_rejoins(tmp_path, sleepy_spec, thread_pool, monkeypatch):
     monkeypatch.setattr(dispatch, "REJOIN_EVERY_S", 0.1)
     thread_pool(kill_when=lambda slot, phase: slot == "s1" and phase == "benchmarking", rejoin=True)
-    spec = load_spec(sleepy_spec(tmp_path, repeats=3))
+    spec = read_spec(sleepy_spec(tmp_path, repeats=3))
     assert run_sweep(spec, tmp_path / "s.sqlite", quiet()).done == 6
     got, _ = outcome_of(tmp_path / "s.sqlite")
     done_on = [t["slots"][-1] for t in got.values()]
@@ -132,7 +132,7 @@ def test_a_retired_slot_rejoins(tmp_path, sleepy_spec, thread_pool, monkeypatch)
 
 def test_fewer_live_slots_than_min_slots_stops_the_sweep(tmp_path, sleepy_spec, thread_pool):
     thread_pool(kill_when=lambda slot, phase: slot == "s1" and phase == "benchmarking")
-    spec = load_spec(sleepy_spec(tmp_path, cluster="min_slots = 2"))
+    spec = read_spec(sleepy_spec(tmp_path, cluster="min_slots = 2"))
     with pytest.raises(UserError, match=r"only 1 live slot\(s\), fewer than cluster.min_slots = 2"):
         run_sweep(spec, tmp_path / "s.sqlite", quiet())
     got, slots = outcome_of(tmp_path / "s.sqlite")
@@ -145,7 +145,7 @@ def test_fewer_live_slots_than_min_slots_stops_the_sweep(tmp_path, sleepy_spec, 
 def test_failed_attempts_retry_on_their_slot_then_fail(tmp_path, sleepy_spec, thread_pool):
     thread_pool()
     bad = '[[configs]]\nmode = "ddtree"\nbudget = 4\ntopk = 2\nvars = { delay = "bogus" }\n'
-    spec = load_spec(sleepy_spec(tmp_path, budgets=(), configs=bad, repeats=1))
+    spec = read_spec(sleepy_spec(tmp_path, budgets=(), configs=bad, repeats=1))
     summary = run_sweep(spec, tmp_path / "s.sqlite", quiet())
     assert (summary.done, summary.failed) == (0, 1)
     (trial,) = outcome_of(tmp_path / "s.sqlite")[0].values()
@@ -157,7 +157,7 @@ def test_failed_attempts_retry_on_their_slot_then_fail(tmp_path, sleepy_spec, th
 
 def test_status_shows_each_slot(tmp_path, sleepy_spec, thread_pool):
     thread_pool()
-    run_sweep(load_spec(sleepy_spec(tmp_path, repeats=1)), tmp_path / "s.sqlite", quiet())
+    run_sweep(read_spec(sleepy_spec(tmp_path, repeats=1)), tmp_path / "s.sqlite", quiet())
     store = Store(tmp_path / "s.sqlite", create=False)
     try:
         console = Console(file=io.StringIO(), width=200)
@@ -187,7 +187,7 @@ def test_sigterm_interrupts_the_trials_in_flight_and_closes_every_slot(
 
     killer = threading.Thread(target=terminate_when_both_slots_bench)
     killer.start()
-    summary = run_sweep(load_spec(sleepy_spec(tmp_path)), tmp_path / "s.sqlite", quiet())
+    summary = run_sweep(read_spec(sleepy_spec(tmp_path)), tmp_path / "s.sqlite", quiet())
     killer.join()
     assert summary.interrupted and summary.exit_code == EXIT_INTERRUPTED
     got, slots = outcome_of(tmp_path / "s.sqlite")

@@ -23,7 +23,7 @@ from ddtune.errors import UserError
 from ddtune.services.controllers.process import scope_prefix
 from ddtune.services.procs import find_instance, is_alive
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.load import load_spec
+from ddtune.sweep.spec.parse import read_spec
 
 pytestmark = pytest.mark.slow
 
@@ -64,10 +64,10 @@ def test_two_ray_slots_give_the_local_results_in_at_most_0_6_of_the_time(
     local, ray = tmp_path / "local", tmp_path / "ray"
     local.mkdir(), ray.mkdir()
     started = time.monotonic()
-    run_sweep(load_spec(sleepy_spec(local, backend="local")), local / "s.sqlite", quiet())
+    run_sweep(read_spec(sleepy_spec(local, backend="local")), local / "s.sqlite", quiet())
     local_wall = time.monotonic() - started
     started = time.monotonic()
-    summary = run_sweep(load_spec(sleepy_spec(ray)), ray / "s.sqlite", quiet())
+    summary = run_sweep(read_spec(sleepy_spec(ray)), ray / "s.sqlite", quiet())
     ray_wall = time.monotonic() - started
     assert (summary.done, summary.failed) == (4, 0)
     assert outputs(ray / "s.sqlite") == outputs(local / "s.sqlite")  # same trials, same T=0 text
@@ -88,7 +88,7 @@ def test_a_placement_no_node_satisfies_names_the_slot(tmp_path, sleepy_spec, ray
     )
     spec.write_text(text)
     with pytest.raises(UserError, match=r"no live Ray node satisfies slot 's1'") as caught:
-        run_sweep(load_spec(spec), tmp_path / "s.sqlite", quiet())
+        run_sweep(read_spec(spec), tmp_path / "s.sqlite", quiet())
     assert caught.value.key == "cluster.slots.1.placement"
     assert rows(tmp_path / "s.sqlite", "SELECT COUNT(*) FROM attempts") == [(0,)]
 
@@ -119,7 +119,7 @@ def test_killing_a_slot_actor_mid_trial_loses_nothing(
     is stopped by the slot's next actor (no rejoin here: at close)."""
     if not with_service:
         monkeypatch.setattr(dispatch, "REJOIN_EVERY_S", 3600.0)
-    spec = load_spec(sleepy_spec(tmp_path, token_delay=0.1))
+    spec = read_spec(sleepy_spec(tmp_path, token_delay=0.1))
     killed: list = []
     killer = threading.Thread(
         target=kill_slot_when_benchmarking,
@@ -179,7 +179,7 @@ def test_a_killed_driver_resumes_and_reclaims_every_slot(tmp_path, sleepy_spec, 
     orphans = leftovers(tmp_path, "s0") + leftovers(tmp_path, "s1")
     assert orphans, "the killed driver left services running"
     out = io.StringIO()
-    summary = run_sweep(load_spec(spec), store, Console(file=out, width=200))
+    summary = run_sweep(read_spec(spec), store, Console(file=out, width=200))
     assert summary.done + len(finished_before) == 4 and summary.failed == 0
     kept = rows(store, "SELECT trial_id, attempt_id FROM results")
     assert set(finished_before) <= set(kept) and len(kept) == 4  # none lost, none redone

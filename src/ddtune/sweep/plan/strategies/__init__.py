@@ -21,7 +21,7 @@ from ddtune.sweep.plan.strategies.grid import Grid
 from ddtune.sweep.plan.strategies.optuna import Optuna
 from ddtune.sweep.plan.strategies.predict import Predict
 from ddtune.sweep.plan.strategies.race import Race
-from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.modes import SweepMode
 
 STRATEGIES: dict[str, Strategy] = {

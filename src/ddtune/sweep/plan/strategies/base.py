@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ddtune.records import SweepContext
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts
-from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode
 from ddtune.sweep.store.rows import SweepRow, TrialRow

@@ -9,7 +9,7 @@ from ddtune.records import SweepContext
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts, grid_estimate
 from ddtune.sweep.plan.strategies.base import Planner, Strategy
 from ddtune.sweep.plan.trial_order import plan_trials
-from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode
 from ddtune.sweep.store.rows import SweepRow

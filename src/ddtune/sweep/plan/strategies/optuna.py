@@ -11,7 +11,7 @@ from ddtune.sweep.plan.estimate import Estimate, TrialCosts, estimate
 from ddtune.sweep.plan.race_planner import race_cases
 from ddtune.sweep.plan.strategies.base import Planner, Strategy
 from ddtune.sweep.plan.strategies.race import Race
-from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode
 from ddtune.sweep.store.rows import SweepRow

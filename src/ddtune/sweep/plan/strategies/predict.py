@@ -9,7 +9,7 @@ from ddtune.sweep.plan.estimate import TrialCosts
 from ddtune.sweep.plan.strategies.base import Strategy
 from ddtune.sweep.plan.strategies.race import Race
 from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace
-from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.modes import SweepMode
 
 PREDICT_LATER = (

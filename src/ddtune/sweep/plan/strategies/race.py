@@ -22,7 +22,7 @@ from ddtune.sweep.plan.race_planner import (
 from ddtune.sweep.plan.strategies.base import Planner, Strategy
 from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace, race_mode
 from ddtune.sweep.plan.trial_order import plan_trials
-from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode
 from ddtune.sweep.store.rows import SweepRow

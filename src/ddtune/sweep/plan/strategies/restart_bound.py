@@ -26,7 +26,7 @@ from ddtune.records import SweepContext
 from ddtune.sweep.plan.estimate import Estimate, TrialCosts, start_race_estimates
 from ddtune.sweep.plan.race_planner import race_cases, race_more
 from ddtune.sweep.plan.strategies.base import Planner, Strategy
-from ddtune.sweep.spec.load import SweepSpec
+from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode
 from ddtune.sweep.store.rows import SweepRow

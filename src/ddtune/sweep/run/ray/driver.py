@@ -52,7 +52,7 @@ from ddtune.sweep.store.files import attempt_dir
 from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
-    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.spec.parse import SweepSpec
     from ddtune.sweep.store.db import Store
 
 POLL_S = 0.5  # longest wait for an event before the loop looks around again

@@ -43,7 +43,7 @@ from ddtune.sweep.spec.cluster import Placement, Slot
 
 if TYPE_CHECKING:
     from ddtune.sweep.spec.cluster import ClusterTable
-    from ddtune.sweep.spec.load import SweepSpec
+    from ddtune.sweep.spec.parse import SweepSpec
 
 CLOSE_TIMEOUT_S = 120.0  # each actor's controller.close(): the service's stop + quiesce
 

@@ -91,7 +91,7 @@ def _preload() -> None:
     (the local runner has these imported before its trial loop).
     """
     import ddtune.bench.runner  # noqa: F401
-    import ddtune.sweep.spec.load  # noqa: F401
+    import ddtune.sweep.spec.parse  # noqa: F401
 
 
 class SlotRunner:
@@ -137,7 +137,7 @@ class SlotRunner:
 
     def run(self, task: AttemptTask) -> AttemptReport:
         """One attempt; never raises (an unexpected error is the attempt's failure)."""
-        from ddtune.sweep.spec.load import Config
+        from ddtune.sweep.spec.parse import Config
 
         with self._lock:
             self._ready = None
