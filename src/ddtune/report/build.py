@@ -18,7 +18,7 @@ from ddtune.errors import UserError
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.by_slot import slot_report
 from ddtune.report.conditions import condition_values, condition_warnings
-from ddtune.report.decide import (
+from ddtune.report.recommend import (
     MIX,
     Recommendation,
     best_pass_rate,
@@ -28,7 +28,7 @@ from ddtune.report.decide import (
 )
 from ddtune.report.load.document import add_load_section, write_load_csv
 from ddtune.report.load.plots import write_load_plots
-from ddtune.report.load.recommend import analyze_load
+from ddtune.report.load.per_level import analyze_load
 from ddtune.report.load.schedule import load_schedule_report
 from ddtune.report.load.schedule_doc import add_schedule_section, write_schedule_json
 from ddtune.report.lossless import check_losslessness, correctness_note, load_compare

@@ -9,7 +9,7 @@
     answer.command           # "ddtune sweep apply --store runs/x/store.sqlite --config '...'"
 
 One line per objective, the sweep's own first (`summary.recommendations` is in
-that order). The words come from the verdicts of `decide.py` (separated /
+that order). The words come from the verdicts of `recommend.py` (separated /
 equivalent / inconclusive); the evidence stays in the sections below the answer.
 See docs/report.md.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from ddtune.report.decide import Recommendation, name_list
+from ddtune.report.recommend import Recommendation, name_list
 from ddtune.report.result import ReportSummary
 from ddtune.report.summarize import ConfigSummary
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddtune.records import SweepContext
 from ddtune.report.by_slot import SlotReport
-from ddtune.report.decide import PassRateComparison, Recommendation
+from ddtune.report.recommend import PassRateComparison, Recommendation
 from ddtune.report.load.figures import LoadReport
 from ddtune.report.load.schedule import ScheduleReport
 from ddtune.report.lossless import LosslessCheck

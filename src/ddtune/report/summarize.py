@@ -4,7 +4,7 @@ One `ConfigSummary` per label holds what a single configuration's repeats can
 say on their own: mean and t-interval of every metric, the ratio to the
 baseline (Fieller interval), the acceptance-length distribution, the pooled
 coding pass rate (Wilson interval) and the failed attempts. Comparisons
-between configurations live in `decide.py`. See docs/report.md "How the report is built".
+between configurations live in `recommend.py`. See docs/report.md "How the report is built".
 """
 
 from __future__ import annotations

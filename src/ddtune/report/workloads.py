@@ -1,7 +1,7 @@
 """Per workload (bench suites, the user's traffic): the figures, and whether one config serves all.
 
 `workload_report(summary)` reads the per-workload metrics of the config
-summaries (`"humaneval/tps"`, ...) and the recommendations of `decide.py`
+summaries (`"humaneval/tps"`, ...) and the recommendations of `recommend.py`
 (one per workload, one for the mix) and says whether the mix's choice is
 within `tolerance` of each workload's own best, or which workload would lose
 how much under it. `workload_section` is the report's "Workloads" section;
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ddtune.records import workload_metric
-from ddtune.report.decide import MIX, Recommendation, workload_objective
+from ddtune.report.recommend import MIX, Recommendation, workload_objective
 from ddtune.report.render.document import Block, Cell, Paragraph, Section, Table
 from ddtune.report.summarize import ConfigSummary, workload_names
 

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 _NAMES = {
     "Config": "spec.load",
     "SweepSpec": "spec.load",
-    "read_spec": "spec.load",
-    "parse_spec": "spec.load",
+    "read_spec": "spec.parse",
+    "parse_spec": "spec.parse",
     "plan_spec": "plan.prepare",
     "run_sweep": "run.loop",
     "RunSummary": "run.common",

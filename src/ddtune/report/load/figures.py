@@ -4,7 +4,7 @@
     report.levels            # level keys in run order: "c1", "c4", "r0.5", ...
     report.figure(label, "c4")  # LevelFigures: per-repeat samples + MeanCI of each figure,
                              # latency percentiles pooled over the repeats' request rows
-    report.recommendations   # one per level (decide.py), report.mix for load_weights
+    report.recommendations   # one per level (per_level.py), report.mix for load_weights
     report.crossovers; report.serialisation; report.max_rate
 
 Each repeat of a config contributes one value per figure and level (its

@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ddtune.engines.schedule import Schedule, Tier, sglang_adaptive, vllm_schedule
-from ddtune.report.decide import blocked_options
+from ddtune.report.recommend import blocked_options
 from ddtune.report.load.figures import LoadReport
-from ddtune.report.load.recommend import objective
+from ddtune.report.load.per_level import objective
 from ddtune.report.options import ReportOptions
 from ddtune.report.summarize import ConfigSummary
 from ddtune.stats.blocked import compare

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ddtune.params import DecodeParams
 from ddtune.records import TrialRecord
 from ddtune.report import ReportOptions, analyze
-from ddtune.report.decide import pareto_front
+from ddtune.report.recommend import pareto_front
 from ddtune.report.summarize import summarize_configs
 
 BEST = "ddtree b16 k4 wnone"

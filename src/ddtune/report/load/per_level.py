@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ddtune.records import TrialRecord
-from ddtune.report.decide import PassRateComparison, blocked_options
+from ddtune.report.recommend import PassRateComparison, blocked_options
 from ddtune.report.load.figures import (
     LevelFigures,
     LoadRecommendation,
