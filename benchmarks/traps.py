@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ddtune.errors import UserError
 from ddtune.sweep.run.breaker import Breaker
-from ddtune.sweep.run.prestop import check_before_stopping
+from ddtune.sweep.checks.before_stop import check_before_stopping
 from ddtune.sweep.spec.changes import measured_change
 from ddtune.sweep.spec.parse import parse_spec
 

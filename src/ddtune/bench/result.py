@@ -30,18 +30,18 @@ RENAMED = {"server_kind": "engine"}  # fields of results stored before the renam
 
 @dataclass
 class BenchResult:
-    base_url: str
-    engine: str  # the server's engine (`ddtune.engines`)
-    model: str | None
-    matrix: dict[str, Any]
-    identity: dict[str, Any] | None
-    hardware: dict[str, Any]
-    hardware_fingerprint: str
-    prompt_set_hash: str
-    prompt_source: str
-    temperature: float
-    started_at: float  # unix time
-    duration_s: float
+    base_url: str = ""
+    engine: str = ""  # the server's engine (`ddtune.engines`)
+    model: str | None = None
+    matrix: dict[str, Any] = field(default_factory=dict)
+    identity: dict[str, Any] | None = None
+    hardware: dict[str, Any] = field(default_factory=dict)
+    hardware_fingerprint: str = ""
+    prompt_set_hash: str = ""
+    prompt_source: str = ""
+    temperature: float = 0.0
+    started_at: float = 0.0  # unix time
+    duration_s: float = 0.0
     samples: list[dict[str, Any]] = field(default_factory=list)
     aggregates: dict[str, float | int | None] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)  # texts in request order (T=0: losslessness)

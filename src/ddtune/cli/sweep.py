@@ -230,12 +230,12 @@ def exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[.
 
 @exit_3_on_ctrl_c
 def cmd_run(args: argparse.Namespace) -> int:
+    from ddtune.sweep.checks.before_stop import check_before_stopping
+    from ddtune.sweep.checks.engine_check import check_engine
     from ddtune.sweep.reporting import live_report
     from ddtune.sweep.run.canary import run_canary
     from ddtune.sweep.run.common import default_store_path
-    from ddtune.sweep.run.engine_check import check_engine
     from ddtune.sweep.run.loop import run_sweep
-    from ddtune.sweep.run.prestop import check_before_stopping
     from ddtune.sweep.spec.parse import read_spec
 
     spec = read_spec(args.spec)
@@ -259,10 +259,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     console.print(live.summary_line(), markup=False, highlight=False)
     _print_summary(console, summary)
-    stopped = summary.interrupted or summary.blocked or summary.broken
-    if not stopped and measured(summary):
+    if not summary.stopped and measured(summary):
         _print_answer(console, live, store_path, spec.name)
-    if args.apply and not stopped:
+    if args.apply and not summary.stopped:
         return _apply_or_restore(spec, store_path, summary, console)
     return summary.exit_code
 
@@ -280,7 +279,6 @@ def _apply_or_restore(
     decided, or it did not become READY) the service restored as it was."""
     from ddtune.services import build_controller
     from ddtune.sweep.apply import apply_config
-    from ddtune.sweep.run.restore import restore
     from ddtune.sweep.store.db import Store
 
     store = Store(store_path, create=False)
@@ -293,7 +291,7 @@ def _apply_or_restore(
         store.close()
     if code != 0 and summary.before is not None:  # None: the Ray slots stopped theirs
         controller = build_controller(spec.service, store_path.parent.resolve())
-        console.print(escape(restore(controller, summary.before, spec.baseline)))
+        console.print(escape(controller.restore(summary.before, spec.baseline)))
     return max(code, summary.exit_code)
 
 
@@ -327,12 +325,11 @@ def cmd_canary(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.services.engine_check import check_launches
+    from ddtune.sweep.checks import check_before_stopping, planned_launches
     from ddtune.sweep.plan.planners import bench_text, restart_word
     from ddtune.sweep.plan.prepare import prepare
     from ddtune.sweep.plan.start_planner import predicted_lines
     from ddtune.sweep.run.common import default_store_path
-    from ddtune.sweep.run.engine_check import planned_launches
-    from ddtune.sweep.run.prestop import check_before_stopping
     from ddtune.sweep.spec.parse import read_spec
     from ddtune.sweep.store.db import Store
 
@@ -518,7 +515,7 @@ def _newest_store() -> Path:
 
 def _print_summary(console: Console, summary: RunSummary) -> None:
     summary.print(console)
-    if summary.interrupted or summary.blocked or summary.broken:
+    if summary.stopped:
         return  # the resume command is printed with the reason
     if not measured(summary):
         console.print(

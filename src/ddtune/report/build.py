@@ -18,6 +18,13 @@ from ddtune.errors import UserError
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.by_slot import slot_report
 from ddtune.report.conditions import condition_values, condition_warnings
+from ddtune.report.load.document import add_load_section, write_load_csv
+from ddtune.report.load.per_level import analyze_load
+from ddtune.report.load.plots import write_load_plots
+from ddtune.report.load.schedule import load_schedule_report
+from ddtune.report.load.schedule_doc import add_schedule_section, write_schedule_json
+from ddtune.report.lossless import check_losslessness, correctness_note, load_compare
+from ddtune.report.options import ReportOptions
 from ddtune.report.recommend import (
     MIX,
     Recommendation,
@@ -26,13 +33,6 @@ from ddtune.report.recommend import (
     pareto_front,
     recommend,
 )
-from ddtune.report.load.document import add_load_section, write_load_csv
-from ddtune.report.load.plots import write_load_plots
-from ddtune.report.load.per_level import analyze_load
-from ddtune.report.load.schedule import load_schedule_report
-from ddtune.report.load.schedule_doc import add_schedule_section, write_schedule_json
-from ddtune.report.lossless import check_losslessness, correctness_note, load_compare
-from ddtune.report.options import ReportOptions
 from ddtune.report.render.atomic import write_atomic
 from ddtune.report.render.html import render_html
 from ddtune.report.render.markdown import render_markdown

@@ -38,6 +38,7 @@ from ddtune.params import DecodeParams
 from ddtune.services.gpu import GpuBaseline, GpuProbe, baseline, default_probe, not_released
 from ddtune.services.leftovers import WORKDIR_VAR, Owner, PortWatch
 from ddtune.services.outcome import Outcome, PhaseFailure, classify_exit, tail_lines
+from ddtune.services.session import Baseline, Before, answers, stopped_line
 from ddtune.services.spec import ServiceSpec
 
 SNAPSHOT_PROBE_TIMEOUT_S = 2.0
@@ -389,6 +390,19 @@ class Controller(ABC):
         out.leftover_pids = sorted({*out.leftover_pids, *(p.pid for p in left)})
         if left:
             out.notes.append(f"could not stop: {procs.describe(left)}")
+
+    # ---- before and after a sweep (`session.py`) ---------------------------------
+
+    def seen_before(self) -> Before:
+        """What serves now, looked at before anything is stopped (read only)."""
+        return Before(answers(self.spec.base_url))
+
+    def restore(self, before: Before, baseline: Baseline | None) -> str:
+        """Put the service back as `before` found it; the line to print (never raises for a
+        service failure). Here: ddtune started every instance itself, so none served
+        before the sweep: stopped, as before (`sweep apply` prints the command that serves
+        a config)."""
+        return stopped_line(self.close())
 
     def close(self) -> list[str]:
         """Stop the service, remove drop-ins, quiesce; idempotent. Returns notes on leftovers."""

@@ -44,9 +44,9 @@ from ddtune.services.applied_dropin import (
     revert_dropin,
 )
 from ddtune.services.controllers.systemd import trial_dropin
+from ddtune.sweep.checks.engine_check import check_engine
 from ddtune.sweep.plan.race_planner import sweep_configs
 from ddtune.sweep.reporting import analyze_stored, stored_spec
-from ddtune.sweep.run.engine_check import check_engine
 from ddtune.sweep.spec.parse import Config
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.rows import SweepRow

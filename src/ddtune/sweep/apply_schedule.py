@@ -36,8 +36,8 @@ from ddtune.services import ServiceSpec
 from ddtune.services.applied_dropin import Rollback, applied_dropin, apply_dropin, dropin_text
 from ddtune.services.controllers.systemd import trial_dropin
 from ddtune.services.scheduled import ScheduledLaunch, scheduled_launch
+from ddtune.sweep.checks.engine_check import check_engine
 from ddtune.sweep.reporting import analyze_stored, stored_spec
-from ddtune.sweep.run.engine_check import check_engine
 from ddtune.sweep.spec.parse import Config
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.rows import SweepRow

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ddtune.bench.result import BenchResult
 from ddtune.cli import main
 from ddtune.sweep.plan.planners import estimates, trial_costs
 from ddtune.sweep.plan.prepare import plan_spec, prepare
@@ -57,7 +58,9 @@ def _finish(store: Store, row, value: float | None) -> None:
         store.finish_trial(row["id"], "failed")
         return
     bench = {"aggregates": {"short_tps": value, "long_tps": value}, "samples": [], "outputs": []}
-    store.record_result(row["id"], attempt_id, bench, timings={"bench_s": 60.0})
+    store.record_result(
+        row["id"], attempt_id, BenchResult.from_dict(bench), timings={"bench_s": 60.0}
+    )
 
 
 def _drive(planner, store: Store, first, service: SimulatedService, fail_every: int = 0) -> int:

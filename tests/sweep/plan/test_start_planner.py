@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ddtune.bench.result import BenchResult
 from ddtune.cli import main
 from ddtune.params import DecodeParams
 from ddtune.sweep.plan.planners import choose_mode, estimates, trial_costs
@@ -169,4 +170,4 @@ def _finish(store: Store, row, value: float | None, fresh: bool) -> None:
     attempt_id, _ = store.begin_attempt(row["id"])
     timings = {"bench_s": 60.0} | ({"start_to_ready_s": 420.0} if fresh else {"reused_start": 1.0})
     bench = {"aggregates": {"short_tps": value, "long_tps": value}, "samples": [], "outputs": []}
-    store.record_result(row["id"], attempt_id, bench, timings=timings)
+    store.record_result(row["id"], attempt_id, BenchResult.from_dict(bench), timings=timings)

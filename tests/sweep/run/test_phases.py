@@ -63,7 +63,7 @@ def test_the_runner_passes_params_and_vars_and_shows_each_phase(tmp_path):
         summary = RunSummary(sweep_id, tmp_path / "store.sqlite", 1, 0)
         loop = TrialLoop(spec, store, tmp_path, Console(file=io.StringIO()), summary)
         controller, shown = FakeController(), []
-        assert loop._trial(controller, trial, shown.append) == "failed"
+        assert loop.trial(controller, trial, shown.append) == "failed"
         attempts = store.attempts(trial["id"])
     finally:
         store.close()

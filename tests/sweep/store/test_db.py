@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+from ddtune.bench.result import BenchResult
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
 from ddtune.sweep.plan.trial_order import plan_trials
@@ -100,7 +101,7 @@ def test_attempt_lifecycle_and_trial_records(store):
     store.record_result(
         first["id"],
         attempt2,
-        BENCH,
+        BenchResult.from_dict(BENCH),
         identity={"pid": 42},
         timings={"bench_s": 1.0},
         hardware=BENCH["hardware"],
@@ -154,7 +155,7 @@ def test_a_failed_write_leaves_nothing_behind(store):
     attempt, _ = store.begin_attempt(trial["id"])
     bad = {**BENCH, "outputs": {1, 2}}  # a set is not JSON: the write fails midway
     with pytest.raises(TypeError):
-        store.record_result(trial["id"], attempt, bad)
+        store.record_result(trial["id"], attempt, BenchResult.from_dict(bad))
     assert store.db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 0
     assert store.db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 0
     assert store.trials(sweep_id)[0]["status"] == "running"
@@ -165,7 +166,7 @@ def test_interrupt_after_done_keeps_the_trial_done(store):
     sweep_id = store.open_sweep("s", "text", "h", PLAN)
     trial = store.trials(sweep_id)[0]
     attempt, _ = store.begin_attempt(trial["id"])
-    store.record_result(trial["id"], attempt, BENCH)
+    store.record_result(trial["id"], attempt, BenchResult.from_dict(BENCH))
     store.finish_trial(trial["id"], "interrupted")
     assert store.trials(sweep_id)[0]["status"] == "done"
 

@@ -12,6 +12,7 @@ import sqlite3
 
 import pytest
 
+from ddtune.bench.result import BenchResult
 from ddtune.params import DecodeParams
 from ddtune.sweep.plan.trial_order import plan_trials
 from ddtune.sweep.spec.parse import Config
@@ -46,7 +47,9 @@ def old_store(path, missing: list[str]) -> int:
     sweep_id = store.open_sweep("old", "[sweep]", "h", PLAN)
     first = store.trials(sweep_id)[0]
     attempt, _ = store.begin_attempt(first.id)
-    store.record_result(first.id, attempt, BENCH, identity={}, timings={"bench_s": 1.0})
+    store.record_result(
+        first.id, attempt, BenchResult.from_dict(BENCH), identity={}, timings={"bench_s": 1.0}
+    )
     store.close()
     db = sqlite3.connect(path)
     for table in missing:
@@ -85,7 +88,9 @@ def test_an_earlier_store_is_migrated_and_keeps_its_sweep(tmp_path, missing):
         trial = store.trials(sweep_id, ("pending",))[0]
         assert isinstance(trial, TrialRow) and trial.label == trial["label"]
         attempt, number = store.begin_attempt(trial.id)
-        store.record_result(trial.id, attempt, BENCH, identity={}, timings={"bench_s": 2.0})
+        store.record_result(
+            trial.id, attempt, BenchResult.from_dict(BENCH), identity={}, timings={"bench_s": 2.0}
+        )
         assert number == 1 and isinstance(store.attempts(trial.id)[0], AttemptRow)
         assert [r.status for r in store.trial_records(sweep_id)] == ["done", "done"]
         assert read_mode(store, sweep_id) == NOT_RESTART_BOUND

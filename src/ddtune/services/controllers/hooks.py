@@ -24,6 +24,7 @@ from ddtune.services.controllers.process import scope_prefix
 from ddtune.services.gpu import GpuProbe
 from ddtune.services.outcome import PhaseFailure
 from ddtune.services.protocol import Attempt, Controller
+from ddtune.services.session import Baseline, Before, restored_line
 from ddtune.services.spec import ServiceSpec
 
 LOGS_HOOK_TIMEOUT_S = 60.0
@@ -45,6 +46,24 @@ class HooksController(Controller):
         self._tag: str | None = None
         self._had_local = False
         self._hooks_log: Path | None = None
+
+    def restore(self, before: Before, baseline: Baseline | None) -> str:
+        """ddtune cannot read the configuration a hooks service had: one that served before
+        the sweep gets `[sweep] baseline` from the start hook, checked READY; without a
+        baseline it is left stopped and the line says so."""
+        if not before.serving:
+            return super().restore(before, baseline)
+        self.close()
+        if baseline is None:
+            return (
+                "the service is stopped: it served before the sweep, but a hooks service's own "
+                "configuration is unknown to ddtune and the spec has no [sweep] baseline; start "
+                "it as you normally do"
+            )
+        outcome = self.reconfigure(
+            baseline.params, self.workdir / "restore", user_vars=baseline.user_vars()
+        )
+        return restored_line(outcome, f"the start hook serves the baseline {baseline.label()}")
 
     def render(self, attempt: Attempt) -> None:
         self._old_env = self._env or {}

@@ -21,10 +21,11 @@ import httpx
 
 import ddtune.services.leftovers as leftovers
 import ddtune.services.readiness as readiness
-from ddtune.params import DecodeParams
+from ddtune.params import PARAM_KEYS, DecodeParams
 from ddtune.services.controllers.process import ProcessController
 from ddtune.services.outcome import PhaseFailure
 from ddtune.services.protocol import Attempt
+from ddtune.services.session import Baseline, Before, restored_line
 
 IDENTITY_KEYS = ("instance_id", "pid", "started_at", "config", "config_hash", "config_generation")
 
@@ -73,6 +74,24 @@ class HotController(ProcessController):
         refused = [h for h in holders if not (h.kind == "leftover" and watch.reclaim)]
         if refused:
             raise watch.failure(refused)
+
+    def seen_before(self) -> Before:
+        """Whether a server answers, and its config (what the restore POSTs back)."""
+        info = self.serving()
+        config = info.get("config") if isinstance(info.get("config"), dict) else None
+        return Before(bool(info), config)
+
+    def restore(self, before: Before, baseline: Baseline | None) -> str:
+        """A server that answered before the sweep: its config POSTed back in place and
+        checked READY (it keeps running, as before); one ddtune started: stopped."""
+        if before.hot_config is None:
+            return super().restore(before, baseline)
+        params = DecodeParams.from_wire(
+            {k: v for k, v in before.hot_config.items() if k in PARAM_KEYS}
+        )
+        outcome = self.reconfigure(params, self.workdir / "restore")
+        self.close()  # a server that ran before the sweep is left running
+        return restored_line(outcome, f"the running server is back on {params.label()} in place")
 
     def _server_answers(self) -> bool:
         return bool(self.serving())

@@ -23,10 +23,12 @@ from typing import Any
 
 import ddtune.services.procs as procs
 from ddtune.engines import Launch
+from ddtune.params import DecodeParams
 from ddtune.services.controllers.process import scope_prefix
 from ddtune.services.gpu import GpuProbe
 from ddtune.services.outcome import PhaseFailure, classify_exit, tail_lines
 from ddtune.services.protocol import Attempt, Controller
+from ddtune.services.session import Baseline, Before, restored_line, stopped_line
 from ddtune.services.spec import ServiceSpec
 
 SHOW_PROPS = (
@@ -120,6 +122,7 @@ class SystemdController(Controller):
         self._cgroup = ""
         self._last_alive_check = 0.0
         self._old_main: procs.ProcInfo | None = None
+        self._own_config = False  # restoring: the unit's own configuration, no trial drop-in
 
     def systemctl(
         self, *args: str, timeout: float = CTL_TIMEOUT_S
@@ -133,6 +136,30 @@ class SystemdController(Controller):
 
     def show(self) -> dict[str, str]:
         return properties(self.systemctl("show", self.unit, f"--property={SHOW_PROPS}").stdout)
+
+    def seen_before(self) -> Before:
+        """Was the unit active (or activating) before the sweep?"""
+        try:
+            return Before(self.show().get("ActiveState") in ("active", "activating"))
+        except PhaseFailure:  # no systemctl here: the first trial's render step says so
+            return Before(False)
+
+    def restore(self, before: Before, baseline: Baseline | None) -> str:
+        """The unit was active: the trial drop-in removed and the unit started on its own
+        configuration (its unit file and persistent drop-ins, a `sweep apply` included)
+        through the full readiness protocol; it was inactive: left stopped."""
+        notes = self.close()
+        if not before.serving:
+            return stopped_line(notes)
+        self._own_config = True  # `dropin_for` renders none
+        try:
+            outcome = self.reconfigure(
+                DecodeParams("ar"), self.workdir / "restore", verify_config=False
+            )
+        finally:
+            self._own_config = False
+        done = f"{self.unit} is back on its own configuration (the sweep's drop-in removed)"
+        return restored_line(outcome, done)
 
     def render(self, attempt: Attempt) -> None:
         self._write_dropin(self.dropin_for(attempt))
@@ -152,7 +179,11 @@ class SystemdController(Controller):
         self.systemctl("reset-failed", self.unit)
 
     def dropin_for(self, attempt: Attempt) -> str | None:
-        """The drop-in that serves `attempt` (None: none); a trial's carries its tag."""
+        """The drop-in that serves `attempt` (None: none, the unit's own configuration after
+        a sweep); a trial's carries its tag."""
+        if self._own_config:
+            self._argv = None
+            return None
         self._tag = self.tag_prefix + uuid.uuid4().hex[:12]
         params, user_vars = attempt.params, attempt.user_vars
         self._argv = self.spec.render_argv(params, user_vars) if self.spec.command else None

@@ -4,15 +4,17 @@
 
 `ddtune sweep canary SPEC` and `ddtune sweep run --canary` (which runs the
 sweep only when the canary passes). Steps: every check before the first stop
-(`prestop.py`) and the engine's check of the launch command; one stop/start
+(`before_stop.py`) and the engine's check of the launch command; one stop/start
 into the first config the sweep would try (a trial config: the baseline is
 usually what already serves), READY by the full readiness protocol; one bench
 of a single short request against it; then the service restored as it was
-before (`restore.py`), READY again. Nothing is written to the store.
+before (the service as a context: `services/session.py`), READY again. Nothing is
+written to the store.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -20,26 +22,30 @@ from rich.markup import escape
 
 from ddtune.bench.matrix import BenchMatrix, CodingWorkload, ThroughputWorkload
 from ddtune.services import Owner, build_controller
+from ddtune.services.engine_check import EngineCheckReport
+from ddtune.services.session import ServiceSession
+from ddtune.sweep.checks import check_sweep
 from ddtune.sweep.run.attempt import AttemptReport, execute_attempt
-from ddtune.sweep.run.engine_check import check_engine
-from ddtune.sweep.run.prestop import check_before_stopping
-from ddtune.sweep.run.restore import restore, seen_before
 from ddtune.sweep.spec.parse import Config, SweepSpec
 
 CANARY_TOKENS = 8  # the one request's answer
 
 
-def run_canary(spec: SweepSpec, store_path: Path, console: Console) -> int:
+def run_canary(
+    spec: SweepSpec,
+    store_path: Path,
+    console: Console,
+    checked: EngineCheckReport | None = None,
+) -> int:
     """The module docstring's steps; the exit code (0 passed, 1 failed)."""
-    check_before_stopping(spec, store_path)
+    if checked is None:
+        check_sweep(spec, store_path)
     workdir = store_path.parent.resolve()
-    check_engine(spec, workdir)
     config = first_config(spec)
     owner = Owner.current(sweep=spec.name, store=str(store_path.resolve()))
     controller = build_controller(spec.service, workdir / "canary", owner=owner)
-    before = seen_before(controller)
-    console.print(f"canary: stop, then start {escape(config.label())} ...")
-    try:
+    with ServiceSession(controller, spec.baseline, _announce(console)) as service:
+        console.print(f"canary: stop, then start {escape(config.label())} ...")
         report = execute_attempt(
             controller,
             one_request(spec.bench),
@@ -48,10 +54,8 @@ def run_canary(spec: SweepSpec, store_path: Path, console: Console) -> int:
             workdir / "canary" / "trial",
             lambda text: None,
         )
-    finally:
-        console.print("canary: restoring the service as it was before ...")
-        restored = restore(controller, before, spec.baseline)
     passed = _said(report, console)
+    restored = service.restored or ""
     console.print(escape(restored))
     back = not restored.startswith("NOT")
     ok = passed and back
@@ -94,15 +98,19 @@ def one_request(bench: BenchMatrix) -> BenchMatrix:
     )
 
 
+def _announce(console: Console) -> Callable[[str], None]:
+    return lambda line: console.print("canary: restoring the service as it was before ...")
+
+
 def _said(report: AttemptReport, console: Console) -> bool:
     outcome = report.outcome
-    if not outcome.get("ready"):
+    if not outcome.ready:
         console.print(
-            f"[red]canary: not READY[/]: {escape(str(outcome.get('failure')))} — "
-            f"{escape(str(outcome.get('detail')))} (log: {outcome.get('log_path') or 'none'})"
+            f"[red]canary: not READY[/]: {escape(str(outcome.failure))} — "
+            f"{escape(outcome.detail)} (log: {outcome.log_path or 'none'})"
         )
         return False
-    ready_s = (outcome.get("timings") or {}).get("start_to_ready_s", 0)
+    ready_s = outcome.timings.get("start_to_ready_s", 0)
     console.print(f"canary: READY in {ready_s:.1f} s")
     if report.bench is None:
         console.print(

@@ -25,7 +25,7 @@ from rich.markup import escape
 from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
-    from ddtune.sweep.run.attempt import AttemptReport
+    from ddtune.services.session import Before
     from ddtune.sweep.spec.parse import SweepSpec
     from ddtune.sweep.store.db import Store
 
@@ -57,14 +57,25 @@ class RunSummary:
     failed_before: int = 0  # failed in an earlier run and not reopened
     blocked: str | None = None  # why the sweep stopped early (the port's holder)
     broken: str | None = None  # the breaker stopped it: the service fails whatever the config
-    restored: str | None = None  # how the service was left (`restore.py`), None: not touched
-    before: Any = None  # `restore.Before`: what served before the sweep
+    restored: str | None = None  # how the service was left (`services/session.py`)
+    before: Before | None = None  # what served before the sweep (None: the Ray slots')
     # after every finished pass, and (final=True) at the end of the run: the live report
     on_pass: Callable[[Store, bool], None] | None = None
     unreported: bool = False  # trials finished since `on_pass` last ran
     # pass -> its finished trials when `on_pass` last ran for it (a request-interleaved
     # pass is stored whole, then counted; a restart-bound race adds to an ended pass)
     reported_passes: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def stopped(self) -> bool:
+        """Did the run stop before its end (interrupted, a held port, the breaker)?"""
+        return bool(self.interrupted or self.blocked or self.broken)
+
+    def stop(self, why: BaseException) -> None:
+        """Note why the run stopped: Ctrl-C / SIGTERM, a held port, or the breaker."""
+        self.interrupted = isinstance(why, KeyboardInterrupt)
+        self.blocked = str(why) if isinstance(why, SweepBlocked) else None
+        self.broken = None if self.interrupted or self.blocked else str(why)
 
     @property
     def exit_code(self) -> int:
@@ -135,14 +146,6 @@ def default_store_path(spec: SweepSpec) -> Path:
     return Path("runs") / spec.name / "store.sqlite"
 
 
-def blocked_by(report: AttemptReport) -> str | None:
-    """`failure — detail` when the attempt found the port held by a process ddtune never stops."""
-    outcome = report.outcome
-    if outcome.get("ready") or not outcome.get("port_holders"):
-        return None
-    return f"{outcome.get('failure') or 'not_ready'} — {outcome.get('detail') or ''}"
-
-
 def hardware_now() -> dict[str, Any]:
     """Recorded with every attempt, failed ones included."""
     from ddtune.bench.hardware import hardware_fingerprint
@@ -162,17 +165,6 @@ def signals_raise() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def signals_ignored() -> Iterator[None]:
-    """While cleaning up, a second Ctrl-C must not leave a server running."""
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def failure_counts(classes: Counter[str]) -> str:

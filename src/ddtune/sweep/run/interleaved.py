@@ -28,20 +28,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
 from ddtune.bench.alternate import Arm, run_alternated
-from ddtune.sweep.run.attempt import AttemptReport, Phase, become_ready, note_ready
+from ddtune.services.outcome import Outcome
+from ddtune.sweep.run.attempt import AttemptReport, Phase, become_ready
+from ddtune.sweep.run.policy import AttemptPolicy
 from ddtune.sweep.store.files import attempt_dir
 from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
     from ddtune.params import DecodeParams
-    from ddtune.services import Controller, Outcome
+    from ddtune.services import Controller
     from ddtune.services.controllers.hot import HotController, Switched
     from ddtune.sweep.spec.parse import SweepSpec
     from ddtune.sweep.store.db import Store
@@ -54,14 +56,11 @@ class TrialLoop(Protocol):
     spec: SweepSpec
     store: Store
     workdir: Path
+    policy: AttemptPolicy
 
-    def retry(
-        self, controller: Controller, trial: TrialRow, error: str | None, phase: Phase
-    ) -> str: ...
-
-    def store_attempt(
-        self, trial: TrialRow, attempt_id: int, folder: Path, report: AttemptReport
-    ) -> str | None: ...
+    def trial(self, controller: Controller, trial: TrialRow, phase: Phase, first: int = 1) -> str:
+        """Attempts `first`.. of one trial alone: its final status."""
+        ...
 
 
 @dataclass
@@ -92,7 +91,17 @@ def run_interleaved_pass(
         arms = _bench_in_turns(loop, controller, ready, Switched.from_identity(serving))  # 2
         for item, arm in zip(ready, arms, strict=True):  # 3
             errors[item.trial["id"]] = _store_turns(loop, item, arm)
-    return [loop.retry(controller, t, errors[t["id"]], phase) for t in trials]  # 4
+    return [_retried(loop, controller, t, errors[t["id"]], phase) for t in trials]  # 4
+
+
+def _retried(
+    loop: TrialLoop, controller: Controller, trial: TrialRow, error: str | None, phase: Phase
+) -> str:
+    """After its first attempt here: done, or the rest of its attempts alone."""
+    if error is None:
+        return "done"
+    loop.policy.say_failed(trial, 1, error, loop.policy.attempts())
+    return loop.trial(controller, trial, phase, first=2)
 
 
 def _make_ready(
@@ -110,11 +119,12 @@ def _make_ready(
         started = time.monotonic()
         outcome = become_ready(controller, loop.store.trial_config(trial), folder, phase)
         if outcome.ready:
-            note_ready(loop.store, attempt_id, folder, outcome.to_dict())
+            loop.policy.note_ready(attempt_id, folder, outcome)
             ready.append(_Ready(trial, attempt_id, folder, outcome, time.monotonic() - started))
         else:
-            report = AttemptReport(outcome.to_dict())
-            errors[trial["id"]] = loop.store_attempt(trial, attempt_id, folder, report)
+            errors[trial["id"]] = loop.policy.settle(
+                trial, attempt_id, folder, AttemptReport(outcome)
+            )
     return ready
 
 
@@ -127,8 +137,8 @@ def _drop_stale(
             f"READY on instance {_instance(item.outcome)}, which a later trial's failure in "
             f"this pass stopped (now serving: {serving.get('instance_id') or 'nothing'})"
         )
-        report = AttemptReport(item.outcome.to_dict(), bench_error=detail)
-        errors[item.trial["id"]] = loop.store_attempt(
+        report = AttemptReport(item.outcome, bench_error=detail)
+        errors[item.trial["id"]] = loop.policy.settle(
             item.trial, item.attempt_id, item.folder, report
         )
     return [r for r in ready if r.trial["id"] not in errors]
@@ -136,15 +146,14 @@ def _drop_stale(
 
 def _store_turns(loop: TrialLoop, item: _Ready, arm: Arm) -> str | None:
     """One trial's share of the turns as its attempt; its own seconds, since attempts overlap."""
-    seen = item.outcome.to_dict()
-    seen["timings"] = {**seen["timings"], "spent_s": item.seconds + arm.seconds}
+    timings = {**item.outcome.timings, "spent_s": item.seconds + arm.seconds}
     report = AttemptReport(
-        seen,
-        bench=None if arm.result is None else arm.result.to_dict(),
+        replace(item.outcome, timings=timings),
+        bench=arm.result,
         bench_error=arm.error,
         bench_s=round(arm.seconds, 3),
     )
-    return loop.store_attempt(item.trial, item.attempt_id, item.folder, report)
+    return loop.policy.settle(item.trial, item.attempt_id, item.folder, report)
 
 
 def _instance(outcome: Outcome) -> str | None:

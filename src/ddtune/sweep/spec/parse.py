@@ -147,7 +147,7 @@ class SweepSpec:
     base_dir: str | None = None  # relative paths in the spec resolve here
     cluster: Cluster = field(default_factory=Cluster)
     trace: str | None = None  # `[sweep] trace`, resolved against the spec's folder
-    allow_indistinct_windows: bool = False  # `[sweep]`: see sweep/run/prestop.py
+    allow_indistinct_windows: bool = False  # `[sweep]`: see sweep/checks/before_stop.py
     breaker: int = 3  # `[sweep] breaker`: see sweep/run/breaker.py (0: off)
     notes: list[str] = field(default_factory=list)  # for plan and run: old key names used
 

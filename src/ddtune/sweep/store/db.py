@@ -36,6 +36,7 @@ import psutil
 
 import ddtune.sweep.store.records as records
 import ddtune.sweep.store.slot_tables as slots
+from ddtune.bench.result import BenchResult
 from ddtune.errors import UserError
 from ddtune.records import TrialRecord
 from ddtune.sweep.spec.changes import measured_change
@@ -378,10 +379,10 @@ class Store:
             _set_status(db, trial_id, status)
 
     def record_result(
-        self, trial_id: int, attempt_id: int, bench: dict[str, Any], **fields: Any
+        self, trial_id: int, attempt_id: int, result: BenchResult, **fields: Any
     ) -> None:
         """Samples + results + attempt done + trial done, in one transaction."""
-        bench, load_rows = split_load_rows(bench)
+        bench, load_rows = split_load_rows(result.to_dict())
         samples = bench.get("samples") or []
         kept = {k: v for k, v in bench.items() if k != "samples"}
         with self.tx() as db:

@@ -10,14 +10,19 @@ time, next to its service (`slot.py`, in a Ray actor: `pool.py`).
                          idle slots take the next unclaimed pass
     schedule "by_trial"  the next trial goes to the next idle slot
     failed attempt       retried on the same slot after the backoff, within
-                         `retry.attempts`; then the trial is failed
+                         `retry.attempts`; then the trial is failed (the one
+                         `AttemptPolicy` of every loop: `run/policy.py`)
+    breaker              the same failure on consecutive configs: the next idle
+                         slot starts the baseline as a control; failing too,
+                         the sweep stops (exit 1), resumable
     slot lost            (its actor or node died) the attempt is stored as
                          `node_lost` with what was known, the trial goes back
                          to the queue for another slot (not counted against
                          `retry.attempts`), the slot is retired and rejoins
                          when the pool can start it again
     fewer live slots     than `cluster.min_slots`: the sweep stops (UserError)
-    Ctrl-C / SIGTERM     trials in flight become `interrupted`; every slot closes
+    Ctrl-C / SIGTERM     trials in flight become `interrupted`; every slot puts its
+                         service back as it found it (`SlotRunner.close`)
     port blocked         (a process ddtune never stops holds a slot's port) the sweep
                          stops as on the local backend (`RunSummary.blocked`, exit 4)
 
@@ -28,7 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,22 +42,18 @@ from rich.markup import escape
 
 import ddtune.sweep.store.slot_tables as slot_store
 from ddtune.errors import UserError
-from ddtune.sweep.run.attempt import AttemptReport, note_ready, store_report
-from ddtune.sweep.run.common import (
-    RunSummary,
-    SweepBlocked,
-    blocked_by,
-    hardware_now,
-    signals_ignored,
-    signals_raise,
-)
+from ddtune.services.outcome import Outcome
+from ddtune.services.session import signals_ignored
+from ddtune.sweep.run.attempt import AttemptReport
+from ddtune.sweep.run.common import RunSummary, SweepBlocked, signals_raise
+from ddtune.sweep.run.policy import AttemptPolicy, ServiceBroken
 from ddtune.sweep.run.ray.slot import AttemptTask, Event, Finished, Lost, Progress, SlotInfo
 from ddtune.sweep.run.ray.view import SlotProgress
 from ddtune.sweep.store.files import attempt_dir
 from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
-    from ddtune.sweep.spec.parse import SweepSpec
+    from ddtune.sweep.spec.parse import Config, SweepSpec
     from ddtune.sweep.store.db import Store
 
 POLL_S = 0.5  # longest wait for an event before the loop looks around again
@@ -78,11 +79,11 @@ class SlotPool(Protocol):
 
 @dataclass
 class InFlight:
-    trial: TrialRow
+    trial: TrialRow | None  # None: the breaker's control start of the baseline
     attempt_id: int
     attempt_dir: Path
     noted: bool = False  # READY outcome stored
-    known: dict[str, Any] = field(default_factory=dict)  # what the slot reported so far
+    known: Outcome | None = None  # what the slot reported so far
     phase: str = "submitted"
 
 
@@ -117,16 +118,19 @@ class SlotLoop:
         self.used: dict[int, int] = {}  # trial id → attempts counted against retry.attempts
         self.lost: dict[int, int] = {}  # trial id → attempts lost with their slot
         self.view: SlotProgress | None = None
-        self.hardware = hardware_now()
+        self.policy = AttemptPolicy(spec, store, console, summary)
+        self.control: Config | None = None  # the breaker's control start, due on an idle slot
+        self.restore_at_end = True  # each slot restores its service whatever ended the run
 
     # --- the loop ------------------------------------------------------------------
 
     def run(self, todo: list[TrialRow], more: Callable[[], list[TrialRow]] | None = None) -> None:
         """`todo`, then each batch a race/search planner's `more()` returns, until []."""
         batch = todo or (more() if more else [])
-        while batch and not (self.summary.interrupted or self.summary.blocked):
+        while batch and not self.summary.stopped:
             self._run_batch(batch)
             batch = more() if more else []
+        self.policy.close()
 
     def _run_batch(self, todo: list[TrialRow]) -> None:
         self.queue = list(todo)
@@ -135,11 +139,10 @@ class SlotLoop:
             with signals_raise(), SlotProgress(self.console, len(todo)) as self.view:
                 self._start(pool)
                 self._loop(pool)
-        except KeyboardInterrupt:
-            self.summary.interrupted = True
-            self._interrupt_in_flight()
-        except SweepBlocked as exc:  # a process ddtune never stops holds a slot's port
-            self.summary.blocked = str(exc)
+        except (KeyboardInterrupt, SweepBlocked, ServiceBroken) as exc:
+            self.summary.stop(
+                exc
+            )  # Ctrl-C, a port held by a process ddtune never stops, the breaker
             self._interrupt_in_flight()
         except UserError:
             self._interrupt_in_flight()
@@ -161,7 +164,7 @@ class SlotLoop:
 
     def _loop(self, pool: SlotPool) -> None:
         next_rejoin = time.monotonic() + REJOIN_EVERY_S
-        while self.queue or any(s.task or s.retry for s in self.slots.values()):
+        while self.queue or self.control or any(s.task or s.retry for s in self.slots.values()):
             for name in sorted(self.slots):
                 self._dispatch(pool, name)
             for event in pool.poll(POLL_S):
@@ -189,6 +192,9 @@ class SlotLoop:
     def _dispatch(self, pool: SlotPool, name: str) -> None:
         slot = self.slots[name]
         if slot.state not in ("idle", "backoff") or slot.task is not None:
+            return
+        if self.control is not None:
+            self._submit_control(pool, name, self.control)
             return
         if slot.retry is not None:
             trial, not_before = slot.retry
@@ -233,6 +239,17 @@ class SlotLoop:
         self._show(name, "submitted", trial)
         pool.submit(name, task)
 
+    def _submit_control(self, pool: SlotPool, name: str, config: Config) -> None:
+        """The breaker's control: the baseline started (READY or not) on slot `name`."""
+        self.control = None
+        slot = self.slots[name]
+        path = Path("control") / f"after-{len(self.queue)}-left-{int(time.time())}"
+        task = AttemptTask(0, 0, 1, config.label(), 0, config.to_wire(), str(path), control=True)
+        slot.task, slot.state = InFlight(None, 0, self.workdir / path), "busy"
+        self._save(name, state="busy", trial_id=None, phase="control start of the baseline")
+        self._show(name, "control start of the baseline")
+        pool.submit(name, task)
+
     # --- what comes back ---------------------------------------------------------------
 
     def _handle(self, event: Event) -> None:
@@ -247,8 +264,8 @@ class SlotLoop:
             self._lost(event.slot, slot, event.detail)
 
     def _progress(self, name: str, task: InFlight, event: Progress) -> None:
-        if event.ready and not task.noted:
-            note_ready(self.store, task.attempt_id, task.attempt_dir, event.ready)
+        if event.ready is not None and task.trial is not None and not task.noted:
+            self.policy.note_ready(task.attempt_id, task.attempt_dir, event.ready)
             task.noted, task.known = True, event.ready
         if event.phase != task.phase:
             task.phase = event.phase
@@ -258,26 +275,27 @@ class SlotLoop:
     def _finished(self, name: str, slot: SlotState, report: AttemptReport) -> None:
         task, slot.task, slot.state = slot.task, None, "idle"
         assert task is not None
+        if task.trial is None:  # the breaker's control: READY clears it, else ServiceBroken
+            self._save(name, state="idle", trial_id=None, phase=None)
+            self.policy.control_result(report.outcome)
+            return
         trial = task.trial
-        for leftover in report.outcome.get("reclaimed") or ():  # [service] reclaim_leftovers
-            self.console.print(f"[yellow]reclaimed[/] slot {escape(name)}: {escape(leftover)}")
-        error = store_report(
-            self.store, trial["id"], task.attempt_id, task.attempt_dir, report, self.hardware
-        )
-        blocked = blocked_by(report)
-        if blocked:  # retries cannot help: stop as the local backend does
+        try:
+            error = self.policy.settle(trial, task.attempt_id, task.attempt_dir, report)
+        except SweepBlocked:  # retries cannot help: stop as the local backend does
             self.store.finish_trial(trial["id"], "interrupted")
-            raise SweepBlocked(f"slot {name}: {blocked}")
+            raise
         used = self.used[trial["id"]] = self.used.get(trial["id"], 0) + 1
+        attempts = self.policy.attempts()
         if error is None:
             slot.done += 1
             self._count(trial, "done", name)
-        elif used < self.spec.retry.attempts:
-            backoff = self.spec.retry.backoff * 2 ** (used - 1)
-            slot.retry, slot.state = (trial, time.monotonic() + backoff), "backoff"
-            self._say_failed(trial, used, error)
+        elif used < attempts:
+            slot.retry = (trial, time.monotonic() + self.policy.backoff_s(used))
+            slot.state = "backoff"
+            self.policy.say_failed(trial, used, error, attempts)
         else:
-            self._say_failed(trial, used, error)
+            self.policy.say_failed(trial, used, error, attempts)
             self.store.finish_trial(trial["id"], "failed")
             self._count(trial, "failed", name)
         self._save(name, state=slot.state, trial_id=None, phase=None, done=slot.done)
@@ -287,20 +305,24 @@ class SlotLoop:
         """The slot died mid-attempt: store what is known, requeue, retire the slot."""
         task, slot.task, slot.state = slot.task, None, "retired"
         assert task is not None
-        trial = task.trial
-        known = task.known
         line = f"slot {name} ({slot.info.node}) lost during '{task.phase}': {detail}"
-        self.store.fail_attempt(
-            task.attempt_id,
-            "node_lost",
-            line,
-            timings=known.get("timings") or {},
-            identity=known.get("identity") or {},
-            hardware=slot.info.hardware,
-        )
-        self.console.print(f"[red]{escape(line)}[/]; trial {trial['id']} goes to another slot")
-        lost = self.lost[trial["id"]] = self.lost.get(trial["id"], 0) + 1
-        self._requeue(trial, lost)
+        trial = task.trial
+        if trial is None:  # the control start: another slot starts it
+            self.console.print(f"[red]{escape(line)}[/]; the control start goes to another slot")
+            self.control = self.spec.baseline
+        else:
+            known = task.known or Outcome(False)
+            self.store.fail_attempt(
+                task.attempt_id,
+                "node_lost",
+                line,
+                timings=known.timings,
+                identity=known.identity,
+                hardware=slot.info.hardware,
+            )
+            self.console.print(f"[red]{escape(line)}[/]; trial {trial['id']} goes to another slot")
+            lost = self.lost[trial["id"]] = self.lost.get(trial["id"], 0) + 1
+            self._requeue(trial, lost)
         if slot.retry is not None:
             self._requeue(slot.retry[0], 0)
             slot.retry = None
@@ -331,19 +353,15 @@ class SlotLoop:
             )
 
     def _count(self, trial: TrialRow, status: str, slot: str | None = None) -> None:
-        self.summary.count(self.store, trial, status)
+        """Counted by the policy; at the breaker's threshold a control start is due."""
         if self.view is not None:
             self.view.advance(slot)
-
-    def _say_failed(self, trial: TrialRow, used: int, error: str) -> None:
-        self.console.print(
-            f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
-            f"attempt {used}/{self.spec.retry.attempts} failed[/]: {escape(error)}"
-        )
+        if self.policy.finished(trial, status):
+            self.control = self.policy.control_start()
 
     def _interrupt_in_flight(self) -> None:
         for slot in self.slots.values():
-            if slot.task is not None:
+            if slot.task is not None and slot.task.trial is not None:
                 self.store.finish_trial(slot.task.trial["id"], "interrupted")
             if slot.retry is not None:
                 self.store.finish_trial(slot.retry[0]["id"], "interrupted")

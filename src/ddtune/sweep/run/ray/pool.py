@@ -63,8 +63,16 @@ def import_ray() -> Any:
 class SlotActor:
     """The body of a slot's Ray actor: a `SlotRunner` (module-level, so workers import it)."""
 
-    def __init__(self, slot: Slot, bench: Any, root: str, sweep: str, store: str) -> None:
-        self.runner = SlotRunner(slot.name, slot.service, bench, root, sweep, store)
+    def __init__(
+        self,
+        slot: Slot,
+        bench: Any,
+        root: str,
+        sweep: str,
+        store: str,
+        baseline: dict[str, Any] | None = None,
+    ) -> None:
+        self.runner = SlotRunner(slot.name, slot.service, bench, root, sweep, store, baseline)
 
     def info(self) -> SlotInfo:
         return self.runner.info()
@@ -121,8 +129,9 @@ class RayPool:
             resources=dict(slot.placement.resources),
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
         )
+        baseline = None if self.spec.baseline is None else self.spec.baseline.to_wire()
         actor = actor_class.remote(
-            slot, self.spec.bench, str(self.root), self.spec.name, self.store
+            slot, self.spec.bench, str(self.root), self.spec.name, self.store, baseline
         )
         self.starting[name] = (actor, actor.info.remote(), time.monotonic())
 
@@ -172,8 +181,7 @@ class RayPool:
         try:
             return Finished(slot, self.ray.get(ref))
         except self.ray.exceptions.RayTaskError as exc:  # a bug in run(): the attempt failed
-            outcome = {"ready": False, "failure": "error", "detail": _short(exc)}
-            return Finished(slot, AttemptReport(outcome, slot=slot))
+            return Finished(slot, AttemptReport.failed("error", _short(exc), slot=slot))
         except Exception as exc:  # RayActorError, WorkerCrashedError, node died, ...
             self.actors.pop(slot, None)
             self.lost.add(slot)

@@ -4,7 +4,7 @@
     runner.info()        # node address, pid, hardware fingerprint, leftovers reclaimed at start
     report = runner.run(task)                          # AttemptTask → AttemptReport
     runner.state()       # phase now; the READY outcome once the bench started
-    runner.close()       # stop the service; nothing left running
+    runner.close()       # the service back as the slot found it (its controller's restore)
 
 A Ray slot actor (`pool.py`) wraps one `SlotRunner`; tests drive it in
 threads. Each slot has its own workdir, so its process tag prefix
@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ddtune.sweep.run.attempt import AttemptReport, execute_attempt
+from ddtune.services.outcome import Outcome
+from ddtune.sweep.run.attempt import AttemptReport, become_ready, execute_attempt
 
 if TYPE_CHECKING:
     from ddtune.bench.matrix import BenchMatrix
-    from ddtune.services import Outcome
     from ddtune.services.spec import ServiceSpec
+    from ddtune.sweep.spec.parse import Config
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class AttemptTask:
     repeat: int
     config: dict[str, Any]  # `Config.to_wire()`
     path: str  # the attempt's folder, relative to the sweep's work directory
+    control: bool = False  # the breaker's control start: READY or not, no bench
 
 
 @dataclass
@@ -78,7 +80,7 @@ class Progress:
 
     slot: str
     phase: str
-    ready: dict[str, Any] | None = None
+    ready: Outcome | None = None
 
 
 Event = Finished | Lost | Progress
@@ -105,18 +107,22 @@ class SlotRunner:
         root: str | Path,
         sweep: str | None = None,
         store: str | None = None,
+        baseline: dict[str, Any] | None = None,
     ) -> None:
         from ddtune.bench.hardware import hardware_fingerprint
         from ddtune.services import Owner, build_controller
+        from ddtune.sweep.spec.parse import Config
 
         _preload()
         self.name, self.service, self.bench, self.root = name, service, bench, Path(root)
         owner = Owner.current(sweep=sweep, store=store)  # this process starts the instances
         self.controller = build_controller(service, self.root / "slots" / name, owner=owner)
+        self.baseline = None if baseline is None else Config.from_wire(baseline, "baseline")
         self.hardware = hardware_fingerprint()
         self._lock = threading.Lock()  # one attempt at a time
         self._phase = "idle"
-        self._ready: dict[str, Any] | None = None
+        self._ready: Outcome | None = None
+        self.before = self.controller.seen_before()  # what its restore puts back
         self._notes = self._reclaim()
 
     def _reclaim(self) -> list[str]:
@@ -143,32 +149,40 @@ class SlotRunner:
             self._ready = None
             try:
                 config = Config.from_wire(task.config, f"trial {task.trial_id}")
-                report = execute_attempt(
-                    self.controller,
-                    self.bench,
-                    self.service.engine,
-                    config,
-                    self.root / task.path,
-                    self._set_phase,
-                    on_ready=self._on_ready,
-                )
+                report = self._attempt(task, config)
             except Exception as exc:  # a bug must not take the slot down
                 detail = f"{type(exc).__name__}: {exc}; {traceback.format_exc(limit=3)}"
-                report = AttemptReport({"ready": False, "failure": "error", "detail": detail})
+                report = AttemptReport.failed("error", detail)
             finally:
                 self._phase = "idle"
         report.hardware, report.slot, report.node = self.hardware, self.name, node_address()
         return report
 
+    def _attempt(self, task: AttemptTask, config: Config) -> AttemptReport:
+        folder = self.root / task.path
+        if task.control:  # the breaker's control start: READY or not, no bench
+            return AttemptReport(become_ready(self.controller, config, folder, self._set_phase))
+        return execute_attempt(
+            self.controller,
+            self.bench,
+            self.service.engine,
+            config,
+            folder,
+            self._set_phase,
+            on_ready=self._on_ready,
+        )
+
     def _set_phase(self, text: str) -> None:
         self._phase = text
 
     def _on_ready(self, outcome: Outcome) -> None:
-        self._ready = outcome.to_dict()
+        self._ready = outcome
 
     def close(self) -> list[str]:
+        """The service back as the slot found it (the controller's `restore`): the line that
+        says how it was left."""
         self._phase = "closing"
-        return self.controller.close()
+        return [self.controller.restore(self.before, self.baseline)]
 
 
 def node_address() -> str:

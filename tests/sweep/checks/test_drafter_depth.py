@@ -91,7 +91,7 @@ def test_a_round_deeper_than_the_drafters_block_is_refused_before_any_start(
 def test_a_round_within_the_block_or_an_unreadable_block_passes_the_check(
     case, tmp_path, fake_spec_writer, port, capsys
 ):
-    from ddtune.sweep.run.drafter_depth import check_depth, config_depth
+    from ddtune.sweep.checks.drafter_depth import check_depth, config_depth
     from ddtune.sweep.spec.parse import read_spec
 
     make, deep, _ = CASES[case]

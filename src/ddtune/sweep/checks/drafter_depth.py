@@ -1,6 +1,6 @@
 """The draft depth each config asks for, against the depth its drafter's block allows.
 
-    check_depth(spec, store_path)     # a prestop check (`prestop.CHECKS`): UserError, exit 2
+    check_depth(spec, store_path)     # one of `before_stop.CHECKS`: UserError, exit 2
 
 A DFlash drafter proposes at most `block_size - 1` tokens a round (its block
 holds the bonus token too); a config asking for more is refused before anything

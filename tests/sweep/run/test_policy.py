@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddtune.cli import main
-from ddtune.sweep.run.breaker import Breaker
+from ddtune.sweep.run.policy import Breaker
 from ddtune.sweep.store.db import Store
 
 FIVE = "".join(

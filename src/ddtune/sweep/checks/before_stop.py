@@ -36,7 +36,7 @@ from ddtune.bench.prompts import read_prompts_file
 from ddtune.bench.suites.plan import check_workloads
 from ddtune.errors import UserError
 from ddtune.params import window_to_wire
-from ddtune.sweep.run.drafter_depth import check_depth
+from ddtune.sweep.checks.drafter_depth import check_depth
 from ddtune.sweep.spec.parse import SweepSpec
 
 Check = Callable[[SweepSpec, Path], None]

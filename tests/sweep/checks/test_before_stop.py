@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ddtune.cli import main
-from ddtune.sweep.run.prestop import longest_context
+from ddtune.sweep.checks.before_stop import longest_context
 
 CONFIGS = """
     [[configs]]
