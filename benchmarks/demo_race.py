@@ -25,12 +25,17 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from ddtune.sweep.plan.costs import race_settings
 
 from ddtune.stats.blocked import config_effects
 from ddtune.sweep.plan.passes import blocked_samples
-from ddtune.sweep.plan.race_planner import race_settings
-from ddtune.sweep.plan.simulate import NoiseModel, SimulatedService, race_verdict, run_race
-from ddtune.sweep.spec.parse import read_spec
+
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures")
+)  # the fixtures: simulated service, sparse checkpoints
+from simulated_service import NoiseModel, SimulatedService, race_verdict, run_race
+
+from ddtune.sweep.plan import read_spec
 from ddtune.sweep.store.db import Store
 
 

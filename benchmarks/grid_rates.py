@@ -28,7 +28,7 @@ from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.bench.runner import matrix_prompts
 from ddtune.ddtree.engine import Engine
 from ddtune.params import DecodeParams, SamplingParams
-from ddtune.sweep.spec.parse import read_spec
+from ddtune.sweep.plan import read_spec
 
 
 def grid() -> list[DecodeParams]:

@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 from ddtune.bench.runner import matrix_prompts
-from ddtune.sweep.spec.parse import read_spec
+from ddtune.sweep.plan import read_spec
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:

@@ -40,15 +40,20 @@ import numpy as np
 
 from ddtune.params import DecodeParams
 from ddtune.report.summarize import cost_key
-from ddtune.sweep.plan.predict_race import PredictRace
-from ddtune.sweep.plan.simulate import (
+from ddtune.sweep.plan.races.predicting import PredictRace
+
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures")
+)  # the fixtures: simulated service, sparse checkpoints
+from simulated_service import (
     PRODUCTION_COSTS,
     PRODUCTION_NOISE,
     NoiseModel,
     SimulatedService,
     run_start_race,
 )
-from ddtune.sweep.plan.starts import StartSettings
+
+from ddtune.sweep.plan.races.by_start import StartSettings
 from ddtune.trace.round_cost import Shape
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -6,7 +6,7 @@ Measurement-level simulation (`ddtune.sweep.plan.simulate`): each config has a t
 throughput; a bench returns it times a slow drift shared by all configs, a
 per-start effect and the mean of per-request noise (parameters printed). The
 race and the grid run exactly the decision code of the sweep
-(`ddtune.sweep.plan.race_rules`, `ddtune.stats.blocked`); the search runs
+(`ddtune.sweep.plan.races.by_pass`, `ddtune.stats.blocked`); the search runs
 `ddtune.sweep.plan.study.Search` (in-memory storage: same sampler, no fsyncs).
 Results: docs/benchmarks.md.
 """
@@ -17,16 +17,22 @@ import argparse
 import itertools
 import math
 import statistics
+import sys
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ddtune.params import DecodeParams
 from ddtune.stats.blocked import BlockedOptions, Verdict, compare, decide
-from ddtune.sweep.plan.race_rules import RaceSettings
-from ddtune.sweep.plan.simulate import (
+from ddtune.sweep.plan.races.by_pass import RaceSettings
+
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures")
+)  # the fixtures: simulated service, sparse checkpoints
+from simulated_service import (
     NoiseModel,
     SimulatedService,
     race_verdict,
@@ -34,6 +40,7 @@ from ddtune.sweep.plan.simulate import (
     run_race,
     samples_of,
 )
+
 from ddtune.sweep.plan.study import Search, SearchSpace
 
 # The demo's grid: ar baseline + ddtree budgets 4..32 x topk 2,4 x window none,64 = 17 configs.

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ddtune.sweep.plan import read_spec
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.parse import read_spec
 
 SERVER = Path(__file__).resolve().parent.parent / "tests" / "sweep" / "cluster" / "sleepy_server.py"
 TEMPLATE = """

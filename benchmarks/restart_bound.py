@@ -8,8 +8,8 @@ and a restart-bound race benches a quarter of it at a time (a sub-bench, with a
 quarter of the requests); a start moves the config's level by `start_sd`, each
 request by `request_sd`, and the machine drifts (a steady trend of random sign
 plus a random walk, both per hour; or a slow Ornstein-Uhlenbeck wander). The
-three strategies run the sweep's own decision code: `ddtune.sweep.plan.starts`
-(the restart-bound race), `ddtune.sweep.plan.race_rules` (the pass-by-pass race: every pass
+three strategies run the sweep's own decision code: `ddtune.sweep.plan.races.by_start`
+(the restart-bound race), `ddtune.sweep.plan.races.by_pass` (the pass-by-pass race: every pass
 restarts every contender and benches it whole) and `ddtune.stats.blocked.decide`
 over a grid. Per strategy, over the seeds: conclusive and right (separated on the
 true best, or an equivalence set all truly within the tolerance of the best),
@@ -22,17 +22,23 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from ddtune.params import DecodeParams
 from ddtune.stats.blocked import BlockedOptions, Verdict, decide
 from ddtune.stats.mixed import VariancePrior
-from ddtune.sweep.plan.race_rules import RaceSettings
-from ddtune.sweep.plan.simulate import (
+from ddtune.sweep.plan.races.by_pass import RaceSettings
+
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures")
+)  # the fixtures: simulated service, sparse checkpoints
+from simulated_service import (
     PRODUCTION_COSTS,
     PRODUCTION_NOISE,
     Costs,
@@ -44,7 +50,8 @@ from ddtune.sweep.plan.simulate import (
     run_start_race,
     samples_of,
 )
-from ddtune.sweep.plan.starts import PRIORS, StartSettings
+
+from ddtune.sweep.plan.races.by_start import PRIORS, StartSettings
 
 SPLITS = 4  # sub-benches of one whole bench
 

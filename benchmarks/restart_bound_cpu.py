@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from ddtune.sweep.spec.parse import parse_spec
+from ddtune.sweep.plan import parse_spec
 from ddtune.sweep.store.db import Store
 
 

@@ -45,7 +45,11 @@ sys.path.insert(0, str(REPO / "src"))
 
 from ddtune.fingerprint import model_fingerprint  # noqa: E402
 from ddtune.trace.planning.plan import Device, Rates, measured_rates, trace_plan  # noqa: E402
-from ddtune.trace.planning.sparse import moe_tensors, write_sparse_checkpoint  # noqa: E402
+
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures")
+)  # the fixtures: simulated service, sparse checkpoints
+from sparse_checkpoint import moe_tensors, write_sparse_checkpoint  # noqa: E402
 
 REALISTIC = dict(
     vocab_size=151936,
@@ -249,7 +253,7 @@ def _packed(tensors: list[tuple[str, str, list[int]]]) -> list[tuple[str, str, l
 
 def moe_plan(kimi: Path) -> None:
     from ddtune.bench.runner import measured_requests
-    from ddtune.sweep.spec.parse import read_spec
+    from ddtune.sweep.plan import read_spec
 
     spec = read_spec(REPO / "examples" / "sglang-ddtree-systemd.toml")
     _, requests = measured_requests(spec.bench)
@@ -290,7 +294,7 @@ def moe_plan(kimi: Path) -> None:
 
 def kimi_drafter(folder: Path) -> Path:
     """A DFlash drafter of Kimi's width (3 layers, block 16), sparse."""
-    from ddtune.trace.planning.sparse import dense_tensors
+    from sparse_checkpoint import dense_tensors
 
     config = {
         "hidden_size": 7168,

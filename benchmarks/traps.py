@@ -28,11 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddtune.errors import UserError
 from ddtune.sweep.run.breaker import Breaker
+
+from ddtune.errors import UserError
 from ddtune.sweep.checks.before_stop import check_before_stopping
+from ddtune.sweep.plan import parse_spec
 from ddtune.sweep.spec.changes import measured_change
-from ddtune.sweep.spec.parse import parse_spec
 
 RETRY = 2  # [retry] attempts, the default
 REPEATS = 2  # a grid's default passes

@@ -11,6 +11,10 @@ block_size, context)` is a cached random float64 checkpoint and its `Engine` (th
 and the trace's tests). `common.setup_fake_systemd(base,
 setenv)` installs the FAKE systemctl/journalctl of tests/services/fake_systemd.py
 (the `fake_systemd` fixture does it for one test).
+
+`tests/fixtures/` holds fakes and ground truth that tests and benchmarks share
+(the simulated service of the strategy tests, sparse checkpoints of any size);
+it is put on `sys.path` here, so a test imports them by module name.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 
 import pytest
 

@@ -12,7 +12,7 @@ import pytest
 
 from ddtune.errors import UserError
 from ddtune.methods import (
-    ENGINES,
+    METHOD_ENGINES,
     METHOD_NAMES,
     METHODS,
     SGLANG_FLAGS,
@@ -42,7 +42,7 @@ def test_every_method_has_a_space_table_and_a_spelling_per_engine():
     assert set(METHOD_NAMES) <= set(SpaceTable.model_fields)
     for found in METHODS.values():
         for engine, knobs in found.engine_knobs.items():
-            assert engine in ENGINES and set(knobs) <= set(found.knob_names()), found.name
+            assert engine in METHOD_ENGINES and set(knobs) <= set(found.knob_names()), found.name
     assert method("nextn").name == "mtp"  # SGLang's name for it
 
 

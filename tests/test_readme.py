@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.sweep.spec import parse_spec
+from ddtune.sweep.plan import parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()

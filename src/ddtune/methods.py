@@ -39,7 +39,7 @@ from typing import Any
 from ddtune.errors import UserError
 
 KnobValue = int | str
-ENGINES = ("ddtune", "sglang", "vllm")
+METHOD_ENGINES = ("ddtune", "sglang", "vllm")  # the engines that spell methods
 DRAFTER = "drafter"  # the draft model path, a knob of the methods that need one
 
 
@@ -103,7 +103,7 @@ _EAGLE_ENGINES = {
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("ar", "plain autoregressive decoding", "ar", (), {e: "" for e in ENGINES}),
+        Method("ar", "plain autoregressive decoding", "ar", (), {e: "" for e in METHOD_ENGINES}),
         Method(
             "dflash",
             "DFlash: a block drafter proposes a chain (window: DecodeParams)",
@@ -437,7 +437,7 @@ def vllm_reported(config: MethodConfig) -> dict[str, Any] | None:
 __all__ = [
     "ALIASES",
     "DRAFTER",
-    "ENGINES",
+    "METHOD_ENGINES",
     "LEGACY",
     "METHODS",
     "METHOD_NAMES",

@@ -37,7 +37,7 @@ import pytest
 from ddtune.engines import Launch, get_engine
 from ddtune.params import DecodeParams
 from ddtune.services import procs
-from ddtune.sweep.spec.parse import read_spec
+from ddtune.sweep.plan import read_spec
 from ddtune.sweep.store.db import Store
 
 sys.path.insert(0, str(Path(__file__).parent))

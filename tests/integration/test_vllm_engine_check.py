@@ -19,7 +19,7 @@ import pytest
 from ddtune.params import DecodeParams
 from ddtune.services import ServiceSpec
 from ddtune.services.engine_check import PlannedLaunch, check_launches
-from ddtune.sweep.spec.parse import read_spec
+from ddtune.sweep.plan import read_spec
 
 sys.path.insert(0, str(Path(__file__).parent))
 from vllm_setup import REPO, ensure_vllm_venv  # noqa: E402

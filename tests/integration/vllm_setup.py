@@ -136,7 +136,7 @@ def example_spec(example: Path, port: int, target: Path, context: int, folder: P
 
 def live_example(example: Path, port: int, folder: Path) -> tuple[Path, SweepSpec, Path]:
     """(spec path, spec, store path): the vLLM venv ready, `example` on the serving model."""
-    from ddtune.sweep.spec.parse import read_spec
+    from ddtune.sweep.plan import read_spec
 
     ensure_vllm_venv()
     target, _, context = serving_model(folder / "models")

@@ -13,7 +13,7 @@ from ddtune.engines.launch import build, launcher_parser
 from ddtune.engines.parser_probe import EngineInfo
 from ddtune.engines.sglang import WINDOW_FLAGS, sglang_argv
 from ddtune.engines.vllm import speculative_config, vllm_argv
-from ddtune.sweep.spec.parse import read_spec
+from ddtune.sweep.plan import read_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SGLANG_INFO = Path(__file__).parents[1] / "engines" / "fixtures" / "sglang_engine_info.json"

@@ -41,6 +41,7 @@ def test_race_history_is_in_the_document_and_results_json(tmp_path):
     context = SweepContext(
         "race",
         "throughput",
+        race=True,
         passes=6,
         stop="one_left",
         exits=[

@@ -171,7 +171,9 @@ def test_a_race_objective_decides_among_the_race_contenders_only(synth):
     plain = analyze(records, ReportOptions()).recommendation("throughput")
     assert plain.status == "inconclusive"  # 2 passes, 3.5% apart: the data alone cannot tell
     exit_ = Elimination("ddtree b8 k2 wnone", 2, "worse", "Holm p = 0.01")
-    context = SweepContext("race", "throughput", passes=2, stop="one_left", exits=[exit_])
+    context = SweepContext(
+        "race", "throughput", passes=2, stop="one_left", exits=[exit_], race=True
+    )
     summary = analyze(records, ReportOptions(), context)
     rec = summary.recommendation("throughput")
     assert (rec.status, rec.label, rec.left_race) == ("separated", BEST, ["ddtree b8 k2 wnone"])

@@ -64,7 +64,7 @@ def spec_toml(body: str, service: str = "") -> str:
 
 def parse_toml(body: str, service: str = "") -> SweepSpec:
     """`spec_toml(body, service)` parsed as the sweep spec `t.toml`."""
-    from ddtune.sweep.spec.parse import parse_spec
+    from ddtune.sweep.plan import parse_spec
 
     return parse_spec(spec_toml(body, service), source="t.toml")
 

@@ -11,7 +11,7 @@ import pytest
 
 from ddtune.errors import UserError
 from ddtune.sweep.demo import HOT_SPEC, RESTART_SPEC, run_demo
-from ddtune.sweep.spec.parse import read_spec
+from ddtune.sweep.plan import read_spec
 from ddtune.sweep.store.db import Store
 
 CONFIGS = """

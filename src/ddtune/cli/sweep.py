@@ -232,11 +232,11 @@ def exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[.
 def cmd_run(args: argparse.Namespace) -> int:
     from ddtune.sweep.checks.before_stop import check_before_stopping
     from ddtune.sweep.checks.engine_check import check_engine
+    from ddtune.sweep.plan import read_spec
     from ddtune.sweep.reporting import live_report
     from ddtune.sweep.run.canary import run_canary
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.loop import run_sweep
-    from ddtune.sweep.spec.parse import read_spec
 
     spec = read_spec(args.spec)
     _print_notes(spec)
@@ -306,7 +306,7 @@ def _print_answer(console: Console, live: LiveReport, store_path: Path, sweep: s
     else:
         store = Store(store_path, create=False)
         try:
-            report = analyze_stored(store, store.sweep_row(sweep))
+            report = analyze_stored(store, store.sweep_row(sweep), prepared=live.prepared)
         finally:
             store.close()
     console.print(answer_text(report), markup=False, highlight=False)
@@ -314,9 +314,9 @@ def _print_answer(console: Console, live: LiveReport, store_path: Path, sweep: s
 
 @exit_3_on_ctrl_c
 def cmd_canary(args: argparse.Namespace) -> int:
+    from ddtune.sweep.plan import read_spec
     from ddtune.sweep.run.canary import run_canary
     from ddtune.sweep.run.common import default_store_path
-    from ddtune.sweep.spec.parse import read_spec
 
     spec = read_spec(args.spec)
     store_path = Path(args.store) if args.store else default_store_path(spec)
@@ -326,11 +326,10 @@ def cmd_canary(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.services.engine_check import check_launches
     from ddtune.sweep.checks import check_before_stopping, planned_launches
-    from ddtune.sweep.plan.planners import bench_text, restart_word
-    from ddtune.sweep.plan.prepare import prepare
-    from ddtune.sweep.plan.start_planner import predicted_lines
+    from ddtune.sweep.plan import prepare, read_spec
+    from ddtune.sweep.plan.costs import bench_text, restart_word
+    from ddtune.sweep.plan.predictions import predicted_lines
     from ddtune.sweep.run.common import default_store_path
-    from ddtune.sweep.spec.parse import read_spec
     from ddtune.sweep.store.db import Store
 
     spec = read_spec(args.spec)
@@ -342,14 +341,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
         sweep = prepare(spec, store)
         print(sweep.estimate_text())
         print(bench_text(spec, sweep.costs))
-        for line in predicted_lines(spec, store):
-            print(line)
+        if sweep.forecast is not None:
+            print("\n".join(predicted_lines(spec, sweep.forecast, store)))
     finally:
         if store is not None:
             store.close()
     spec, trials = sweep.run_spec, sweep.plan
     restarts = sum(1 for t in trials if (t.repeat - 1) % spec.passes_per_start == 0)
-    later = sweep.strategy.later(spec)
+    later = sweep.strategy.later
     print(f"planned now: {len(trials)} trial(s), {restarts} {restart_word(spec)}" + later)
     for t in trials:
         print(

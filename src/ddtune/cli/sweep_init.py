@@ -59,8 +59,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def plan_cost(spec_path: Path) -> str:
     """What `sweep plan` prints first: configs, the race mode, restarts and hours."""
+    from ddtune.sweep.plan import read_spec
     from ddtune.sweep.plan.prepare import prepare
-    from ddtune.sweep.spec.parse import read_spec
 
     return prepare(read_spec(spec_path), None).estimate_text()
 

@@ -249,7 +249,7 @@ def _requests(
     if args.store is not None:
         return store_requests(args.store, args.sweep)
     if args.spec is not None:
-        from ddtune.sweep.spec.parse import read_spec
+        from ddtune.sweep.plan import read_spec
 
         spec = read_spec(args.spec)
         requests, prompt_hash = requests_from_matrix(spec.bench)

@@ -13,7 +13,7 @@ from ddtune.stats.blocked import Verdict
 
 @dataclass(frozen=True)
 class Elimination:
-    """When and why a config left a race (`ddtune.sweep.plan.race_rules` decides, the report tells)."""
+    """When and why a config left a race (`ddtune.sweep.plan.races.by_pass` decides, the report tells)."""
 
     label: str
     at_pass: int
@@ -37,7 +37,7 @@ class PredictedConfig:
 class SweepContext:
     """How the sweep was run, for the report's words (strategy, race history)."""
 
-    strategy: str = "grid"  # "grid" | "race" | "optuna" (a predicting race reports "race")
+    strategy: str = "grid"  # the report's word for how the sweep ran (the strategy's)
     objective: str = "throughput"
     passes: int = 0  # finished passes (blocks)
     stop: str | None = None  # why a race stopped
@@ -48,11 +48,7 @@ class SweepContext:
     store: str | None = None  # the sweep's store, for the command that applies the answer
     predictions: list[PredictedConfig] = field(default_factory=list)  # `[sweep] trace`
     fallback: str | None = None  # why a predicting race went on racing every config
-
-    @property
-    def race(self) -> bool:
-        """Did a race decide (its passes, stop and exits are the report's race section)?"""
-        return self.strategy == "race"
+    race: bool = False  # a race decided: its passes, stop and exits are the report's section
 
     def exit_of(self, label: str) -> Elimination | None:
         return next((e for e in self.exits if e.label == label), None)

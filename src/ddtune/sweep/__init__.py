@@ -6,8 +6,9 @@
     store = Store("runs/demo/store.sqlite")
     write_report(store, store.sweep_row(spec.name), Path("runs/demo/report"), Console())
 
-`spec/` (the TOML spec), `plan/` (grid, race, search, costs, restart-bound
-starts), `run/` (the trial loop, local or on Ray slots), `store/` (SQLite);
+`spec/` (the TOML spec), `checks/` (every check before the first stop), `plan/`
+(the strategies, the race engines, costs; `read_spec` checks a spec with the
+strategy table), `run/` (the trial loop, local or on Ray slots), `store/` (SQLite);
 `status`, `export`, `reporting` (read a store; the live report), `watch/`
 (`sweep watch`: a live page over a read-only store), `apply` (`sweep apply`:
 make a config the service's own), `cleanup`, `demo`; the CLI is `ddtune.cli.sweep`.
@@ -21,18 +22,19 @@ from typing import TYPE_CHECKING
 from ddtune.lazy import lazy_names
 
 if TYPE_CHECKING:
+    from ddtune.sweep.plan import parse_spec, read_spec
     from ddtune.sweep.plan.prepare import plan_spec
     from ddtune.sweep.reporting import write_report
     from ddtune.sweep.run.common import RunSummary
     from ddtune.sweep.run.loop import run_sweep
-    from ddtune.sweep.spec.parse import Config, SweepSpec, parse_spec, read_spec
+    from ddtune.sweep.spec.parse import Config, SweepSpec
     from ddtune.sweep.store.db import Store
 
 _NAMES = {
-    "Config": "spec.load",
-    "SweepSpec": "spec.load",
-    "read_spec": "spec.parse",
-    "parse_spec": "spec.parse",
+    "Config": "spec.parse",
+    "SweepSpec": "spec.parse",
+    "read_spec": "plan.strategies",
+    "parse_spec": "plan.strategies",
     "plan_spec": "plan.prepare",
     "run_sweep": "run.loop",
     "RunSummary": "run.common",

@@ -45,7 +45,7 @@ from ddtune.services.applied_dropin import (
 )
 from ddtune.services.controllers.systemd import trial_dropin
 from ddtune.sweep.checks.engine_check import check_engine
-from ddtune.sweep.plan.race_planner import sweep_configs
+from ddtune.sweep.plan.strategies.race import sweep_configs
 from ddtune.sweep.reporting import analyze_stored, stored_spec
 from ddtune.sweep.spec.parse import Config
 from ddtune.sweep.store.db import Store

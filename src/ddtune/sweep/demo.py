@@ -30,10 +30,10 @@ from rich.markup import escape
 from ddtune.assets import default_drafter_dir, default_target_dir
 from ddtune.errors import UserError
 from ddtune.extras import require_engine
+from ddtune.sweep.plan import STRATEGIES, read_spec
 from ddtune.sweep.reporting import LiveReport, answer_text
 from ddtune.sweep.run.common import RunSummary
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import SpecChangedError, Store
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def _one_pass(
     configs = len(spec.configs) + bool(spec.baseline)
     trials = (
         f"{configs} configs raced over {spec.min_repeats}-{spec.repeats} passes"
-        if spec.races
+        if STRATEGIES[spec.strategy].races
         else f"{configs * spec.repeats} trials"
     )
     console.rule(f"{kind} pass: {spec.name}, {trials} — {how}")

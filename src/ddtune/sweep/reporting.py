@@ -14,7 +14,6 @@ which `ddtune sweep watch` serves next to the live page (`sweep/watch/`).
 from __future__ import annotations
 
 import time
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +22,9 @@ from rich.markup import escape
 
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.options import ReportOptions
+from ddtune.sweep.plan import parse_spec
 from ddtune.sweep.plan.prepare import Sweep, prepare
-from ddtune.sweep.spec.parse import SweepSpec, parse_spec
+from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.rows import SweepRow
 
@@ -39,6 +39,11 @@ def stored_spec(store: Store, sweep: SweepRow) -> SweepSpec:
     return parse_spec(sweep["spec_text"], source=source, base_dir=base_dir)
 
 
+def stored_sweep(store: Store, sweep: SweepRow) -> Sweep:
+    """The sweep as its stored spec and mode say, prepared (once per command)."""
+    return prepare(stored_spec(store, sweep), store, sweep["id"])
+
+
 def report_setup(
     store: Store,
     sweep: SweepRow,
@@ -49,7 +54,7 @@ def report_setup(
     from it when the caller has not); the spec's `[report]` table (e.g. `load_weights`)
     and then `overrides` win over the derived ones."""
     if prepared is None:
-        prepared = prepare(stored_spec(store, sweep), store, sweep["id"])
+        prepared = stored_sweep(store, sweep)
     spec = prepared.run_spec  # restart-bound: one start serves up to `most_benches` trials
     derived = {
         "tolerance": spec.tolerance,
@@ -57,28 +62,10 @@ def report_setup(
         "passes_per_start": spec.passes_per_start,
         "interleave": spec.interleave,
     }
-    spec_report = tomllib.loads(sweep["spec_text"]).get("report", {})
-    options = ReportOptions.from_dict({**derived, **spec_report, **(overrides or {})})
-    context = sweep_context(store, sweep, prepared)
+    options = ReportOptions.from_dict({**derived, **spec.report, **(overrides or {})})
+    context = prepared.context(store, sweep)
     context.store = str(store.path)
     return options, context
-
-
-def sweep_context(store: Store, sweep: SweepRow, prepared: Sweep) -> SweepContext:
-    """How the sweep ran, in the report's words: its strategy's account, then what a
-    `[sweep] trace` predicted beside it."""
-    from ddtune.sweep.plan.start_planner import traced_context
-
-    spec = prepared.run_spec
-    context = prepared.strategy.context(store, sweep, spec, prepared.mode)
-    if spec.trace is not None and not context.predictions:
-        traced_context(spec, store, sweep["id"], context)
-    if spec.races_unpredicted:
-        context.notes.append(
-            f"A trace predicts T = 0 only; the bench ran at T = {spec.bench.temperature}, so "
-            "every config raced as in a restart-bound race."
-        )
-    return context
 
 
 def answer_text(summary: ReportSummary) -> str:
@@ -181,10 +168,12 @@ class LiveReport:
         self.skipped = 0  # passes folded into a later rewrite (too soon after the last)
         self.dirty = False  # a pass finished since the last rewrite
         self.last: tuple[ReportSummary, int] | None = None  # the last rewrite's (report, trials)
-        self.prepared: Sweep | None = None  # the sweep prepared from the store, once a run
+        self.prepared: Sweep | None = None  # the run's prepared sweep (its first call)
         self._last_end: float | None = None
 
-    def __call__(self, store: Store, final: bool = False) -> None:
+    def __call__(self, store: Store, prepared: Sweep, final: bool = False) -> None:
+        """A pass ended (or, `final`, the run): the report rewritten from the run's sweep."""
+        self.prepared = prepared
         self.dirty = self.dirty or not final
         if not self.dirty and self.seconds:
             return  # nothing new since the last rewrite
@@ -227,10 +216,9 @@ class LiveReport:
         return write_report(store, row, self.out_dir, self.console, None, prepared)
 
     def _prepared(self, store: Store, row: SweepRow) -> Sweep:
-        """The sweep as its stored spec and mode say, prepared at the first rewrite: its
-        spec, mode and strategy stay as they are while it runs."""
+        """The run's sweep; prepared from the store only where no pass ran."""
         if self.prepared is None:
-            self.prepared = prepare(stored_spec(store, row), store, row["id"])
+            self.prepared = stored_sweep(store, row)
         return self.prepared
 
     def summary_line(self) -> str:

@@ -10,6 +10,7 @@ from ddtune.report import build_report
 
 RACE = SweepContext(
     "race",
+    race=True,
     passes=4,
     stop="one_left",
     exits=[

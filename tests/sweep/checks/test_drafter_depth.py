@@ -92,7 +92,7 @@ def test_a_round_within_the_block_or_an_unreadable_block_passes_the_check(
     case, tmp_path, fake_spec_writer, port, capsys
 ):
     from ddtune.sweep.checks.drafter_depth import check_depth, config_depth
-    from ddtune.sweep.spec.parse import read_spec
+    from ddtune.sweep.plan import read_spec
 
     make, deep, _ = CASES[case]
     within, _ = spec(tmp_path, fake_spec_writer, port, **make(deep - 1, drafter(tmp_path, 16)))

@@ -107,7 +107,7 @@ def test_ddtree_knobs_the_unit_sets_are_kept_at_their_values():
     from ddtune.engines.launch import build, launcher_parser
     from ddtune.sweep.init.build import build_spec
     from ddtune.sweep.init.source import LaunchSource
-    from ddtune.sweep.spec.parse import parse_spec
+    from ddtune.sweep.plan import parse_spec
 
     argv = ("/nowhere/python", "-m", "sglang.launch_server", "--model-path", "/m")
     argv += ("--speculative-algorithm", "DDTREE", "--speculative-draft-model-path", "/d")

@@ -16,7 +16,7 @@ from ddtune.engines.launch import engine_command, engine_of
 from ddtune.engines.parser_probe import EngineCommand, EngineInfo
 from ddtune.methods import sglang_reported
 from ddtune.sweep.init.parse import find_engine
-from ddtune.sweep.spec.parse import read_spec
+from ddtune.sweep.plan import read_spec
 
 from .conftest import UNITS, Installed
 

@@ -12,9 +12,9 @@ import pytest
 from rich.console import Console
 
 from ddtune.errors import UserError
+from ddtune.sweep.plan import parse_spec, read_spec
 from ddtune.sweep.reporting import write_report
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.parse import parse_spec, read_spec
 from ddtune.sweep.store.db import Store
 
 SWEEP = """

@@ -13,8 +13,8 @@ from pathlib import Path
 from rich.console import Console
 
 from ddtune.cli import main
+from ddtune.sweep.plan import read_spec
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 
 SERVER = Path(__file__).parents[2] / "bench" / "fake_load_server.py"

@@ -17,8 +17,8 @@ from rich.console import Console
 from ddtune.cli import main
 from ddtune.services import procs
 from ddtune.services.controllers.process import scope_prefix
+from ddtune.sweep.plan import read_spec
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 
 SWEEP = """

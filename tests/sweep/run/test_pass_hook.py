@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddtune.sweep.plan.prepare import plan_spec
+from ddtune.sweep.plan.prepare import plan_spec, prepare
 from ddtune.sweep.run.common import RunSummary
 from ddtune.sweep.store.db import Store
 
@@ -30,7 +30,8 @@ def test_on_pass_runs_once_per_pass_and_at_the_end(tmp_path: Path, spec_text) ->
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec))
         calls: list[tuple[int, bool]] = []
         summary = RunSummary(sweep_id, store.path, 4, 0)
-        summary.on_pass = lambda s, final: calls.append((summary.done, final))
+        summary.on_pass = lambda s, sweep, final: calls.append((summary.done, final))
+        summary.sweep = prepare(spec, store)
         first, second = [[t for t in store.trials(sweep_id) if t["repeat"] == p] for p in (1, 2)]
         for trial in first:  # one by one: finished, then counted
             store.finish_trial(trial["id"], "failed")  # finished (the count says done: a tally)
@@ -57,7 +58,8 @@ def test_a_trial_added_to_an_ended_pass_runs_on_pass_again(tmp_path: Path, spec_
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, first[:1])
         calls: list[tuple[int, bool]] = []
         summary = RunSummary(sweep_id, store.path, 1, 0)
-        summary.on_pass = lambda s, final: calls.append((summary.done, final))
+        summary.on_pass = lambda s, sweep, final: calls.append((summary.done, final))
+        summary.sweep = prepare(spec, store)
         (trial,) = store.trials(sweep_id)
         store.finish_trial(trial["id"], "failed")
         summary.count(store, trial, "done")

@@ -11,11 +11,11 @@ from rich.console import Console
 from ddtune.params import DecodeParams
 from ddtune.services.outcome import Outcome
 from ddtune.services.protocol import PHASES
+from ddtune.sweep.plan import parse_spec
 from ddtune.sweep.plan.prepare import plan_spec
 from ddtune.sweep.run.attempt import PHASE_TEXT
 from ddtune.sweep.run.common import RunSummary
 from ddtune.sweep.run.loop import TrialLoop
-from ddtune.sweep.spec.parse import parse_spec
 from ddtune.sweep.store.db import Store
 
 SPEC = """

@@ -17,14 +17,16 @@ from rich.console import Console
 
 from ddtune.services import procs
 from ddtune.services.controllers.process import scope_prefix
+from ddtune.sweep.plan import read_spec
+from ddtune.sweep.plan.costs import race_settings
 from ddtune.sweep.plan.passes import pass_results
-from ddtune.sweep.plan.race_planner import RacePlanner, race_settings
-from ddtune.sweep.plan.race_rules import replay
+from ddtune.sweep.plan.races.by_pass import replay
+from ddtune.sweep.plan.strategies.race import Race
 from ddtune.sweep.plan.trial_order import block_order
 from ddtune.sweep.reporting import write_report
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.modes import SweepMode
 from ddtune.sweep.store.records import trial_records
 
 SWEEP = """
@@ -93,7 +95,7 @@ def _assert_passes_follow_the_decisions(spec, store_path: Path) -> None:
             ran = [r.label for r in sorted(records, key=lambda r: r.trial_id) if r.repeat == n]
             assert state.stop is None  # no pass ran after the race stopped
             assert ran == block_order(state.scheduled(), spec.seed, n)  # same configs, same order
-        final = RacePlanner(spec, store, sweep_id).state()
+        final = Race(spec, SweepMode(False, "")).state(store, sweep_id)
         assert final.stop is not None and final.scheduled() == []
     finally:
         store.close()

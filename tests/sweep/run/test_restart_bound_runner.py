@@ -18,13 +18,13 @@ from rich.console import Console
 
 from ddtune.services import procs
 from ddtune.services.controllers.process import scope_prefix
-from ddtune.sweep.plan.prepare import prepare, run_spec
-from ddtune.sweep.plan.start_planner import StartPlanner
-from ddtune.sweep.plan.starts import StartRace
+from ddtune.sweep.plan import parse_spec as load_spec_text
+from ddtune.sweep.plan import read_spec
+from ddtune.sweep.plan.prepare import prepare
+from ddtune.sweep.plan.races.by_start import StartRace
+from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace
 from ddtune.sweep.reporting import report_setup
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.parse import parse_spec as load_spec_text
-from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.watch.state import restart_bound_eta
 
@@ -102,28 +102,18 @@ def _assert_watch_eta_counts_starts_and_benches(store_path: Path) -> None:
 
 
 def _assert_every_trial_was_the_planned_one(spec_path: Path, store_path: Path) -> StartRace:
-    """Fold the stored trials one by one: each is what `next()` asked for at that point."""
+    """Fold the stored trials one by one into a fresh race: `StartRace.add` refuses a trial
+    that is not what `next()` asked for at that point (a UserError from the strategy)."""
     spec = read_spec(spec_path)
     store = Store(store_path)
     try:
         mode = prepare(spec, store).mode
         assert mode.restart_bound
-        planner = StartPlanner(run_spec(spec, mode), store, 1, mode)
-        results = planner.results()
-        assert len(results) == len(store.trials(1))  # every trial finished
-        labels = [c.label() for c, _ in spec.all_configs()]
-        race = StartRace(tuple(labels), None, planner.settings, spec.seed)
-        for result in results:
-            step = race.next()
-            assert step is not None
-            assert (step.label, step.start, step.bench) == (
-                result.label,
-                result.start,
-                result.bench,
-            )
-            race.add(result)
-        assert planner.next_batch() == []  # stopped: nothing more to plan
-        return race
+        race = RestartBoundRace(spec, mode)
+        state = race.state(store, 1)
+        assert state.trials_done == len(store.trials(1))  # every trial finished, each planned
+        assert race.next_batch(store, 1) == []  # stopped: nothing more to plan
+        return state
     finally:
         store.close()
 

@@ -9,8 +9,8 @@ import pytest
 
 import ddtune.sweep.run.ray.pool as ray_backend
 from ddtune.errors import UserError
+from ddtune.sweep.plan import parse_spec
 from ddtune.sweep.spec.cluster import ClusterTable
-from ddtune.sweep.spec.parse import parse_spec
 
 BASE = """
 [sweep]
@@ -166,7 +166,7 @@ def test_auto_without_a_cluster_says_how_to_start_one(monkeypatch, tmp_path):
 def test_the_four_node_example_parses():
     from pathlib import Path
 
-    from ddtune.sweep.spec.parse import read_spec
+    from ddtune.sweep.plan import read_spec
 
     examples = Path(__file__).resolve().parents[3] / "examples"
     spec = read_spec(examples / "sglang-ddtree-ray.toml")

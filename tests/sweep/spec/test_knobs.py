@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from ddtune.errors import UserError
-from ddtune.sweep.spec.parse import parse_spec
+from ddtune.sweep.plan import parse_spec
 
 SGLANG_SERVICE = """
 [service]

@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from ddtune.errors import UserError
-from ddtune.sweep.spec.parse import SweepSpec, parse_spec
+from ddtune.sweep.plan import parse_spec
+from ddtune.sweep.spec.parse import SweepSpec
 
 SGLANG = """
 [service]

@@ -9,8 +9,9 @@ import pytest
 
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
+from ddtune.sweep.plan import parse_spec, read_spec
 from ddtune.sweep.plan.prepare import plan_spec
-from ddtune.sweep.spec.parse import Config, parse_spec, read_spec
+from ddtune.sweep.spec.parse import Config
 
 SERVICE = """
 [service]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ddtune.errors import UserError
+from ddtune.sweep.plan import STRATEGIES
+from ddtune.sweep.plan.strategies.predict import PredictingRace
+from ddtune.sweep.store.modes import SweepMode
 
 RACE = """
 [sweep]
@@ -152,10 +155,10 @@ budget = [4, 8, 16]
 
 
 def test_predict_reads_its_trace_relative_to_the_spec(spec_text, tmp_path):
-    from ddtune.sweep.spec.parse import parse_spec
+    from ddtune.sweep.plan import parse_spec
 
     spec = parse_spec(spec_text.toml(PREDICT), base_dir=tmp_path)
-    assert spec.strategy == "predict" and spec.races and spec.predicting
+    assert spec.strategy == "predict" and STRATEGIES["predict"].races
     assert spec.trace == str(tmp_path / "traces" / "p")
     assert spec.repeats == 10  # a race's most passes
 
@@ -172,4 +175,5 @@ def test_predict_needs_a_trace_and_runs_in_this_process(spec_text):
 
 def test_predict_above_t0_races_and_says_why(spec_text):
     spec = spec_text.parse(PREDICT + "[bench]\ntemperature = 0.7\n")
-    assert spec.races and not spec.predicting
+    assert spec.bench.temperature == 0.7  # a race: the trace cannot predict above T = 0
+    assert STRATEGIES[spec.strategy].runs_as(spec, SweepMode(True, "")) is not PredictingRace

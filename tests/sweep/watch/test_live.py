@@ -19,9 +19,10 @@ import httpx
 import pytest
 from rich.console import Console
 
-from ddtune.sweep.reporting import LiveReport
+from ddtune.sweep.plan import read_spec
+from ddtune.sweep.plan.prepare import Sweep
+from ddtune.sweep.reporting import LiveReport, stored_sweep
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.slot_tables import set_slot
 from ddtune.sweep.watch import read_state
@@ -51,9 +52,9 @@ class Recorder(LiveReport):
 
     MAX_SHARE = 1.0  # every pass, however short (the fake server's passes take ~1 s)
 
-    def __call__(self, store: Store, final: bool = False) -> None:
+    def __call__(self, store: Store, prepared: Sweep, final: bool = False) -> None:
         before = len(self.seconds)
-        super().__call__(store, final)
+        super().__call__(store, prepared, final)
         if len(self.seconds) == before:
             return  # nothing new to write
         report = json.loads((self.out_dir / "results.json").read_text())
@@ -92,7 +93,8 @@ def test_the_report_is_rewritten_after_every_pass_and_watch_reads_every_phase(
     assert '<section id="answer" class="answer">' in html
     throttled = LiveReport(tmp_path / "throttled", "live", Console(file=open(os.devnull, "w")))  # noqa: SIM115
     for final in (False, False, True):  # the 2nd pass ends at once: folded into the end
-        throttled(Store(store, read_only=True), final)
+        reading = Store(store, read_only=True)
+        throttled(reading, stored_sweep(reading, reading.sweep_row("live")), final)
     assert (len(throttled.seconds), throttled.skipped) == (2, 1)
 
     finished = read_state(store)
@@ -137,7 +139,9 @@ def test_the_final_report_reuses_the_last_rewrite_unless_a_pass_ended_since(
     live = LiveReport(tmp_path / "report", "live", Console(file=out, width=200))
     store = Store(store_path, read_only=True)
     try:
-        live(store, True)  # the end of a run: one rewrite
+        live(
+            store, stored_sweep(store, store.sweep_row("live")), True
+        )  # the run's end: one rewrite
         built: list[int] = []
 
         def build_again(*args: object, **kwargs: object) -> None:

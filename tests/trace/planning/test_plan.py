@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from sparse_checkpoint import dense_tensors, moe_tensors, write_sparse_checkpoint
 
 from ddtune.cli import main
 from ddtune.errors import UserError
@@ -13,7 +14,6 @@ from ddtune.trace.planning.loading import (
     require_transformers,
 )
 from ddtune.trace.planning.plan import Device, Rates, model_size, parse_bytes, trace_plan
-from ddtune.trace.planning.sparse import dense_tensors, moe_tensors, write_sparse_checkpoint
 
 DENSE = {
     "hidden_size": 1024,

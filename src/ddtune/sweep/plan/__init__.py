@@ -1,36 +1,38 @@
-"""Which trials run, in which order, and what they will cost: grid, race, search.
+"""How a sweep spends its starts: the strategies, what they plan, what it will cost.
 
-    prepare         a sweep prepared once: `prepare(spec, store) -> Sweep` (mode, strategy,
-                    run spec, plan, costs), passed whole to run, plan, report and watch;
-                    the mode (restart-bound or not) is the strategy's choice, from the costs
+    prepare         a sweep prepared once: `prepare(spec, store) -> Sweep` (mode, bound
+                    strategy, plan, costs, forecast), passed whole to run, plan, report
+                    and watch
     strategies/     one module per strategy (grid, race, restart-bound race, optuna,
-                    predict) and the table of them: nothing else branches on the name
-    trial_order     configs x passes in the spec's order; a pass's seeded shuffle
-    race_rules      the F-Race rules: who stays after each pass, and when to stop (pure)
-    race_planner    a race run from the store: replay the finished passes, plan the next
-    starts          a restart-bound race decided bench by bench (pure; issue 27)
-    start_planner   a restart-bound race run from the store: replay the trials, plan the next
-    study           the Optuna study of `strategy = "optuna"`
-    search_planner  the search run from the store, then a race over its best configs
+                    predict) and the table of them (`read_spec` checks a spec with it)
+    races/          the race engines, pure folds of finished results: `by_pass` (F-Race,
+                    pass by pass), `by_start` (restart-bound, bench by bench),
+                    `predicting` (a trace decides who is worth a start)
+    fold            a sweep's finished trials, each read from the store once
     passes          trial records grouped into passes: what the race and analysis read
-    planners        a sweep's costs and the lines that print them; the strategy's planner
-    estimate        trials, restarts and expected hours before a sweep runs
-    simulate        a simulated service for benchmarking strategies (benchmarks/)
+    trial_order     configs x passes in the spec's order; a pass's seeded shuffle
+    study           the Optuna study of `strategy = "optuna"`
+    predictions     what a `[sweep] trace` predicts, read once a command
+    costs           a sweep's costs, estimates and the words for them
 
-Every planner plans from the store, so a resumed sweep decides as an
+Every strategy plans from the store, so a resumed sweep decides as an
 uninterrupted one would.
 """
 
-from ddtune.sweep.plan.planners import Planner, estimate_text
+from ddtune.sweep.plan.costs import estimate_text
 from ddtune.sweep.plan.prepare import Sweep, plan_spec, prepare
+from ddtune.sweep.plan.strategies import STRATEGIES, Strategy, parse_spec, read_spec
 from ddtune.sweep.plan.trial_order import block_order, plan_trials
 
 __all__ = [
-    "Planner",
+    "STRATEGIES",
+    "Strategy",
     "Sweep",
     "block_order",
     "estimate_text",
+    "parse_spec",
     "plan_spec",
     "plan_trials",
     "prepare",
+    "read_spec",
 ]

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from ddtune.records import MIX_TPS, TrialRecord
 from ddtune.report.summarize import THROUGHPUT, record_values
 from ddtune.stats.blocked import block_of
-from ddtune.sweep.plan.race_rules import PassResult
+from ddtune.sweep.plan.races.by_pass import PassResult
 
 OBJECTIVE_METRICS = {  # [sweep] objective -> the per-trial value it optimises (higher is better)
     "throughput": THROUGHPUT,  # geometric mean of short_tps and long_tps

@@ -26,6 +26,7 @@ from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
     from ddtune.services.session import Before
+    from ddtune.sweep.plan.prepare import Sweep
     from ddtune.sweep.spec.parse import SweepSpec
     from ddtune.sweep.store.db import Store
 
@@ -59,8 +60,10 @@ class RunSummary:
     broken: str | None = None  # the breaker stopped it: the service fails whatever the config
     restored: str | None = None  # how the service was left (`services/session.py`)
     before: Before | None = None  # what served before the sweep (None: the Ray slots')
-    # after every finished pass, and (final=True) at the end of the run: the live report
-    on_pass: Callable[[Store, bool], None] | None = None
+    # after every finished pass, and (final=True) at the end of the run: the live report,
+    # given the sweep the run prepared
+    on_pass: Callable[[Store, Sweep, bool], None] | None = None
+    sweep: Sweep | None = None  # the run's prepared sweep
     unreported: bool = False  # trials finished since `on_pass` last ran
     # pass -> its finished trials when `on_pass` last ran for it (a request-interleaved
     # pass is stored whole, then counted; a restart-bound race adds to an ended pass)
@@ -89,10 +92,13 @@ class RunSummary:
         return EXIT_FAILED if self.failed or self.failed_before else EXIT_DONE
 
     def count(self, store: Store, trial: TrialRow, status: str) -> None:
-        """One finished trial: done, or failed with its last attempt's class and detail;
-        when its pass has no unfinished trial and more finished ones than `on_pass` last
-        saw in it, `on_pass` runs."""
-        self._tally(store, trial, status)
+        """One finished trial, tallied (`tally`) and landed in its pass (`landed`)."""
+        self.tally(store, trial, status)
+        self.landed(store, trial)
+
+    def landed(self, store: Store, trial: TrialRow) -> None:
+        """A trial finished: when its pass has no unfinished trial and more finished ones
+        than `on_pass` last saw in it, `on_pass` runs."""
         repeat = trial["repeat"]
         unfinished, finished = store.pass_counts(self.sweep_id, repeat)
         if finished <= self.reported_passes.get(repeat, 0):
@@ -105,15 +111,16 @@ class RunSummary:
     def report(self, store: Store, final: bool = False) -> None:
         """`on_pass(store, False)` if trials finished since it last ran; then, at the end
         of the run (`final`), `on_pass(store, True)`."""
-        if self.on_pass is None:
+        if self.on_pass is None or self.sweep is None:
             return
         if self.unreported:
             self.unreported = False
-            self.on_pass(store, False)
+            self.on_pass(store, self.sweep, False)
         if final:
-            self.on_pass(store, True)
+            self.on_pass(store, self.sweep, True)
 
-    def _tally(self, store: Store, trial: TrialRow, status: str) -> None:
+    def tally(self, store: Store, trial: TrialRow, status: str) -> None:
+        """Done, or failed with its last attempt's class and detail."""
         if status == "done":
             self.done += 1
             return

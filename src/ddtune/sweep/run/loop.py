@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,8 +44,9 @@ from ddtune.services.engine_check import EngineCheckReport
 from ddtune.services.session import ServiceSession
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.checks import check_sweep
-from ddtune.sweep.plan.planners import Planner, live_eta
-from ddtune.sweep.plan.prepare import prepare
+from ddtune.sweep.plan.costs import live_eta
+from ddtune.sweep.plan.prepare import Sweep, prepare
+from ddtune.sweep.plan.strategies import Strategy
 from ddtune.sweep.run.attempt import Phase, become_ready, execute_attempt
 from ddtune.sweep.run.common import RESUMABLE, RunSummary, SweepBlocked, signals_raise
 from ddtune.sweep.run.policy import AttemptPolicy, ServiceBroken
@@ -67,12 +69,13 @@ def run_sweep(
     resume_hint: str | None = None,
     reopen_failed: bool = False,
     only_reopened: bool = False,
-    on_pass: Callable[[Store, bool], None] | None = None,
+    on_pass: Callable[[Store, Sweep, bool], None] | None = None,
     checked: EngineCheckReport | None = None,
     restore_at_end: bool = True,
 ) -> RunSummary:
-    """Run (or resume) the sweep; the module docstring's steps. `on_pass(store, final)`
-    runs after every finished pass and at the end (`sweep/reporting.py`)."""
+    """Run (or resume) the sweep; the module docstring's steps. `on_pass(store, sweep,
+    final)` runs after every finished pass and at the end, with the sweep prepared here
+    (`sweep/reporting.py`: the live report)."""
     console = console or Console(stderr=True)
     started = time.monotonic()
     if checked is None:
@@ -89,18 +92,19 @@ def run_sweep(
             spec.name, spec.text, spec.hash, list(sweep.plan), spec.base_dir, sweep.mode
         )
         todo, summary = _open_trials(store, sweep_id, console, reopen_failed, only_reopened)
-        summary.on_pass = on_pass
-        planner = None if only_reopened else sweep.planner(store, store_path, sweep_id)
+        summary.on_pass, summary.sweep = on_pass, sweep
+        strategy = None if only_reopened or not sweep.strategy.plans_later else sweep.strategy
         console.print(escape(sweep.estimate_text()))
-        if todo or planner is not None:
+        if todo or strategy is not None:
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
             loop.restore_at_end = restore_at_end
-            loop.run(todo, None if planner is None else planner.next_batch)  # 2, 3
+            more = None if strategy is None else partial(strategy.next_batch, store, sweep_id)
+            loop.run(todo, more)  # 2, 3
         summary.planned = len(store.trials(sweep_id))  # a race or search added trials
         if not summary.interrupted:
             summary.report(store, final=True)  # the trials of an unfinished pass, too
         hint = resume_hint or f"ddtune sweep run {spec.source} --store {store_path}"
-        _say_how_it_ended(console, summary, planner, hint)
+        _say_how_it_ended(console, summary, strategy, hint)
         summary.seconds = time.monotonic() - started
         return summary
     finally:
@@ -128,12 +132,12 @@ def _open_trials(
 
 
 def _say_how_it_ended(
-    console: Console, summary: RunSummary, planner: Planner | None, hint: str
+    console: Console, summary: RunSummary, strategy: Strategy | None, hint: str
 ) -> None:
-    """The planner's outcome when it ran to the end; the resume command when it did not;
+    """The strategy's outcome when it ran to the end; the resume command when it did not;
     then how the service was left (`services/session.py`)."""
-    if planner is not None and not summary.stopped:
-        console.print(escape(planner.outcome()))
+    if strategy is not None and not summary.stopped:
+        console.print(escape(strategy.outcome()))
     if summary.interrupted:
         console.print(f"[yellow]interrupted[/]; resume with: {escape(hint)}")
     if summary.blocked:

@@ -18,7 +18,7 @@ consecutive configs is the service's, not the configs'. A trial that fails
 after all its attempts opens (or extends) a streak of its class; a trial that
 is done, or fails with another class, ends it. While a streak is open each
 next config gets one attempt (a fault of the service is not paid for twice per
-config), and its failures are held back from the run's summary. At `threshold`
+config), and its failures are held back from the run's tally. At `threshold`
 configs in a row the baseline starts as a control (unless its own trial is in
 the streak: it failed already). READY: the configs really fail, the streak is
 counted and cleared. Not READY: the service fails whatever the config;
@@ -164,7 +164,8 @@ class AttemptPolicy:
             self._release()
         tripped = breaker.record(trial, status, failure)
         if not breaker.streak:  # not held back: done, or the breaker is off
-            self.summary.count(self.store, trial, status)
+            self.summary.tally(self.store, trial, status)
+        self.summary.landed(self.store, trial)  # its pass may be over: the live report
         return tripped
 
     def control_start(self) -> Config:
@@ -206,7 +207,7 @@ class AttemptPolicy:
 
     def _release(self) -> None:
         for trial in self.breaker.streak:
-            self.summary.count(self.store, trial, "failed")
+            self.summary.tally(self.store, trial, "failed")
         self.breaker.cleared()
 
 

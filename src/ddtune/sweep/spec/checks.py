@@ -1,60 +1,52 @@
-"""Cross-key checks of a sweep spec: strategy, race and search settings that must agree.
+"""Cross-key checks of a sweep spec: the rules of every strategy, interleaving, DDTree knobs.
 
 Each check raises a one-line `UserError` whose `.key` names the setting to
-change (`parse_spec` adds the file and line). See docs/sweeps.md "Sweep".
+change (`parse_spec` adds the file and line). The rules of one strategy are its
+own (`StrategyRules.check`, in `ddtune.sweep.plan.strategies`): this module
+never asks which strategy a spec names. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NoReturn, Protocol
 
 from ddtune.engines import get_engine
 from ddtune.errors import UserError
 from ddtune.params import KNOB_KEYS
-from ddtune.sweep.spec.schema import ConfigTable, SpecDocument
-
-RACE_ONLY = ("min_repeats", "max_trials", "max_hours")
-RACE_REPEATS = 10  # default most passes of a race (a grid's default stays 2)
+from ddtune.sweep.spec.schema import ConfigTable, SpecDocument, SweepTable
 
 
-def effective_repeats(doc: SpecDocument) -> int:
-    """`repeats` as written; unwritten, 2 for a grid and `RACE_REPEATS` for a race or search."""
+class StrategyRules(Protocol):
+    """What reading a spec asks of its `[sweep] strategy`: the strategy's class, from the
+    table the caller passes (`ddtune.sweep.plan.strategies.STRATEGIES`)."""
+
+    name: str  # the word `[sweep] strategy` spells it with
+    searches: bool  # [space] is searched (ranges allowed), not crossed into a grid
+
+    def repeats(self, sweep: SweepTable) -> int:
+        """The most passes when `repeats` is not written."""
+        ...
+
+    def check(self, doc: SpecDocument) -> None:
+        """Refuse settings this strategy would ignore or cannot honour (`fail`)."""
+        ...
+
+
+def check_document(doc: SpecDocument, rules: StrategyRules) -> None:
+    """The rules of every strategy, then the chosen one's own (`rules.check`)."""
     sweep = doc.sweep
-    if "repeats" in sweep.model_fields_set or sweep.strategy == "grid":
-        return sweep.repeats
-    return max(RACE_REPEATS, sweep.min_repeats)
-
-
-def check_strategy(doc: SpecDocument) -> None:
-    """Refuse settings that the chosen strategy would ignore or cannot honour."""
-    sweep, strategy = doc.sweep, doc.sweep.strategy
-    if strategy != "optuna":
-        _no_search_settings(doc)
-    if strategy == "grid":
-        for name in RACE_ONLY:
-            if name in sweep.model_fields_set:
-                _fail(f"sweep.{name}", 'only applies to strategy = "race" or "optuna"')
-    else:
-        if sweep.order != "interleaved":
-            _fail("sweep.order", f'strategy = "{strategy}" runs interleaved passes; remove order')
-        if sweep.min_repeats > effective_repeats(doc):
-            _fail(
-                "sweep.min_repeats",
-                f"({sweep.min_repeats}) is above sweep.repeats ({sweep.repeats}), the most "
-                "passes a race runs",
-            )
-    if strategy == "optuna":
-        _search_inputs(doc)
-    if strategy == "predict":
-        _predict(doc)
-    _restart_bound(doc)
-    _passes_per_start(doc)
     if sweep.objective == "speedup" and sweep.baseline is None:
-        _fail(
+        fail(
             "sweep.baseline",
             'is required: objective = "speedup" is a ratio to the baseline '
             '(e.g. baseline = { mode = "ar" })',
         )
+    if sweep.restart_bound is True:
+        _restart_bound_on(doc)
+    if sweep.passes_per_start != 1:
+        _passes_per_start(doc)
+    rules.check(doc)
 
 
 def check_interleave(doc: SpecDocument, service_control: str) -> None:
@@ -71,7 +63,7 @@ def check_interleave(doc: SpecDocument, service_control: str) -> None:
     }
     for key, (ok, wanted) in needs.items():
         if not ok:
-            _fail(
+            fail(
                 key,
                 f"sweep.interleave = 'request' switches one hot server's config between "
                 f"single requests, so it needs {wanted}; or set interleave = 'trial'",
@@ -85,15 +77,15 @@ def check_knobs(doc: SpecDocument, engine: str, placeholders: set[str] | None) -
     honoured = get_engine(engine).knobs
     for key, knob, mode_ok in _written_knobs(doc):
         if knob not in honoured:
-            _fail(
+            fail(
                 key,
                 f"is a DDTree knob that engine {engine!r} cannot honour (only "
-                f"{_knob_kinds(knob)} reads it); remove it or set service.engine",
+                f"{_knob_engines(knob)} reads it); remove it or set service.engine",
             )
         if not mode_ok:
-            _fail(key, "shapes DDTree trees: it applies to mode 'ddtree' only")
+            fail(key, "shapes DDTree trees: it applies to mode 'ddtree' only")
         if placeholders is not None and knob not in placeholders:
-            _fail(
+            fail(
                 key,
                 f"is not used by service.command or service.env; add a {{{knob}}} placeholder "
                 f"(e.g. `--{knob.replace('_', '-')}`, `{{{knob}}}` for python -m ddtune.launchers)",
@@ -115,98 +107,54 @@ def _written_knobs(doc: SpecDocument) -> Iterator[tuple[str, str, bool]]:
             yield f"space.{knob}", knob, "ddtree" in modes
 
 
-def _knob_kinds(knob: str) -> str:
+def _knob_engines(knob: str) -> str:
     from ddtune.engines import ENGINES
 
-    kinds = [name for name in ENGINES if knob in get_engine(name).knobs]
-    return ", ".join(repr(k) for k in kinds) or "no engine"
+    engines = [name for name in ENGINES if knob in get_engine(name).knobs]
+    return ", ".join(repr(k) for k in engines) or "no engine"
 
 
-def _no_search_settings(doc: SpecDocument) -> None:
-    if doc.optuna is not None:
-        _fail("optuna", 'is only read with strategy = "optuna"; remove it or set the strategy')
-    if doc.space is not None:
-        for key in doc.space.ranges():
-            _fail(
-                f"space.{key}",
-                'a {low, high} range needs strategy = "optuna"; list the values for a grid or a race',
-            )
-
-
-def _search_inputs(doc: SpecDocument) -> None:
-    if doc.configs:
-        _fail(
-            "configs",
-            'strategy = "optuna" searches [space]; remove [[configs]] '
-            "(the baseline goes in sweep.baseline)",
-        )
-    if doc.space is None:
-        _fail("space", 'strategy = "optuna" needs a [space] with ranges or lists to search')
-
-
-def _restart_bound(doc: SpecDocument) -> None:
-    """`restart_bound` belongs to a race; pinned on, it reuses starts in this process."""
-    sweep = doc.sweep
-    pinned = sweep.restart_bound != "auto"  # "auto" (the default) suits every strategy
-    if "restart_bound" in sweep.model_fields_set and pinned and sweep.strategy != "race":
-        _fail("sweep.restart_bound", 'only applies to strategy = "race" (or write "auto")')
-    if sweep.restart_bound is not True:
-        return
+def _restart_bound_on(doc: SpecDocument) -> None:
+    """`restart_bound = true` reuses a start in this process, one config at a time."""
     if doc.cluster.backend != "local":
-        _fail("sweep.restart_bound", "reuses a start in this process: use cluster.backend local")
-    if sweep.interleave == "request":
-        _fail(
+        fail("sweep.restart_bound", "reuses a start in this process: use cluster.backend local")
+    if doc.sweep.interleave == "request":
+        fail(
             "sweep.restart_bound",
             "= true restarts for every config; configs taking turns request by request "
             "(interleave = 'request') share one hot server: set one of them differently",
         )
 
 
-def _predict(doc: SpecDocument) -> None:
-    """A predicting race needs its trace, and races restart-bound: starts in this process."""
-    sweep = doc.sweep
-    if sweep.trace is None:
-        _fail(
-            "sweep.trace",
-            'is required by strategy = "predict": the trace folder to predict from (record it '
-            "with `ddtune trace record --spec SPEC --out DIR`)",
-        )
-    if doc.cluster.backend != "local":
-        _fail(
-            "sweep.strategy", '"predict" reuses a start in this process: use cluster.backend local'
-        )
-    if sweep.interleave == "request":
-        _fail(
-            "sweep.interleave",
-            '"request" shares one hot server among a pass\'s configs; strategy = "predict" '
-            "decides start by start: remove interleave",
-        )
-
-
 def _passes_per_start(doc: SpecDocument) -> None:
-    sweep = doc.sweep
-    k = sweep.passes_per_start
-    if k == 1:
-        return
-    if sweep.order == "random":
-        _fail("sweep.passes_per_start", "needs order interleaved or sequential, not random")
+    """More benches per start need an order that keeps a config's passes together."""
+    if doc.sweep.order == "random":
+        fail("sweep.passes_per_start", "needs order interleaved or sequential, not random")
     if doc.cluster.backend != "local":
-        _fail("sweep.passes_per_start", "reuses a start in this process: use cluster.backend local")
-    if sweep.restart_bound is True or sweep.strategy == "predict":
-        return  # the most benches of one start: the restart-bound race decides 1..k
-    counts = [("repeats", effective_repeats(doc))]
-    if sweep.strategy != "grid":
-        counts.append(("min_repeats", sweep.min_repeats))
+        fail("sweep.passes_per_start", "reuses a start in this process: use cluster.backend local")
+
+
+def passes_divide(doc: SpecDocument, counts: list[tuple[str, int]]) -> None:
+    """Every start serves `passes_per_start` passes: it must divide each count of passes."""
+    k = doc.sweep.passes_per_start
     for name, value in counts:
         if value % k:
-            _fail(
+            fail(
                 "sweep.passes_per_start",
                 f"({k}) must divide sweep.{name} ({value}): every start serves {k} passes",
             )
 
 
-def _fail(key: str, message: str) -> None:
+def fail(key: str, message: str) -> NoReturn:
+    """A one-line `UserError` keyed by `key` (`parse_spec` adds the file and line)."""
     raise UserError(f"{key} {message}", key=key)
 
 
-__all__ = ["RACE_REPEATS", "check_knobs", "check_strategy", "effective_repeats"]
+__all__ = [
+    "StrategyRules",
+    "check_document",
+    "check_interleave",
+    "check_knobs",
+    "fail",
+    "passes_divide",
+]

@@ -41,13 +41,13 @@ from typing import TYPE_CHECKING, Any
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.errors import UserError
-from ddtune.methods import ENGINES
+from ddtune.methods import METHOD_ENGINES
 from ddtune.params import WIRE_KEYS, DecodeParams, config_hash
 from ddtune.sweep.spec.checks import (
+    StrategyRules,
+    check_document,
     check_interleave,
     check_knobs,
-    check_strategy,
-    effective_repeats,
 )
 from ddtune.sweep.spec.cluster import Cluster, build_cluster
 from ddtune.sweep.spec.lines import KeyLines
@@ -63,7 +63,6 @@ from ddtune.sweep.spec.schema import (
     RetryPolicy,
     SpaceTable,
     SpecDocument,
-    Strategy,
     SweepTable,
 )
 from ddtune.sweep.spec.space import SearchSpace
@@ -131,7 +130,7 @@ class SweepSpec:
     order: Order = "interleaved"
     seed: int = 0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    strategy: Strategy = "grid"
+    strategy: str = "grid"  # the word of `[sweep] strategy` (ddtune.sweep.plan.strategies)
     min_repeats: int = 3
     tolerance: float = 0.03
     max_trials: int | None = None
@@ -150,21 +149,7 @@ class SweepSpec:
     allow_indistinct_windows: bool = False  # `[sweep]`: see sweep/checks/before_stop.py
     breaker: int = 3  # `[sweep] breaker`: see sweep/run/breaker.py (0: off)
     notes: list[str] = field(default_factory=list)  # for plan and run: old key names used
-
-    @property
-    def races(self) -> bool:
-        """Does the sweep race (strategy race, or predict: a race among the configs it starts)?"""
-        return self.strategy in ("race", "predict")
-
-    @property
-    def predicting(self) -> bool:
-        """Strategy predict at T = 0 (above it the trace cannot predict: the sweep races)."""
-        return self.strategy == "predict" and self.bench.temperature == 0
-
-    @property
-    def races_unpredicted(self) -> bool:
-        """Strategy predict above T = 0: the trace cannot predict, so every config races."""
-        return self.strategy == "predict" and not self.predicting
+    report: dict[str, Any] = field(default_factory=dict)  # the `[report]` keys as written
 
     @property
     def hash(self) -> str:
@@ -179,17 +164,24 @@ class SweepSpec:
         return head + [(c, False) for c in self.configs]
 
 
-def read_spec(path: str | Path) -> SweepSpec:
+def read_spec(path: str | Path, strategies: Mapping[str, StrategyRules]) -> SweepSpec:
+    """`parse_spec` of the file at `path` (`ddtune.sweep.plan.read_spec` passes the table)."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as exc:
         raise UserError(f"cannot read sweep spec {path}: {exc.strerror}") from None
-    return parse_spec(text, source=str(path), base_dir=path.parent.resolve())
+    return parse_spec(text, strategies, source=str(path), base_dir=path.parent.resolve())
 
 
-def parse_spec(text: str, source: str = "<spec>", base_dir: Path | None = None) -> SweepSpec:
-    """Parse and validate the whole spec (service and bench included).
+def parse_spec(
+    text: str,
+    strategies: Mapping[str, StrategyRules],
+    source: str = "<spec>",
+    base_dir: Path | None = None,
+) -> SweepSpec:
+    """Parse and validate the whole spec (service and bench included); `strategies` is the
+    table of the strategies `[sweep] strategy` may name, each with its own rules.
 
     Relative file paths in [bench] resolve against `base_dir` (the spec's folder).
     A `UserError` names `source:line` of the key it is about.
@@ -199,7 +191,8 @@ def parse_spec(text: str, source: str = "<spec>", base_dir: Path | None = None) 
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{source}: not valid TOML: {exc}{_none_hint(text, exc)}") from None
     try:
-        return _build(parse_table(SpecDocument, doc), text, source, base_dir)
+        parsed = parse_table(SpecDocument, doc)
+        return _build(parsed, _rules(parsed, strategies), text, source, base_dir)
     except UserError as exc:
         line = KeyLines(text).line_of(_as_written(exc.key, doc)) if exc.key else None
         where = f"{source}:{line}" if line else source
@@ -234,12 +227,26 @@ def _none_hint(text: str, exc: tomllib.TOMLDecodeError) -> str:
     return f"; TOML has no None: leave {key} out for its default, or quote a string value"
 
 
-def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> SweepSpec:
+def _rules(doc: SpecDocument, strategies: Mapping[str, StrategyRules]) -> StrategyRules:
+    """The strategy `[sweep] strategy` names, from the table."""
+    word = doc.sweep.strategy
+    if word not in strategies:
+        names = [repr(name) for name in strategies]
+        listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+        raise UserError(
+            f"sweep.strategy {word!r} is not a strategy: use {listed}", key="sweep.strategy"
+        )
+    return strategies[word]
+
+
+def _build(
+    doc: SpecDocument, rules: StrategyRules, text: str, source: str, base_dir: Path | None
+) -> SweepSpec:
     from ddtune.services.spec import old_names
 
-    check_strategy(doc)
+    check_document(doc, rules)
     baseline = doc.sweep.baseline
-    searched = doc.sweep.strategy == "optuna"
+    searched = rules.searches
     found = [(_config(baseline, "sweep.baseline"), "sweep.baseline")] if baseline else []
     found += [(c, "space") for c in _grid(doc.space)] if doc.space and not searched else []
     found += [(_config(t, f"configs.{i}"), f"configs.{i}") for i, t in enumerate(doc.configs)]
@@ -261,7 +268,7 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
         baseline=base,
         service=service,
         bench=bench,
-        repeats=effective_repeats(doc),
+        repeats=rules.repeats(doc.sweep),
         order=doc.sweep.order,
         seed=doc.sweep.seed,
         retry=doc.retry,
@@ -284,6 +291,7 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
         allow_indistinct_windows=sweep.allow_indistinct_windows,
         breaker=sweep.breaker,
         notes=old_names(doc.service),
+        report=doc.report.model_dump(exclude_unset=True),
     )
 
 
@@ -374,7 +382,7 @@ def _check_methods(found: list[tuple[Config, str]], service: ServiceSpec) -> Non
         try:
             if placeholders is not None and "method_args" in placeholders:
                 service.method_args(params)  # the engine's spelling, checked
-            elif params.method is not None and service.engine in ENGINES:
+            elif params.method is not None and service.engine in METHOD_ENGINES:
                 params.method_config().check_for(service.engine, params.window)
         except UserError as exc:
             raise UserError(f"{where}: {exc}", key=where) from None

@@ -41,8 +41,6 @@ from ddtune.tables import StrictModel
 ORDERS = ("interleaved", "random", "sequential")
 Order = Literal["interleaved", "random", "sequential"]
 RestartBoundSetting = bool | Literal["auto"]  # true / false pin it; "auto": from the costs
-STRATEGIES = ("grid", "race", "optuna")
-Strategy = Literal["grid", "race", "optuna", "predict"]
 OBJECTIVES = ("throughput", "long_context", "short_context", "speedup", "mix")
 # mix: tok/s over the bench's workloads weighted by [bench] mix (bench suites, traffic)
 Objective = Literal["throughput", "long_context", "short_context", "speedup", "mix"]
@@ -214,9 +212,9 @@ class SweepTable(StrictModel):
     seed: int = 0  # seeds the trial order, the race's shuffles and the bench's sampling
     # the config every other one is compared with (e.g. the service's current one)
     baseline: ConfigTable | None = None
-    # grid: every config each pass; race: drop the clearly worse; optuna: search; predict: a trace
-    # rules configs out
-    strategy: Strategy = "grid"
+    # how the sweep spends its starts: grid (every config each pass), race (drop the clearly
+    # worse), optuna (a search), predict (a prediction rules configs out)
+    strategy: str = "grid"
     min_repeats: Annotated[int, Field(ge=2, le=1000)] = 3  # race: passes before eliminating
     tolerance: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.03  # relative equivalence margin
     max_trials: Annotated[int, Field(ge=1)] | None = None  # stop planning after this many trials
@@ -266,13 +264,11 @@ class SpecDocument(StrictModel):
 __all__ = [
     "OBJECTIVES",
     "ORDERS",
-    "STRATEGIES",
     "ConfigTable",
     "IntRange",
     "Interleave",
     "Objective",
     "OptunaTable",
-    "Strategy",
     "Order",
     "RestartBoundSetting",
     "RetryPolicy",

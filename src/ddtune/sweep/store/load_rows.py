@@ -35,9 +35,11 @@ def insert_load_rows(db: sqlite3.Connection, attempt_id: int, rows: list[dict[st
     )
 
 
-def read_load(db: sqlite3.Connection, attempt_id: int, bench: dict[str, Any]) -> dict[str, Any]:
-    """`{"levels", "max_rate", "requests"}` of an attempt; {} when it ran no load levels."""
-    load = bench.get("load_result")
+def read_load(
+    db: sqlite3.Connection, attempt_id: int, load: dict[str, Any] | None
+) -> dict[str, Any]:
+    """`{"levels", "max_rate", "requests"}` of an attempt (`load`: its stored `load_result`,
+    the rows moved out); {} when it ran no load levels."""
     if not isinstance(load, dict):
         return {}
     rows = [

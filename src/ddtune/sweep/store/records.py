@@ -14,6 +14,7 @@ import json
 import sqlite3
 from typing import Any
 
+from ddtune.bench.result import BenchResult
 from ddtune.params import config_hash
 from ddtune.records import METRIC_NAMES, TrialRecord
 from ddtune.sweep.store.connected import TrialReader
@@ -24,10 +25,11 @@ from ddtune.sweep.store.slot_tables import attempt_slot
 
 def trial_records(store: TrialReader, sweep_id: int) -> list[TrialRecord]:
     """One `TrialRecord` per trial, in run order."""
-    return [_record(store, row) for row in store.trials(sweep_id)]
+    return [trial_record(store, row) for row in store.trials(sweep_id)]
 
 
-def _record(store: TrialReader, trial: TrialRow) -> TrialRecord:
+def trial_record(store: TrialReader, trial: TrialRow) -> TrialRecord:
+    """The `TrialRecord` of one trial row."""
     attempts = store.attempts(trial["id"])
     result = store.db.execute("SELECT * FROM results WHERE trial_id=?", (trial["id"],)).fetchone()
     failed = [a for a in attempts if a["state"] in ("failed", "interrupted")]
@@ -53,7 +55,7 @@ def _record(store: TrialReader, trial: TrialRow) -> TrialRecord:
 
 def _fill_result(store: TrialReader, record: TrialRecord, result: sqlite3.Row) -> None:
     aggregates = json.loads(result["aggregates_json"])
-    bench = json.loads(result["bench_json"])
+    bench = BenchResult.from_dict(json.loads(result["bench_json"]))
     attempt = store.db.execute(
         "SELECT * FROM attempts WHERE id=?", (result["attempt_id"],)
     ).fetchone()
@@ -69,19 +71,17 @@ def _fill_result(store: TrialReader, record: TrialRecord, result: sqlite3.Row) -
         float(r["acceptance_length"]) for r in rows if r.get("acceptance_length") is not None
     ]
     record.outputs = json.loads(result["outputs_json"])
-    record.logprob_gaps = bench.get("logprob_gaps")
-    record.load = read_load(store.db, result["attempt_id"], bench)
-    record.workloads = bench.get("workloads") or {}  # per suite / traffic (older stores: none)
-    record.temperature = float(_find(bench, "temperature", 0.0) or 0.0)
-    hardware = json.loads(attempt["hardware_json"]) or bench.get("hardware") or {}
+    record.logprob_gaps = bench.logprob_gaps
+    record.load = read_load(store.db, result["attempt_id"], bench.load_result)
+    record.workloads = bench.workloads  # per suite / traffic (older stores: none)
+    record.temperature = float(bench.temperature or bench.matrix.get("temperature") or 0.0)
+    hardware = json.loads(attempt["hardware_json"]) or bench.hardware
     record.conditions = {
         "hardware": hardware,
-        "hardware_fingerprint": bench.get("hardware_fingerprint") or config_hash(hardware),
-        "prompt_set_hash": _find(bench, "prompt_set_hash", None),
-        "server_identity": _server_identity(
-            bench.get("identity"), json.loads(attempt["identity_json"])
-        ),
-        "sandbox": _sandbox_note(bench.get("notes") or []),
+        "hardware_fingerprint": bench.hardware_fingerprint or config_hash(hardware),
+        "prompt_set_hash": bench.prompt_set_hash or None,
+        "server_identity": _server_identity(bench.identity, json.loads(attempt["identity_json"])),
+        "sandbox": _sandbox_note(bench.notes),
     }
     slot = attempt_slot(store, result["attempt_id"])
     if slot is not None:  # the ray backend ran it: which slot, on which node
@@ -105,15 +105,3 @@ def _server_identity(served: Any, controller: dict[str, Any]) -> dict[str, Any]:
         else {}
     )
     return {**served, **controller}
-
-
-def _find(data: Any, key: str, default: Any) -> Any:
-    """First value of `key` anywhere in nested dicts (bench JSON layout may vary)."""
-    if isinstance(data, dict):
-        if key in data:
-            return data[key]
-        for value in data.values():
-            found = _find(value, key, None)
-            if found is not None:
-                return found
-    return default

@@ -36,7 +36,7 @@ from ddtune.report.render.html import STYLE, render_sections
 from ddtune.report.render.verdict_plots import FOREST, RACE, TITLES
 from ddtune.report.sections import answer_section, race_section
 from ddtune.report.workloads import workload_section
-from ddtune.sweep.plan.planners import format_duration
+from ddtune.sweep.plan.costs import format_duration
 from ddtune.sweep.watch.state import LiveState
 
 CAPTIONS = {FOREST: "ratio to the baseline, sorted", RACE: "x: the pass a config left, and why"}

@@ -28,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from ddtune.report.headline import headline
 from ddtune.server.listen import bind
+from ddtune.sweep.plan.prepare import Sweep
 from ddtune.sweep.run.common import signals_raise
 from ddtune.sweep.store.db import runner_pid
 from ddtune.sweep.watch.page import fragment_html, page_html
@@ -43,13 +44,15 @@ class Snapshot:
         self.store, self.sweep = store, sweep
         self._key: tuple[tuple[int, int], ...] | None = None
         self._state: LiveState | None = None
+        self._prepared: dict[Any, Sweep] = {}  # each sweep prepared once a watch
         self._lock = threading.Lock()
 
     def state(self) -> LiveState:
         with self._lock:
             key = self._stat()
             if self._state is None or key != self._key:
-                self._state, self._key = read_state(self.store, self.sweep), key
+                self._state = read_state(self.store, self.sweep, self._prepared)
+                self._key = key
             else:
                 self._state.read_at = time.time()  # "running for ..." keeps counting
             return self._state

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 from ddtune.records import TrialRecord
 from ddtune.report.sections import STOP_WORDS
 from ddtune.services.outcome import tail_lines
-from ddtune.sweep.plan.planners import format_duration, trial_costs
-from ddtune.sweep.plan.prepare import Sweep, prepare
-from ddtune.sweep.reporting import analyze_stored, stored_spec
+from ddtune.sweep.plan.costs import format_duration, trial_costs
+from ddtune.sweep.plan.prepare import Sweep
+from ddtune.sweep.reporting import analyze_stored, stored_sweep
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import failed_attempts
 from ddtune.sweep.store.rows import SweepRow
@@ -93,16 +93,24 @@ class LiveState:
     read_at: float = field(default_factory=time.time)
 
 
-def read_state(store_path: Path, sweep: str | None = None) -> LiveState:
+def read_state(
+    store_path: Path, sweep: str | None = None, prepared: dict[Any, Sweep] | None = None
+) -> LiveState:
+    """What the page shows now; `prepared` keeps each sweep prepared once (by its id and
+    spec) across the refreshes of one `sweep watch`."""
     store = Store(store_path, read_only=True)
     try:
-        return _read(store, store.sweep_row(sweep))
+        row = store.sweep_row(sweep)
+        key = (row["id"], row["spec_hash"])
+        cache = {} if prepared is None else prepared
+        if key not in cache:
+            cache[key] = stored_sweep(store, row)
+        return _read(store, row, cache[key])
     finally:
         store.close()
 
 
-def _read(store: Store, sweep: SweepRow) -> LiveState:
-    prepared = prepare(stored_spec(store, sweep), store, sweep["id"])
+def _read(store: Store, sweep: SweepRow, prepared: Sweep) -> LiveState:
     records = store.trial_records(sweep["id"])
     runner = store.runner_pid()
     summary, error = _analysis(store, sweep, records, prepared)
@@ -270,7 +278,7 @@ def _eta(
         if left
         else "the next pass is being planned"
     )
-    text += prepared.strategy.eta_more(spec, summary, per_trial, left, sum(counts.values()))
+    text += prepared.strategy.eta_more(summary, per_trial, left, sum(counts.values()))
     return text + f" ({format_duration(per_trial)} per trial)"
 
 
@@ -287,10 +295,10 @@ def restart_bound_eta(store: Store, sweep_id: int, prepared: Sweep) -> str | Non
         return None
     spent = sum(store.trial_seconds(sweep_id).values())
     head = f"restart-bound race, one start planned at a time; {format_duration(spent)} spent"
-    costs = prepared.costs
+    costs = trial_costs(prepared.spec, store)  # measured so far
     if costs is None:
         return head + " (no start or bench measured yet: no estimate)"
-    named = prepared.estimates()
+    named = prepared.strategy.estimates(costs)
     expected = named["restart-bound race, expected (median)"].seconds
     worst = named["restart-bound race, worst case"].seconds
     left = (

@@ -21,9 +21,9 @@ from ddtune.errors import UserError
 from ddtune.services.controllers.process import scope_prefix
 from ddtune.services.procs import find_instance
 from ddtune.sweep.export import export_json
+from ddtune.sweep.plan import read_spec
 from ddtune.sweep.run.common import EXIT_INTERRUPTED
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.parse import read_spec
 from ddtune.sweep.status import status_table
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.slot_tables import slot_rows

@@ -22,8 +22,8 @@ import ddtune.sweep.run.ray.driver as dispatch
 from ddtune.errors import UserError
 from ddtune.services.controllers.process import scope_prefix
 from ddtune.services.procs import find_instance, is_alive
+from ddtune.sweep.plan import read_spec
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.parse import read_spec
 
 pytestmark = pytest.mark.slow
 

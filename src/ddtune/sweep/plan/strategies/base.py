@@ -1,90 +1,152 @@
-"""What every strategy is: the `Strategy` protocol, and the `Planner` it runs from the store.
+"""What every strategy is: the `Strategy` base class, with the defaults (as Optuna's BaseSampler).
 
-A strategy decides how a sweep of the spec runs (`choose_mode`: restart-bound or
-not, and why), which trials are known before any result (`first_trials`), which
-run next from the store (`planner(...).next_batch()`: [] when it is done, then
-`outcome()` says how it ended), what it will cost (`estimates`), and describes
-itself for `sweep plan` (`later`), the report (`context`) and the live page
-(`eta_more`) and whether its report analyses passes as blocks
-(`blocked`). Each lives in one module beside this one, registered in
-`strategies/__init__.py`'s table.
+A strategy owns its rules and, bound to one sweep, its plan:
+
+    rules (class level, read when the spec is parsed: `spec/checks.StrategyRules`)
+        searches        [space] is searched (ranges), not crossed into a grid
+        repeats(sweep)  the most passes when `repeats` is not written
+        check(doc)      refuse settings it would ignore or cannot honour
+    the mode (class level, for a new sweep; the store keeps it: `store/modes.py`)
+        choose_mode(spec, costs)   restart-bound or not, and why
+        runs_as(mode)              the class that runs in that mode (a race may be restart-bound)
+    bound to one sweep: `Strategy(spec, mode)` (by `prepare`, once per command)
+        first_trials()             the trials known before any result
+        next_batch(store, id)      the next trials from the finished ones, folded as they
+                                   land (`fold.py`); [] when it is done
+        outcome()                  how it ended, in words
+        estimates(costs)           named cases of trials, restarts and seconds
+        blocked(sweep) / context(store, sweep) / eta_more(...): the report and the live page
+
+A subclass overrides what differs. A new strategy is one module beside this one
+and one line of the table in `strategies/__init__.py`; nothing else asks which
+strategy a sweep runs.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+import dataclasses
+from typing import TYPE_CHECKING, ClassVar
 
 from ddtune.records import SweepContext
-from ddtune.sweep.plan.estimate import Estimate, TrialCosts
+from ddtune.sweep.plan.costs import Estimate, TrialCosts
+from ddtune.sweep.spec.checks import fail
 from ddtune.sweep.spec.parse import SweepSpec
+from ddtune.sweep.spec.schema import SpecDocument, SweepTable
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode
 from ddtune.sweep.store.rows import SweepRow, TrialRow
+from ddtune.trace.forecast import Forecast
 
 if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
 
-
-class Planner(Protocol):
-    """The trials a strategy adds while a sweep runs, planned from the store."""
-
-    def next_batch(self) -> list[TrialRow]: ...
-
-    def outcome(self) -> str: ...
+RACE_REPEATS = 10  # the most passes of a race or search when `repeats` is not written
+RACE_ONLY = ("min_repeats", "max_trials", "max_hours")  # keys that shape a race
 
 
-class Strategy(Protocol):
-    """One way to run a sweep (the spec's `[sweep] strategy`, or what it runs as in a mode)."""
+class Strategy:
+    """One way to run a sweep (module docstring); this class holds the defaults."""
 
-    name: str  # the word `[sweep] strategy` spells it with
+    name: ClassVar[str]  # the word `[sweep] strategy` spells it with
+    searches: ClassVar[bool] = False
+    races: ClassVar[bool] = False  # a race decides: the report shows its passes and exits
+    later: ClassVar[str] = ""  # `sweep plan`: how trials after the planned ones come
+    forecast: Forecast | None = None  # what it predicts from, where it does (strategy predict)
 
-    def choose_mode(self, spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
-        """The mode a new sweep of `spec` runs in, and why."""
-        ...
+    # --- rules, read when the spec is parsed ------------------------------------------
 
-    def resolve(self, spec: SweepSpec, mode: SweepMode) -> Strategy:
-        """The strategy a sweep of `spec` in `mode` runs (a race may run restart-bound)."""
-        ...
+    @classmethod
+    def repeats(cls, sweep: SweepTable) -> int:
+        if "repeats" in sweep.model_fields_set:
+            return sweep.repeats
+        return max(RACE_REPEATS, sweep.min_repeats)
 
-    def first_trials(self, spec: SweepSpec) -> list[PlannedTrial]:
-        """The trials known before the first one runs."""
-        ...
+    @classmethod
+    def check(cls, doc: SpecDocument) -> None:
+        """No search settings unless it searches; `restart_bound` pinned only by a race."""
+        if not cls.searches:
+            refuse_search_settings(doc)
+        sweep = doc.sweep
+        pinned = sweep.restart_bound != "auto"  # "auto" (the default) suits every strategy
+        if "restart_bound" in sweep.model_fields_set and pinned:
+            fail("sweep.restart_bound", 'only applies to strategy = "race" (or write "auto")')
 
-    def planner(
-        self, spec: SweepSpec, store: Store, store_path: Path, sweep_id: int, mode: SweepMode
-    ) -> Planner | None:
-        """What adds trials from the results (None: the first trials are all)."""
-        ...
+    # --- the mode of a new sweep ----------------------------------------------------------
 
-    def estimates(self, spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
-        """Named cases of what the sweep will cost (trials, restarts, seconds)."""
-        ...
+    @classmethod
+    def choose_mode(cls, spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
+        return SweepMode(False, f"strategy {cls.name}")
 
-    def later(self, spec: SweepSpec) -> str:
-        """`sweep plan`: how the trials after the planned ones come ("" when none do)."""
-        ...
+    @classmethod
+    def runs_as(cls, spec: SweepSpec, mode: SweepMode) -> type[Strategy]:
+        return cls
 
-    def blocked(self, spec: SweepSpec, sweep: SweepRow) -> bool:
+    # --- bound to one sweep ---------------------------------------------------------------
+
+    def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
+        self.spec, self.mode = spec, mode  # the spec as written
+
+    @property
+    def run_spec(self) -> SweepSpec:
+        """The spec as it runs: restart-bound, one start serves up to `most_benches`."""
+        if not self.mode.restart_bound:
+            return self.spec
+        return dataclasses.replace(self.spec, passes_per_start=self.mode.most_benches)
+
+    def first_trials(self) -> list[PlannedTrial]:
+        return []
+
+    def next_batch(self, store: Store, sweep_id: int) -> list[TrialRow]:
+        return []
+
+    @property
+    def plans_later(self) -> bool:
+        """Does it add trials from the results (`next_batch`)?"""
+        return type(self).next_batch is not Strategy.next_batch
+
+    def outcome(self) -> str:
+        return ""
+
+    def estimates(self, costs: TrialCosts) -> dict[str, Estimate]:
+        return {}
+
+    def blocked(self, sweep: SweepRow) -> bool:
         """Does the report analyse this sweep's passes as blocks (configs measured together)?"""
-        ...
+        return self.spec.order == "interleaved"
 
-    def context(
-        self, store: Store, sweep: SweepRow, spec: SweepSpec, mode: SweepMode
-    ) -> SweepContext:
-        """The report's account of how the sweep ran (its race history, its notes)."""
-        ...
+    def context(self, store: Store, sweep: SweepRow) -> SweepContext:
+        """The report's account of how the sweep ran."""
+        return SweepContext(self.name, self.spec.objective)
 
     def eta_more(
-        self,
-        spec: SweepSpec,
-        summary: ReportSummary | None,
-        per_trial: float,
-        left: int,
-        total: int,
+        self, summary: ReportSummary | None, per_trial: float, left: int, total: int
     ) -> str:
         """The live page: what may come after the trials planned now ("" when nothing)."""
-        ...
+        return ""
 
 
-__all__ = ["Planner", "Strategy"]
+def refuse_search_settings(doc: SpecDocument) -> None:
+    """`[optuna]` and `{low, high}` ranges belong to a search."""
+    if doc.optuna is not None:
+        fail("optuna", 'is only read with strategy = "optuna"; remove it or set the strategy')
+    for key in doc.space.ranges() if doc.space is not None else {}:
+        fail(
+            f"space.{key}",
+            'a {low, high} range needs strategy = "optuna"; list the values for a grid or a race',
+        )
+
+
+def in_passes(doc: SpecDocument, name: str, repeats: int) -> None:
+    """A race or search runs interleaved passes, at least `min_repeats` of them."""
+    sweep = doc.sweep
+    if sweep.order != "interleaved":
+        fail("sweep.order", f'strategy = "{name}" runs interleaved passes; remove order')
+    if sweep.min_repeats > repeats:
+        fail(
+            "sweep.min_repeats",
+            f"({sweep.min_repeats}) is above sweep.repeats ({sweep.repeats}), the most "
+            "passes a race runs",
+        )
+
+
+__all__ = ["RACE_ONLY", "RACE_REPEATS", "Strategy", "in_passes", "refuse_search_settings"]

@@ -2,64 +2,40 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-from ddtune.records import SweepContext
-from ddtune.sweep.plan.estimate import Estimate, TrialCosts, grid_estimate
-from ddtune.sweep.plan.strategies.base import Planner, Strategy
+from ddtune.sweep.plan.costs import Estimate, TrialCosts, grid_estimate
+from ddtune.sweep.plan.strategies.base import RACE_ONLY, Strategy
 from ddtune.sweep.plan.trial_order import plan_trials
-from ddtune.sweep.spec.parse import SweepSpec
-from ddtune.sweep.store.db import PlannedTrial, Store
-from ddtune.sweep.store.modes import SweepMode
-from ddtune.sweep.store.rows import SweepRow
-
-if TYPE_CHECKING:
-    from ddtune.report.result import ReportSummary
+from ddtune.sweep.spec.checks import fail, passes_divide
+from ddtune.sweep.spec.schema import SpecDocument, SweepTable
+from ddtune.sweep.store.db import PlannedTrial
 
 
-class Grid:
+class Grid(Strategy):
     name = "grid"
 
-    def choose_mode(self, spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
-        return SweepMode(False, f"strategy {self.name}")
+    @classmethod
+    def repeats(cls, sweep: SweepTable) -> int:
+        return sweep.repeats  # 2 when not written
 
-    def resolve(self, spec: SweepSpec, mode: SweepMode) -> Strategy:
-        return self
+    @classmethod
+    def check(cls, doc: SpecDocument) -> None:
+        super().check(doc)
+        for name in RACE_ONLY:
+            if name in doc.sweep.model_fields_set:
+                fail(f"sweep.{name}", 'only applies to strategy = "race" or "optuna"')
+        if doc.sweep.passes_per_start > 1:
+            passes_divide(doc, [("repeats", cls.repeats(doc.sweep))])
 
-    def first_trials(self, spec: SweepSpec) -> list[PlannedTrial]:
-        configs = spec.all_configs()
-        return plan_trials(configs, spec.repeats, spec.order, spec.seed, spec.passes_per_start)
+    def first_trials(self) -> list[PlannedTrial]:
+        spec = self.spec
+        return plan_trials(
+            spec.all_configs(), spec.repeats, spec.order, spec.seed, spec.passes_per_start
+        )
 
-    def planner(
-        self, spec: SweepSpec, store: Store, store_path: Path, sweep_id: int, mode: SweepMode
-    ) -> Planner | None:
-        return None
-
-    def estimates(self, spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
+    def estimates(self, costs: TrialCosts) -> dict[str, Estimate]:
+        spec = self.spec
         n, k = len(spec.all_configs()), spec.passes_per_start
         return {"grid": grid_estimate(n, spec.repeats, costs, k)}
-
-    def later(self, spec: SweepSpec) -> str:
-        return ""
-
-    def blocked(self, spec: SweepSpec, sweep: SweepRow) -> bool:
-        return spec.order == "interleaved"
-
-    def context(
-        self, store: Store, sweep: SweepRow, spec: SweepSpec, mode: SweepMode
-    ) -> SweepContext:
-        return SweepContext("grid", spec.objective)
-
-    def eta_more(
-        self,
-        spec: SweepSpec,
-        summary: ReportSummary | None,
-        per_trial: float,
-        left: int,
-        total: int,
-    ) -> str:
-        return ""
 
 
 __all__ = ["Grid"]

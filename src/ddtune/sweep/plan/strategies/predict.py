@@ -1,54 +1,164 @@
 """Strategy "predict": a trace (`[sweep] trace`) predicts every config's speed at T = 0;
 a restart-bound race starts the baseline and the fewest and most verify tokens first,
-then only configs the trace says could still win. Above T = 0 a trace cannot predict:
-the sweep races as strategy "race" does (restart-bound or not, by the same rule)."""
+then only configs the trace says could still win (`races/predicting.py`). Above
+T = 0 a trace cannot predict: the sweep races as strategy "race" does (restart-bound
+or not, by the same rule) and the report says why."""
 
 from __future__ import annotations
 
-from ddtune.sweep.plan.estimate import TrialCosts
-from ddtune.sweep.plan.strategies.base import Strategy
+import dataclasses
+
+from ddtune.records import SweepContext, TrialRecord
+from ddtune.sweep.plan.costs import TrialCosts
+from ddtune.sweep.plan.predictions import spec_forecast, stored_forecast
+from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace
+from ddtune.sweep.plan.races.predicting import PredictRace
+from ddtune.sweep.plan.strategies.base import Strategy, in_passes
 from ddtune.sweep.plan.strategies.race import Race
 from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace
+from ddtune.sweep.spec.checks import fail
 from ddtune.sweep.spec.parse import SweepSpec
+from ddtune.sweep.spec.schema import SpecDocument
+from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import SweepMode
+from ddtune.sweep.store.rows import SweepRow
+from ddtune.trace.forecast import Forecast, identity_mismatch
+from ddtune.trace.round_cost import WORKLOADS
 
 PREDICT_LATER = (
     "; a predicting race plans one bench at a time from the results: the baseline and the "
     "fewest and most verify tokens first, then only configs the trace says could still win "
     "(the dominated ones never)"
 )
+ABOVE_T0 = (
+    "A trace predicts T = 0 only; the bench ran at T = {}, so every config raced as in a "
+    "restart-bound race."
+)
 
 
 class Predict(Race):
     name = "predict"
 
-    def choose_mode(self, spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
-        """Restart-bound, with the trace's forecast fixed with the new sweep (at T = 0)."""
-        if not spec.predicting:
-            return super().choose_mode(spec, costs)
-        from ddtune.sweep.plan.start_planner import spec_forecast
+    @classmethod
+    def check(cls, doc: SpecDocument) -> None:
+        """A trace to predict from; restart-bound: starts reused in this process."""
+        Strategy.check(doc)  # search settings refused, restart_bound not pinned
+        in_passes(doc, cls.name, cls.repeats(doc.sweep))
+        sweep = doc.sweep
+        if sweep.trace is None:
+            fail(
+                "sweep.trace",
+                'is required by strategy = "predict": the trace folder to predict from (record '
+                "it with `ddtune trace record --spec SPEC --out DIR`)",
+            )
+        if doc.cluster.backend != "local":
+            fail(
+                "sweep.strategy",
+                '"predict" reuses a start in this process: use cluster.backend local',
+            )
+        if sweep.interleave == "request":
+            fail(
+                "sweep.interleave",
+                '"request" shares one hot server among a pass\'s configs; strategy = "predict" '
+                "decides start by start: remove interleave",
+            )
 
+    @classmethod
+    def choose_mode(cls, spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
+        """Restart-bound, with the trace's forecast fixed with the new sweep (at T = 0)."""
+        if spec.bench.temperature != 0:
+            return super().choose_mode(spec, costs)
         start_s, bench_s = (costs.start_s, costs.bench_s) if costs is not None else (None, None)
         why = (
             "strategy predict: the trace chooses which configs start, a restart-bound race confirms"
         )
-        forecast = spec_forecast(spec, spec.all_configs()).to_json()
+        forecast = spec_forecast(spec).to_json()
         most = spec.restart_bound.most_benches
         return SweepMode(True, why, start_s, bench_s, most, forecast=forecast)
 
-    def resolve(self, spec: SweepSpec, mode: SweepMode) -> Strategy:
-        if not mode.restart_bound:
-            return self
-        return PredictingRace() if spec.predicting else RestartBoundRace()
+    @classmethod
+    def runs_as(cls, spec: SweepSpec, mode: SweepMode) -> type[Strategy]:
+        if spec.bench.temperature != 0:
+            return RacingUnpredicted if mode.restart_bound else RaceUnpredicted
+        return PredictingRace if mode.restart_bound else cls
 
 
 class PredictingRace(RestartBoundRace):
-    """The restart-bound race of a predicting sweep (the planner reads the stored forecast)."""
+    """The restart-bound race of a predicting sweep: the forecast kept with the sweep."""
 
     name = "predicting race"
+    later = PREDICT_LATER
+    forecast: Forecast
 
-    def later(self, spec: SweepSpec) -> str:
-        return PREDICT_LATER
+    def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
+        self.forecast = stored_forecast(spec, mode)
+        super().__init__(spec, mode)
+
+    def _new_race(self) -> StartRace:
+        labels = tuple(config.label() for config, _ in self.configs)
+        baseline = next((c.label() for c, is_base in self.configs if is_base), None)
+        return PredictRace(labels, baseline, self.settings, self.spec.seed, forecast=self.forecast)
+
+    def _result(
+        self, record: TrialRecord, hours: float, fresh: bool, seconds: float
+    ) -> FinishedBench:
+        """With the tok/s per workload, τ and whether the trace speaks for its weights."""
+        result = super()._result(record, hours, fresh, seconds)
+        if record.status != "done":
+            return result
+        tps = tuple(
+            (w, float(v))
+            for w in WORKLOADS
+            if isinstance(v := record.metrics.get(f"{w}_tps"), int | float) and v > 0
+        )
+        identity = record.conditions.get("server_identity") or {}
+        return dataclasses.replace(
+            result,
+            tps=tps,
+            acceptance=record.metrics.get("acceptance_length"),
+            unpredicted=identity_mismatch(self.forecast, identity),
+        )
+
+    def context(self, store: Store, sweep: SweepRow) -> SweepContext:
+        context = super().context(store, sweep)
+        race = self.state()
+        if isinstance(race, PredictRace):
+            context.predictions, context.fallback = race.predictions(), race.fallback
+            context.notes.append(_predicted_words(race))
+        return context
+
+
+class RaceUnpredicted(Race):
+    """Strategy predict above T = 0, pass by pass: a race, and the report says why."""
+
+    name = "predict"
+
+    def context(self, store: Store, sweep: SweepRow) -> SweepContext:
+        context = super().context(store, sweep)
+        context.notes.append(ABOVE_T0.format(self.spec.bench.temperature))
+        return context
+
+
+class RacingUnpredicted(RestartBoundRace):
+    """Strategy predict above T = 0, restart-bound: a race, and the report says why."""
+
+    def context(self, store: Store, sweep: SweepRow) -> SweepContext:
+        context = super().context(store, sweep)
+        context.notes.append(ABOVE_T0.format(self.spec.bench.temperature))
+        return context
+
+
+def _predicted_words(race: PredictRace) -> str:
+    """How the trace spent the starts, for the report's notes."""
+    started = sum(1 for e in race.efforts.values() if e.starts)
+    left = sum(1 for x in race.left_out if x in race.eliminated)
+    text = (
+        f"Predicted from a trace: {started} of {len(race.contenders)} configs started; "
+        f"{left} never needed a start (dominated, or predicted below the leader)."
+    )
+    if race.fallback is not None:
+        text += f" The check failed ({race.fallback}): every config races as without a trace."
+    return text
 
 
 __all__ = ["PREDICT_LATER", "Predict", "PredictingRace"]

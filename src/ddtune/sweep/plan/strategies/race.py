@@ -1,79 +1,144 @@
 """Strategy "race" (F-Race): every config's first passes, then pass by pass only the
 configs not yet shown worse (and the baseline), until the race decides or its limits.
 
-Restart-bound or not is chosen once (`race_mode`); restart-bound, it runs as
-`restart_bound.py`'s race.
+    race = Race(spec, mode)
+    race.first_trials()                 # the first `min_repeats` passes
+    rows = race.next_batch(store, id)   # the next pass from the finished ones; [] = stopped
+    race.state()                        # the `RaceState` after the passes folded so far
+
+The rules are `races/by_pass.py`'s (pure); the decisions depend only on the
+stored, finished passes, so a race killed at any moment and resumed plans
+exactly the passes the uninterrupted one would have. Restart-bound or not is
+chosen once for a new sweep (`race_mode`, `restart_bound.py`); restart-bound,
+the race runs as `RestartBoundRace`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext
-from ddtune.sweep.plan.estimate import Estimate, TrialCosts
-from ddtune.sweep.plan.race_planner import (
-    RacePlanner,
-    race_cases,
-    race_context,
-    race_more,
-    sweep_configs,
-)
-from ddtune.sweep.plan.strategies.base import Planner, Strategy
+from ddtune.sweep.plan.costs import Estimate, TrialCosts, race_cases, race_more, race_settings
+from ddtune.sweep.plan.fold import Finished
+from ddtune.sweep.plan.passes import pass_results
+from ddtune.sweep.plan.races.by_pass import RaceState, replay
+from ddtune.sweep.plan.strategies.base import Strategy, in_passes, refuse_search_settings
 from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace, race_mode
-from ddtune.sweep.plan.trial_order import plan_trials
-from ddtune.sweep.spec.parse import SweepSpec
+from ddtune.sweep.plan.trial_order import plan_block, plan_trials
+from ddtune.sweep.spec.checks import passes_divide
+from ddtune.sweep.spec.parse import Config, SweepSpec
+from ddtune.sweep.spec.schema import SpecDocument
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode
-from ddtune.sweep.store.rows import SweepRow
+from ddtune.sweep.store.rows import SweepRow, TrialRow
 
 if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
 
+Configs = Sequence[tuple[Config, bool]]  # (config, is_baseline)
 
-class Race:
+
+class Race(Strategy):
     name = "race"
+    races = True
+    later = "; later passes are planned one by one from the results (survivors + baseline)"
 
-    def choose_mode(self, spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
+    @classmethod
+    def check(cls, doc: SpecDocument) -> None:
+        refuse_search_settings(doc)  # a race may pin `restart_bound`
+        repeats = cls.repeats(doc.sweep)
+        in_passes(doc, cls.name, repeats)
+        if doc.sweep.passes_per_start > 1 and doc.sweep.restart_bound is not True:
+            passes_divide(doc, [("repeats", repeats), ("min_repeats", doc.sweep.min_repeats)])
+
+    @classmethod
+    def choose_mode(cls, spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
         return race_mode(spec, costs)
 
-    def resolve(self, spec: SweepSpec, mode: SweepMode) -> Strategy:
-        return RestartBoundRace() if mode.restart_bound else self
+    @classmethod
+    def runs_as(cls, spec: SweepSpec, mode: SweepMode) -> type[Strategy]:
+        return RestartBoundRace if mode.restart_bound else cls
 
-    def first_trials(self, spec: SweepSpec) -> list[PlannedTrial]:
-        configs = spec.all_configs()
-        return plan_trials(configs, spec.min_repeats, spec.order, spec.seed, spec.passes_per_start)
+    def __init__(self, spec: SweepSpec, mode: SweepMode, configs: Configs | None = None) -> None:
+        super().__init__(spec, mode)
+        self.configs = list(configs if configs is not None else spec.all_configs())
+        self.settings = race_settings(spec)
+        self._finished: Finished | None = None
 
-    def planner(
-        self, spec: SweepSpec, store: Store, store_path: Path, sweep_id: int, mode: SweepMode
-    ) -> Planner | None:
-        return RacePlanner(spec, store, sweep_id)
+    def first_trials(self) -> list[PlannedTrial]:
+        spec = self.spec
+        return plan_trials(
+            self.configs, spec.min_repeats, spec.order, spec.seed, spec.passes_per_start
+        )
 
-    def estimates(self, spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
-        return race_cases(spec, costs, len(spec.all_configs()))
+    def next_batch(self, store: Store, sweep_id: int) -> list[TrialRow]:
+        """The race's unfinished trials (a resumed pass), else the next pass ([] = stopped);
+        [] too while a pass still runs (its trials run first)."""
+        unfinished = store.trials(sweep_id, ("pending", "interrupted"))
+        if unfinished or store.trials(sweep_id, ("running",)):
+            return unfinished
+        state = self.state(store, sweep_id)
+        if state.stop is not None:
+            return []
+        keep = set(state.scheduled())
+        configs = [(c, b) for c, b in self.configs if c.label() in keep]
+        plan = plan_block(
+            configs,
+            state.passes_done + 1,
+            self.spec.seed,
+            self.spec.passes_per_start,
+            store.next_order_index(sweep_id),
+        )
+        return store.add_trials(sweep_id, plan)
 
-    def later(self, spec: SweepSpec) -> str:
-        return "; later passes are planned one by one from the results (survivors + baseline)"
+    def state(self, store: Store | None = None, sweep_id: int | None = None) -> RaceState:
+        """The race after its finished passes (those of `store`'s sweep `sweep_id` when
+        given; else the ones folded last)."""
+        if store is not None and sweep_id is not None:
+            if self._finished is None or self._finished.sweep_id != sweep_id:
+                self._finished = Finished(store, sweep_id)
+            self._finished.update()
+        records = self._finished.records if self._finished is not None else []
+        seconds = {} if store is None or sweep_id is None else store.trial_seconds(sweep_id)
+        passes = pass_results(records, self.spec.objective, self.spec.passes_per_start, seconds)
+        labels = [config.label() for config, _ in self.configs]
+        baseline = next((c.label() for c, is_base in self.configs if is_base), None)
+        return replay(labels, baseline, passes, self.settings)
 
-    def blocked(self, spec: SweepSpec, sweep: SweepRow) -> bool:
-        return spec.order == "interleaved"
+    def outcome(self) -> str:
+        state = self.state()
+        left = ", ".join(
+            f"{e.label} (pass {e.at_pass}, {e.reason})" for e in state.eliminated.values()
+        )
+        return (
+            f"race: {state.passes_done} pass(es), stopped: {state.stop or 'not yet'}; "
+            f"still in: {', '.join(state.alive) or 'none'}; left: {left or 'none'}"
+        )
 
-    def context(
-        self, store: Store, sweep: SweepRow, spec: SweepSpec, mode: SweepMode
-    ) -> SweepContext:
-        configs = sweep_configs(store, sweep["id"])
-        state = RacePlanner(spec, store, sweep["id"], configs).state()
-        return race_context(state, spec.objective)
+    def estimates(self, costs: TrialCosts) -> dict[str, Estimate]:
+        return race_cases(self.spec, costs, len(self.configs))
+
+    def context(self, store: Store, sweep: SweepRow) -> SweepContext:
+        """Replayed over the sweep's own configs, in the order its trials first ran."""
+        ran = Race(self.spec, self.mode, sweep_configs(store, sweep["id"]))
+        state = ran.state(store, sweep["id"])
+        exits = list(state.eliminated.values())
+        objective = self.spec.objective
+        return SweepContext("race", objective, state.passes_done, state.stop, exits, race=True)
 
     def eta_more(
-        self,
-        spec: SweepSpec,
-        summary: ReportSummary | None,
-        per_trial: float,
-        left: int,
-        total: int,
+        self, summary: ReportSummary | None, per_trial: float, left: int, total: int
     ) -> str:
-        return "" if summary is None else race_more(spec, summary, per_trial, left, total)
+        return "" if summary is None else race_more(self.spec, summary, per_trial, left, total)
 
 
-__all__ = ["Race"]
+def sweep_configs(store: Store, sweep_id: int) -> list[tuple[Config, bool]]:
+    """The distinct configs of a sweep's trials, in run order of their first trial."""
+    seen: dict[str, tuple[Config, bool]] = {}
+    for row in store.trials(sweep_id):
+        seen.setdefault(row["label"], (store.trial_config(row), bool(row["is_baseline"])))
+    return list(seen.values())
+
+
+__all__ = ["Race", "sweep_configs"]

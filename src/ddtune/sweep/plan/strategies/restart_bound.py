@@ -1,35 +1,53 @@
-"""The restart-bound race: a race decided start by start (`plan/starts.py`), one bench at
-a time. It plans nothing ahead: every trial comes from the results (`plan/start_planner.py`).
+"""The restart-bound race: a race decided start by start, one bench at a time.
 
-    mode = race_mode(spec, costs)   # how a race runs: restart-bound or not, with its reason
+    mode = race_mode(spec, costs)          # how a new race runs: restart-bound or not, and why
+    race = RestartBoundRace(spec, mode)    # what a race runs as when restart-bound
+    rows = race.next_batch(store, id)      # the next trial from the finished ones; [] = stopped
 
-`[sweep] restart_bound = true / false` pins it. Left at "auto" (the default),
-a race is restart-bound when a restart (stop + start to READY) takes at least
-as long as one bench: the trial is then mostly restart, and deciding start by
-start spends them where they buy information. Not restart-bound: a hot service
-(a reconfigure in place is no restart), configs taking turns by request, the
-Ray backend (a start is reused in this process only), or no costs known.
-`benchmarks/restart_bound.py` measured the restart-bound race ahead of the
-pass-by-pass race down to a restart of 1/10 of a bench on the production
-landscape, so the threshold keeps today's behaviour wherever a bench dominates. The mode is
-stored with the sweep when it is created (`store/modes.py`); a grid and a
-search are never restart-bound, a predicting race always (`predict.py`).
+`[sweep] restart_bound = true / false` pins the mode. Left at "auto" (the
+default), a race is restart-bound when a restart (stop + start to READY) takes
+at least as long as one bench: the trial is then mostly restart, and deciding
+start by start spends them where they buy information. Not restart-bound: a
+hot service (a reconfigure in place is no restart), configs taking turns by
+request, the Ray backend (a start is reused in this process only), or no costs
+known. `benchmarks/restart_bound.py` measured the restart-bound race ahead of
+the pass-by-pass race down to a restart of 1/10 of a bench on the production
+landscape. The mode is stored with the sweep when it is created (`store/modes.py`).
+
+It plans nothing ahead: every trial comes from the results. A trial is one
+bench: bench b of the config's start s is stored as repeat (s - 1) ·
+most_benches + b, so the runner benches the start still serving when the next
+trial has the same config and start, and restarts otherwise. Each finished
+trial is folded in as it lands (`fold.py`) with its objective, its coding
+counts, when it ended (hours since the sweep's first attempt) and whether its
+attempt restarted the server (`store/modes.py: trial_times`); the rules are
+`races/by_start.py`'s. See docs/sweeps.md "Restart-bound races".
 """
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ddtune.records import SweepContext
-from ddtune.sweep.plan.estimate import Estimate, TrialCosts, start_race_estimates
-from ddtune.sweep.plan.race_planner import race_cases, race_more
-from ddtune.sweep.plan.strategies.base import Planner, Strategy
+from ddtune.errors import UserError
+from ddtune.records import SweepContext, TrialRecord
+from ddtune.report.summarize import cost_key
+from ddtune.stats.blocked import block_of
+from ddtune.sweep.plan.costs import (
+    Estimate,
+    TrialCosts,
+    race_cases,
+    race_more,
+    start_race_estimates,
+)
+from ddtune.sweep.plan.fold import Finished
+from ddtune.sweep.plan.passes import objective_value
+from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace, StartSettings, prior_benches
+from ddtune.sweep.plan.strategies.base import Strategy
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
-from ddtune.sweep.store.modes import SweepMode
-from ddtune.sweep.store.rows import SweepRow
+from ddtune.sweep.store.modes import SweepMode, trial_times
+from ddtune.sweep.store.rows import SweepRow, TrialRow
 
 if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
@@ -40,62 +58,140 @@ RESTART_BOUND_LATER = (
 )
 
 
-class RestartBoundRace:
+class RestartBoundRace(Strategy):
+    """What strategy "race" (and "predict") runs as when restart-bound (module docstring)."""
+
     name = "restart-bound race"
+    races = True
+    later = RESTART_BOUND_LATER
 
-    def choose_mode(self, spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
-        return race_mode(spec, costs)
+    def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
+        super().__init__(spec, mode)
+        self.configs = spec.all_configs()
+        self.settings = start_settings(spec, mode)
+        self._finished: Finished | None = None
+        self._race: StartRace | None = None
 
-    def resolve(self, spec: SweepSpec, mode: SweepMode) -> Strategy:
-        return self
+    def next_batch(self, store: Store, sweep_id: int) -> list[TrialRow]:
+        """The race's unfinished trial (a resumed one), else the next one ([] = stopped)."""
+        unfinished = store.trials(sweep_id, ("pending", "interrupted"))
+        if unfinished or store.trials(sweep_id, ("running",)):
+            return unfinished
+        step = self.state(store, sweep_id).next()
+        if step is None:
+            return []
+        config, is_baseline = next((c, b) for c, b in self.configs if c.label() == step.label)
+        repeat = (step.start - 1) * self.settings.most_benches + step.bench
+        index = store.next_order_index(sweep_id)
+        return store.add_trials(sweep_id, [PlannedTrial(index, config, repeat, is_baseline)])
 
-    def first_trials(self, spec: SweepSpec) -> list[PlannedTrial]:
-        return []
+    def state(self, store: Store | None = None, sweep_id: int | None = None) -> StartRace:
+        """The race after the finished trials (of `store`'s sweep `sweep_id` when given: the
+        ones finished since the last call are folded in; a reopened one refolds all)."""
+        if self._race is None:
+            self._race = self._new_race()
+        if store is None or sweep_id is None:
+            return self._race
+        if self._finished is None or self._finished.sweep_id != sweep_id:
+            self._finished, self._race = Finished(store, sweep_id), self._new_race()
+        new = self._finished.update()
+        if new is None:  # a trial folded before was reopened: fold again from the start
+            self._race, new = self._new_race(), self._finished.records
+        times, seconds = trial_times(store, sweep_id), store.trial_seconds(sweep_id)
+        for record in new:
+            hours, fresh = times.get(record.trial_id, (0.0, True))
+            self._fold(store, self._result(record, hours, fresh, seconds.get(record.trial_id, 0.0)))
+        return self._race
 
-    def planner(
-        self, spec: SweepSpec, store: Store, store_path: Path, sweep_id: int, mode: SweepMode
-    ) -> Planner | None:
-        from ddtune.sweep.plan.start_planner import StartPlanner
+    def outcome(self) -> str:
+        race = self.state()
+        starts = sum(e.starts for e in race.efforts.values())
+        benches = sum(e.benches for e in race.efforts.values())
+        left = ", ".join(
+            f"{e.label} (pass {e.at_pass}, {e.reason})" for e in race.eliminated.values()
+        )
+        return (
+            f"restart-bound race: {race.pass_no} pass(es), {starts} start(s), {benches} "
+            f"bench(es), stopped: {race.stop or 'not yet'}; still in: "
+            f"{', '.join(race.alive) or 'none'}; left: {left or 'none'}"
+        )
 
-        return StartPlanner(spec, store, sweep_id, mode)
-
-    def estimates(self, spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
+    def estimates(self, costs: TrialCosts) -> dict[str, Estimate]:
         """Its best, expected and worst case, then the pass-by-pass race for comparison."""
-        return start_cases(spec, costs, mode) | {
+        spec = self.spec
+        return start_cases(spec, costs, self.mode) | {
             f"the pass-by-pass race (restart_bound = false), {key.removeprefix('race, ')}": value
             for key, value in race_cases(spec, costs, len(spec.all_configs())).items()
         }
 
-    def later(self, spec: SweepSpec) -> str:
-        return RESTART_BOUND_LATER
-
-    def blocked(self, spec: SweepSpec, sweep: SweepRow) -> bool:
-        return spec.order == "interleaved"
-
-    def context(
-        self, store: Store, sweep: SweepRow, spec: SweepSpec, mode: SweepMode
-    ) -> SweepContext:
-        from ddtune.sweep.plan.start_planner import StartPlanner
-
-        # the spec's configs: the race's own order
-        return StartPlanner(spec, store, sweep["id"], mode).context()
+    def context(self, store: Store, sweep: SweepRow) -> SweepContext:
+        """Its verdict, who left when and why, and the starts and benches each config got."""
+        race = self.state(store, sweep["id"])
+        params = {config.label(): config.params for config, _ in self.configs}
+        verdict = race.verdict(lambda label: (cost_key(params[label]), label))
+        efforts = {label: (e.starts, e.benches) for label, e in race.efforts.items() if e.starts}
+        context = SweepContext("race", self.spec.objective, race.pass_no, race.stop, race=True)
+        context.exits = list(race.eliminated.values())
+        context.efforts, context.verdict = efforts, verdict
+        context.notes.append(f"Restart-bound race ({self.mode.reason}): {_words(race)}")
+        return context
 
     def eta_more(
-        self,
-        spec: SweepSpec,
-        summary: ReportSummary | None,
-        per_trial: float,
-        left: int,
-        total: int,
+        self, summary: ReportSummary | None, per_trial: float, left: int, total: int
     ) -> str:
-        return "" if summary is None else race_more(spec, summary, per_trial, left, total)
+        return "" if summary is None else race_more(self.spec, summary, per_trial, left, total)
+
+    def _new_race(self) -> StartRace:
+        labels = tuple(config.label() for config, _ in self.configs)
+        baseline = next((c.label() for c, is_base in self.configs if is_base), None)
+        return StartRace(labels, baseline, self.settings, self.spec.seed)
+
+    def _fold(self, store: Store, result: FinishedBench) -> None:
+        assert self._race is not None
+        try:
+            self._race.add(result)
+        except ValueError as exc:
+            raise UserError(
+                f"{store.path}: sweep {self.spec.name} does not follow its restart-bound "
+                f"race ({exc}); resume it with the ddtune that started it, or start afresh "
+                "with --store NEW_PATH"
+            ) from None
+
+    def _result(
+        self, record: TrialRecord, hours: float, fresh: bool, seconds: float
+    ) -> FinishedBench:
+        k = self.settings.most_benches
+        return FinishedBench(
+            record.label,
+            block_of(record.repeat, k),
+            (record.repeat - 1) % k + 1,
+            objective_value(record, self.spec.objective),
+            record.coding,
+            hours,
+            seconds,
+            fresh,
+        )
+
+
+def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
+    """The spec's race, restart-bound: repeats = most passes, passes_per_start = most benches."""
+    start_s, bench_s = mode.start_s, mode.bench_s
+    if start_s is None or bench_s is None:  # pinned on without costs: a start counts as a bench
+        start_s = bench_s = 1.0
+    return StartSettings(
+        tolerance=spec.tolerance,
+        most_benches=mode.most_benches,
+        max_passes=spec.repeats,
+        min_passes=min(spec.restart_bound.min_passes, spec.repeats),
+        max_trials=spec.max_trials,
+        max_hours=spec.max_hours,
+        start_s=start_s,
+        bench_s=bench_s,
+    )
 
 
 def start_cases(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
     """A restart-bound race's best case, expected (median) and worst case."""
-    from ddtune.sweep.plan.start_planner import start_settings
-    from ddtune.sweep.plan.starts import prior_benches
-
     settings = start_settings(
         spec, dataclasses.replace(mode, start_s=costs.start_s, bench_s=costs.bench_s)
     )
@@ -150,4 +246,27 @@ def _s(seconds: float | None) -> str:
     return "?" if seconds is None else f"{seconds:.0f} s"
 
 
-__all__ = ["RESTART_BOUND_LATER", "RestartBoundRace", "race_mode", "start_cases"]
+def _words(race: StartRace) -> str:
+    """How the race spent its starts, for the report's notes."""
+    cut = sum(e.cut for e in race.efforts.values())
+    components = race.components
+    spread = (
+        ""
+        if components is None
+        else f" Model: {components.start.sd:.1%} between starts ({components.start.df:.0f} df "
+        f"with the prior), {components.bench.sd:.1%} between benches of a start, drift "
+        f"{components.drift.sd:.1%} per sqrt(hour)."
+    )
+    return (
+        f"each config started once in pass 1, then only the configs still in the race; "
+        f"{cut} start(s) stopped early by the sequential test.{spread}"
+    )
+
+
+__all__ = [
+    "RESTART_BOUND_LATER",
+    "RestartBoundRace",
+    "race_mode",
+    "start_cases",
+    "start_settings",
+]

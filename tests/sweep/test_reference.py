@@ -5,16 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddtune.services.spec import ServiceSpec
-from ddtune.sweep.spec.reference import DOC, main, missing, reference, sections
+from ddtune.sweep.reference import DOC, main, missing, reference, sections
 from ddtune.sweep.spec.schema import SpecDocument
 
-REPO = Path(__file__).parents[3]
+REPO = Path(__file__).parents[2]
 
 
 def test_docs_spec_md_is_the_generated_reference():
     assert DOC == REPO / "docs" / "spec.md"
     assert DOC.read_text() == reference(), (
-        "docs/spec.md is stale: run `python -m ddtune.sweep.spec.reference`"
+        "docs/spec.md is stale: run `python -m ddtune.sweep.reference`"
     )
 
 

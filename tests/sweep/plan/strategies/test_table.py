@@ -1,30 +1,28 @@
-"""Strategies as plug-ins and a sweep prepared once: the table matches the spec's words,
-nothing outside the strategies branches on a strategy's name, nothing but `prepare`
-derives the mode, the run spec or the plan, and `prepare` decides as before."""
+"""Strategies as plug-ins and a sweep prepared once: the table is the one list of the
+spec's words, nothing outside the strategies branches on a strategy's name (no file is
+exempt), a new strategy is one module and one table line, nothing but `prepare` derives
+the mode, the run spec or the plan, and `prepare` decides as before."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import get_args
 
 import pytest
 
+from ddtune.errors import UserError
 from ddtune.sweep.plan.prepare import plan_spec, prepare
-from ddtune.sweep.plan.strategies import STRATEGIES, strategy_of
+from ddtune.sweep.plan.strategies import STRATEGIES
+from ddtune.sweep.plan.strategies.base import Strategy
 from ddtune.sweep.plan.strategies.race import Race
 from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace
-from ddtune.sweep.spec.schema import Strategy as StrategyWord
+from ddtune.sweep.spec import parse
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import SweepMode
 
-SRC = Path(__file__).parents[3] / "src" / "ddtune"
+SRC = Path(__file__).parents[4] / "src" / "ddtune"
 REGISTRY = SRC / "sweep" / "plan" / "strategies"
-# Below the strategies in the layer contract, so they cannot ask them: the spec's own
-# checks of the `[sweep] strategy` key it parses (which settings each strategy reads),
-# and the report's word for how a sweep ran (`SweepContext.strategy`).
-BELOW = [SRC / "sweep" / "spec", SRC / "records" / "context.py"]
-NAMES = "|".join(get_args(StrategyWord))
+NAMES = "|".join(STRATEGIES)
 BRANCHES = [
     re.compile(r"strategy\s*(==|!=)\s*[\"']"),  # x.strategy == "race"
     re.compile(r"strategy\s+(not\s+)?in\s*[\(\[\{]"),  # strategy in ("race", "predict")
@@ -41,15 +39,18 @@ def _sources(exempt: list[Path]) -> list[Path]:
     ]
 
 
-def test_the_table_holds_every_strategy_the_spec_can_name():
-    assert set(STRATEGIES) == set(get_args(StrategyWord))
+def test_the_table_is_the_one_list_of_the_words_a_spec_can_name(spec_text):
     assert all(strategy.name == word for word, strategy in STRATEGIES.items())
+    with pytest.raises(UserError) as info:
+        spec_text.parse('[sweep]\nname = "b"\nstrategy = "bandit"\n[space]\nbudget = [4]\n')
+    assert info.value.key == "sweep.strategy"
+    assert "'grid', 'race', 'optuna' or 'predict'" in str(info.value)
 
 
 def test_nothing_outside_the_strategies_branches_on_a_strategy_name():
     found = [
         f"{path.relative_to(SRC)}:{number}: {line.strip()}"
-        for path in _sources([REGISTRY, *BELOW])
+        for path in _sources([REGISTRY])
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if any(pattern.search(line) for pattern in BRANCHES)
     ]
@@ -65,15 +66,42 @@ def test_the_patterns_catch_the_branching_they_forbid():
         "match spec.strategy:",
     ]
     assert all(any(p.search(line) for p in BRANCHES) for line in lines)
-    assert not any(p.search("strategy = strategy_of(spec, mode)") for p in BRANCHES)
+    assert not any(p.search("strategy = rules.runs_as(spec, mode)(spec, mode)") for p in BRANCHES)
+
+
+class Alternate(Strategy):
+    """A strategy written for this test: every config once, then done."""
+
+    name = "once"
+
+    def first_trials(self):
+        return plan_spec_once(self.spec)
+
+
+def plan_spec_once(spec):
+    from ddtune.sweep.plan.trial_order import plan_trials
+
+    return plan_trials(spec.all_configs(), 1, "interleaved", spec.seed)
+
+
+def test_a_new_strategy_is_one_class_and_one_table_line(spec_text):
+    """Nothing else learns its name: the spec reads it, `prepare` binds it."""
+    table = {**STRATEGIES, Alternate.name: Alternate}
+    text = spec_text.toml('[sweep]\nname = "n"\nstrategy = "once"\n[space]\nbudget = [4, 8]\n')
+    spec = parse.parse_spec(text, table, source="t.toml")
+    assert spec.strategy == "once" and spec.repeats == 10  # the base class's default
+    strategy = Alternate.runs_as(spec, Alternate.choose_mode(spec, None))(
+        spec, SweepMode(False, "")
+    )
+    assert len(strategy.first_trials()) == 2 and strategy.next_batch(None, 1) == []  # type: ignore[arg-type]
+    assert not strategy.plans_later and strategy.estimates(None) == {}  # type: ignore[arg-type]
 
 
 def test_only_prepare_derives_the_mode_the_run_spec_and_the_plan():
     """The spec → mode → run spec → plan chain is computed in `plan/prepare.py` alone."""
-    calls = re.compile(r"\b(choose_mode|run_spec|read_mode|strategy_of|first_trials)\(")
+    calls = re.compile(r"\b(choose_mode|runs_as|read_mode|first_trials)\(")
     allowed = {
         SRC / "sweep" / "plan" / "prepare.py",
-        SRC / "sweep" / "plan" / "planners.py",  # choose_mode's own face
         SRC / "sweep" / "store" / "modes.py",  # read_mode's definition
     }
     found = [
@@ -109,7 +137,7 @@ def test_a_race_prepared_without_costs_plans_its_first_passes(spec_text):
     assert sweep.run_spec == sweep.spec and sweep.costs is None and sweep.estimates() == {}
     assert len(sweep.plan) == 3 * 2  # 3 configs x min_repeats passes
     assert list(sweep.plan) == plan_spec(sweep.spec)
-    assert "later passes are planned one by one" in sweep.strategy.later(sweep.run_spec)
+    assert "later passes are planned one by one" in sweep.strategy.later
 
 
 def test_a_costly_restart_makes_the_race_restart_bound(spec_text):
@@ -132,7 +160,7 @@ def test_a_stored_mode_wins_over_the_costs_of_now(tmp_path, spec_text):
         kept = SweepMode(False, "chosen earlier")
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, [], None, kept)
         assert prepare(spec, store).mode == kept
-        assert prepare(spec, store, sweep_id).strategy is STRATEGIES["race"]
+        assert type(prepare(spec, store, sweep_id).strategy) is STRATEGIES["race"]
     finally:
         store.close()
 
@@ -157,11 +185,10 @@ budget = 16
 )
 def test_each_strategy_runs_as_its_mode_says(spec_text, text, restart_bound, runs_as):
     spec = spec_text.parse(text)
-    assert strategy_of(spec, SweepMode(restart_bound, "")).name == runs_as
+    assert STRATEGIES[spec.strategy].runs_as(spec, SweepMode(restart_bound, "")).name == runs_as
 
 
 def test_a_grid_plans_every_trial_and_nothing_later(spec_text):
     sweep = prepare(spec_text.parse(GRID), None)
     assert [t.repeat for t in sweep.plan] == [1, 2]
-    assert sweep.strategy.later(sweep.run_spec) == ""
-    assert sweep.planner(None, Path("unused"), 1) is None  # type: ignore[arg-type]
+    assert sweep.strategy.later == "" and not sweep.strategy.plans_later

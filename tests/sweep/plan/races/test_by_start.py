@@ -6,8 +6,7 @@ say which config must win and which must leave, when and why."""
 from __future__ import annotations
 
 import pytest
-
-from ddtune.sweep.plan.simulate import (
+from simulated_service import (
     PRODUCTION_COSTS,
     PRODUCTION_NOISE,
     Costs,
@@ -15,7 +14,8 @@ from ddtune.sweep.plan.simulate import (
     SimulatedService,
     run_start_race,
 )
-from ddtune.sweep.plan.starts import BenchResult, StartRace, StartSettings, replay
+
+from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace, StartSettings, replay
 from ddtune.sweep.plan.trial_order import block_order
 
 PRODUCTION, COSTS = PRODUCTION_NOISE, PRODUCTION_COSTS  # issue 27's production scale
@@ -112,7 +112,7 @@ def test_a_start_without_a_completed_bench_leaves_as_failed():
     race = StartRace(("a", "b", "c"), None, SETTINGS, seed=0)
     step = race.next()
     assert step is not None and (step.start, step.bench) == (1, 1)
-    race.add(BenchResult(step.label, 1, 1, None, hours=0.1, seconds=500))
+    race.add(FinishedBench(step.label, 1, 1, None, hours=0.1, seconds=500))
     assert race.eliminated[step.label].reason == "failed"
     assert race.next() is not None and race.next().label != step.label
 
@@ -125,7 +125,7 @@ def test_replay_is_the_same_race_and_refuses_an_unplanned_trial():
     assert {k: vars(v) for k, v in again.efforts.items()} == {
         k: vars(v) for k, v in race.efforts.items()
     }
-    wrong = BenchResult("slow" if results[0].label != "slow" else "mid", 1, 1, 50.0)
+    wrong = FinishedBench("slow" if results[0].label != "slow" else "mid", 1, 1, 50.0)
     with pytest.raises(ValueError, match="where the race planned"):
         replay(list(RATES), "ar", [wrong], SETTINGS, seed=5)
 
@@ -139,7 +139,7 @@ def _results_of(rates, seed):
         if step.bench == 1:
             service.start(step.label)
         value = service.bench(step.label, splits=4).value
-        result = BenchResult(step.label, step.start, step.bench, value, hours=service.hours)
+        result = FinishedBench(step.label, step.start, step.bench, value, hours=service.hours)
         race.add(result)
         results.append(result)
     return results

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddtune.sweep.plan.estimate import (
+from ddtune.sweep.plan.costs import (
     TrialCosts,
     estimate,
     grid_estimate,

@@ -10,19 +10,20 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from simulated_service import Costs, NoiseModel, SimulatedService, run_start_race
 
 from ddtune.bench.result import BenchResult
 from ddtune.cli import main
 from ddtune.params import DecodeParams
-from ddtune.sweep.plan.planners import choose_mode, estimates, trial_costs
-from ddtune.sweep.plan.prepare import prepare, run_spec
-from ddtune.sweep.plan.simulate import Costs, NoiseModel, SimulatedService, run_start_race
-from ddtune.sweep.plan.start_planner import StartPlanner, start_settings
-from ddtune.sweep.spec.parse import parse_spec, read_spec
+from ddtune.sweep.plan import parse_spec, read_spec
+from ddtune.sweep.plan.costs import trial_costs
+from ddtune.sweep.plan.prepare import prepare
+from ddtune.sweep.plan.strategies.race import Race
+from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace, start_settings
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import SweepMode
 
-EXAMPLE = Path(__file__).parents[3] / "examples" / "sglang-ddtree-systemd.toml"
+EXAMPLE = Path(__file__).parents[4] / "examples" / "sglang-ddtree-systemd.toml"
 SERVICE = """
 [service]
 command = ["python", "-m", "ddtune.cli", "serve", "--port", "{port}", "--budget", "{budget}"]
@@ -62,7 +63,7 @@ COSTS = "expected_start_s = 420\nexpected_bench_s = 60\n"
 def test_the_mode_follows_the_costs_unless_pinned(service, costs, extra, restart_bound, words):
     sweep = RACE.replace("seed = 3\n", "seed = 3\n" + extra)
     spec = _spec(sweep, service, costs)
-    mode = choose_mode(spec, trial_costs(spec, None))
+    mode = Race.choose_mode(spec, trial_costs(spec, None))
     assert mode.restart_bound is restart_bound and words in mode.reason
     assert mode.most_benches == (4 if restart_bound else 1)
 
@@ -76,16 +77,15 @@ def test_a_stored_mode_stays_with_its_sweep(tmp_path):
     assert prepare(replace(spec, name="other"), store).mode.restart_bound
 
 
-def test_the_planner_plans_one_trial_at_a_time_from_the_store(tmp_path):
+def test_the_race_plans_one_trial_at_a_time_from_the_store(tmp_path):
     spec = _spec(costs=COSTS)
-    mode = choose_mode(spec, trial_costs(spec, None))
-    spec = run_spec(spec, mode)
+    mode = Race.choose_mode(spec, trial_costs(spec, None))
     store = Store(tmp_path / "store.sqlite")
     sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, [], None, mode)
-    planner = StartPlanner(spec, store, sweep_id, mode)
+    race = RestartBoundRace(spec, mode)
     service = SimulatedService(_rates(spec), NoiseModel(drift_sd=0.0), seed=3)
     ran = 0
-    while rows := planner.next_batch():
+    while rows := race.next_batch(store, sweep_id):
         assert len(rows) == 1
         row = rows[0]
         start, bench = divmod(row["repeat"] - 1, mode.most_benches)
@@ -93,12 +93,12 @@ def test_the_planner_plans_one_trial_at_a_time_from_the_store(tmp_path):
             service.start(row["label"])
         _finish(store, row, service.bench(row["label"], splits=4).value, fresh=bench == 0)
         ran += 1
-    race = planner.state()
-    assert race.stop is not None and ran == race.trials_done
-    fresh = StartPlanner(spec, store, sweep_id, mode).state()  # a resumed runner's replay
-    assert (fresh.alive, fresh.stop, fresh.pass_no) == (race.alive, race.stop, race.pass_no)
-    assert race.alive == ["ddtree b16 k4 wnone"]
-    context = planner.context()
+    state = race.state()
+    assert state.stop is not None and ran == state.trials_done
+    fresh = RestartBoundRace(spec, mode).state(store, sweep_id)  # a resumed runner's replay
+    assert (fresh.alive, fresh.stop, fresh.pass_no) == (state.alive, state.stop, state.pass_no)
+    assert state.alive == ["ddtree b16 k4 wnone"]
+    context = race.context(store, store.sweep_row(spec.name))
     assert context.efforts["ar"] == (1, 1) and context.verdict is not None
     assert "Restart-bound race" in context.notes[0]
 
@@ -125,8 +125,10 @@ def test_the_expected_hours_are_within_25_percent_of_the_simulated_median():
     spec = read_spec(EXAMPLE)
     costs = trial_costs(spec, None)
     assert costs is not None
-    mode = choose_mode(spec, costs)
-    expected = estimates(spec, costs, mode)["restart-bound race, expected (median)"]
+    mode = Race.choose_mode(spec, costs)
+    expected = RestartBoundRace(spec, mode).estimates(costs)[
+        "restart-bound race, expected (median)"
+    ]
     settings = start_settings(spec, mode)
     rates = _production_rates()
     noise = NoiseModel(

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ddtune.records import Elimination, PredictedConfig
-from ddtune.sweep.plan.starts import BenchResult, StartRace, Step
+from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace, Step
 from ddtune.trace.forecast import Forecast
 from ddtune.trace.round_cost import CostModel, Observation
 
@@ -104,7 +104,7 @@ class PredictRace(StartRace):
 
     # --- after every start ---------------------------------------------------------
 
-    def _record(self, step: Step, result: BenchResult) -> None:
+    def _record(self, step: Step, result: FinishedBench) -> None:
         super()._record(step, result)
         if result.unpredicted is not None:
             self.fall_back(f"{step.label}: {result.unpredicted}")

@@ -1,19 +1,20 @@
-"""Race and search planners over a real store, with the simulated service standing in for
+"""Races and searches planned over a real store, with the simulated service standing in for
 the servers: passes planned from stored results, a search told its results (FAIL for a
 failed trial), its best confirmed by a race; cost estimates and `sweep plan`."""
 
 from __future__ import annotations
 
 import pytest
+from simulated_service import NoiseModel, SimulatedService
 
 from ddtune.bench.result import BenchResult
 from ddtune.cli import main
-from ddtune.sweep.plan.planners import estimates, trial_costs
+from ddtune.sweep.plan.costs import trial_costs
 from ddtune.sweep.plan.prepare import plan_spec, prepare
-from ddtune.sweep.plan.race_planner import RacePlanner
-from ddtune.sweep.plan.search_planner import CONFIRM_SUFFIX, SearchPlanner
-from ddtune.sweep.plan.simulate import NoiseModel, SimulatedService
+from ddtune.sweep.plan.strategies.optuna import CONFIRM_SUFFIX, Optuna
+from ddtune.sweep.plan.strategies.race import Race
 from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.modes import SweepMode
 
 COSTS = "expected_start_s = 420\nexpected_bench_s = 60\n"  # the [service] table's estimates
 RACE = """
@@ -63,8 +64,10 @@ def _finish(store: Store, row, value: float | None) -> None:
     )
 
 
-def _drive(planner, store: Store, first, service: SimulatedService, fail_every: int = 0) -> int:
-    """Run every batch the planner hands out against the simulator; returns trials run."""
+def _drive(
+    strategy, store: Store, sweep_id, first, service: SimulatedService, fail_every: int = 0
+) -> int:
+    """Run every batch the strategy hands out against the simulator; returns trials run."""
     batch, ran = list(first), 0
     while batch:
         for row in batch:
@@ -72,8 +75,13 @@ def _drive(planner, store: Store, first, service: SimulatedService, fail_every: 
             service.start(row["label"])
             value = service.bench(row["label"]).value
             _finish(store, row, None if fail_every and ran % fail_every == 0 else value)
-        batch = planner.next_batch()
+        batch = strategy.next_batch(store, sweep_id)
     return ran
+
+
+def estimates(spec, costs):
+    """The named cases `sweep plan` prints for `spec` at `costs` (a new sweep's mode)."""
+    return prepare(spec, None).strategy.estimates(costs)
 
 
 def test_race_plans_each_pass_from_the_store_and_stops(tmp_path, spec_text):
@@ -82,19 +90,20 @@ def test_race_plans_each_pass_from_the_store_and_stops(tmp_path, spec_text):
     try:
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec))
         assert len(store.trials(sweep_id)) == 9 * 3  # the first min_repeats passes
-        planner = prepare(spec, store).planner(store, tmp_path / "store.sqlite", sweep_id)
-        assert isinstance(planner, RacePlanner)
+        race = prepare(spec, store).strategy
+        assert isinstance(race, Race)
         service = SimulatedService(
             {c.label(): _rate(c.label()) for c, _ in spec.all_configs()}, NoiseModel(), 1
         )
-        ran = _drive(planner, store, store.trials(sweep_id, ("pending",)), service)
-        state = planner.state()
+        ran = _drive(race, store, sweep_id, store.trials(sweep_id, ("pending",)), service)
+        state = race.state()
         assert state.stop is not None and ran == len(store.trials(sweep_id))
         assert ran < 9 * 8  # fewer trials than the grid with the same maximum passes
         assert "ddtree b16 k4 wnone" in state.alive
-        again = RacePlanner(spec, store, sweep_id)  # a fresh planner (a resumed run) agrees
-        assert again.state().history == state.history and again.next_batch() == []
-        assert "stopped" in planner.outcome()
+        again = Race(spec, SweepMode(False, ""))  # a fresh race (a resumed run) agrees
+        assert again.state(store, sweep_id).history == state.history
+        assert again.next_batch(store, sweep_id) == []
+        assert "stopped" in race.outcome()
     finally:
         store.close()
 
@@ -105,20 +114,21 @@ def test_search_tells_results_and_confirms_the_best_by_a_race(tmp_path, spec_tex
     store = Store(path)
     try:
         sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec))
-        planner = SearchPlanner(spec, store, path, sweep_id)
+        search = Optuna(spec, SweepMode(False, ""))
         rates = _RatesOnDemand()
         service = SimulatedService(rates, NoiseModel(), 2)
-        _drive(planner, store, planner.next_batch(), service, fail_every=5)
+        first = search.next_batch(store, sweep_id)
+        _drive(search, store, sweep_id, first, service, fail_every=5)
         search_trials = store.trials(sweep_id)
         assert len(search_trials) == 12 and [r["repeat"] for r in search_trials] == list(
             range(1, 13)
         )
-        states = [t.state.name for t in planner.search.study.trials]
+        states = [t.state.name for t in search.search(store).study.trials]
         assert states.count("FAIL") == 2 and states.count("COMPLETE") == 10  # failures not zeros
         confirm = store.sweep_row(spec.name + CONFIRM_SUFFIX)
         labels = {r["label"] for r in store.trials(confirm["id"])}
         assert "ar" in labels and len(labels) == 3  # baseline + confirm_top
-        assert planner.race is not None and planner.race.state().stop is not None
+        assert search.race is not None and search.race.state().stop is not None
         assert (path.parent / "store.optuna.sqlite").is_file()
     finally:
         store.close()
@@ -210,7 +220,7 @@ def test_sweep_plan_reads_the_old_service_key_names_with_one_note_each(tmp_path,
 def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():
     from ddtune.params import DecodeParams
     from ddtune.records import TrialRecord
-    from ddtune.sweep.plan.search_planner import pass_rate_constraint
+    from ddtune.sweep.plan.strategies.optuna import pass_rate_constraint
 
     def rec(i, passed, total=20):
         metrics = {"coding_passed": passed, "coding_total": total}
@@ -225,8 +235,8 @@ def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():
 
 
 def test_sweep_plan_splits_a_bench_by_workload(tmp_path) -> None:  # noqa: ANN001
-    from ddtune.sweep.plan.planners import bench_text
-    from ddtune.sweep.spec.parse import read_spec
+    from ddtune.sweep.plan import read_spec
+    from ddtune.sweep.plan.costs import bench_text
 
     spec_path = tmp_path / "spec.toml"
     spec_path.write_text(

@@ -1,7 +1,7 @@
 """The reference of every spec key, generated from the spec's own models: `docs/spec.md`.
 
-    python -m ddtune.sweep.spec.reference            # rewrite docs/spec.md
-    python -m ddtune.sweep.spec.reference --check    # exit 1 when docs/spec.md is stale
+    python -m ddtune.sweep.reference            # rewrite docs/spec.md
+    python -m ddtune.sweep.reference --check    # exit 1 when docs/spec.md is stale
 
 Each table of `SpecDocument` (and `[service]`, which `ServiceSpec` reads) is
 walked field by field: the key's TOML path, its type and constraints, its
@@ -33,15 +33,19 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from ddtune.services.spec import ServiceSpec
-from ddtune.sweep.spec.schema import SpecDocument
+from ddtune.sweep.plan.strategies import STRATEGIES
+from ddtune.sweep.spec.schema import SpecDocument, SweepTable
 
-DOC = Path(__file__).parents[4] / "docs" / "spec.md"
+DOC = Path(__file__).parents[3] / "docs" / "spec.md"
 NO_DESCRIPTION = "(no description)"
 REPLACED = {("service",): ServiceSpec}  # keys SpecDocument keeps as a plain table
+CHOICES: dict[tuple[type[BaseModel], str], tuple[str, ...]] = {
+    (SweepTable, "strategy"): tuple(STRATEGIES)
+}  # words a plain str takes, from its table
 HEAD = """# Spec reference
 
 Every key of a sweep spec (TOML), generated from the models that read it by
-`python -m ddtune.sweep.spec.reference` (a test regenerates it and compares:
+`python -m ddtune.sweep.reference` (a test regenerates it and compares:
 do not edit by hand). A key not listed here is refused with its path. How
 the pieces fit together: [production.md](production.md) and the examples in
 `examples/`; `ddtune sweep init` writes a spec from a running service.
@@ -121,7 +125,9 @@ def _keys(model: type[BaseModel]) -> Iterator[Key]:
         if info.exclude:
             continue  # filled by the model itself (e.g. a method's knobs), never written
         key = info.alias or name
-        yield Key(key, type_text(info.annotation, info), default_text(info), meaning(model, name))
+        words = CHOICES.get((model, name))
+        kind = " \\| ".join(f'"{w}"' for w in words) if words else type_text(info.annotation, info)
+        yield Key(key, kind, default_text(info), meaning(model, name))
 
 
 def summary(model: type[BaseModel]) -> str:
@@ -302,7 +308,7 @@ def missing() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ddtune.sweep.spec.reference")
+    parser = argparse.ArgumentParser(prog="python -m ddtune.sweep.reference")
     parser.add_argument("--check", action="store_true", help="exit 1 when the page is stale")
     parser.add_argument("--out", type=Path, default=DOC)
     args = parser.parse_args(argv)
@@ -311,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         current = args.out.read_text() if args.out.is_file() else ""
         if current != text:
             print(
-                f"{args.out} is stale: run python -m ddtune.sweep.spec.reference", file=sys.stderr
+                f"{args.out} is stale: run python -m ddtune.sweep.reference", file=sys.stderr
             )
             return 1
         return 0

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import math
 
-from ddtune.sweep.plan.predict_race import PredictRace
-from ddtune.sweep.plan.simulate import (
+from simulated_service import (
     PRODUCTION_COSTS,
     PRODUCTION_NOISE,
     SimulatedService,
     run_start_race,
 )
-from ddtune.sweep.plan.starts import BenchResult, StartSettings
+
+from ddtune.sweep.plan.races.by_start import FinishedBench, StartSettings
+from ddtune.sweep.plan.races.predicting import PredictRace
 from ddtune.trace.forecast import Forecast
 from ddtune.trace.round_cost import Shape
 
@@ -56,7 +57,7 @@ def run(seed: int, tau_factor: float = 1.0):
     )
     labels = list(objective)
     race = PredictRace(tuple(labels), "ar", settings(), seed, forecast=forecast)
-    seen: list[BenchResult] = []
+    seen: list[FinishedBench] = []
     add = race.add
     race.add = lambda result: (seen.append(result), add(result))[1]  # type: ignore[method-assign]
     race.seen = seen  # type: ignore[attr-defined]
@@ -107,6 +108,6 @@ def test_other_weights_fall_back_at_once():
     race = PredictRace(("ar", "b4 k4", "b8 k4"), "ar", settings(), 0, forecast=forecast)
     step = race.next()
     assert step is not None
-    race.add(BenchResult(step.label, step.start, step.bench, 40.0, unpredicted="other target"))
+    race.add(FinishedBench(step.label, step.start, step.bench, 40.0, unpredicted="other target"))
     assert race.fallback == f"{step.label}: other target"
     assert not race.left_out or all(x in race.alive for x in race.left_out)

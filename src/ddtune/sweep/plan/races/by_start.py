@@ -55,7 +55,7 @@ from ddtune.stats.mixed import (
     estimate_components,
     fit_effects,
 )
-from ddtune.sweep.plan.race_rules import pass_rate_step
+from ddtune.sweep.plan.races.by_pass import pass_rate_step
 from ddtune.sweep.plan.trial_order import block_order
 
 # The stated priors (log-sd) before the data: a start is assumed to move a
@@ -113,7 +113,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class BenchResult:
+class FinishedBench:
     """One finished trial as the store holds it: bench `bench` of the config's start `start`."""
 
     label: str
@@ -194,7 +194,7 @@ class StartRace:
             every = max(1, every // 2)
         return self.starts_done - self.last_start.get(leader, 0) >= every
 
-    def add(self, result: BenchResult) -> None:
+    def add(self, result: FinishedBench) -> None:
         """Fold in one finished trial; it must be the one `next()` planned."""
         step = self.next()
         ran = (result.label, result.start, result.bench)
@@ -208,7 +208,7 @@ class StartRace:
 
     # --- bookkeeping ---------------------------------------------------------------
 
-    def _record(self, step: Step, result: BenchResult) -> None:
+    def _record(self, step: Step, result: FinishedBench) -> None:
         effort = self.efforts[step.label]
         self.trials_done += 1
         self.seconds_done += result.seconds
@@ -249,7 +249,7 @@ class StartRace:
 
     # --- the start in progress: go on, or stop (sequential test) -------------------
 
-    def _goes_on(self, step: Step, result: BenchResult) -> bool:
+    def _goes_on(self, step: Step, result: FinishedBench) -> bool:
         if result.value is None or step.label not in self.alive:
             return False
         components = self._components()
@@ -403,7 +403,7 @@ def prior_benches(settings: StartSettings) -> int:
 def replay(
     contenders: Sequence[str],
     baseline: str | None,
-    results: Sequence[BenchResult],
+    results: Sequence[FinishedBench],
     settings: StartSettings,
     seed: int,
 ) -> StartRace:
@@ -431,7 +431,7 @@ def _detail(leader: str, label: str, ratio: Any, p: float, correction: str = "Ho
 __all__ = [
     "ALPHA",
     "PRIORS",
-    "BenchResult",
+    "FinishedBench",
     "Effort",
     "StartRace",
     "StartSettings",

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ddtune.sweep.plan.race_rules import PassResult, RaceSettings, replay
+from ddtune.sweep.plan.races.by_pass import PassResult, RaceSettings, replay
 from ddtune.sweep.plan.trial_order import block_order
 
 CONFIGS = ["base", "a", "b", "c", "d"]

@@ -1,0 +1,135 @@
+"""What a `[sweep] trace` predicts of a sweep's configs: read once a command, shown beside the
+measurements, and what strategy "predict" decides from.
+
+    forecast = spec_forecast(spec)                  # the trace read and checked (UserError: exit 2)
+    forecast = stored_forecast(spec, mode)          # the one kept with the sweep, else the trace's
+    lines = predicted_lines(spec, forecast, store)  # `sweep plan`: τ, tok/s, the dominated
+    traced_context(spec, forecast, store, id, ctx)  # the report of a grid or a race with a trace
+
+A trace predicts only the requests its bench sends (`check_requests`) and the
+models its service serves (`trace_binding`: a UserError naming both models when
+they differ; notes on what cannot be checked here). Seconds per round come from
+a cost model of measured trials (`ddtune.trace.round_cost`). See docs/traces.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddtune.engines import get_engine
+from ddtune.records import SweepContext
+from ddtune.sweep.plan.races.predicting import predicted_configs
+from ddtune.sweep.spec.parse import SweepSpec
+from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.modes import SweepMode
+from ddtune.sweep.store.records import trial_records
+from ddtune.trace.forecast import Forecast, build_forecast, check_requests, config_cost
+from ddtune.trace.predict import Trace
+from ddtune.trace.round_cost import CostModel, Observation
+
+
+def spec_forecast(spec: SweepSpec) -> Forecast:
+    """The spec's trace, checked against its bench and its models, and its forecast."""
+    assert spec.trace is not None
+    trace = Trace.read(spec.trace)
+    check_requests(trace, spec.bench)
+    trace_binding(spec)
+    params = {config.label(): config.params for config, _ in spec.all_configs()}
+    return build_forecast(trace, params, get_engine(spec.service.engine), spec.objective)
+
+
+def stored_forecast(spec: SweepSpec, mode: SweepMode) -> Forecast:
+    """The forecast kept with the sweep (`store/modes.py`), else the trace's now."""
+    if mode.forecast is None:
+        return spec_forecast(spec)
+    params = {config.label(): config.params for config, _ in spec.all_configs()}
+    return Forecast.from_json(mode.forecast, config_cost(params))
+
+
+def trace_binding(spec: SweepSpec) -> list[str]:
+    """The trace checked against the models the spec's service loads (`trace.binding`):
+    notes on what cannot be checked here, a UserError naming both models when they differ."""
+    from ddtune.sweep.spec.served import spec_models
+    from ddtune.trace.binding import bind_trace
+    from ddtune.trace.files import read_header
+
+    assert spec.trace is not None
+    return bind_trace(read_header(Path(spec.trace)), spec_models(spec), spec.trace)
+
+
+def predicted_lines(spec: SweepSpec, forecast: Forecast, store: Store | None) -> list[str]:
+    """`sweep plan` of a spec with a trace: every config's predicted τ and, once a store of
+    the same service has measured trials, its tok/s; the dominated ones."""
+    observations = store_observations(store, forecast) if store is not None else []
+    model = CostModel(forecast.shapes, observations, spec.seed)
+    labels = [c.label() for c, _ in spec.all_configs()]
+    head = f"predicted from the trace {spec.trace} (T = 0"
+    head += (
+        f"; tok/s from a round-cost model of {len(observations)} measured start-workload(s) "
+        f"in {store.path}):"
+        if observations and store is not None
+        else "; tok/s once trials are measured: ranked by tau, the acceptance length):"
+    )
+
+    def key(x: str) -> float:
+        if observations:
+            return -model.interval(x, spec.objective).point
+        return -(forecast.acceptance.get(x) or 1.0)
+
+    lines = [head]
+    for label in sorted(labels, key=key):
+        tau = forecast.acceptance.get(label)
+        text = f"  {label:<28} tau {'-' if tau is None else f'{tau:.2f}':>5}"
+        if observations:
+            text += f"  {model.interval(label, spec.objective).text()} tok/s"
+        better = next((a for a in labels if forecast.dominates(a, label)), None)
+        if better is not None:
+            text += f"  (dominated by {better}: never faster, never started by predict)"
+        lines.append(text)
+    if spec.bench.temperature != 0:
+        lines.append("  the bench is not at T = 0: a trace predicts T = 0 only, so the sweep races")
+    return lines
+
+
+def traced_context(
+    spec: SweepSpec, forecast: Forecast, store: Store, sweep_id: int, context: SweepContext
+) -> None:
+    """A grid's or a plain race's report with `[sweep] trace`: each config's predicted τ and
+    tok/s (a cost model of this sweep's measured trials) beside the measurements."""
+    model = CostModel(forecast.shapes, store_observations(store, forecast, sweep_id), spec.seed)
+    done = {r.label for r in trial_records(store, sweep_id) if r.status == "done"}
+    statuses = {
+        c.label(): "started" if c.label() in done else "not started" for c, _ in spec.all_configs()
+    }
+    context.predictions = predicted_configs(forecast, model, statuses, seed=spec.seed)
+
+
+def store_observations(
+    store: Store, forecast: Forecast, sweep_id: int | None = None
+) -> list[Observation]:
+    """One observation per done trial and workload of configs the forecast knows (of one
+    sweep, or of every sweep in the store)."""
+    out = []
+    ids = [sweep_id] if sweep_id is not None else store.sweep_ids()
+    for sid in ids:
+        for record in trial_records(store, sid):
+            shapes = forecast.shapes.get(record.label)
+            if record.status != "done" or shapes is None:
+                continue
+            for w, shape in shapes.items():
+                tps = record.metrics.get(f"{w}_tps")
+                if isinstance(tps, int | float) and tps > 0:
+                    out.append(
+                        Observation(record.label, w, shape.tokens_per_round / tps, record.trial_id)
+                    )
+    return out
+
+
+__all__ = [
+    "predicted_lines",
+    "spec_forecast",
+    "store_observations",
+    "stored_forecast",
+    "trace_binding",
+    "traced_context",
+]
