@@ -316,9 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         current = args.out.read_text() if args.out.is_file() else ""
         if current != text:
-            print(
-                f"{args.out} is stale: run python -m ddtune.sweep.reference", file=sys.stderr
-            )
+            print(f"{args.out} is stale: run python -m ddtune.sweep.reference", file=sys.stderr)
             return 1
         return 0
     args.out.write_text(text)
