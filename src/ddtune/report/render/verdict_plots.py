@@ -71,9 +71,13 @@ def forest(
         high = (ratio.high if ratio.high is not None else ratio.mean) - ratio.mean
         ax.errorbar(ratio.mean, y, xerr=[[low], [high]], fmt="o", color=colour, capsize=3)
         ax.annotate(
-            f"{ratio.mean:.2f}×", (ratio.mean + high, y), xytext=(5, -3),
-            textcoords="offset points", fontsize=8, color=colour,
-        )  # fmt: skip
+            f"{ratio.mean:.2f}×",
+            (ratio.mean + high, y),
+            xytext=(5, -3),
+            textcoords="offset points",
+            fontsize=8,
+            color=colour,
+        )
     ticks = [_tick(s.label, context, recommended, word) for s, _ in rows]
     ax.set_yticks(range(len(rows)), ticks)
     ax.tick_params(axis="y", labelsize=8)
@@ -124,9 +128,13 @@ def _lane(ax: Axes, y: int, label: str, context: SweepContext) -> None:
     mark = REASON_COLOURS.get(exit_.reason, "black")
     ax.plot([end], [y], marker="X", markersize=9, color=mark)
     ax.annotate(
-        REASON_WORDS.get(exit_.reason, exit_.reason), (end, y), xytext=(7, -3),
-        textcoords="offset points", fontsize=7, color=mark,
-    )  # fmt: skip
+        REASON_WORDS.get(exit_.reason, exit_.reason),
+        (end, y),
+        xytext=(7, -3),
+        textcoords="offset points",
+        fontsize=7,
+        color=mark,
+    )
 
 
 def _lane_key(s: ConfigSummary, context: SweepContext) -> tuple[int, str]:

@@ -233,7 +233,7 @@ def _failures(store: Store, records: list[TrialRecord]) -> list[FailedAttempt]:
             attempt["detail"] or "",
             log,
             _tail(log),
-        )  # fmt: skip
+        )
         for record, attempt, log in failed_attempts(store, started)
     ]
 
