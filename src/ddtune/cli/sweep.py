@@ -230,8 +230,7 @@ def exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[.
 
 @exit_3_on_ctrl_c
 def cmd_run(args: argparse.Namespace) -> int:
-    from ddtune.sweep.checks.before_stop import check_before_stopping
-    from ddtune.sweep.checks.engine_check import check_engine
+    from ddtune.sweep.checks import check_sweep
     from ddtune.sweep.plan import read_spec
     from ddtune.sweep.reporting import live_report
     from ddtune.sweep.run.canary import run_canary
@@ -241,11 +240,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = read_spec(args.spec)
     _print_notes(spec)
     store_path = Path(args.store) if args.store else default_store_path(spec)
-    check_before_stopping(spec, store_path)  # refused: exit 2, nothing stopped or started
+    checked = check_sweep(spec, store_path)  # once; refused: exit 2, nothing stopped or started
     hint = f"ddtune sweep run {args.spec}" + (f" --store {args.store}" if args.store else "")
     console = Console(stderr=True)
-    checked = check_engine(spec, store_path.parent.resolve())  # refused: exit 2, nothing ran
-    if args.canary and run_canary(spec, store_path, console) != 0:
+    if args.canary and run_canary(spec, store_path, console, checked) != 0:
         return 1
     live = live_report(store_path, spec.name, console)
     summary = run_sweep(
