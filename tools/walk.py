@@ -52,7 +52,8 @@ LAYERS = [  # lowest first, as pyproject.toml's contract
     {"sweep"},
     {"cli", "launchers"},
 ]
-CHAIN = {  # the spec -> mode -> run spec -> plan chain and the costs, before and after
+CHAIN = {  # the spec parsed, the sweep prepared, the checks before the first stop: before/after
+    "parse_spec",  # the TOML parsed into a SweepSpec (a file's, or a stored spec's)
     "prepare",
     "sweep_mode",
     "choose_mode",
@@ -61,14 +62,18 @@ CHAIN = {  # the spec -> mode -> run spec -> plan chain and the costs, before an
     "plan_spec",
     "first_trials",
     "trial_costs",
+    "check_before_stopping",  # the spec's mistakes
+    "check_launches",  # the engine's own parser over every planned launch
+    "spec_forecast",  # a trace read
 }
 SWEEP_LAYERS = [  # inside ddtune.sweep, lowest first
     {"spec"},
     {"store"},
+    {"checks"},
     {"plan"},
     {"run"},
-    {"cleanup", "status", "export", "reporting"},
-    {"apply", "watch"},
+    {"cleanup", "status", "export", "reporting", "reference"},
+    {"apply", "watch", "canary"},
     {"demo"},
     {"commands", "tracing"},
 ]
@@ -225,6 +230,7 @@ def run_to_report() -> int:
             for i, one in enumerate(walks):
                 print(f"{one.prefix}: ddtune {argv[0]} {argv[1]}: exit {code}; {one.line()}")
                 totals[i] = totals[i].add(one)
+            print(f"  the chain in `{argv[0]} {argv[1]}`: {dict(sorted(walks[0].chain.items()))}")
         for total in totals:
             print(f"{total.prefix}: sweep run -> sweep report: {total.line()}")
         print(f"the chain, calls: {dict(sorted(totals[0].chain.items()))}")

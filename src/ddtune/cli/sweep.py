@@ -233,7 +233,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ddtune.sweep.checks import check_sweep
     from ddtune.sweep.plan import read_spec
     from ddtune.sweep.reporting import live_report
-    from ddtune.sweep.run.canary import run_canary
+    from ddtune.sweep.canary import run_canary
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.loop import run_sweep
 
@@ -313,7 +313,7 @@ def _print_answer(console: Console, live: LiveReport, store_path: Path, sweep: s
 @exit_3_on_ctrl_c
 def cmd_canary(args: argparse.Namespace) -> int:
     from ddtune.sweep.plan import read_spec
-    from ddtune.sweep.run.canary import run_canary
+    from ddtune.sweep.canary import run_canary
     from ddtune.sweep.run.common import default_store_path
 
     spec = read_spec(args.spec)

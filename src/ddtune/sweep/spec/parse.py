@@ -164,17 +164,17 @@ class SweepSpec:
         return head + [(c, False) for c in self.configs]
 
 
-def read_spec(path: str | Path, strategies: Mapping[str, StrategyRules]) -> SweepSpec:
-    """`parse_spec` of the file at `path` (`ddtune.sweep.plan.read_spec` passes the table)."""
+def read_with(path: str | Path, strategies: Mapping[str, StrategyRules]) -> SweepSpec:
+    """`parse_with` of the file at `path` (`ddtune.sweep.plan.read_spec` passes the table)."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as exc:
         raise UserError(f"cannot read sweep spec {path}: {exc.strerror}") from None
-    return parse_spec(text, strategies, source=str(path), base_dir=path.parent.resolve())
+    return parse_with(text, strategies, source=str(path), base_dir=path.parent.resolve())
 
 
-def parse_spec(
+def parse_with(
     text: str,
     strategies: Mapping[str, StrategyRules],
     source: str = "<spec>",

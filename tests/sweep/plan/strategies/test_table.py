@@ -88,7 +88,7 @@ def test_a_new_strategy_is_one_class_and_one_table_line(spec_text):
     """Nothing else learns its name: the spec reads it, `prepare` binds it."""
     table = {**STRATEGIES, Alternate.name: Alternate}
     text = spec_text.toml('[sweep]\nname = "n"\nstrategy = "once"\n[space]\nbudget = [4, 8]\n')
-    spec = parse.parse_spec(text, table, source="t.toml")
+    spec = parse.parse_with(text, table, source="t.toml")
     assert spec.strategy == "once" and spec.repeats == 10  # the base class's default
     strategy = Alternate.runs_as(spec, Alternate.choose_mode(spec, None))(
         spec, SweepMode(False, "")

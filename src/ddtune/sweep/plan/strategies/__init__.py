@@ -37,12 +37,12 @@ STRATEGIES: dict[str, type[Strategy]] = {
 
 def read_spec(path: str | Path) -> SweepSpec:
     """The spec at `path`, parsed and checked, its strategy's rules included."""
-    return parse.read_spec(path, STRATEGIES)
+    return parse.read_with(path, STRATEGIES)
 
 
 def parse_spec(text: str, source: str = "<spec>", base_dir: Path | None = None) -> SweepSpec:
     """`read_spec` of a TOML text (`source` names it in errors)."""
-    return parse.parse_spec(text, STRATEGIES, source, base_dir)
+    return parse.parse_with(text, STRATEGIES, source, base_dir)
 
 
 __all__ = ["STRATEGIES", "Strategy", "parse_spec", "read_spec"]

@@ -85,13 +85,7 @@ class Strategy:
 
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
         self.spec, self.mode = spec, mode  # the spec as written
-
-    @property
-    def run_spec(self) -> SweepSpec:
-        """The spec as it runs: restart-bound, one start serves up to `most_benches`."""
-        if not self.mode.restart_bound:
-            return self.spec
-        return dataclasses.replace(self.spec, passes_per_start=self.mode.most_benches)
+        self.run_spec = run_spec(spec, mode)
 
     def first_trials(self) -> list[PlannedTrial]:
         return []
@@ -125,6 +119,13 @@ class Strategy:
         return ""
 
 
+def run_spec(spec: SweepSpec, mode: SweepMode) -> SweepSpec:
+    """The spec as it runs: restart-bound, one start serves up to `most_benches`."""
+    if not mode.restart_bound:
+        return spec
+    return dataclasses.replace(spec, passes_per_start=mode.most_benches)
+
+
 def refuse_search_settings(doc: SpecDocument) -> None:
     """`[optuna]` and `{low, high}` ranges belong to a search."""
     if doc.optuna is not None:
@@ -149,4 +150,11 @@ def in_passes(doc: SpecDocument, name: str, repeats: int) -> None:
         )
 
 
-__all__ = ["RACE_ONLY", "RACE_REPEATS", "Strategy", "in_passes", "refuse_search_settings"]
+__all__ = [
+    "RACE_ONLY",
+    "RACE_REPEATS",
+    "Strategy",
+    "in_passes",
+    "refuse_search_settings",
+    "run_spec",
+]
