@@ -230,10 +230,10 @@ def exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[.
 
 @exit_3_on_ctrl_c
 def cmd_run(args: argparse.Namespace) -> int:
+    from ddtune.sweep.canary import run_canary
     from ddtune.sweep.checks import check_sweep
     from ddtune.sweep.plan import read_spec
     from ddtune.sweep.reporting import live_report
-    from ddtune.sweep.canary import run_canary
     from ddtune.sweep.run.common import default_store_path
     from ddtune.sweep.run.loop import run_sweep
 
@@ -312,8 +312,8 @@ def _print_answer(console: Console, live: LiveReport, store_path: Path, sweep: s
 
 @exit_3_on_ctrl_c
 def cmd_canary(args: argparse.Namespace) -> int:
-    from ddtune.sweep.plan import read_spec
     from ddtune.sweep.canary import run_canary
+    from ddtune.sweep.plan import read_spec
     from ddtune.sweep.run.common import default_store_path
 
     spec = read_spec(args.spec)

@@ -417,6 +417,6 @@ __all__ = [
     "RestartBound",
     "RetryPolicy",
     "SweepSpec",
-    "read_spec",
-    "parse_spec",
+    "read_with",
+    "parse_with",
 ]
