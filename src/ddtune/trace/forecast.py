@@ -24,7 +24,7 @@ from typing import Any
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.engines import ServerEngine
 from ddtune.errors import UserError
-from ddtune.params import DecodeParams
+from ddtune.params import DecodeParams, window_to_wire
 from ddtune.report.summarize import cost_key
 from ddtune.trace.binding import traced_identity
 from ddtune.trace.predict import Trace
@@ -44,6 +44,9 @@ class Forecast:
     objective: str = "throughput"
     weights: Mapping[str, str | None] = field(default_factory=dict)  # `binding.traced_identity`
     source: str = ""  # the trace folder
+    # label -> what its prediction comes from (a trace's window: each recorded on its own);
+    # a measured miss corrects its group's predictions (`sweep/plan/races/predicting.py`)
+    groups: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -55,6 +58,7 @@ class Forecast:
                 "objective": self.objective,
                 "weights": dict(self.weights),
                 "source": self.source,
+                "groups": dict(self.groups),
             }
         )
 
@@ -63,8 +67,18 @@ class Forecast:
         data = json.loads(text)
         shapes = {x: {w: Shape(**s) for w, s in by.items()} for x, by in data["shapes"].items()}
         return cls(
-            shapes, data["acceptance"], cost, data["objective"], data["weights"], data["source"]
+            shapes,
+            data["acceptance"],
+            cost,
+            data["objective"],
+            data["weights"],
+            data["source"],
+            data.get("groups") or {},  # a forecast stored before groups: one group each
         )
+
+    def group(self, label: str) -> str:
+        """What `label`'s prediction comes from (its own group when the forecast says none)."""
+        return self.groups.get(label, label)
 
     def dominates(self, a: str, b: str) -> bool:
         """Is `a` never slower than `b`, whatever a round costs? (a round never costs less
@@ -110,7 +124,9 @@ def build_forecast(
         shapes[label] = trace.shapes(params, engine)
         acceptance[label] = trace.predict(params, engine).acceptance(engine)
     weights = traced_identity(trace.header)
-    return Forecast(shapes, acceptance, config_cost(configs), objective, weights, str(trace.folder))
+    groups = {label: f"window {window_to_wire(p.window)}" for label, p in configs.items()}
+    cost = config_cost(configs)
+    return Forecast(shapes, acceptance, cost, objective, weights, str(trace.folder), groups)
 
 
 def config_cost(configs: Mapping[str, DecodeParams]) -> Callable[[str], Any]:

@@ -1,29 +1,35 @@
 """What a round costs: seconds per verify round, fitted from measured trials, with its uncertainty.
 
-A trace fixes each config's rounds; a measured trial adds what they took. On
-workload w (short, long) config c commits R_w(c) tokens a round on average
-(`Shape.tokens_per_round`, from the trace: mean over requests of (n - 1) / rounds,
+A trace (or, for n-gram and chains, one run's outputs and counters) fixes each
+config's rounds; a measured trial adds what they took. On workload w (short,
+long) config c commits R_w(c) tokens a round on average (`Shape.tokens_per_round`,
 the decode tokens the bench's tok/s counts) and its bench measured tps_w, so one
 round took s_w = R_w(c) / tps_w seconds. The model, per workload:
 
-    s_w(c) = b_mode(c) + b_v·(verify tokens - 1) + b_d·(drafter's share of the context)
+    s_w(c) = b_step + b_method(c) + v·F(verify tokens) + b_d·(drafter's share) + b_s·(draft steps)
 
-b_ar: one plain target step; b_dflash, b_ddtree: a draft-verify round's fixed part
-(the drafter's forward, the chain or the tree, the walk); b_v: each further token
-the target verifies (budget, or the chain's length); b_d: the drafter's attention
-over its window (min(W, L) / L for a context of L). Every coefficient is >= 0: more verify tokens or a wider
-window never make a round cheaper, so what the data leave open can only make a
-config slower than its best case, and a config whose best case cannot beat the
-leader is out on that alone.
+b_step: one plain target step (what an AR round is); b_method: the method's own
+fixed part of a round (dflash, ddtree: the drafter's forward, the tree, the walk;
+ngram: the lookup; chain: EAGLE-style heads), 0 for ar; F(n): what a target
+forward over n tokens costs beyond one token. Without probes F(n) = n - 1 and v
+is a slope to fit; with probes (`ForwardProbe`: seconds of a forward over n tokens,
+measured on the running baseline without a restart, e.g. a request whose prompt
+extends a cached prefix by n tokens) F is their interpolation, in seconds, and v ≈ 1
+(a tight prior): the measured curve, convex or with a step, not a straight line.
+b_d: the drafter's attention over its window (min(W, L) / L for a context of L);
+b_s: each sequential drafter step of a chain. Every coefficient is >= 0: more
+verify tokens, a wider window or more draft steps never make a round cheaper, so
+what the data leave open can only make a config slower than its best case, and a
+config whose best case cannot beat the leader is out on that alone.
 
 Fit: weighted least squares on the relative scale (a round's noise is a share
 of its time), a weak prior on every coefficient (mean 0, sd: 3 typical rounds
-over the most its feature reaches, so no config's round is presumed cheap), the residual variance moderated by a stated prior (3% a start, 4 df).
-The draws are of that posterior (a t) restricted to coefficients >= 0, by
-rejection: what the data leave open spreads over what is physically possible
-(seeded, so a resumed sweep decides as an uninterrupted one); a config's
-predicted tok/s and the sweep's objective come from the same draws.
-See docs/traces.md "Traces".
+over the most its feature reaches, so no config's round is presumed cheap), the
+residual variance moderated by a stated prior (3% a start, 4 df). The draws are
+of that posterior (a t) restricted to coefficients >= 0, by rejection (seeded, so
+a resumed sweep decides as an uninterrupted one); a config's predicted tok/s and
+the sweep's objective come from the same draws. Every measured trial refits it:
+the model learns as trials land. See docs/traces.md "Traces".
 """
 
 from __future__ import annotations
@@ -34,31 +40,67 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ddtune.params import MODES, DecodeParams
+from ddtune.params import DecodeParams
 
 WORKLOADS = ("short", "long")  # what the objectives read: short_tps, long_tps
+METHODS = ("dflash", "ddtree", "ngram", "chain")  # methods with a fixed part of their own
 PRIOR_SD = 0.03  # the relative spread of one start's rounds before the data (4 df)
 PRIOR_DF = 4.0
 DRAWS = 4000
 MAX_BATCHES = 50  # rejection batches of DRAWS before the draws are clipped instead
 PRIOR_SCALE = 3.0  # each coefficient's prior sd, in units of the typical round
-FEATURES = len(MODES) + 2
+PROBED_SD = 0.1  # the prior sd of v (around 1) where probes measured F
+FEATURES = 1 + len(METHODS) + 3
+VERIFY = 1 + len(METHODS)  # the column of F(verify tokens)
 
 
 @dataclass(frozen=True)
 class Shape:
-    """One config's rounds on one workload, from the trace."""
+    """One config's rounds on one workload, from its prediction source."""
 
-    mode: str  # ar | dflash | ddtree
+    mode: str  # ar, or a method of METHODS (its fixed part)
     tokens_per_round: float  # R: mean over requests of (tokens - 1) / rounds
-    verify_tokens: int  # 1 (ar), the chain's block (dflash), budget + 1 (ddtree)
-    drafter_share: float  # min(window, context) / context, averaged; 0 for ar
-    acceptance: float | None = None  # τ as the served kind reports it (None: it reports none)
+    verify_tokens: int  # 1 (ar), the chain's block (dflash), budget + 1 (ddtree), K + 1
+    drafter_share: float  # min(window, context) / context, averaged; 0 without a drafter
+    acceptance: float | None = None  # τ as the served engine reports it (None: none)
+    draft_steps: int = 0  # sequential drafter forwards a round (chains: K)
 
-    def features(self) -> list[float]:
-        """[ar, dflash, ddtree, verify tokens - 1, drafter share]: the model's regressors."""
-        modes = [1.0 if self.mode == m else 0.0 for m in MODES]
-        return [*modes, float(self.verify_tokens - 1), self.drafter_share]
+    def features(self, forward: Forward | None = None) -> list[float]:
+        """[step, dflash, ddtree, ngram, chain, F(verify), drafter share, draft steps]."""
+        methods = [1.0 if self.mode == m else 0.0 for m in METHODS]
+        extra = (forward or Forward()).extra(self.verify_tokens)
+        return [1.0, *methods, extra, self.drafter_share, float(self.draft_steps)]
+
+
+@dataclass(frozen=True)
+class ForwardProbe:
+    """Seconds of one target forward over `tokens` tokens (`tokens` = 1: a plain step)."""
+
+    tokens: int
+    seconds: float
+
+
+class Forward:
+    """F(n), what a forward over n tokens costs beyond one token: n - 1 without probes, the
+    interpolated probes (seconds) with them (flat past the largest probed n + its slope)."""
+
+    def __init__(self, probes: Sequence[ForwardProbe] = ()) -> None:
+        by_n: dict[int, list[float]] = {}
+        for probe in probes:
+            by_n.setdefault(probe.tokens, []).append(probe.seconds)
+        self.points = sorted((n, float(np.median(v))) for n, v in by_n.items())
+        self.probed = len(self.points) >= 2
+
+    def extra(self, tokens: int) -> float:
+        if not self.probed:
+            return float(tokens - 1)
+        ns = np.array([n for n, _ in self.points], dtype=float)
+        ys = np.array([y for _, y in self.points])
+        at = float(np.interp(tokens, ns, ys, left=ys[0], right=ys[-1]))
+        if tokens > ns[-1] and len(ns) >= 2:  # past the probes: their last slope
+            at += (tokens - ns[-1]) * (ys[-1] - ys[-2]) / (ns[-1] - ns[-2])
+        base = float(np.interp(1.0, ns, ys, left=ys[0], right=ys[-1]))
+        return max(at - base, 0.0)
 
 
 @dataclass(frozen=True)
@@ -89,14 +131,17 @@ class CostModel:
         shapes: Mapping[str, Mapping[str, Shape]],  # label -> workload -> shape
         observations: Sequence[Observation],
         seed: int = 0,
+        probes: Sequence[ForwardProbe] = (),
     ) -> None:
         self.shapes = shapes
         self.observations = list(observations)
+        self.forward = Forward(probes)
         rng = np.random.default_rng(seed)
         self.coef: dict[str, np.ndarray] = {}  # workload -> [DRAWS, FEATURES]
         self.sigma: dict[str, float] = {}  # workload -> relative sd of one start's rounds
         for w in self.workloads():
-            self.coef[w], self.sigma[w] = _fit(self._rows(w), self._reach(w), rng)
+            prior = _prior_mean(self.forward)
+            self.coef[w], self.sigma[w] = _fit(self._rows(w), self._reach(w), rng, prior)
 
     def workloads(self) -> list[str]:
         found = {w for shapes in self.shapes.values() for w in shapes}
@@ -105,17 +150,17 @@ class CostModel:
     def _rows(self, workload: str) -> tuple[np.ndarray, np.ndarray]:
         """(features [n, FEATURES], seconds [n]) of the observations on `workload`."""
         rows = [o for o in self.observations if o.workload == workload and o.label in self.shapes]
-        x = [self.shapes[o.label][workload].features() for o in rows]
+        x = [self.shapes[o.label][workload].features(self.forward) for o in rows]
         return np.array(x, dtype=float).reshape(-1, FEATURES), np.array([o.seconds for o in rows])
 
     def _reach(self, workload: str) -> np.ndarray:
         """The largest value each feature takes over the configs (scales each prior)."""
-        x = [s[workload].features() for s in self.shapes.values() if workload in s]
+        x = [s[workload].features(self.forward) for s in self.shapes.values() if workload in s]
         return np.maximum(np.abs(np.array(x, dtype=float)).max(axis=0), 1e-9)
 
     def seconds(self, label: str, workload: str) -> np.ndarray:
         """Draws of the config's seconds per round on `workload`."""
-        x = np.array(self.shapes[label][workload].features())
+        x = np.array(self.shapes[label][workload].features(self.forward))
         return np.maximum(self.coef[workload] @ x, 1e-12)
 
     def tps(self, label: str, workload: str) -> np.ndarray:
@@ -141,23 +186,55 @@ class CostModel:
         return max(self.sigma.values(), default=PRIOR_SD)
 
 
+def _prior_mean(forward: Forward) -> tuple[np.ndarray, np.ndarray | None]:
+    """(prior means, fixed prior sds or None): all 0 and from the data's scale, but v
+    around 1 with sd PROBED_SD where probes measured F in seconds."""
+    mean = np.zeros(FEATURES)
+    if not forward.probed:
+        return mean, None
+    mean[VERIFY] = 1.0
+    sd = np.full(FEATURES, np.nan)
+    sd[VERIFY] = PROBED_SD
+    return mean, sd
+
+
 def _fit(
-    rows: tuple[np.ndarray, np.ndarray], reach: np.ndarray, rng: np.random.Generator
+    rows: tuple[np.ndarray, np.ndarray],
+    reach: np.ndarray,
+    rng: np.random.Generator,
+    prior: tuple[np.ndarray, np.ndarray | None],
 ) -> tuple[np.ndarray, float]:
     """Draws [DRAWS, FEATURES] of the coefficients and the residual relative sd; each
-    coefficient's prior sd is PRIOR_SCALE typical rounds over the most its feature reaches."""
+    coefficient's prior sd is PRIOR_SCALE typical rounds over the most its feature reaches
+    (where `prior` fixes none)."""
     x, y = rows
+    active = reach > 1e-9  # a feature no config has is no coefficient (its draws stay 0)
+    if not active.all():
+        draws, sigma = _fit((x[:, active], y), reach[active], rng, _subset(prior, active))
+        full = np.zeros((len(draws), len(active)))
+        full[:, active] = draws
+        return full, sigma
     scale = float(np.median(y)) if len(y) else 1.0
+    prior_mean, fixed_sd = prior
     prior_var = (PRIOR_SCALE * scale / reach) ** 2
+    if fixed_sd is not None:
+        prior_var = np.where(np.isnan(fixed_sd), prior_var, np.nan_to_num(fixed_sd) ** 2)
     weights = 1.0 / np.maximum(y, 1e-12) ** 2  # relative noise
     precision, moment = x.T @ (weights[:, None] * x), x.T @ (weights * y)
-    first, _ = _posterior(precision, moment, prior_var, PRIOR_SD**2)
+    first, _ = _posterior(precision, moment, prior_var, PRIOR_SD**2, prior_mean)
     resid = (y - x @ first) * np.sqrt(weights)
     identified = int(np.linalg.matrix_rank(precision)) if len(y) else 0
     df = PRIOR_DF + max(0, len(y) - identified)
     sigma2 = (PRIOR_DF * PRIOR_SD**2 + float(resid @ resid)) / df
-    mean, cov = _posterior(precision, moment, prior_var, sigma2)
+    mean, cov = _posterior(precision, moment, prior_var, sigma2, prior_mean)
     return _nonnegative_draws(mean, cov, df, rng), math.sqrt(sigma2)
+
+
+def _subset(
+    prior: tuple[np.ndarray, np.ndarray | None], keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None]:
+    mean, sd = prior
+    return mean[keep], None if sd is None else sd[keep]
 
 
 def _nonnegative_draws(
@@ -178,12 +255,18 @@ def _nonnegative_draws(
 
 
 def _posterior(
-    precision: np.ndarray, moment: np.ndarray, prior_var: np.ndarray, sigma2: float
+    precision: np.ndarray,
+    moment: np.ndarray,
+    prior_var: np.ndarray,
+    sigma2: float,
+    prior_mean: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Gaussian posterior of the coefficients given the noise variance (prior N(0, prior_var))."""
+    """Gaussian posterior of the coefficients given the noise variance (prior
+    N(prior_mean, prior_var))."""
+    mean0 = np.zeros(len(prior_var)) if prior_mean is None else prior_mean
     a = precision / sigma2 + np.diag(1.0 / prior_var)
     cov = np.linalg.inv(a)
-    return cov @ (moment / sigma2), (cov + cov.T) / 2
+    return cov @ (moment / sigma2 + mean0 / prior_var), (cov + cov.T) / 2
 
 
 def verify_tokens(params: DecodeParams, block_size: int) -> int:
@@ -195,4 +278,15 @@ def verify_tokens(params: DecodeParams, block_size: int) -> int:
     return params.budget + 1
 
 
-__all__ = ["DRAWS", "WORKLOADS", "CostModel", "Interval", "Observation", "Shape", "verify_tokens"]
+__all__ = [
+    "DRAWS",
+    "METHODS",
+    "WORKLOADS",
+    "CostModel",
+    "Forward",
+    "ForwardProbe",
+    "Interval",
+    "Observation",
+    "Shape",
+    "verify_tokens",
+]

@@ -57,6 +57,7 @@ from ddtune.stats.mixed import (
 )
 from ddtune.sweep.plan.races.by_pass import pass_rate_step
 from ddtune.sweep.plan.trial_order import block_order
+from ddtune.trace.round_cost import ForwardProbe
 
 # The stated priors (log-sd) before the data: a start is assumed to move a
 # config's level by 3% (GPU services measure 1-2%), worth 4 df: conservative
@@ -125,8 +126,9 @@ class FinishedBench:
     seconds: float = 0.0  # what it took (restart included), for `max_hours`
     fresh: bool | None = None  # its attempt restarted the server (None: bench == 1)
     tps: tuple[tuple[str, float], ...] = ()  # (workload, tok/s) measured: a predicting race's
-    acceptance: float | None = None  # the acceptance length measured (`predict_race.py` checks it)
+    acceptance: float | None = None  # the acceptance length measured (`predicting.py` checks it)
     unpredicted: str | None = None  # why a trace cannot speak for this trial (other weights)
+    probes: tuple[ForwardProbe, ...] = ()  # forward costs measured on its running server
 
 
 @dataclass

@@ -1,28 +1,43 @@
-"""A predicting race: a trace decides which configs are worth a start, a restart-bound race confirms.
+"""Predict, then confirm: a forecast decides which configs are worth a start; starts confirm it.
 
-`[sweep] strategy = "predict"`. A trace (`ddtune.trace`) fixes every config's
-rounds at T = 0; what a round costs is fitted as trials come in
-(`ddtune.trace.round_cost.CostModel`). `PredictRace` is a `StartRace` (every rule of
-`starts.py` holds for the configs it starts) with four more, all a pure fold of
-the finished benches, so a resumed race decides as the uninterrupted one:
+`[sweep] strategy = "predict"`. A forecast (`ddtune.trace.forecast.Forecast`) fixes
+each config's tokens a round (from a trace for trees, the baseline's T = 0 outputs
+for n-gram, one run's per-position counts for chains); what a round costs is a
+model that learns (`ddtune.trace.round_cost.CostModel`), refitted after every start,
+with the forward probes of the running baseline where the engine allows them.
+`PredictRace` is a `StartRace` (every rule of `by_start.py` holds for the configs
+it starts) with five more, all a pure fold of the finished benches, so a resumed
+race decides as the uninterrupted one:
 
 1. Dominated (before anything runs): a round never costs less with more verify
-   tokens or a wider drafter window, so a config whose rounds commit no more
-   tokens than another's on every workload, at no fewer verify tokens and no
-   narrower window, can never be faster: it leaves (`dominated`), never started.
-2. Pass 1 order: the baseline, then the configs with the fewest and the most
-   verify tokens (they pin the cost's slope), then always the config whose
-   predicted objective could be highest (the 99.5% point of its draws).
-3. After every start (once the pins ran) the cost model is refitted; a config not started yet leaves
-   (`predicted`) when even its optimistic prediction is below the leader's
-   measured level (a config cheaper than the leader: below it by more than the
-   tolerance): `PRUNE_LEVEL`.
-4. The check: each started config's measured acceptance against the trace's
-   (within `TAU_TOLERANCE`), and its measured objective against what the model
-   fitted without it predicts (`CHECK_LEVEL`, the noise of a start included). A
-   miss means the trace or the model is wrong for this service: every config
-   the prediction left out comes back and the race goes on as a plain
-   restart-bound race (`fallback` says why). The trace never silently decides.
+   tokens or a wider drafter window, so a config whose rounds commit no more tokens
+   than another's on every workload, at no fewer verify tokens and no narrower
+   window, can never be faster: it leaves (`dominated`), never started.
+2. Order: the baseline first (what a plain step costs); without forward probes
+   also the fewest and the most verify tokens (they pin the cost's slope); then
+   always the config whose predicted objective could be highest (the 97.5% point
+   of its draws).
+3. After every start the cost model is refitted; a config not started leaves
+   (`predicted`) when even the optimistic point of its ratio to the measured
+   leader, over the model's draws, is below 1 (a config cheaper than the leader:
+   below 1 by more than the tolerance): `PRUNE_LEVEL`. Only once a config of its
+   method was measured: before that, what the method adds to a round is the
+   prior's guess.
+4. The check, at a config's first start: its measured acceptance against its
+   prediction (within `TAU_TOLERANCE`) and its measured objective against what the
+   model fitted without it predicts (`CHECK_LEVEL`, a start's own noise included;
+   from the second config of a method on, and once that interval is narrow enough to
+   check anything: `CHECK_SPAN`). A leader that passed is confirmed by
+   its prediction: it eliminates without a second start, and a measured config
+   that passed too leaves when the model (fitted to every start) puts it below the
+   leader by more than the tolerance, as an unstarted one would. A miss bends the prediction, never throws it away: the acceptance
+   a config measured corrects its group's predictions (a trace records each window
+   on its own), configs of groups not yet measured take the mean correction with a
+   spread as large as the misses seen, and the cost model refits with the miss; a
+   config predicted out comes back while its new optimistic prediction beats the
+   leader. A leader that missed needs a second start, as in the restart-bound race.
+5. Pass 1 ends when nothing left could beat the leader; later passes start only the
+   configs measured and still in the race (second starts for close contenders).
 
 See docs/sweeps.md "Predict, then confirm".
 """
@@ -30,6 +45,7 @@ See docs/sweeps.md "Predict, then confirm".
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,23 +53,30 @@ import numpy as np
 from ddtune.records import Elimination, PredictedConfig
 from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace, Step
 from ddtune.trace.forecast import Forecast
-from ddtune.trace.round_cost import CostModel, Observation
+from ddtune.trace.round_cost import CostModel, ForwardProbe, Observation, Shape
 
 PRUNE_LEVEL = 0.95  # a config is out when its 97.5% point is below the leader's level
 CHECK_LEVEL = 0.99  # a measurement outside the 99% prediction interval is a miss
-TAU_TOLERANCE = 0.05  # measured acceptance this far from the trace's is a miss
-Z = 0.0  # the leader's level: its measured mean less Z standard errors
+CHECK_SPAN = 1.5  # an interval wider than this (high / low) checks nothing yet
+TAU_TOLERANCE = 0.05  # measured acceptance this far from the prediction is a miss
+SPREAD_FLOOR = 0.02  # the least log-spread of a correction a group has not measured
+Z_PRUNE = 1.959964  # the same level for what an acceptance correction may still be off
 
 
 @dataclass
 class PredictRace(StartRace):
     forecast: Forecast | None = None
-    fallback: str | None = None  # why every config races now (rule 4), once it happened
+    probes: Sequence[ForwardProbe] = ()  # the running baseline's forward costs
     left_out: list[str] = field(default_factory=list)  # dominated or predicted out, in order
     tps: dict[tuple[str, int], dict[str, list[float]]] = field(default_factory=dict)
     model: CostModel | None = None
     checked: dict[str, str] = field(default_factory=dict)  # label -> its check, in words
+    missed: dict[str, str] = field(default_factory=dict)  # label -> its first miss, in words
+    confirmed: set[str] = field(default_factory=set)  # measured as predicted (rule 4), now
+    accepted: dict[str, float] = field(default_factory=dict)  # label -> τ measured
+    ratios: dict[str, float] = field(default_factory=dict)  # label -> measured / predicted τ - 1
     pinned: list[str] = field(default_factory=list)  # pass 1's first starts (rule 2)
+    fallback: str | None = None  # why the forecast was dropped (the service's other models)
 
     # --- pass 1: who is worth a start ------------------------------------------------
 
@@ -72,40 +95,51 @@ class PredictRace(StartRace):
         assert self.forecast is not None
         gone = []
         for b in self.alive:
-            if b == self.baseline:
+            if b == self.baseline or b not in self.forecast.shapes:
                 continue
-            better = next((a for a in self.alive if self.forecast.dominates(a, b)), None)
+            known = [a for a in self.alive if a in self.forecast.shapes]
+            better = next((a for a in known if self.forecast.dominates(a, b)), None)
             if better is not None:
                 detail = f"dominated by {better}: as many tokens a round or more, a round as cheap"
-                gone.append(Elimination(b, 1, "dominated", detail + " or cheaper (trace)"))
+                gone.append(Elimination(b, 1, "dominated", detail + " or cheaper (forecast)"))
         self._leave(gone)
 
     def _pins(self) -> list[str]:
-        """The baseline, then the fewest and the most verify tokens (rule 2)."""
+        """The baseline; without probes, the fewest and the most verify tokens (rule 2)."""
         assert self.forecast is not None
         shapes = self.forecast.shapes
         rest = [x for x in self.alive if x != self.baseline]
         head = [self.baseline] if self.baseline in self.alive else []
-        if rest:
-            tokens = {x: max(s.verify_tokens for s in shapes[x].values()) for x in rest}
-            ends = [min(rest, key=tokens.__getitem__), max(rest, key=tokens.__getitem__)]
+        known = [x for x in rest if x in shapes]
+        if known and len(self.probes) < 2:
+            tokens = {x: max(s.verify_tokens for s in shapes[x].values()) for x in known}
+            ends = [min(known, key=tokens.__getitem__), max(known, key=tokens.__getitem__)]
             head += list(dict.fromkeys(ends))
         self.pinned = [x for x in head if x is not None]
         return self.pinned + [x for x in rest if x not in head]
 
+    def _probed(self, probes: Sequence[ForwardProbe]) -> None:
+        """Forward costs measured on a running server (the baseline's): the cost's slope is
+        measured, so the pins not started yet are no longer owed a start (rule 2)."""
+        self.probes = tuple(probes)
+        self.pinned = [x for x in self.pinned if self.efforts[x].starts or x == self.baseline]
+
     def _reorder(self) -> None:
         """Pass 1's configs not started yet: the pins first, then by their optimistic
-        prediction (rule 2)."""
+        prediction (rule 2); configs the forecast does not know race last."""
         if self.pass_no != 1 or self.model is None:
             return
         high = self._optimistic()
-        rest = sorted((x for x in self.queue if x not in self.pinned), key=lambda x: -high[x])
+        rest = [x for x in self.queue if x not in self.pinned]
+        rest.sort(key=lambda x: -high.get(x, 0.0))
         self.queue = [x for x in self.pinned if x in self.queue] + rest
 
     # --- after every start ---------------------------------------------------------
 
     def _record(self, step: Step, result: FinishedBench) -> None:
         super()._record(step, result)
+        if result.probes and len(self.probes) < 2:
+            self._probed(result.probes)
         if result.unpredicted is not None:
             self.fall_back(f"{step.label}: {result.unpredicted}")
         start = self.efforts[step.label].starts
@@ -113,64 +147,138 @@ class PredictRace(StartRace):
             per = self.tps.setdefault((step.label, start), {})
             for workload, value in result.tps:
                 per.setdefault(workload, []).append(value)
-        if step.bench == 1 and result.acceptance is not None:
-            self._check_acceptance(step.label, result.acceptance)
+        if step.bench == 1 and result.acceptance is not None and self.forecast is not None:
+            self._note_acceptance(step.label, result.acceptance)
 
     def _refit(self, step: Step) -> None:
+        """The check first (a leader it confirms eliminates at once), then the restart-bound
+        rules, then the model refitted and rules 3 and 4."""
+        if self.forecast is not None:
+            self._recheck()
         super()._refit(step)
-        if self.forecast is None:
+        if self.forecast is None:  # none given, or dropped (`fall_back`)
             return
         self.model = self._fit()
-        if self.fallback is None and self.efforts[step.label].starts == 1:
-            self._check_objective(step.label)
-        if self.fallback is None:
-            self._prune()
+        self._prune()
         self._reorder()
 
     def _fit(self, without: str | None = None) -> CostModel:
+        """The cost model over the measured starts (their seconds a round, from tok/s)."""
         assert self.forecast is not None
+        shapes = self._shapes()
         observations = [
-            Observation(label, w, self.forecast.shapes[label][w].tokens_per_round / _geo(v), s)
+            Observation(label, w, shapes[label][w].tokens_per_round / _geo(v), s)
             for (label, s), per in self.tps.items()
-            if label != without
+            if label != without and label in shapes
             for w, v in per.items()
-            if w in self.forecast.shapes[label]
+            if w in shapes[label]
         ]
-        return CostModel(self.forecast.shapes, observations, self.seed)
+        return CostModel(shapes, observations, self.seed, self.probes)
+
+    def _shapes(self) -> dict[str, dict[str, Shape]]:
+        """The forecast's shapes, each config's tokens a round corrected by what was measured
+        (rule 4: its own measured ratio, else its group's, else the mean of every group)."""
+        assert self.forecast is not None
+        out = {}
+        for label, by in self.forecast.shapes.items():
+            factor, _ = self._correction(label)
+            out[label] = {w: _scaled(s, factor) for w, s in by.items()}
+        return out
+
+    def _correction(self, label: str, without: str | None = None) -> tuple[float, float]:
+        """(factor on `label`'s predicted tokens a round, the log-spread it may still be off):
+        its own measured ratio; else its group's; else the mean over the groups measured,
+        spread as they differ (one group: as far as it missed). `without`: as if that config
+        had measured nothing (a check of it)."""
+        assert self.forecast is not None
+        if label in self.ratios and label != without:
+            return self.ratios[label], 0.0
+        by_group: dict[str, list[float]] = {}
+        for x, r in self.ratios.items():
+            if x != without:
+                by_group.setdefault(self.forecast.group(x), []).append(math.log(r))
+        mine = by_group.get(self.forecast.group(label))
+        if mine:
+            return math.exp(sum(mine) / len(mine)), SPREAD_FLOOR
+        means = [sum(v) / len(v) for v in by_group.values()]
+        if not means:
+            return 1.0, 0.0
+        mean = sum(means) / len(means)
+        if len(means) == 1:
+            return math.exp(mean), max(SPREAD_FLOOR, abs(mean))
+        sd = math.sqrt(sum((m - mean) ** 2 for m in means) / (len(means) - 1))
+        return math.exp(mean), max(SPREAD_FLOOR, sd) * math.sqrt(1 + 1 / len(means))
 
     def _prune(self) -> None:
-        """Configs not started whose best case cannot beat the leader (rule 3)."""
-        level = self._leader_level()
-        if level is None or self.model is None or self.forecast is None:
+        """Configs not started that cannot beat the leader leave; configs left out earlier
+        come back while they now could (rules 3 and 4). "Cannot": the optimistic point of
+        their ratio to the leader, over the model's draws (both from one fit: what the fit
+        leaves open moves both alike), with what their acceptance may still be off, is below 1."""
+        leader = self._leader()
+        if leader is None or self.model is None or self.forecast is None:
             return
         if any(not self.efforts[x].starts for x in self.pinned if x in self.alive):
             return  # the pins first: the cost's slope is still open
-        leader, low = level
-        high = self._optimistic()
-        gone = []
-        for label in self.queue:
-            if label == self.baseline or self.efforts[label].starts:
-                continue
-            cheaper = self.forecast.cost(label) < self.forecast.cost(leader)
-            margin = 1 + self.settings.tolerance if cheaper else 1.0
-            if high[label] * margin < low:
-                detail = (
-                    f"predicted at most {high[label]:.3g} ({PRUNE_LEVEL:.0%} bound), below "
-                    f"the measured level of {leader} ({low:.3g})"
-                )
-                gone.append(Elimination(label, self.pass_no, "predicted", detail))
+        measured = {_mode(self.forecast, x) for x, _ in self.tps}
+        high = {
+            x: self._best_ratio(x, leader)
+            for x in [*self.queue, *self.left_out]
+            if x != self.baseline and not self.efforts[x].starts
+            if x in self.forecast.shapes and _mode(self.forecast, x) in measured
+        }  # a method not measured yet: what it adds to a round is still the prior's guess
+        self._admit([x for x in self.left_out if x in high and self._could_win(x, leader, high)])
+        gone = [
+            Elimination(x, self.pass_no, "predicted", self._out_words(x, leader, high[x]))
+            for x in self.queue
+            if x in high and not self._could_win(x, leader, high)
+        ]
         self._leave(gone)
+        self._drop(self._confirmed_worse(leader))
 
-    def _optimistic(self) -> dict[str, float]:
+    def _confirmed_worse(self, leader: str) -> list[Elimination]:
+        """Measured configs the confirmed model puts below the leader (rule 4: a prediction
+        both their measurements confirmed, so one start each decides, as the model pools
+        every start): the baseline stays the reference the restart-bound rules judge."""
+        if not self._confirmed_by_prediction(leader):
+            return []
+        out = []
+        for x in self.alive:
+            if x in (leader, self.baseline) or not self._confirmed_by_prediction(x):
+                continue
+            ratio = self._best_ratio(x, leader)
+            if ratio * (1 + self.settings.tolerance) < 1.0:
+                detail = self._out_words(x, leader, ratio) + "; both measured as predicted"
+                out.append(Elimination(x, self.pass_no, "worse", detail))
+        return out
+
+    def _confirmed_by_prediction(self, label: str) -> bool:
+        """Measured as predicted, each check made without it (`_recheck`)."""
+        return self.forecast is not None and label in self.confirmed
+
+    def _could_win(self, label: str, leader: str, high: Mapping[str, float]) -> bool:
+        assert self.forecast is not None
+        cheaper = self.forecast.cost(label) < self.forecast.cost(leader)
+        margin = 1 + self.settings.tolerance if cheaper else 1.0
+        return high[label] * margin >= 1.0
+
+    def _best_ratio(self, label: str, leader: str) -> float:
+        """The `PRUNE_LEVEL` upper point of `label`'s objective over the leader's."""
         assert self.model is not None and self.forecast is not None
+        objective = self.forecast.objective
+        ratio = self.model.objective(label, objective) / self.model.objective(leader, objective)
+        _, spread = self._correction(label)
         q = 100 * (1 - (1 - PRUNE_LEVEL) / 2)
-        return {
-            x: float(np.percentile(self.model.objective(x, self.forecast.objective), q))
-            for x in self.alive
-        }
+        return float(np.percentile(ratio, q)) * math.exp(Z_PRUNE * spread)
 
-    def _leader_level(self) -> tuple[str, float] | None:
-        """(the measured leader, a lower bound of its level in the objective's units)."""
+    def _out_words(self, label: str, leader: str, ratio: float) -> str:
+        return (
+            f"predicted at most {ratio:.1%} of {leader}'s objective ({PRUNE_LEVEL:.0%} bound "
+            "of their ratio, from the cost model fitted to the starts so far)"
+        )
+
+    def _leader(self) -> str | None:
+        """The measured leader (the best mean of its starts' means), where the model knows it."""
+        assert self.forecast is not None
         measured = {x: g for x, g in self.groups.items() if x in self.alive and g}
         if not measured or self.components is None:
             return None
@@ -178,60 +286,120 @@ class PredictRace(StartRace):
             x: [sum(v for v, _ in start) / len(start) for start in g if start]
             for x, g in measured.items()
         }
-        leader = max(means, key=lambda x: sum(means[x]) / len(means[x]))
-        c = self.components
-        n = sum(len(s) for s in measured[leader]) / len(means[leader])
-        se = math.sqrt((c.start.var + c.bench.var / n) / len(means[leader]))
-        return leader, math.exp(sum(means[leader]) / len(means[leader]) - Z * se)
+        best = max(means, key=lambda x: sum(means[x]) / len(means[x]))
+        return best if best in self.forecast.shapes else None
+
+    def _optimistic(self) -> dict[str, float]:
+        """The 97.5% point of each predicted config's objective, with what its correction
+        may still be off (rule 4)."""
+        assert self.model is not None and self.forecast is not None
+        q = 100 * (1 - (1 - PRUNE_LEVEL) / 2)
+        out = {}
+        for x in self.contenders:
+            if x not in self.forecast.shapes or self.efforts[x].starts:
+                continue
+            draws = self.model.objective(x, self.forecast.objective)
+            _, spread = self._correction(x)
+            out[x] = float(np.percentile(draws, q)) * math.exp(Z_PRUNE * spread)
+        return out
 
     def _leave(self, gone: list[Elimination]) -> None:
         self._drop(gone)
-        self.left_out += [e.label for e in gone]
+        self.left_out += [e.label for e in gone if e.label not in self.left_out]
+
+    def _admit(self, back: list[str]) -> None:
+        """Configs predicted out come back to pass 1's queue (rule 4)."""
+        for label in back:
+            exit_ = self.eliminated.get(label)
+            if exit_ is None or exit_.reason != "predicted" or self.pass_no != 1:
+                continue
+            del self.eliminated[label]
+            self.alive.append(label)
+            self.queue.append(label)
+            self.order.append(label)
 
     # --- the check (rule 4) ----------------------------------------------------------
 
-    def _check_acceptance(self, label: str, measured: float) -> None:
+    def _confirmed(self, leader: str) -> bool:
+        """A leader confirmed by its prediction needs no second start (rule 4)."""
+        return self._confirmed_by_prediction(leader) or super()._confirmed(leader)
+
+    def _note_acceptance(self, label: str, measured: float) -> None:
+        """Its first start's acceptance, as a ratio to the forecast's (beyond the bonus)."""
         assert self.forecast is not None
         predicted = self.forecast.acceptance.get(label)
-        if predicted is None or self.fallback is not None:
-            return
-        miss = abs(measured / predicted - 1)
-        words = f"acceptance {measured:.3f} measured, {predicted:.3f} predicted"
-        self.checked[label] = words
-        if miss > TAU_TOLERANCE:
-            self.fall_back(f"{label}: {words} ({miss:.1%} apart, more than {TAU_TOLERANCE:.0%})")
+        if predicted is not None and label not in self.ratios:
+            self.accepted[label] = measured
+            self.ratios[label] = max(measured - 1, 1e-6) / max(predicted - 1, 1e-6)
 
-    def _check_objective(self, label: str) -> None:
-        """The config's measured objective against the model fitted without it."""
+    def _recheck(self) -> None:
+        """Rule 4 over every measured config, each against a prediction made without it
+        (its acceptance against the corrections of the others, its objective against the
+        model fitted to the others' starts): `confirmed` holds those measured as predicted;
+        `missed` keeps each config's first miss for the report."""
+        assert self.forecast is not None
+        self.confirmed = set()
+        for label in {x for x, _ in self.tps if x in self.forecast.shapes}:
+            words = [self._acceptance_words(label), self._objective_words(label)]
+            found = [w for w in words if w is not None]
+            misses = [w for w in found if w.endswith(")") and "apart" in w or "outside" in w]
+            self.checked[label] = "; ".join(found)
+            if misses:
+                self.missed.setdefault(label, "; ".join(misses))
+            elif words[1] is not None:  # the objective was checked: no first-of-a-method guess
+                self.confirmed.add(label)
+
+    def _acceptance_words(self, label: str) -> str | None:
+        assert self.forecast is not None
+        predicted, measured = self.forecast.acceptance.get(label), self.accepted.get(label)
+        if predicted is None or measured is None:
+            return None
+        factor, _ = self._correction(label, without=label)
+        expected = 1 + (predicted - 1) * factor
+        miss = abs(measured / expected - 1)
+        words = f"acceptance {measured:.3f} measured, {expected:.3f} predicted"
+        if miss > TAU_TOLERANCE:
+            words += f" ({miss:.1%} apart, more than {TAU_TOLERANCE:.0%})"
+        return words
+
+    def _objective_words(self, label: str) -> str | None:
+        """The measured objective against the model fitted without it, once another config
+        of its method was measured (before that, the prediction is the prior's)."""
         assert self.forecast is not None
         logs = [v for start in self.groups.get(label, []) for v, _ in start]
-        others = {x for x, _ in self.tps if x != label}
+        mode = _mode(self.forecast, label)
+        others = {x for x, _ in self.tps if x != label and _mode(self.forecast, x) == mode}
         if not logs or not others:
-            return
+            return None
         model = self._fit(without=label)
         draws = np.log(model.objective(label, self.forecast.objective))
         sd = model.noise_sd()
         noisy = draws + np.random.default_rng(self.seed).normal(0.0, sd, size=draws.shape)
         tail = (1 - CHECK_LEVEL) / 2 * 100
         low, high = np.exp(np.percentile(noisy, [tail, 100 - tail]))
+        if high / low > CHECK_SPAN:
+            return None  # the others leave it open (e.g. the slope before the pins): no check
         measured = math.exp(sum(logs) / len(logs))
         words = f"objective {measured:.3g} measured, [{low:.3g}, {high:.3g}] predicted"
-        self.checked[label] = "; ".join(filter(None, [self.checked.get(label), words]))
         if not low <= measured <= high:
-            self.fall_back(f"{label}: {words} (outside the {CHECK_LEVEL:.0%} interval)")
+            words += f" (outside the {CHECK_LEVEL:.0%} interval)"
+        return words
 
     def fall_back(self, why: str) -> None:
-        """Rule 4: what the prediction left out races too (also when the planner finds the
-        service's models are not the traced ones)."""
+        """The forecast speaks for other models than the service serves (the weights at
+        READY are not the traced ones): nothing it said holds, so every config it left out
+        races as without it, and no leader is confirmed by it."""
         if self.fallback is not None:
             return
         self.fallback = why
-        back = [x for x in self.left_out if x in self.eliminated]
-        for label in back:
+        self.forecast = None
+        for label in [x for x in self.left_out if x in self.eliminated]:
             del self.eliminated[label]
             self.alive.append(label)
             self.queue.append(label)
             self.order.append(label)
+        self.checked.clear()
+        self.confirmed.clear()
 
     # --- what the report shows ---------------------------------------------------------
 
@@ -242,6 +410,8 @@ class PredictRace(StartRace):
             return []
         statuses = {}
         for label in self.contenders:
+            if label not in self.forecast.shapes:
+                continue
             exit_ = self.eliminated.get(label)
             statuses[label] = "started" if self.efforts[label].starts else "not started"
             if exit_ is not None and exit_.reason in ("dominated", "predicted"):
@@ -270,6 +440,27 @@ def predicted_configs(
             PredictedConfig(label, forecast.acceptance.get(label), (mid, low, high), status, check)
         )
     return out
+
+
+def _scaled(shape: Shape, factor: float) -> Shape:
+    """`shape` committing `factor` times its tokens a round beyond the bonus token."""
+    if factor == 1.0 or shape.mode == "ar":
+        return shape
+    tokens = 1 + (shape.tokens_per_round - 1) * factor
+    acceptance = None if shape.acceptance is None else 1 + (shape.acceptance - 1) * factor
+    return Shape(
+        shape.mode,
+        tokens,
+        shape.verify_tokens,
+        shape.drafter_share,
+        acceptance,
+        shape.draft_steps,
+    )
+
+
+def _mode(forecast: Forecast, label: str) -> str | None:
+    shapes = forecast.shapes.get(label)
+    return next(iter(shapes.values())).mode if shapes else None
 
 
 def _geo(values: list[float]) -> float:
