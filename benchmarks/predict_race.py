@@ -1,6 +1,7 @@
 """Predict, then confirm: the predicting race vs the restart-bound race, in wall hours and starts.
 
     PYTHONPATH=src python benchmarks/predict_race.py [--seeds 50] [--scenario production ...]
+        [--no-probes]
 
 Measurement-level simulation (`ddtune.sweep.plan.simulate`, no servers) at
 issue 27's production scale: 17 configs (ar + DDTree budget {4, 8, 12, 16} x
@@ -14,16 +15,22 @@ mildly convex; a drafter that costs more over a whole 8k context than over
 2048) and tokens a round; tok/s = tokens a round / seconds a round, measured
 per workload, the objective their geometric mean.
 
-The trace is the exact acceptance (scenario `production`), or a wrong one
-(`wrong-trace`: the service's drafter accepts 12% less on window none than the
-trace says, as if traced with another drafter), or the cost is far from the
-model (`cost-step`: every round of a tree above 8 nodes costs 40% more, a
-GPU leaving its memory-bound regime). The true tok/s are issue 27's production
-landscape (`restart_bound.py`), each config's tokens a round what makes its
-rate at that round cost. The predicting race pays for its trace:
-one start plus one bench (780 s) on its clock. Per strategy over the seeds:
-conclusive and right, wrong, inconclusive, median and p90 hours, median
-starts and benches, and how often the check fell back to racing every config.
+A round is a target forward over its verify tokens plus the tree's own part
+and the drafter over its window; the running baseline is probed for the
+forward (a forward over n tokens, n in 1..64, with a request's noise, 30 s on
+the clock) unless `--no-probes`. The trace is the exact acceptance (scenario
+`production`), or a wrong one (`wrong-trace`: the service's drafter accepts 12%
+less on window none than the trace says, as if traced with another drafter), or
+the cost is far from a straight line (`cost-step`: a forward over more than 9
+tokens costs 40% more, a GPU leaving its memory-bound regime, so every tree above
+8 nodes is dearer). The true tok/s are issue 27's production landscape
+(`restart_bound.py`) in the production world, each config's tokens a round what
+makes its rate at that round cost. The predicting race pays for its trace: one
+start plus one bench (780 s) on its clock (not a start of the service). Per
+strategy over the seeds: conclusive and right, wrong, inconclusive, median and p90
+hours (the sweep's clock), median and most starts in all (the sweep's, plus the
+one that restores the service or applies the answer), how often a prediction
+missed, and how often every config got a start (the full race).
 Results: docs/benchmarks.md "Predict, then confirm".
 """
 
@@ -75,7 +82,7 @@ class World:
 
     title: str
     wrong_trace: float = 1.0  # the service's τ on window none / the trace's
-    cost_step: float = 1.0  # a round of a tree above 8 nodes costs this much more
+    cost_step: float = 1.0  # a forward over more than 9 tokens costs this much more
     noise: NoiseModel = PRODUCTION_NOISE
 
 
@@ -112,13 +119,22 @@ def share(p: DecodeParams, workload: str) -> float:
     return 1.0 if p.window is None else min(p.window, CONTEXT[workload]) / CONTEXT[workload]
 
 
+STEP = 1 / 45  # a plain target step at 45 tok/s
+
+
+def forward(n: int, world: World) -> float:
+    """The true seconds of a target forward over n tokens (what probes measure)."""
+    base = STEP * (1 + 0.035 * (n - 1) + 0.0008 * (n * n - 1))
+    return base * (world.cost_step if n > 9 else 1.0)
+
+
 def seconds(p: DecodeParams, workload: str, world: World) -> float:
-    """The true seconds of a round (units of a plain target step at 45 tok/s)."""
-    step = 1 / 45
+    """The true seconds of a round: a forward over its verify tokens, the tree's own part,
+    the drafter over its window (issue 27's landscape in the production world)."""
     if p.mode == "ar":
-        return step
+        return STEP
     n = p.budget + 1
-    return step * (1.30 + 0.035 * n + 0.0008 * n * n + 0.30 * share(p, workload))
+    return forward(n, world) + STEP * (0.3358 + 0.30 * share(p, workload))
 
 
 def forecast() -> Forecast:
@@ -130,6 +146,7 @@ def forecast() -> Forecast:
                 1 if p.mode == "ar" else p.budget + 1,
                 share(p, w),
                 None if p.mode == "ar" else tau(p, w),
+                drafter_positions=share(p, w) * CONTEXT[w],
             )
             for w in CONTEXT
         }
@@ -137,7 +154,8 @@ def forecast() -> Forecast:
     }
     acceptance = {p.label(): None if p.mode == "ar" else _pooled(p, 1.0) for p in configs()}
     params = {p.label(): p for p in configs()}
-    return Forecast(shapes, acceptance, lambda x: (cost_key(params[x]), x))
+    groups = {p.label(): f"window {p.window or 'none'}" for p in configs()}
+    return Forecast(shapes, acceptance, lambda x: (cost_key(params[x]), x), groups=groups)
 
 
 def _pooled(p: DecodeParams, factor: float) -> float:
@@ -149,8 +167,7 @@ def truth(world: World) -> tuple[dict[str, dict[str, float]], dict[str, float], 
     tps, tau_seen = {}, {}
     for p in configs():
         factor = world.wrong_trace if p.window is None and p.mode != "ar" else 1.0
-        step = world.cost_step if p.budget > 8 else 1.0  # a round the model did not expect
-        tps[p.label()] = {w: tau(p, w) * factor / (seconds(p, w, world) * step) for w in CONTEXT}
+        tps[p.label()] = {w: tau(p, w) * factor / seconds(p, w, world) for w in CONTEXT}
         if p.mode != "ar":
             tau_seen[p.label()] = _pooled(p, world.wrong_trace)
     objective = {x: math.exp(sum(math.log(v) for v in t.values()) / 2) for x, t in tps.items()}
@@ -159,7 +176,8 @@ def truth(world: World) -> tuple[dict[str, dict[str, float]], dict[str, float], 
 
 @dataclass
 class Run(RaceRun):
-    fell_back: bool = False
+    missed: bool = False  # a prediction missed (the race corrected it)
+    full: bool = False  # every config got a start
 
 
 def settings() -> StartSettings:
@@ -171,23 +189,26 @@ def settings() -> StartSettings:
     )
 
 
-def one(world: World, seed: int, predicting: bool) -> Run:
+def one(world: World, seed: int, predicting: bool, probes: bool = True) -> Run:
     tps, objective, tau_seen = truth(world)
     service = SimulatedService(objective, world.noise, seed, costs=PRODUCTION_COSTS, workloads=tps)
     labels, fc = list(objective), forecast()
-    race = None
+    race, measure = None, None
     if predicting:
         service.seconds += TRACE_S
         race = PredictRace(tuple(labels), labels[0], settings(), seed, forecast=fc)
-    done = run_start_race(service, labels, labels[0], settings(), seed, race, tau_seen)
-    fell = isinstance(done, PredictRace) and done.fallback is not None
-    return Run(done.verdict(fc.cost), service.hours, service.starts, service.trials, fell)
+        measure = (lambda n: forward(n, world)) if probes else None
+    done = run_start_race(service, labels, labels[0], settings(), seed, race, tau_seen, measure)
+    missed = isinstance(done, PredictRace) and bool(done.missed)
+    full = all(e.starts for e in done.efforts.values())
+    starts = service.starts + 1  # and the start that restores the service or applies the answer
+    return Run(done.verdict(fc.cost), service.hours, starts, service.trials, missed, full)
 
 
 WORLDS = {
     "production": World("production: the trace is exact, the cost mildly convex"),
     "wrong-trace": World("wrong trace: the service accepts 12% less on window none", 0.88),
-    "cost-step": World("cost step: trees above 8 nodes cost 40% more a round", 1.0, 1.4),
+    "cost-step": World("cost step: a forward over more than 9 tokens costs 40% more", 1.0, 1.4),
     "start-noise": World(
         "production, start noise 4% (above the 3% prior)",
         noise=replace(PRODUCTION_NOISE, start_sd=0.04),
@@ -199,23 +220,27 @@ WORLDS = {
 }
 
 
-def print_world(world: World, seeds: int) -> None:
+def print_world(world: World, seeds: int, probes: bool) -> None:
     _, objective, _ = truth(world)
     ranked = sorted(objective.items(), key=lambda kv: -kv[1])
-    print(f"\n== {world.title}; {seeds} seeds")
+    print(f"\n== {world.title}; {seeds} seeds; probes {'on' if probes else 'off'}")
     print("   truth: " + ", ".join(f"{x} {v:.1f}" for x, v in ranked[:4]) + ", ...")
-    print(f"   {'strategy':<26} right  wrong  inconcl   median     p90  starts  benches  fallback")
+    print(
+        f"   {'strategy':<22} right  wrong  inconcl  median     p90  starts (most)  benches"
+        "  missed  full race"
+    )
     for name, predicting in (("restart-bound race", False), ("predict, then confirm", True)):
-        runs = [one(world, seed, predicting) for seed in range(seeds)]
+        runs = [one(world, seed, predicting, probes) for seed in range(seeds)]
         done = [r for r in runs if r.verdict.status in ("separated", "equivalent")]
         right = sum(correct(objective, r.verdict, 0.03) for r in done)
         hours = [r.hours for r in runs]
+        starts = [r.starts for r in runs]
         print(
-            f"   {name:<26} {right / seeds:5.0%}  {(len(done) - right) / seeds:5.0%}  "
-            f"{1 - len(done) / seeds:7.0%}  {statistics.median(hours):5.2f} h  "
-            f"{np.percentile(hours, 90):4.2f} h  {statistics.median(r.starts for r in runs):6.0f}"
-            f"  {statistics.median(r.benches for r in runs):7.0f}  "
-            f"{sum(r.fell_back for r in runs) / seeds:8.0%}"
+            f"   {name:<22} {right / seeds:5.0%}  {(len(done) - right) / seeds:5.0%}  "
+            f"{1 - len(done) / seeds:7.0%}  {statistics.median(hours) * 60:4.0f} min "
+            f"{np.percentile(hours, 90) * 60:4.0f} min  {statistics.median(starts):5.0f} "
+            f"({max(starts):2d})  {statistics.median(r.benches for r in runs):7.0f}  "
+            f"{sum(r.missed for r in runs) / seeds:6.0%}  {sum(r.full for r in runs) / seeds:9.0%}"
         )
 
 
@@ -223,9 +248,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=50)
     parser.add_argument("--scenario", action="append", choices=sorted(WORLDS))
+    parser.add_argument("--no-probes", action="store_true", help="no forward probes")
     args = parser.parse_args()
     for name in args.scenario or WORLDS:
-        print_world(replace(WORLDS[name]), args.seeds)
+        print_world(replace(WORLDS[name]), args.seeds, not args.no_probes)
 
 
 if __name__ == "__main__":

@@ -87,7 +87,7 @@ class Forecast:
         if a == b or set(sa) != set(sb) or any(sa[w].mode != sb[w].mode for w in sa):
             return False
         cheaper = all(
-            x <= y for w in sa for x, y in zip(sa[w].features(), sb[w].features(), strict=True)
+            x <= y for w in sa for x, y in zip(sa[w].features(w), sb[w].features(w), strict=True)
         )
         faster = all(sa[w].tokens_per_round >= sb[w].tokens_per_round for w in sa)
         same = all(sa[w] == sb[w] for w in sa)

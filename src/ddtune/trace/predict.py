@@ -152,15 +152,16 @@ class Trace:
             if not rows:
                 continue
             per_round = [(r.completion_tokens - 1) / len(r.lengths) for _, r in rows]
-            share = [
-                _drafter_share(params, d.prompt_tokens + r.completion_tokens / 2) for d, r in rows
-            ]
+            contexts = [d.prompt_tokens + r.completion_tokens / 2 for d, r in rows]
+            share = [_drafter_share(params, context) for context in contexts]
             out[workload] = Shape(
                 mode=params.mode,
                 tokens_per_round=sum(per_round) / len(per_round),
                 verify_tokens=verify_tokens(params, q),
                 drafter_share=sum(share) / len(share),
                 acceptance=prediction.acceptance(engine, workload) if engine is not None else None,
+                drafter_positions=sum(s * c for s, c in zip(share, contexts, strict=True))
+                / len(contexts),
             )
         return out
 

@@ -4,11 +4,12 @@ A trace (or, for n-gram and chains, one run's outputs and counters) fixes each
 config's rounds; a measured trial adds what they took. On workload w (short,
 long) config c commits R_w(c) tokens a round on average (`Shape.tokens_per_round`,
 the decode tokens the bench's tok/s counts) and its bench measured tps_w, so one
-round took s_w = R_w(c) / tps_w seconds. The model, per workload:
+round took s_w = R_w(c) / tps_w seconds. One model over both workloads:
 
-    s_w(c) = b_step + b_method(c) + v·F(verify tokens) + b_d·(drafter's share) + b_s·(draft steps)
+    s_w(c) = b_step,w + b_method(c) + v·F(verify tokens) + b_d·D_w(c) + b_s·(draft steps)
 
-b_step: one plain target step (what an AR round is); b_method: the method's own
+b_step,w: one plain target step at workload w's context (what an AR round is);
+b_method: the method's own
 fixed part of a round (dflash, ddtree: the drafter's forward, the tree, the walk;
 ngram: the lookup; chain: EAGLE-style heads), 0 for ar; F(n): what a target
 forward over n tokens costs beyond one token. Without probes F(n) = n - 1 and v
@@ -16,8 +17,10 @@ is a slope to fit; with probes (`ForwardProbe`: seconds of a forward over n toke
 measured on the running baseline without a restart, e.g. a request whose prompt
 extends a cached prefix by n tokens) F is their interpolation, in seconds, and v ≈ 1
 (a tight prior): the measured curve, convex or with a step, not a straight line.
-b_d: the drafter's attention over its window (min(W, L) / L for a context of L);
-b_s: each sequential drafter step of a chain. Every coefficient is >= 0: more
+D_w: the positions the drafter attends, in thousands (min(W, L) for a context of
+L: `Shape.drafter_positions`; where a shape holds only the share min(W, L) / L, the
+share), so one config measured on two workloads of other lengths tells the
+drafter's part from the method's; b_s: each sequential drafter step of a chain. Every coefficient is >= 0: more
 verify tokens, a wider window or more draft steps never make a round cheaper, so
 what the data leave open can only make a config slower than its best case, and a
 config whose best case cannot beat the leader is out on that alone.
@@ -50,8 +53,8 @@ DRAWS = 4000
 MAX_BATCHES = 50  # rejection batches of DRAWS before the draws are clipped instead
 PRIOR_SCALE = 3.0  # each coefficient's prior sd, in units of the typical round
 PROBED_SD = 0.1  # the prior sd of v (around 1) where probes measured F
-FEATURES = 1 + len(METHODS) + 3
-VERIFY = 1 + len(METHODS)  # the column of F(verify tokens)
+FEATURES = len(WORKLOADS) + len(METHODS) + 3
+VERIFY = len(WORKLOADS) + len(METHODS)  # the column of F(verify tokens)
 
 
 @dataclass(frozen=True)
@@ -64,12 +67,16 @@ class Shape:
     drafter_share: float  # min(window, context) / context, averaged; 0 without a drafter
     acceptance: float | None = None  # τ as the served engine reports it (None: none)
     draft_steps: int = 0  # sequential drafter forwards a round (chains: K)
+    drafter_positions: float = 0.0  # context positions the drafter attends, mean (0: unknown)
 
-    def features(self, forward: Forward | None = None) -> list[float]:
-        """[step, dflash, ddtree, ngram, chain, F(verify), drafter share, draft steps]."""
+    def features(self, workload: str, forward: Forward | None = None) -> list[float]:
+        """[step short, step long, dflash, ddtree, ngram, chain, F(verify), drafter,
+        draft steps]."""
+        steps = [1.0 if workload == w else 0.0 for w in WORKLOADS]
         methods = [1.0 if self.mode == m else 0.0 for m in METHODS]
         extra = (forward or Forward()).extra(self.verify_tokens)
-        return [1.0, *methods, extra, self.drafter_share, float(self.draft_steps)]
+        drafter = self.drafter_positions / 1000 if self.drafter_positions else self.drafter_share
+        return [*steps, *methods, extra, drafter, float(self.draft_steps)]
 
 
 @dataclass(frozen=True)
@@ -137,30 +144,29 @@ class CostModel:
         self.observations = list(observations)
         self.forward = Forward(probes)
         rng = np.random.default_rng(seed)
-        self.coef: dict[str, np.ndarray] = {}  # workload -> [DRAWS, FEATURES]
-        self.sigma: dict[str, float] = {}  # workload -> relative sd of one start's rounds
-        for w in self.workloads():
-            prior = _prior_mean(self.forward)
-            self.coef[w], self.sigma[w] = _fit(self._rows(w), self._reach(w), rng, prior)
+        draws, self.sd = _fit(self._rows(), self._reach(), rng, _prior_mean(self.forward))
+        self.coef: dict[str, np.ndarray] = {w: draws for w in self.workloads()}  # [DRAWS, F]
+        self.sigma: dict[str, float] = {w: self.sd for w in self.workloads()}
 
     def workloads(self) -> list[str]:
         found = {w for shapes in self.shapes.values() for w in shapes}
         return [w for w in WORKLOADS if w in found]
 
-    def _rows(self, workload: str) -> tuple[np.ndarray, np.ndarray]:
-        """(features [n, FEATURES], seconds [n]) of the observations on `workload`."""
-        rows = [o for o in self.observations if o.workload == workload and o.label in self.shapes]
-        x = [self.shapes[o.label][workload].features(self.forward) for o in rows]
+    def _rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(features [n, FEATURES], seconds [n]) of the observations, every workload."""
+        rows = [o for o in self.observations if o.label in self.shapes]
+        rows = [o for o in rows if o.workload in self.shapes[o.label]]
+        x = [self.shapes[o.label][o.workload].features(o.workload, self.forward) for o in rows]
         return np.array(x, dtype=float).reshape(-1, FEATURES), np.array([o.seconds for o in rows])
 
-    def _reach(self, workload: str) -> np.ndarray:
+    def _reach(self) -> np.ndarray:
         """The largest value each feature takes over the configs (scales each prior)."""
-        x = [s[workload].features(self.forward) for s in self.shapes.values() if workload in s]
+        x = [s.features(w, self.forward) for by in self.shapes.values() for w, s in by.items()]
         return np.maximum(np.abs(np.array(x, dtype=float)).max(axis=0), 1e-9)
 
     def seconds(self, label: str, workload: str) -> np.ndarray:
         """Draws of the config's seconds per round on `workload`."""
-        x = np.array(self.shapes[label][workload].features(self.forward))
+        x = np.array(self.shapes[label][workload].features(workload, self.forward))
         return np.maximum(self.coef[workload] @ x, 1e-12)
 
     def tps(self, label: str, workload: str) -> np.ndarray:
@@ -182,8 +188,8 @@ class CostModel:
         return Interval(float(mid), float(low), float(high))
 
     def noise_sd(self) -> float:
-        """The relative sd of one start's objective around the model (largest workload's)."""
-        return max(self.sigma.values(), default=PRIOR_SD)
+        """The relative sd of one start's rounds around the model."""
+        return self.sd
 
 
 def _prior_mean(forward: Forward) -> tuple[np.ndarray, np.ndarray | None]:

@@ -60,6 +60,7 @@ CHECK_LEVEL = 0.99  # a measurement outside the 99% prediction interval is a mis
 CHECK_SPAN = 1.5  # an interval wider than this (high / low) checks nothing yet
 TAU_TOLERANCE = 0.05  # measured acceptance this far from the prediction is a miss
 SPREAD_FLOOR = 0.02  # the least log-spread of a correction a group has not measured
+GROUP_SPREAD = 0.01  # ... and of one its group measured (a measured τ's own noise)
 Z_PRUNE = 1.959964  # the same level for what an acceptance correction may still be off
 
 
@@ -199,7 +200,7 @@ class PredictRace(StartRace):
                 by_group.setdefault(self.forecast.group(x), []).append(math.log(r))
         mine = by_group.get(self.forecast.group(label))
         if mine:
-            return math.exp(sum(mine) / len(mine)), SPREAD_FLOOR
+            return math.exp(sum(mine) / len(mine)), GROUP_SPREAD
         means = [sum(v) / len(v) for v in by_group.values()]
         if not means:
             return 1.0, 0.0
@@ -239,8 +240,8 @@ class PredictRace(StartRace):
         """Measured configs the confirmed model puts below the leader (rule 4: a prediction
         both their measurements confirmed, so one start each decides, as the model pools
         every start): the baseline stays the reference the restart-bound rules judge."""
-        if not self._confirmed_by_prediction(leader):
-            return []
+        if not (self._confirmed_by_prediction(leader) or self._accepted_as_predicted(leader)):
+            return []  # (the other's check, made with the leader's start, covers the pair)
         out = []
         for x in self.alive:
             if x in (leader, self.baseline) or not self._confirmed_by_prediction(x):
@@ -321,8 +322,15 @@ class PredictRace(StartRace):
     # --- the check (rule 4) ----------------------------------------------------------
 
     def _confirmed(self, leader: str) -> bool:
-        """A leader confirmed by its prediction needs no second start (rule 4)."""
-        return self._confirmed_by_prediction(leader) or super()._confirmed(leader)
+        """A leader the forecast spoke for needs no second start (rule 4): measured as
+        predicted, or (the first of its method, whose level only it measured) its
+        acceptance as predicted; the start variance stays in every test it makes."""
+        spoke = self._confirmed_by_prediction(leader) or self._accepted_as_predicted(leader)
+        return spoke or super()._confirmed(leader)
+
+    def _accepted_as_predicted(self, label: str) -> bool:
+        words = self._acceptance_words(label) if self.forecast is not None else None
+        return words is not None and "apart" not in words and label not in self.missed
 
     def _note_acceptance(self, label: str, measured: float) -> None:
         """Its first start's acceptance, as a ratio to the forecast's (beyond the bonus)."""
