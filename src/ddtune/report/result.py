@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from ddtune.records import SweepContext
 from ddtune.report.by_slot import SlotReport
-from ddtune.report.recommend import PassRateComparison, Recommendation
 from ddtune.report.load.figures import LoadReport
 from ddtune.report.load.schedule import ScheduleReport
 from ddtune.report.lossless import LosslessCheck
 from ddtune.report.options import ReportOptions
+from ddtune.report.recommend import PassRateComparison, Recommendation
 from ddtune.report.render.plots import Plot
 from ddtune.report.summarize import ConfigSummary
 from ddtune.report.workloads import workload_lines

@@ -8,8 +8,8 @@ and serialisation), `document` (the "Load levels" section and
 
 from ddtune.report.load.document import add_load_section, write_load_csv
 from ddtune.report.load.figures import LevelFigures, LoadReport
-from ddtune.report.load.plots import write_load_plots
 from ddtune.report.load.per_level import analyze_load
+from ddtune.report.load.plots import write_load_plots
 
 __all__ = [
     "LevelFigures",

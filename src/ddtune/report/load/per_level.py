@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ddtune.records import TrialRecord
-from ddtune.report.recommend import PassRateComparison, blocked_options
 from ddtune.report.load.figures import (
     LevelFigures,
     LoadRecommendation,
@@ -30,6 +29,7 @@ from ddtune.report.load.figures import (
 )
 from ddtune.report.load.findings import crossovers, serialisation
 from ddtune.report.options import ReportOptions
+from ddtune.report.recommend import PassRateComparison, blocked_options
 from ddtune.report.summarize import ConfigSummary, Cost
 from ddtune.stats.blocked import Verdict, decide
 

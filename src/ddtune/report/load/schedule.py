@@ -29,10 +29,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ddtune.engines.schedule import Schedule, Tier, sglang_adaptive, vllm_schedule
-from ddtune.report.recommend import blocked_options
 from ddtune.report.load.figures import LoadReport
 from ddtune.report.load.per_level import objective
 from ddtune.report.options import ReportOptions
+from ddtune.report.recommend import blocked_options
 from ddtune.report.summarize import ConfigSummary
 from ddtune.stats.blocked import compare
 from ddtune.stats.intervals import RatioInterval
