@@ -26,7 +26,12 @@ def add_init(actions: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     source = init.add_mutually_exclusive_group(required=True)
-    source.add_argument("--from-unit", metavar="NAME|FILE", help="a systemd unit or its file")
+    source.add_argument(
+        "--from-unit",
+        metavar="NAME|PATH",
+        help="a systemd unit: a bare name is read from systemd (`systemctl cat`, drop-ins "
+        "included); a path with a / (e.g. ./kimi.service) is read as a unit file",
+    )
     source.add_argument(
         "--from-command",
         action="store_true",

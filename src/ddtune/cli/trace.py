@@ -191,9 +191,8 @@ def _add_landscape(actions: argparse._SubParsersAction) -> None:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from ddtune.trace.record import record_trace
-
-    _threads(args.threads)
+    """Plan, then record; `--plan-only` stops after the plan, which needs no torch (the
+    core install prints it too)."""
     spec, requests, prompt_hash, source = _requests(args)
     settings = _settings(args, spec)
     models, loading = _models(args, spec)
@@ -202,6 +201,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     _plan(args, models, loading, requests, settings)
     if args.plan_only:
         return 0
+    from ddtune.trace.record import record_trace
+
+    _threads(args.threads)
     side = _target_side(args.backend, models, loading)
     if args.fresh and args.out.exists():
         shutil.rmtree(args.out)

@@ -1,6 +1,7 @@
 """Where a running service's launch command comes from: a systemd unit, or an argv.
 
-    source = from_unit("sglang-kimi.service")   # `systemctl cat` of a name; a path is read
+    source = from_unit("sglang-kimi.service")   # `systemctl cat` of a bare name
+    source = from_unit("./sglang-kimi.service") # a path (with a `/`) is read as a file
     source = from_command(["python", "-m", "sglang.launch_server", ...])
     source.argv, source.env, source.unit         # what `sweep init` parses
 
@@ -48,16 +49,17 @@ def from_command(argv: Sequence[str]) -> LaunchSource:
 
 
 def from_unit(name_or_file: str) -> LaunchSource:
-    """A systemd unit: a path to its file is read, a name is asked of `systemctl cat`."""
-    path = Path(name_or_file)
-    if path.is_file():
-        text, unit = path.read_text(errors="replace"), path.name
-        origin = f"the unit file {path}"
-    elif "/" in name_or_file:
-        raise UserError(f"--from-unit {name_or_file}: no such file")
-    else:
-        unit = name_or_file if "." in name_or_file else name_or_file + ".service"
-        text, origin = _systemctl_cat(unit), f"the systemd unit {unit} (systemctl cat)"
+    """A systemd unit: a path (with a `/`, e.g. `./x.service`) is read as a file; a bare
+    name is always the live unit (`systemctl cat`), never a file of that name here."""
+    if "/" in name_or_file:
+        path = Path(name_or_file)
+        try:
+            text = path.read_text(errors="replace")
+        except OSError as exc:
+            raise UserError(f"--from-unit {name_or_file}: {exc.strerror or exc}") from None
+        return parse_unit(text, path.name, f"the unit file {path}")
+    unit = name_or_file if "." in name_or_file else name_or_file + ".service"
+    text, origin = _systemctl_cat(unit), f"the systemd unit {unit} (systemctl cat)"
     return parse_unit(text, unit, origin)
 
 
@@ -95,13 +97,15 @@ def _systemctl_cat(unit: str) -> str:
         )
     except FileNotFoundError:
         raise UserError(
-            f"--from-unit {unit}: systemctl is not installed here; pass the unit's file instead"
+            f"--from-unit {unit}: systemctl is not installed here; pass the unit's file as a "
+            f"path instead (e.g. ./{unit})"
         ) from None
     except subprocess.TimeoutExpired:
         raise UserError(f"--from-unit {unit}: systemctl cat did not answer") from None
     if done.returncode != 0 or not done.stdout.strip():
         said = " ".join(done.stderr.split()) or f"exit code {done.returncode}"
-        raise UserError(f"--from-unit {unit}: systemctl cat found no such unit ({said})")
+        here = f"; to read the file {unit} here, pass ./{unit}" if Path(unit).is_file() else ""
+        raise UserError(f"--from-unit {unit}: systemctl cat found no such unit ({said}){here}")
     return done.stdout
 
 
