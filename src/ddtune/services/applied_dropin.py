@@ -11,7 +11,9 @@ folder of the unit's FragmentPath; /etc/systemd/system for a unit shipped
 under /usr or /lib), which survives reboots. The drop-in carries the rendered
 `service.env` and `ExecStart=` exactly as a trial's would, but no instance
 tag: the applied service is not a sweep's instance, so `ddtune sweep cleanup`
-never treats it as a leftover. A drop-in already there is kept as
+never treats it as a leftover. Nor does it carry a trial's `Restart=no`: the
+applied configuration runs under the unit's own restart policy, as production did
+before the sweep (and `--revert` leaves the unit's policy as it is). A drop-in already there is kept as
 `ddtune-applied.conf.previous` (systemd reads `*.conf` only) for `--revert`.
 
 Then the full readiness protocol (`PersistentDropin`, a systemd controller
