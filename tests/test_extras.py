@@ -127,7 +127,14 @@ def test_a_real_core_install_has_no_torch(tmp_path: Path) -> None:
     helped = subprocess.run([str(ddtune), "--help"], capture_output=True, text=True)
     assert helped.returncode == 0, helped.stderr
     planned = subprocess.run(
-        [str(ddtune), "sweep", "plan", str(remote_spec(tmp_path)), "--costs-from", str(tmp_path / "s")],
+        [
+            str(ddtune),
+            "sweep",
+            "plan",
+            str(remote_spec(tmp_path)),
+            "--costs-from",
+            str(tmp_path / "s"),
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -41,9 +41,7 @@ def two_stores(tmp_path, monkeypatch) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("command", [["apply"], ["apply", "--dry-run"], ["retry"]])
-def test_a_command_that_changes_the_service_never_picks_among_stores(
-    two_stores, command, capsys
-):
+def test_a_command_that_changes_the_service_never_picks_among_stores(two_stores, command, capsys):
     assert main(["sweep", *command]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
