@@ -162,3 +162,20 @@ def test_a_method_that_cannot_be_written_is_one_line_and_no_spec(
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and said in lines[0], err
     assert not out.exists()
+
+
+def test_the_natural_hand_edit_of_a_dflash_spec_is_refused_naming_the_keys(installed, capsys):
+    """The issue's trap: a DFLASH spec edited to `mode = ["ddtree"]` with budgets and top-k
+    values, the command left as init wrote it (no {budget}, no {topk}): every DDTree config
+    would start with the same flags. The plan refuses it, naming both keys."""
+    out = installed.root / "spec.toml"
+    unit = installed.unit_file("sglang-dflash.service")
+    assert init(capsys, "--from-unit", str(unit), "--out", str(out))[0] == 0
+    edited = out.read_text().replace(
+        'mode = ["dflash"]', 'mode = ["ddtree"]\nbudget = [4, 8, 12]\ntopk = [4, 6]'
+    )
+    out.write_text(edited)
+    code, text = plan(capsys, out)
+    assert code == 2, text
+    assert "space.budget, space.topk: swept, but they appear nowhere" in text
+    assert "engine check" not in text  # refused before the engine's parser is even asked

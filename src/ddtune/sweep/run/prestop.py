@@ -37,6 +37,7 @@ from ddtune.bench.suites.plan import check_workloads
 from ddtune.errors import UserError
 from ddtune.params import window_to_wire
 from ddtune.sweep.run.drafter_depth import check_depth
+from ddtune.sweep.spec.launch_axes import check_axes_reach
 from ddtune.sweep.spec.parse import SweepSpec
 
 Check = Callable[[SweepSpec, Path], None]
@@ -205,6 +206,7 @@ CHECKS: tuple[Check, ...] = (
     check_knobs,
     check_depth,
     check_windows,
+    check_axes_reach,  # every swept key reaches the launch (sweep/spec/launch_axes.py)
 )
 
 __all__ = ["CHECKS", "check_before_stopping", "longest_context"]
