@@ -226,6 +226,7 @@ def _env_table(source: LaunchSource, choice: SpaceChoice) -> list[Table]:
 
 def _bench_tables(bench: dict[str, Any], choice: SpaceChoice, context: int | None) -> list[Table]:
     top = {k: v for k, v in bench.items() if not isinstance(v, dict)}
+    humaneval = bench["suites"]["humaneval"]
     longest = max(choice.windows, default=None)
     long_note = (
         f"longer than the largest window swept ({longest} tokens), so each window can differ "
@@ -239,15 +240,27 @@ def _bench_tables(bench: dict[str, Any], choice: SpaceChoice, context: int | Non
         Table(
             "bench",
             top,
-            header=[
-                "Sized for the model. For the service's own traffic, set traffic_file to a JSONL",
-                "of logged OpenAI request bodies (docs/load.md); for a suite, suite = [...].",
-            ],
+            header=textwrap.wrap(
+                "Sized for the model: the bundled short and long prompts (slices of Python's "
+                f"standard library) and {humaneval['limit']} of HumanEval's 164 problems "
+                "(seeded by bench.seed, each run by its tests). For the service's own "
+                "traffic, set traffic_file to a JSONL of logged OpenAI request bodies "
+                "(docs/load.md); other suites: mt-bench, gsm8k.",
+                width=88,
+            ),
+            comments={"suite": "the bundled prompts below, and HumanEval (ddtune[suites])"},
         ),
         Table("bench.short", bench["short"], header=["Chat-sized prompts."]),
         Table("bench.long", bench["long"], header=[long_note]),
         Table(
-            "bench.coding", bench["coding"], header=["Held-out coding tasks, run by their tests."]
+            "bench.coding",
+            bench["coding"],
+            header=["The bundled coding tasks are written for ddtune's demo models: off."],
+        ),
+        Table(
+            "bench.suites.humaneval",
+            humaneval,
+            header=["A seeded subset of HumanEval's 164 problems, each run by its tests."],
         ),
     ]
 
