@@ -94,7 +94,6 @@ class DecodeParams:
                 key=name,
             )
         values = dict(data)
-        check_budget(values, where)
         if "method" in values:
             return with_method(values, where)
         if "window" in values:
@@ -228,23 +227,6 @@ class SamplingParams:
         return replace(self, **changes)
 
 
-def check_budget(values: Mapping[str, Any], where: str = "") -> None:
-    """One rule, one message: a budget below 1 (negative anywhere, 0 where the mode is
-    ddtree: a tree of no node drafts nothing) is refused the same way. (A budget of 0 is
-    how non-tree configs are stored: `canonical`.)"""
-    budget = values.get("budget")
-    if not isinstance(budget, int) or isinstance(budget, bool):
-        return  # a type error: the field's own message
-    tree = values.get("mode", "ddtree") == "ddtree" and values.get("method") in (None, "ddtree")
-    if budget < 0 or (budget == 0 and tree):
-        key = f"{where}.budget" if where else "budget"
-        raise UserError(
-            f"{key}: must be at least 1 (the tree's nodes besides the root; use mode = "
-            f'"ar" for no drafting); got {budget}',
-            key=key,
-        )
-
-
 def with_method(values: dict[str, Any], where: str = "") -> DecodeParams:
     """Wire values naming a `method` (and `method_knobs`): checked by the method's own rules.
 
@@ -353,7 +335,6 @@ __all__ = [
     "DecodeParams",
     "Mode",
     "SamplingParams",
-    "check_budget",
     "config_hash",
     "knob_to_text",
     "parse_knob",

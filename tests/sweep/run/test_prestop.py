@@ -43,7 +43,7 @@ TRAPS = {
     "tasks_file missing": ({}, "bench.coding.tasks_file"),
     "traffic file missing": ({"bench": 'traffic_file = "logged.jsonl"'}, "traffic"),
     "window as wide as the bench": ({"window": "2048"}, "allow_indistinct_windows = true"),
-    "budget 0": ({"window": "8"}, "budget: must be at least 1"),
+    "budget 0": ({"window": "8"}, "budget must be at least 1"),
 }
 
 

@@ -7,11 +7,12 @@ change (`parse_spec` adds the file and line). See docs/sweeps.md "Sweep".
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from ddtune.engines import get_engine
 from ddtune.errors import UserError
 from ddtune.params import KNOB_KEYS
-from ddtune.sweep.spec.schema import ConfigTable, SpecDocument
+from ddtune.sweep.spec.schema import ConfigTable, IntRange, SpecDocument
 
 RACE_ONLY = ("min_repeats", "max_trials", "max_hours")
 RACE_REPEATS = 10  # default most passes of a race (a grid's default stays 2)
@@ -55,6 +56,34 @@ def check_strategy(doc: SpecDocument) -> None:
             'is required: objective = "speedup" is a ratio to the baseline '
             '(e.g. baseline = { mode = "ar" })',
         )
+
+
+def check_budgets(doc: SpecDocument) -> None:
+    """One rule, one message: every budget a spec writes is at least 1 (a tree of no node
+    drafts nothing; `mode = "ar"` is no drafting). A negative budget and 0 say the same."""
+    for key, value in _written_budgets(doc):
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            _fail(
+                key,
+                "must be at least 1 (the tree's nodes besides the root; use mode = "
+                f'"ar" for no drafting); got {value}',
+            )
+
+
+def _written_budgets(doc: SpecDocument) -> Iterator[tuple[str, Any]]:
+    """(key, value) of every budget the spec writes: configs, baseline, [space] lists and
+    ranges, and the [space.<method>] tables."""
+    if doc.sweep.baseline is not None:
+        yield "sweep.baseline.budget", doc.sweep.baseline.budget
+    for i, table in enumerate(doc.configs):
+        yield f"configs.{i}.budget", table.budget
+    if doc.space is None:
+        return
+    written = doc.space.budget
+    values = [written.low, written.high] if isinstance(written, IntRange) else list(written)
+    yield from (("space.budget", v) for v in values)
+    for name, axes in doc.space.methods.items():
+        yield from ((f"space.{name}.budget", v) for v in axes.get("budget", ()))
 
 
 def check_interleave(doc: SpecDocument, service_control: str) -> None:
@@ -209,4 +238,4 @@ def _fail(key: str, message: str) -> None:
     raise UserError(f"{key} {message}", key=key)
 
 
-__all__ = ["RACE_REPEATS", "check_knobs", "check_strategy", "effective_repeats"]
+__all__ = ["RACE_REPEATS", "check_budgets", "check_knobs", "check_strategy", "effective_repeats"]

@@ -44,6 +44,7 @@ from ddtune.errors import UserError
 from ddtune.methods import ENGINES
 from ddtune.params import WIRE_KEYS, DecodeParams, config_hash
 from ddtune.sweep.spec.checks import (
+    check_budgets,
     check_interleave,
     check_knobs,
     check_strategy,
@@ -239,6 +240,7 @@ def _build(doc: SpecDocument, text: str, source: str, base_dir: Path | None) -> 
     from ddtune.services.spec import old_names
 
     check_strategy(doc)
+    check_budgets(doc)
     baseline = doc.sweep.baseline
     searched = doc.sweep.strategy == "optuna"
     found = [(_config(baseline, "sweep.baseline"), "sweep.baseline")] if baseline else []
