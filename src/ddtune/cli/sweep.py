@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ddtune.cli.sweep_init import add_init
+from ddtune.cli.words import READY
 from ddtune.errors import UserError
 
 if TYPE_CHECKING:
@@ -78,8 +79,10 @@ def _add_canary(actions: argparse._SubParsersAction) -> None:
     """`sweep canary SPEC [--store S]`."""
     canary = actions.add_parser(
         "canary",
-        help="prove a sweep's whole path in two starts: the first config READY, one "
+        help=f"prove a sweep's whole path in two starts: the first config {READY}, one "
         "request, the service restored and READY again",
+        description=f"Two starts: the first planned config until {READY}, one request, then "
+        "the configuration the service had, READY again. Nothing is stored.",
         epilog="exit codes: 0 passed; 1 not READY, the request failed or not restored; "
         "2 bad input (nothing stopped or started)",
     )
@@ -173,7 +176,7 @@ def _add_apply(actions: argparse._SubParsersAction) -> None:
         "apply",
         help="make the recommended (or a named) config the service's lasting configuration",
         description="systemd: a persistent drop-in beside the unit, daemon-reload and a "
-        "restart through the full readiness protocol (rolled back if not READY); process "
+        f"restart through the full readiness protocol (rolled back if not {READY}); process "
         "and hooks: print the exact launch command; hot: apply in place. The engine's own "
         "parser checks the command first.",
         epilog="exit codes: 0 done; 1 not READY (a systemd apply is rolled back); 2 bad input",

@@ -117,7 +117,7 @@ def with_methods(
             raise UserError(
                 f"--methods: the service's {launch.method} config is written with the variable "
                 "K (a key ddtune's methods lack), so other methods cannot be added to its "
-                "command; write the spec by hand (docs/engines.md \"Methods\")",
+                'command; write the spec by hand (docs/engines.md "Methods")',
                 key="methods",
             )
         choice = sglang_as_methods(launch, env, block_size, context)
