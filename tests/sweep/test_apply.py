@@ -90,6 +90,7 @@ def test_applied_ready_reapplied_and_reverted_step_by_step(swept, port, capsys):
     assert '"--budget" "4"' in text and "DDTUNE_INSTANCE_TAG" not in text  # not a sweep's
     assert serving(port)["budget"] == 4
     assert restart_policy() == "on-failure"  # the applied config runs under the unit's policy
+    assert not (root / "run" / f"{UNIT}.d" / "ddtune.conf").exists()  # no hold left
     first = invocation()
 
     assert apply(store, "--config", "ddtree b8 k2 wnone", "--dry-run") == 0
@@ -117,10 +118,13 @@ def test_a_config_that_does_not_come_up_is_rolled_back(swept, port, capsys):
     assert "'ddtree b5' is not a config of sweep 'applyme'" in err and "'ddtree b4 k2 wnone'" in err
     assert apply(store, "--config", "ddtree b16 k2 wnone delay=bogus") == 1
     err = " ".join(capsys.readouterr().err.split())
+    # the unit's Restart=on-failure was held off while the crash was proved: one start,
+    # seen crashing with its own exit code, not restarted by systemd behind the proof
     assert "not READY: crashed(2)" in err
     assert "rolled back: " in err and "the service is READY" in err
     assert not (root / "units" / f"{UNIT}.d").exists()  # as it was before
-    assert serving(port)["mode"] == "ar"
+    assert not (root / "run" / f"{UNIT}.d" / "ddtune.conf").exists()  # the hold is gone
+    assert restart_policy() == "on-failure" and serving(port)["mode"] == "ar"
 
 
 def test_process_kind_prints_the_exact_launch_command(tmp_path, fake_spec_writer, port, capsys):

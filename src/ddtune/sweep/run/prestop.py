@@ -38,6 +38,7 @@ from ddtune.errors import UserError
 from ddtune.params import window_to_wire
 from ddtune.sweep.run.drafter_depth import check_depth
 from ddtune.sweep.spec.launch_axes import check_axes_reach
+from ddtune.sweep.spec.launch_paths import check_launch_paths
 from ddtune.sweep.spec.parse import SweepSpec
 
 Check = Callable[[SweepSpec, Path], None]
@@ -207,6 +208,7 @@ CHECKS: tuple[Check, ...] = (
     check_depth,
     check_windows,
     check_axes_reach,  # every swept key reaches the launch (sweep/spec/launch_axes.py)
+    check_launch_paths,  # the executables and models it names (sweep/spec/launch_paths.py)
 )
 
 __all__ = ["CHECKS", "check_before_stopping", "longest_context"]
