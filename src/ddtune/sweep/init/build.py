@@ -122,6 +122,13 @@ def _header(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice) -> 
             f"the unit's user{user} runs ddtune's launcher with {choice.command[0]}: "
             "install ddtune where that user can read it"
         )
+    if source.restart and source.restart != "no":
+        notes.append(
+            f"the unit restarts on its own (Restart={source.restart}): each trial's drop-in "
+            "sets Restart=no, so a config that crashes is that trial's result, never started "
+            "again by systemd; the unit's own policy is back when the drop-in goes (the end "
+            "of the sweep)"
+        )
     if not source.unit:
         notes.append(
             "a command carries no environment: add the variables it needs to [service.env] "

@@ -8,7 +8,7 @@
 A unit's `ExecStart=` is read with its continuation lines (a trailing `\\`),
 its prefixes (`-`, `@`, `+`, `!`) dropped, and the last assignment wins (an
 empty `ExecStart=` in a drop-in resets it, as systemd does); `Environment=`
-lines accumulate; `User=` and `WorkingDirectory=` are kept for the notes.
+lines accumulate; `User=`, `WorkingDirectory=` and `Restart=` are kept for the notes.
 Specifiers such as `%i` and `$VAR` references are kept as written.
 """
 
@@ -36,6 +36,7 @@ class LaunchSource:
     user: str = ""
     working_directory: str = ""
     origin: str = "the command line"  # what the spec's comments name as its source
+    restart: str = ""  # the unit's Restart= ("" where it sets none: systemd's "no")
 
 
 def from_command(argv: Sequence[str]) -> LaunchSource:
@@ -67,7 +68,7 @@ def parse_unit(text: str, unit: str, origin: str) -> LaunchSource:
     """The `[Service]` settings of a unit file's text (drop-ins included, in order)."""
     exec_start: str | None = None
     env: dict[str, str] = {}
-    user = working_directory = ""
+    user = working_directory = restart = ""
     for section, key, value in _assignments(text):
         if section != "Service":
             continue
@@ -79,12 +80,14 @@ def parse_unit(text: str, unit: str, origin: str) -> LaunchSource:
             user = value.strip()
         elif key == "WorkingDirectory":
             working_directory = value.strip().lstrip("-")
+        elif key == "Restart":
+            restart = value.strip()
     if exec_start is None:
         raise UserError(f"{origin} has no ExecStart= in its [Service] section")
     argv = shlex.split(exec_start.lstrip(EXEC_PREFIXES))
     if not argv:
         raise UserError(f"{origin}: its ExecStart= is empty")
-    return LaunchSource(tuple(argv), env, unit, user, working_directory, origin)
+    return LaunchSource(tuple(argv), env, unit, user, working_directory, origin, restart)
 
 
 def _systemctl_cat(unit: str) -> str:
