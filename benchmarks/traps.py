@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddtune.sweep.run.breaker import Breaker
+from ddtune.sweep.run.policy import Breaker
 
 from ddtune.errors import UserError
 from ddtune.sweep.checks.before_stop import check_before_stopping

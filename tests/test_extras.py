@@ -59,11 +59,24 @@ def test_the_blocker_blocks() -> None:
 
 def test_sweep_plan_runs_without_the_engine(tmp_path: Path) -> None:
     result = ddtune_without_engine(
-        "sweep", "plan", str(remote_spec(tmp_path)), "--store", str(tmp_path / "s.db")
+        "sweep", "plan", str(remote_spec(tmp_path)), "--costs-from", str(tmp_path / "s.db")
     )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert "planned now" in result.stdout
+
+
+def test_a_trace_plan_runs_without_the_engine(tmp_path: Path) -> None:
+    """`trace record --plan-only` loads nothing: the core install prints the plan (memory,
+    time) and exits 0; recording itself then names the extra."""
+    args = ["trace", "record", "--prompt", "def f(x):", "--out", str(tmp_path / "t")]
+    planned = ddtune_without_engine(*args, "--plan-only", cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert planned.stdout.startswith("plan: target") and "per 1,000 traced tokens" in planned.stdout
+    assert planned.stderr == "" and not (tmp_path / "t").exists()
+    recorded = ddtune_without_engine(*args, cwd=tmp_path)
+    assert recorded.returncode == 2 and HINT in recorded.stderr
+    assert recorded.stdout.startswith("plan: target")  # the plan first, then the refusal
 
 
 @pytest.mark.parametrize(
@@ -114,7 +127,14 @@ def test_a_real_core_install_has_no_torch(tmp_path: Path) -> None:
     helped = subprocess.run([str(ddtune), "--help"], capture_output=True, text=True)
     assert helped.returncode == 0, helped.stderr
     planned = subprocess.run(
-        [str(ddtune), "sweep", "plan", str(remote_spec(tmp_path)), "--store", str(tmp_path / "s")],
+        [
+            str(ddtune),
+            "sweep",
+            "plan",
+            str(remote_spec(tmp_path)),
+            "--costs-from",
+            str(tmp_path / "s"),
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,

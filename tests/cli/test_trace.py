@@ -219,6 +219,10 @@ def test_a_service_whose_models_cannot_be_read_here_is_said_so(models, tmp_path,
     spec, out = _spec(tmp_path, models), tmp_path / "trace"
     assert main(["trace", "record", "--spec", str(spec), "--out", str(out)]) == 0
     _spec(tmp_path, models, target="/remote/Kimi-K2")
+    hooks = (
+        'control = "hooks"\nhooks = { start = "ssh gpu-host start", stop = "ssh gpu-host stop" }'
+    )
+    spec.write_text(spec.read_text().replace('control = "process"', hooks))  # runs elsewhere
     capsys.readouterr()
     assert main(["sweep", "plan", str(spec)]) == 0
     out_text = capsys.readouterr().out

@@ -191,3 +191,34 @@ def test_html_escapes_labels(synth, tmp_path):
     build_report(records, tmp_path, ReportOptions(plots=False))
     html = (tmp_path / "report.html").read_text()
     assert "<script>" not in html and "dflash &lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_report_is_written_whole_or_not_at_all(synth, tmp_path, monkeypatch):
+    """A report that fails half-way (here: its CSV) leaves the folder as it was; the next
+    one replaces the old one's files, removes those it no longer writes, and leaves a
+    user's own file in the folder alone."""
+    import ddtune.report.build as build
+
+    out = tmp_path / "out"
+    records = synth.make_records(synth.standard_effects(), repeats=2)
+    build_report(records, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    (out / "notes.txt").write_text("mine")
+    (out / "old-plot.png").write_bytes(b"stale")  # not the report's: kept
+    fewer = records[: len(records) // 2]
+
+    def broken(summary, path):  # noqa: ANN001
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(build, "write_csv", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        build_report(fewer, out, ReportOptions(plots=False))
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.name in before}
+    assert after == before  # every file of the last report as it was, none of the new one
+    assert not [p for p in out.iterdir() if p.name.startswith(".ddtune-report.") and p.is_dir()]
+    monkeypatch.undo()
+    summary = build_report(fewer, out, ReportOptions(plots=False))
+    names = {p.name for p in out.iterdir() if not p.name.startswith(".")}
+    assert names == set(FILES) | {"notes.txt", "old-plot.png"}  # the plots of the last one gone
+    assert {p.name for p in summary.files.values()} == set(FILES)
+    assert all(p.parent == out for p in summary.files.values())

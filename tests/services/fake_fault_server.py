@@ -25,6 +25,9 @@ readiness protocol, and misbehaves on demand:
     --hang-after S            SIGSTOP itself S seconds after start
     --hot / --hot-ignore      accept POST /v1/ddtree/config (or accept it and change nothing)
     --token-delay S           sleep S seconds before each streamed token (a known throughput)
+    --speculative-config JSON answer as vLLM's dev-mode `/server_info?config_format=json`:
+                              `vllm_config.speculative_config` is this JSON (without: null)
+    --target P / --drafter P  accepted and ignored (the model folders a spec names)
 
 `stream: true` completions answer an OpenAI SSE stream of `max_tokens` chunks
 " x" with `usage.spec`, enough for the bench (so sweeps can run against it).
@@ -78,6 +81,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--hot", action="store_true")
     p.add_argument("--hot-ignore", action="store_true")
     p.add_argument("--token-delay", type=float, default=0.0)
+    p.add_argument("--speculative-config", default=None)
+    p.add_argument("--target", default=None)
+    p.add_argument("--drafter", default=None)
     p.add_argument("--schedule", default=None)  # as `ddtune serve --schedule`: reported back
     return p.parse_args()
 
@@ -143,6 +149,11 @@ class State:
         info[window] = config["window"] if algo else None
         return info
 
+    def vllm_info(self) -> dict:
+        """vLLM's dev-mode `/server_info?config_format=json`: the speculative config it runs."""
+        spec = self.args.speculative_config
+        return {"vllm_config": {"speculative_config": json.loads(spec) if spec else None}}
+
     def answer_info(self, path: str) -> tuple[int, dict]:
         """/server_info and /get_server_info as the flavour asked for answers them."""
         sglang = self.args.sglang
@@ -180,6 +191,9 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
+        path, _, query = self.path.partition("?")
+        if path == "/server_info" and "config_format=json" in query:
+            return self.send_json(200, self.state.vllm_info())
         routes = {
             "/health": self.health,
             "/health_generate": self.health,

@@ -27,7 +27,11 @@ Documented behaviours reproduced:
   * `show` reports User, WorkingDirectory and Environment as loaded, and FragmentPath;
   * `cat` prints the unit file and its drop-ins, each after a `# PATH` line;
   * the main process's exit and its ExecMainStatus appear together (systemd updates both on
-    SIGCHLD): until the supervisor has written .exit, the unit still reads as active.
+    SIGCHLD): until the supervisor has written .exit, the unit still reads as active;
+  * `Restart=` (no, always, on-success, on-failure, on-abnormal, on-abort) and
+    `RestartForceExitStatus=` (a list; an empty assignment resets it) decide whether a main
+    process that exits without a `stop` is started again after `RestartSec=` (a new
+    invocation; counted against the start limit); `show` reports `Restart`.
 Set FAKE_SYSTEMD_BROKEN_RELOAD=1 to make `daemon-reload` do nothing, and
 FAKE_SYSTEMD_REAP_DELAY=S to make the supervisor record an exit S seconds late.
 """
@@ -63,6 +67,8 @@ def parse_config(unit: str) -> dict:
         "TimeoutStopSec": "90",
         "KillMode": "control-group",
         "StartLimitBurst": "5",
+        "Restart": "no",
+        "RestartSec": "0.1",
     }
     for path in unit_sources(unit):
         if not path.exists():
@@ -73,6 +79,9 @@ def parse_config(unit: str) -> dict:
             key, value = line.split("=", 1)
             if key == "ExecStart":
                 config["ExecStart"] = [] if not value else [*config["ExecStart"], value]
+            elif key == "RestartForceExitStatus":
+                before = config.get(key, "")
+                config[key] = f"{before} {value}".strip() if value else ""
             elif key == "Environment":
                 config["Environment"].update(item.split("=", 1) for item in shlex.split(value))
             else:
@@ -178,6 +187,7 @@ def properties(unit: str) -> dict[str, str]:
         "ExecMainStatus": str(status["code"]) if status else "0",
         "ExecMainCode": ("2" if status["killed"] else "1") if status else "0",
         "ControlGroup": "",
+        "Restart": config.get("Restart", "no"),
     }
 
 
@@ -259,7 +269,30 @@ def cmd_supervise(unit: str, inv: str) -> int:
     time.sleep(float(os.environ.get("FAKE_SYSTEMD_REAP_DELAY", "0")))  # widen the SIGCHLD window
     status = {"code": -code if code < 0 else code, "killed": code < 0}
     write_atomic(ROOT / "state" / f"{inv}.exit", json.dumps(status))
+    if restarts(unit, config, status):
+        time.sleep(float(config.get("RestartSec", "0.1").rstrip("s")))
+        state = load_state(unit)
+        if not state.get("stopped") and state.get("invocation") == inv:
+            cmd_start(unit)  # the service manager's own restart: a new invocation
     return 0
+
+
+def restarts(unit: str, config: dict, status: dict) -> bool:
+    """Would systemd start the unit again after this exit (no `stop` asked for it)?"""
+    if load_state(unit).get("stopped"):
+        return False
+    code, killed = status["code"], status["killed"]
+    forced = config.get("RestartForceExitStatus", "").split()
+    if not killed and str(code) in forced:
+        return True
+    clean = code == 0 and not killed
+    return {
+        "always": True,
+        "on-success": clean,
+        "on-failure": not clean,
+        "on-abnormal": killed,
+        "on-abort": killed,
+    }.get(config.get("Restart", "no"), False)
 
 
 def cmd_stop(unit: str) -> int:

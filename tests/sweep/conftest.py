@@ -51,7 +51,8 @@ def port() -> int:
 
 SERVICE = """
 [service]
-command = ["python", "-m", "ddtune.cli", "serve", "--port", "{port}", "--budget", "{budget}"]
+command = ["python", "-m", "ddtune.cli", "serve", "--port", "{port}", "--mode", "{mode}",
+           "--budget", "{budget}", "--topk", "{topk}", "--window", "{window}"]
 port = 18000
 """
 Sizes = tuple[int, int, int]  # a workload's n_prompts, prompt_tokens, max_tokens

@@ -39,11 +39,13 @@ CONFIGS = """
 def swept(tmp_path, fake_systemd, fake_spec_writer, port):
     """A finished sweep of UNIT (its own ExecStart serves `ar`); yields (store, root)."""
     root, install_unit = fake_systemd
-    install_unit(UNIT, f"{sys.executable} -S {FAULT_SERVER} --port {port} --mode ar")
+    own = "TimeoutStopSec=2\nRestart=on-failure\n"  # production's restart policy
+    install_unit(UNIT, f"{sys.executable} -S {FAULT_SERVER} --port {port} --mode ar", own)
     service = f'control = "systemd"\nunit = "{UNIT}"\nsystemd_dir = "{root / "run"}"\n'
     spec = fake_spec_writer(tmp_path, "applyme", CONFIGS, port, service)
     store = tmp_path / "s" / "store.sqlite"
     assert main(["sweep", "run", str(spec), "--store", str(store)]) == 1  # the bogus one failed
+    assert restart_policy() == "on-failure"  # restored: the trials' Restart=no is gone
     yield store, root
     subprocess.run(["systemctl", "stop", UNIT], check=True)
 
@@ -54,6 +56,16 @@ def apply(store: Path, *args: str) -> int:
 
 def serving(port: int) -> dict:
     return httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5).json()["config"]
+
+
+def restart_policy() -> str:
+    """The unit's Restart= as systemd has it loaded now."""
+    return subprocess.run(
+        ["systemctl", "show", UNIT, "--property=Restart", "--value"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def invocation() -> str:
@@ -77,6 +89,8 @@ def test_applied_ready_reapplied_and_reverted_step_by_step(swept, port, capsys):
     text = dropin.read_text()
     assert '"--budget" "4"' in text and "DDTUNE_INSTANCE_TAG" not in text  # not a sweep's
     assert serving(port)["budget"] == 4
+    assert restart_policy() == "on-failure"  # the applied config runs under the unit's policy
+    assert not (root / "run" / f"{UNIT}.d" / "ddtune.conf").exists()  # no hold left
     first = invocation()
 
     assert apply(store, "--config", "ddtree b8 k2 wnone", "--dry-run") == 0
@@ -92,6 +106,7 @@ def test_applied_ready_reapplied_and_reverted_step_by_step(swept, port, capsys):
     assert dropin.read_text() == text and serving(port)["budget"] == 4
     assert apply(store, "--revert") == 0  # back to the unit's own configuration
     assert not dropin.parent.exists() and serving(port)["mode"] == "ar"
+    assert restart_policy() == "on-failure"
     assert apply(store, "--revert") == 0
     assert "nothing to revert" in capsys.readouterr().err
 
@@ -103,10 +118,13 @@ def test_a_config_that_does_not_come_up_is_rolled_back(swept, port, capsys):
     assert "'ddtree b5' is not a config of sweep 'applyme'" in err and "'ddtree b4 k2 wnone'" in err
     assert apply(store, "--config", "ddtree b16 k2 wnone delay=bogus") == 1
     err = " ".join(capsys.readouterr().err.split())
+    # the unit's Restart=on-failure was held off while the crash was proved: one start,
+    # seen crashing with its own exit code, not restarted by systemd behind the proof
     assert "not READY: crashed(2)" in err
     assert "rolled back: " in err and "the service is READY" in err
     assert not (root / "units" / f"{UNIT}.d").exists()  # as it was before
-    assert serving(port)["mode"] == "ar"
+    assert not (root / "run" / f"{UNIT}.d" / "ddtune.conf").exists()  # the hold is gone
+    assert restart_policy() == "on-failure" and serving(port)["mode"] == "ar"
 
 
 def test_process_kind_prints_the_exact_launch_command(tmp_path, fake_spec_writer, port, capsys):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import select
 import sys
 
 from pydantic import ValidationError
@@ -50,7 +52,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe (`| head`) is met here, not at exit
+        return code
+    except BrokenPipeError:
+        if not stdout_gone():
+            raise  # another pipe (an engine's parser, a server): a real error
+        return quiet_pipe()
     except UserError as exc:
         print(f"ddtune: error: {exc}", file=sys.stderr)
         return 2
@@ -68,4 +76,24 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+def stdout_gone() -> bool:
+    """Has the reader of standard output closed its end (poll says POLLERR)?"""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        events = [event for _, event in poller.poll(0)]
+    except (OSError, ValueError, AttributeError):
+        return False
+    return any(event & select.POLLERR for event in events)
+
+
+def quiet_pipe() -> int:
+    """The reader of standard output went away (`ddtune ... | head`): stop quietly, as a
+    shell tool does, with no traceback and no "Exception ignored" at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush goes nowhere
+    os.close(devnull)
+    return 141  # 128 + SIGPIPE, what a shell reports for a writer cut off by its reader
+
+
+__all__ = ["COMMANDS", "build_parser", "main", "quiet_pipe"]

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ddtune.cli.sweep_init import add_init
+from ddtune.cli.words import READY
 from ddtune.errors import UserError
 
 if TYPE_CHECKING:
@@ -78,8 +79,10 @@ def _add_canary(actions: argparse._SubParsersAction) -> None:
     """`sweep canary SPEC [--store S]`."""
     canary = actions.add_parser(
         "canary",
-        help="prove a sweep's whole path in two starts: the first config READY, one "
+        help=f"prove a sweep's whole path in two starts: the first config {READY}, one "
         "request, the service restored and READY again",
+        description=f"Two starts: the first planned config until {READY}, one request, then "
+        "the configuration the service had, READY again. Nothing is stored.",
         epilog="exit codes: 0 passed; 1 not READY, the request failed or not restored; "
         "2 bad input (nothing stopped or started)",
     )
@@ -97,10 +100,32 @@ def _add_plan(actions: argparse._SubParsersAction) -> None:
     )
     plan.add_argument("spec", help="sweep spec (TOML)")
     plan.add_argument(
-        "--store",
-        help="a store of the same service to take measured costs from (default: the spec's)",
+        "--costs-from",
+        dest="store",
+        metavar="STORE",
+        help="a store of the same service to take measured start and bench times from (read "
+        "only; default: the spec's own store, runs/<sweep name>/store.sqlite, if it exists)",
     )
+    plan.add_argument("--store", dest="store", action=CostsFromOldName, help=argparse.SUPPRESS)
     plan.set_defaults(func=cmd_plan)
+
+
+class CostsFromOldName(argparse.Action):
+    """`sweep plan --store S` reads as `--costs-from S`, with a note: a plan writes no store."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        print(
+            f"note: sweep plan --store is now --costs-from (the store to take measured "
+            f"costs from; the plan writes nothing): read as --costs-from {values}",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
 
 
 def _add_status(actions: argparse._SubParsersAction) -> None:
@@ -116,7 +141,7 @@ def _add_retry(actions: argparse._SubParsersAction) -> None:
         "retry", help="rerun unfinished trials with the spec kept in the store", epilog=EXIT_CODES
     )
     retry.add_argument("--failed", action="store_true", help="only the failed trials")
-    _store_arg(retry)
+    _store_arg(retry, changes=True)
     retry.set_defaults(func=cmd_retry)
 
 
@@ -130,9 +155,13 @@ def _add_export(actions: argparse._SubParsersAction) -> None:
 
 
 def _add_report(actions: argparse._SubParsersAction) -> None:
-    """`sweep report --out DIR [--load-weights MIX]`."""
+    """`sweep report [--out DIR] [--load-weights MIX]`."""
     report = actions.add_parser("report", help="HTML/Markdown/CSV report with uncertainty")
-    report.add_argument("--out", required=True, help="directory for report.html, report.md, plots")
+    report.add_argument(
+        "--out",
+        help="folder for report.html, report.md, results.csv, results.json and the plots "
+        "(default: report/ beside the store, where the live report of `sweep run` is)",
+    )
     report.add_argument(
         "--load-weights",
         help="load mix to recommend for, e.g. c1=0.2,c16=0.8 (overrides the spec's [report])",
@@ -147,7 +176,7 @@ def _add_apply(actions: argparse._SubParsersAction) -> None:
         "apply",
         help="make the recommended (or a named) config the service's lasting configuration",
         description="systemd: a persistent drop-in beside the unit, daemon-reload and a "
-        "restart through the full readiness protocol (rolled back if not READY); process "
+        f"restart through the full readiness protocol (rolled back if not {READY}); process "
         "and hooks: print the exact launch command; hot: apply in place. The engine's own "
         "parser checks the command first.",
         epilog="exit codes: 0 done; 1 not READY (a systemd apply is rolled back); 2 bad input",
@@ -167,7 +196,7 @@ def _add_apply(actions: argparse._SubParsersAction) -> None:
         help="apply a schedule (the config per range of concurrent requests): the report's, "
         "or FILE (a report's results.json or schedule.json)",
     )
-    _store_arg(apply)
+    _store_arg(apply, changes=True)
     apply.set_defaults(func=cmd_apply)
 
 
@@ -205,11 +234,19 @@ def _add_cleanup(actions: argparse._SubParsersAction) -> None:
     cleanup.set_defaults(func=cmd_cleanup)
 
 
-def _store_arg(parser: argparse.ArgumentParser, run: bool = False) -> None:
-    default = "runs/<sweep name>/store.sqlite" if run else "the newest runs/*/store.sqlite"
+def _store_arg(parser: argparse.ArgumentParser, run: bool = False, changes: bool = False) -> None:
+    """`--store` (and `--sweep`): a command that changes the service (`changes`) never guesses
+    among several stores or sweeps; a reading command takes the newest and says so."""
+    if run:
+        default = "runs/<sweep name>/store.sqlite"
+    elif changes:
+        default = "the only runs/*/store.sqlite there is; with several, --store is required"
+    else:
+        default = "the newest runs/*/store.sqlite, named on stderr"
     parser.add_argument("--store", help=f"the sweep's SQLite store (default: {default})")
     if not run:
-        parser.add_argument("--sweep", help="sweep name inside the store (default: the newest)")
+        which = "required when the store holds several" if changes else "the newest"
+        parser.add_argument("--sweep", help=f"sweep name inside the store ({which})")
 
 
 def exit_3_on_ctrl_c(handler: Callable[[argparse.Namespace], int]) -> Callable[..., int]:
@@ -332,9 +369,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     spec = read_spec(args.spec)
     _print_notes(spec)
-    path = Path(args.store) if args.store else default_store_path(spec)
-    check_before_stopping(spec, path)  # every mistake a spec can hold: exit 2
-    store = Store(path, create=False) if path.is_file() else None
+    run_store = default_store_path(spec)  # where `sweep run` writes: it must be writable
+    check_before_stopping(spec, run_store)  # every mistake a spec can hold: exit 2
+    path = Path(args.store) if args.store else run_store  # the costs: read only
+    store = Store(path, create=False, read_only=True) if path.is_file() else None
     try:
         sweep = prepare(spec, store)
         print(sweep.estimate_text())
@@ -353,7 +391,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"  {t.order_index + 1:4d}  pass {t.repeat:<3d} {t.config.label()}"
             + (" (baseline)" if t.is_baseline else "")
         )
-    checked = check_launches(spec.service, planned_launches(spec), path.parent.resolve())
+    checked = check_launches(spec.service, planned_launches(spec), run_store.parent.resolve())
     print("\n".join(checked.lines()))
     return 0 if checked.ok else 2
 
@@ -361,7 +399,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from ddtune.sweep.status import status_table
 
-    store = _open_store(args.store)
+    store = _open_store(args)
     try:
         console = Console()
         if not console.is_terminal:
@@ -377,7 +415,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     from ddtune.sweep.reporting import live_report, stored_spec
     from ddtune.sweep.run.loop import run_sweep
 
-    store = _open_store(args.store)
+    store = _open_store(args, changes=True)
     try:
         row = store.sweep_row(args.sweep)
     finally:
@@ -403,7 +441,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from ddtune.sweep.export import export_csv, export_json
 
-    store = _open_store(args.store)
+    store = _open_store(args)
     try:
         row = store.sweep_row(args.sweep)
         text = (export_csv if args.format == "csv" else export_json)(store, row)
@@ -421,10 +459,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from ddtune.sweep.reporting import write_report
 
-    store = _open_store(args.store)
+    store = _open_store(args)
     try:
         overrides = {"load_weights": _weights(args.load_weights)} if args.load_weights else {}
-        write_report(store, store.sweep_row(args.sweep), Path(args.out), Console(), overrides)
+        out = Path(args.out) if args.out else store.path.parent / "report"
+        write_report(store, store.sweep_row(args.sweep), out, Console(), overrides)
     finally:
         store.close()
     return 0
@@ -437,7 +476,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         raise UserError("--revert restores what the last apply replaced; it takes no --config")
     if args.schedule is not None and (args.config or args.revert):
         raise UserError("--schedule applies a schedule; it takes no --config or --revert")
-    store = _open_store(args.store)
+    store = _open_store(args, changes=True)
     try:
         row = store.sweep_row(args.sweep)
         console = Console(stderr=True, soft_wrap=True)  # paths and commands stay whole
@@ -490,23 +529,52 @@ def _weights(text: str) -> dict[str, float]:
     return weights
 
 
-def _open_store(path: str | None) -> Store:
+def _open_store(args: argparse.Namespace, changes: bool = False) -> Store:
+    """The store `--store` names, else one under runs/: for a command that `changes` the
+    service the only one there is (several: refused, listed), for a reading command the
+    newest (named on stderr). A store of several sweeps needs `--sweep` to change one."""
     from ddtune.sweep.store.db import Store
 
-    return Store(Path(path) if path else _newest_store(), create=False)
+    path = Path(args.store) if args.store else _newest_store(changes)
+    store = Store(path, create=False)
+    if changes and not args.sweep:
+        try:
+            _one_sweep(store)
+        except UserError:
+            store.close()
+            raise
+    return store
 
 
-def _newest_store() -> Path:
+def _one_sweep(store: Store) -> None:
+    """A store holding several sweeps: refused, each named (a change names its sweep)."""
+    names = store.sweep_names()
+    if len(names) > 1:
+        raise UserError(
+            f"{store.path} holds {len(names)} sweeps ({', '.join(names)}); this command "
+            "changes the service, so it does not guess: pass --sweep NAME",
+            key="sweep",
+        )
+
+
+def _newest_store(changes: bool = False) -> Path:
+    """The store under runs/ a command reads (the newest) or changes (the only one)."""
     found = sorted(Path("runs").glob("*/store.sqlite"), key=lambda p: p.stat().st_mtime)
     if not found:
         raise UserError(
-            "no sweep store under runs/; pass --store PATH or run `ddtune sweep run SPEC`"
+            "no sweep store under runs/; pass --store PATH or run `ddtune sweep run SPEC`",
+            key="store",
         )
-    if len(found) > 1:
-        print(
-            f"using the newest store {found[-1]} (of {len(found)}; pass --store to choose)",
-            file=sys.stderr,
+    if changes and len(found) > 1:
+        listed = ", ".join(str(p) for p in reversed(found))
+        raise UserError(
+            f"{len(found)} stores under runs/ ({listed}, newest first); this command changes "
+            "the service, so it does not guess: pass --store PATH",
+            key="store",
         )
+    which = "the only store" if len(found) == 1 else f"the newest of {len(found)} stores"
+    more = "" if len(found) == 1 else "; --store PATH for another"
+    print(f"store: {found[-1]} ({which} under runs/{more})", file=sys.stderr)
     return found[-1]
 
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ddtune.cli.words import T0, TAU
 from ddtune.errors import UserError
 from ddtune.params import MODES, WINDOW_NONE, DecodeParams, parse_window, window_to_wire
 
@@ -44,8 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _add_record(actions: argparse._SubParsersAction) -> None:
     record = actions.add_parser(
         "record",
-        help="the drafter's per-depth top-K at every position of the target's T=0 path",
-        description="Resumable: rerun the same command to finish a killed recording.",
+        help=f"the drafter's per-depth top-K at every position of the target's {T0} path",
+        description=f"The drafter's per-depth top-K at every position of the target's {T0} "
+        "path, per window. Resumable: rerun the same command to finish a killed recording.",
     )
     record.add_argument("--out", required=True, type=Path, help="trace folder to write")
     source = record.add_argument_group("what to trace (one of)")
@@ -56,13 +58,13 @@ def _add_record(actions: argparse._SubParsersAction) -> None:
         "--store",
         type=Path,
         help="a sweep store: its spec's requests, with "
-        "the stored baseline T=0 outputs as the continuation",
+        "the stored baseline T = 0 outputs as the continuation",
     )
     source.add_argument("--sweep", help="sweep name inside --store (default: the newest)")
     record.add_argument(
         "--from-service",
         metavar="URL",
-        help="take each T=0 continuation from the running service at URL (its token ids "
+        help="take each T = 0 continuation from the running service at URL (its token ids "
         "where it returns them): the trace then decodes nothing itself",
     )
     record.add_argument("--service-model", help="with --from-service: the model name to request")
@@ -159,7 +161,9 @@ def _add_predict(actions: argparse._SubParsersAction) -> None:
         "--max-model-len", type=int, help="ngram: the served model's length (default: the trace's)"
     )
     predict.add_argument(
-        "--store", type=Path, help="ngram without a trace: a sweep store's baseline T=0 outputs"
+        "--store",
+        type=Path,
+        help=f"ngram without a trace: a sweep store's baseline {T0} outputs",
     )
     predict.add_argument("--sweep", help="with --store: the sweep's name (default: the newest)")
     predict.add_argument(
@@ -173,7 +177,9 @@ def _add_predict(actions: argparse._SubParsersAction) -> None:
 
 def _add_landscape(actions: argparse._SubParsersAction) -> None:
     land = actions.add_parser(
-        "landscape", help="tau over budget x topk per window (a table and a heatmap PNG)"
+        "landscape",
+        help=f"{TAU} over budget x topk per window (a table and a heatmap PNG)",
+        description=f"{TAU} over budget x topk per window: a table and a heatmap PNG.",
     )
     land.add_argument("trace", type=Path)
     land.add_argument("--budgets", default="4,8,16,32,64")
@@ -191,9 +197,8 @@ def _add_landscape(actions: argparse._SubParsersAction) -> None:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from ddtune.trace.record import record_trace
-
-    _threads(args.threads)
+    """Plan, then record; `--plan-only` stops after the plan, which needs no torch (the
+    core install prints it too)."""
     spec, requests, prompt_hash, source = _requests(args)
     settings = _settings(args, spec)
     models, loading = _models(args, spec)
@@ -202,6 +207,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     _plan(args, models, loading, requests, settings)
     if args.plan_only:
         return 0
+    from ddtune.trace.record import record_trace
+
+    _threads(args.threads)
     side = _target_side(args.backend, models, loading)
     if args.fresh and args.out.exists():
         shutil.rmtree(args.out)

@@ -1,4 +1,4 @@
-"""Server kinds: what ddtune knows about each kind of server, looked up by name.
+"""Engines: what ddtune knows about each server engine, looked up by name.
 
     from ddtune.engines import ENGINES, get_engine
     kind = get_engine("sglang")          # a ServerEngine; unknown names are a UserError
@@ -31,7 +31,7 @@ ENGINES: tuple[str, ...] = tuple(_ENGINES)
 
 
 def get_engine(name: str) -> ServerEngine:
-    """The kind called `name`; a UserError naming the allowed kinds otherwise."""
+    """The engine called `name`; a UserError naming the known engines otherwise."""
     try:
         return _ENGINES[name]()
     except (KeyError, TypeError):

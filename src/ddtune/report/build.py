@@ -5,7 +5,9 @@
 
 Writes into `out_dir`: report.html (self-contained), report.md, results.csv,
 results.json and the PNG plots; with `[bench.load]` levels also load_levels.csv,
-load_throughput.png and load_latency.png (report/load/).
+load_throughput.png and load_latency.png (report/load/). Every file or none: the
+report is written into a hidden folder of `out_dir` and swapped in once whole
+(`render/atomic.py` `staged_folder`); a report that fails leaves `out_dir` as it was.
 See docs/report.md "How the report is built".
 """
 
@@ -33,7 +35,7 @@ from ddtune.report.recommend import (
     pareto_front,
     recommend,
 )
-from ddtune.report.render.atomic import write_atomic
+from ddtune.report.render.atomic import staged_folder, write_atomic
 from ddtune.report.render.html import render_html
 from ddtune.report.render.markdown import render_markdown
 from ddtune.report.render.plots import write_plots
@@ -57,15 +59,18 @@ def build_report(
     options: ReportOptions | None = None,
     context: SweepContext | None = None,
 ) -> ReportSummary:
+    """The report of `records` written into `out_dir`, every file or none (module doc)."""
     options = options or ReportOptions()
     _check_records(records)
     out_dir = _prepare_out_dir(Path(out_dir))
     summary = analyze(records, options, context)
-    if options.plots:
-        _write_plots(summary, out_dir)
-    if options.plots and summary.load is not None:
-        summary.load.plots, summary.load.skipped_plots = write_load_plots(summary.load, out_dir)
-    _write_files(summary, records, out_dir)
+    with staged_folder(out_dir) as stage:  # written aside, then swapped in whole
+        if options.plots:
+            _write_plots(summary, stage)
+        if options.plots and summary.load is not None:
+            summary.load.plots, summary.load.skipped_plots = write_load_plots(summary.load, stage)
+        _write_files(summary, records, stage, out_dir)
+    summary.files = {key: out_dir / path.name for key, path in summary.files.items()}
     return summary
 
 
@@ -186,8 +191,12 @@ def _warnings(records: Sequence[TrialRecord], baselines: list[str]) -> list[str]
     return warnings
 
 
-def _write_files(summary: ReportSummary, records: Sequence[TrialRecord], out_dir: Path) -> None:
-    document = build_document(summary, out_dir)
+def _write_files(
+    summary: ReportSummary, records: Sequence[TrialRecord], out_dir: Path, links_from: Path
+) -> None:
+    """The documents and tables into `out_dir` (the stage); links relative to `links_from`
+    (the folder the report is read from)."""
+    document = build_document(summary, links_from)
     add_load_section(document, summary.load)
     add_schedule_section(document, summary.schedule)
     files = {

@@ -53,12 +53,24 @@ def csv_row(summary: ReportSummary, s: ConfigSummary) -> dict[str, Any]:
 
 
 def write_csv(summary: ReportSummary, path: Path) -> None:
+    """One row per config; the columns are every row's (a method's `method` and
+    `method_knobs` appear beside configs that name none: empty there)."""
     rows = [csv_row(summary, s) for s in summary.configs]
+    columns = list(dict.fromkeys(key for row in rows for key in row)) or ["label"]
     with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["label"])
+        writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+            writer.writerow({k: _cell(v) for k, v in row.items()})
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell: None empty, a table (a method's knobs) as compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
 
 
 def write_json(summary: ReportSummary, records: Sequence[TrialRecord], path: Path) -> None:

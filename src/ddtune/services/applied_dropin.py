@@ -11,7 +11,14 @@ folder of the unit's FragmentPath; /etc/systemd/system for a unit shipped
 under /usr or /lib), which survives reboots. The drop-in carries the rendered
 `service.env` and `ExecStart=` exactly as a trial's would, but no instance
 tag: the applied service is not a sweep's instance, so `ddtune sweep cleanup`
-never treats it as a leftover. A drop-in already there is kept as
+never treats it as a leftover. Nor does it carry a trial's `Restart=no`: the
+applied configuration runs under the unit's own restart policy, as production did
+before the sweep. While the apply (or its rollback, or `--revert`) proves the
+restart READY, a runtime drop-in holds systemd's restarts off as a trial's does
+(`<systemd_dir>/<unit>.d/ddtune.conf`: `Restart=no`, `RestartForceExitStatus=`),
+so a config that crashes is seen crashing, not restarted behind the proof; it is
+removed (and systemd reloaded, which restarts nothing) as soon as the proof ends,
+READY or not: the unit's own `Restart=` governs the running service from then on. A drop-in already there is kept as
 `ddtune-applied.conf.previous` (systemd reads `*.conf` only) for `--revert`.
 
 Then the full readiness protocol (`PersistentDropin`, a systemd controller
@@ -36,15 +43,19 @@ from ddtune.params import DecodeParams
 from ddtune.services.controllers.systemd import (
     SystemdController,
     render_dropin,
+    restart_policy,
+    trial_dropin,
+    trial_policy,
     unit_name,
     unit_settings,
 )
-from ddtune.services.outcome import Outcome
+from ddtune.services.outcome import Outcome, PhaseFailure
 from ddtune.services.protocol import Attempt
 from ddtune.services.scheduled import FILE_PREFIX as SCHEDULE_FILES
 from ddtune.services.spec import ServiceSpec
 
 APPLIED_NAME = "ddtune-applied.conf"
+HOLD_HEADER = "# Written by `ddtune sweep apply` while it proves a restart; removed right after."
 CONFIG_MARK = "# ddtune-config: "  # the applied config as JSON, for --revert
 SHIPPED = ("/usr/", "/lib/")
 ADMIN_DIR = Path("/etc/systemd/system")
@@ -137,13 +148,35 @@ class PersistentDropin(SystemdController):
         self.dropin, self.text, self.argv = path, text, argv
 
     def dropin_for(self, attempt: Attempt) -> str | None:
-        """`text` (None: the applied drop-in is removed, as `--revert` does)."""
+        """`text` (None: the applied drop-in is removed, as `--revert` does); systemd's
+        restarts held off while this start is proved (`hold_restarts`)."""
         own = self.spec.render_argv(attempt.params, attempt.user_vars)
         self._argv = (self.argv or own) if self.text else None
+        self.hold_restarts()
         return self.text
 
+    def hold_restarts(self) -> None:
+        """A runtime drop-in with a trial's restart lines, the unit's own policy named."""
+        hold = trial_dropin(self.spec)
+        if hold.exists():
+            return
+        text = render_dropin(
+            {}, None, header=HOLD_HEADER, policy=trial_policy(restart_policy(self.unit))
+        )
+        try:
+            hold.parent.mkdir(parents=True, exist_ok=True)
+            hold.write_text(text)
+        except OSError as exc:
+            raise PhaseFailure("render_failed", f"cannot write drop-in {hold}: {exc}") from None
+
     def release(self) -> None:
-        """The drop-in stays: it is the service's configuration now."""
+        """The applied drop-in stays (it is the service's configuration now); the hold on
+        restarts goes, and systemd reloads (restarting nothing): the unit's policy is back."""
+        hold = trial_dropin(self.spec)
+        if hold.exists() and hold.read_text().startswith(HOLD_HEADER):
+            hold.unlink()
+            _remove_empty(hold.parent)
+            self.systemctl("daemon-reload")
         self._ident = {}
 
 
@@ -166,7 +199,10 @@ def apply_dropin(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
     controller = PersistentDropin(spec, workdir, plan.path, text, argv)
-    outcome = controller.reconfigure(params, workdir / "apply", user_vars=user_vars)
+    try:
+        outcome = controller.reconfigure(params, workdir / "apply", user_vars=user_vars)
+    finally:
+        controller.release()  # the unit's own restart policy, READY or not
     if outcome.ready:
         return outcome
     return Rollback(outcome, _restore(spec, plan, before, workdir / "rollback"))
@@ -190,9 +226,12 @@ def _restore(spec: ServiceSpec, plan: DropinPlan, text: str | None, workdir: Pat
     params, user_vars = known or (DecodeParams("ar"), {})
     argv = applied_argv(text) if text is not None else None
     controller = PersistentDropin(spec, workdir, plan.path, text, argv)
-    outcome = controller.reconfigure(
-        params, workdir, user_vars=user_vars, verify_config=known is not None
-    )
+    try:
+        outcome = controller.reconfigure(
+            params, workdir, user_vars=user_vars, verify_config=known is not None
+        )
+    finally:
+        controller.release()
     if text is None:
         for stale in plan.path.parent.glob(f"{SCHEDULE_FILES}*.json"):
             stale.unlink(missing_ok=True)

@@ -144,11 +144,30 @@ def print_report(
     """The table, the files of a report written to `out_dir`, then the answer (the headline
     and the apply command: the last thing the terminal shows, as the report begins with it)."""
     console.print(result.terminal_table(), markup=False, highlight=False)
-    files = sorted(p.name for p in out_dir.iterdir())
+    files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
     console.print(
         f"report for sweep {sweep_name} ({trials} trials) in {out_dir}: {', '.join(files)}"
     )
     console.print(answer_text(result), markup=False, highlight=False)
+
+
+def report_failed(out_dir: Path, exc: Exception, console: Console) -> str:
+    """A live report that could not be rewritten: said in red, and its folder holds a notice
+    in place of the last report (an old answer is never left beside newer trials)."""
+    from ddtune.report.render.atomic import replace_with_notice
+
+    why = f"{type(exc).__name__}: {exc}"
+    console.print(f"[red]live report not rewritten[/]: {escape(why)}")
+    lines = [
+        f"The report could not be rewritten after the last pass: {why}.",
+        "The previous report was removed so that its answer is not read as the current one.",
+        "Run `ddtune sweep report` on the store to see the error in full.",
+    ]
+    try:
+        replace_with_notice(out_dir, "No current report", lines)
+    except OSError as error:
+        console.print(f"[red]and the notice could not be written either[/]: {escape(str(error))}")
+    return why
 
 
 class LiveReport:
@@ -157,8 +176,9 @@ class LiveReport:
 
     Rebuilding never takes more than `MAX_SHARE` of the sweep's time: a pass that ends
     sooner after the last rewrite than 1/MAX_SHARE - 1 times that rewrite's duration
-    waits for the next pass (or the end). A report that fails is one warning line: the
-    sweep goes on."""
+    waits for the next pass (or the end). A report that fails is said in red, its folder
+    then holds a notice in place of the old report (`report_failed`), the run's summary
+    line says so, and the sweep goes on."""
 
     MAX_SHARE = 0.1
 
@@ -170,6 +190,7 @@ class LiveReport:
         self.last: tuple[ReportSummary, int] | None = None  # the last rewrite's (report, trials)
         self.prepared: Sweep | None = None  # the run's prepared sweep (its first call)
         self._last_end: float | None = None
+        self.failures: list[str] = []  # why each failed rewrite failed (`report_failed`)
 
     def __call__(self, store: Store, prepared: Sweep, final: bool = False) -> None:
         """A pass ended (or, `final`, the run): the report rewritten from the run's sweep."""
@@ -199,8 +220,7 @@ class LiveReport:
                 store, row, self.out_dir, None, self._prepared(store, row)
             )
         except Exception as exc:  # noqa: BLE001 - a report must never stop the sweep
-            why = escape(f"{type(exc).__name__}: {exc}")
-            self.console.print(f"[yellow]live report not rewritten[/]: {why}")
+            self.failures.append(report_failed(self.out_dir, exc, self.console))
             return False
         return True
 
@@ -223,6 +243,11 @@ class LiveReport:
 
     def summary_line(self) -> str:
         """'live report: 12 rewrites of runs/x/report, median 0.84 s, longest 1.20 s'."""
+        if self.failures:
+            return (
+                f"live report: FAILED {len(self.failures)} time(s), last: {self.failures[-1]}; "
+                f"{self.out_dir} holds a notice, not an answer"
+            )
         if not self.seconds:
             return f"live report: not written ({self.out_dir})"
         ordered = sorted(self.seconds)

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ddtune.services.controllers.systemd import render_dropin
+from ddtune.services.controllers.systemd import TRIAL_POLICY, render_dropin, trial_policy
 
 UNIT = "fake-llm.service"
 
@@ -182,3 +182,67 @@ def test_unknown_unit_is_a_render_failure(svc, port, controllers, tmp_path, fake
     out = ctl.reconfigure(svc.params, tmp_path / "a")
     assert out.failure == "render_failed" and "nope.service is not loaded" in out.detail, out
     assert not (root / "run" / "nope.service.d" / "ddtune.conf").exists()
+
+
+def shown(unit: str, prop: str) -> str:
+    done = subprocess.run(["systemctl", "show", unit, "-p", prop, "--value"], capture_output=True)
+    return done.stdout.decode().strip()
+
+
+def starts_in(ledger: Path, within_s: float = 1.5) -> int:
+    """The starts the FAKE server recorded, once no new one came for `within_s` seconds."""
+    count, quiet_since = -1, time.monotonic()
+    while time.monotonic() - quiet_since < within_s:
+        now = len(ledger.read_text().splitlines()) if ledger.exists() else 0
+        if now != count:
+            count, quiet_since = now, time.monotonic()
+        time.sleep(0.05)
+    return count
+
+
+CRASH = ("--crash-during-load", "3", "--crash-after", "0.05")
+ALWAYS = "TimeoutStopSec=2\nRestart=always\nRestartSec=0\nRestartForceExitStatus=3\n"
+
+
+def test_the_fake_systemd_restarts_a_crashing_unit_as_its_policy_says(
+    svc, port, fake_systemd, tmp_path, monkeypatch
+):
+    """The control: without ddtune's drop-in, Restart=always starts the crash again and again."""
+    root, install_unit = fake_systemd
+    ledger = tmp_path / "starts.jsonl"
+    monkeypatch.setenv("FAKE_COUNT_STARTS", str(ledger))
+    argv = [a.replace("{port}", str(port)) for a in svc.fault_command(*CRASH)]
+    install_unit(UNIT, " ".join(argv), extra=ALWAYS)
+    assert shown(UNIT, "Restart") == "always"
+    subprocess.run(["systemctl", "start", UNIT], check=True)
+    assert starts_in(ledger) >= 3  # restarted until the start limit (5 in 10 s) stops it
+    subprocess.run(["systemctl", "stop", UNIT], check=True)
+
+
+def test_a_trial_is_never_restarted_by_systemd_and_the_units_policy_comes_back(
+    svc, port, controllers, fake_systemd, tmp_path, monkeypatch
+):
+    """A unit with Restart=always (and an exit code that forces a restart): a trial that
+    crashes is one start, the crash is its result; the drop-in names the unit's own policy,
+    and once it is removed systemd reports Restart=always again."""
+    root, install_unit = fake_systemd
+    ledger = tmp_path / "starts.jsonl"
+    monkeypatch.setenv("FAKE_COUNT_STARTS", str(ledger))
+    install_unit(UNIT, "/bin/false", extra=ALWAYS)
+    ctl = controllers(systemd_spec(svc, port, root, *CRASH))
+    out = ctl.reconfigure(svc.params, tmp_path / "a")
+    assert out.failure == "crashed(3)", out
+    assert starts_in(ledger) == 1  # systemd did not start the trial again
+    dropin = (root / "run" / f"{UNIT}.d" / "ddtune.conf").read_text()
+    assert all(line in dropin.splitlines() for line in TRIAL_POLICY)
+    assert "The unit's own Restart=always is off while a trial runs" in dropin
+    assert shown(UNIT, "Restart") == "no"
+    ctl.close()
+    assert shown(UNIT, "Restart") == "always"  # the drop-in gone: the unit's own policy
+
+
+def test_only_a_trial_drop_in_carries_the_restart_lines():
+    trial = render_dropin({}, ["/bin/srv"], policy=trial_policy("on-failure"))
+    assert "Restart=no\nRestartForceExitStatus=\n" in trial and "Restart=on-failure" in trial
+    applied = render_dropin({}, ["/bin/srv"], header="# applied")
+    assert "Restart" not in applied

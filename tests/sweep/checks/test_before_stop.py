@@ -43,7 +43,7 @@ TRAPS = {
     "tasks_file missing": ({}, "bench.coding.tasks_file"),
     "traffic file missing": ({"bench": 'traffic_file = "logged.jsonl"'}, "traffic"),
     "window as wide as the bench": ({"window": "2048"}, "allow_indistinct_windows = true"),
-    "budget 0": ({"window": "8"}, "budget >= 1"),
+    "budget 0": ({"window": "8"}, "budget must be at least 1"),
 }
 
 
@@ -60,7 +60,8 @@ def test_each_trap_is_refused_before_any_start(
         coding = "[bench.coding]\ntasks_file = 'gone.jsonl'\nlimit = 1\n"
         spec.write_text(spec.read_text().replace("[bench.coding]\nenabled = false\n", coding))
     store = tmp_path / "s" / "store.sqlite"
-    code = main(["sweep", command, str(spec), "--store", str(store)])
+    flag = "--costs-from" if command == "plan" else "--store"
+    code = main(["sweep", command, str(spec), flag, str(store)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2, err
     assert len(err) == 1 and named in err[0], err
@@ -72,8 +73,8 @@ def test_an_unwritable_store_is_one_line_not_a_traceback(tmp_path, fake_spec_wri
     spec, ledger = _spec(tmp_path, fake_spec_writer, port)
     blocker = tmp_path / "file"
     blocker.write_text("")  # a file where the store's folder would go
-    for command in ("plan", "run"):
-        code = main(["sweep", command, str(spec), "--store", str(blocker / "s" / "store.sqlite")])
+    for command, flag in (("plan", "--costs-from"), ("run", "--store")):
+        code = main(["sweep", command, str(spec), flag, str(blocker / "s" / "store.sqlite")])
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and err[0].startswith("ddtune: error: --store"), err
     assert not ledger.exists()

@@ -80,7 +80,8 @@ def test_a_round_deeper_than_the_drafters_block_is_refused_before_any_start(
     make, deep, fix = CASES[case]
     path, ledger = spec(tmp_path, fake_spec_writer, port, **make(deep, drafter(tmp_path, 16)))
     store = tmp_path / "s" / "store.sqlite"
-    code = main(["sweep", command, str(path), "--store", str(store)])
+    flag = "--costs-from" if command == "plan" else "--store"
+    code = main(["sweep", command, str(path), flag, str(store)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2, err
     assert len(err) == 1 and fix in err[0] and "drafter's block allows (16 tokens" in err[0], err

@@ -311,3 +311,30 @@ def test_a_service_running_past_its_drafters_block_is_said_and_the_plan_refuses_
     assert "the service runs 16 tokens a round, past the drafter's block (8 tokens)" in header
     code, text = plan(capsys, out)
     assert code == 2 and "use --speculative-num-draft-tokens <= 8" in text, text
+
+
+def test_a_bare_unit_name_is_the_live_unit_never_a_file_of_that_name_here(
+    installed, fake_systemd, capsys
+):
+    """A file in the working folder named like the unit does not shadow systemd's unit
+    (`systemctl cat`); the file is read only when given as a path (`./NAME`)."""
+    root, _ = fake_systemd
+    unit = "sglang-eagle3.service"
+    install_unit(root, installed, unit)
+    (installed.root / unit).write_text(installed.unit_text("sglang-dflash.service"))
+    out = installed.root / "spec.toml"
+    code, printed, err = init(capsys, "--from-unit", unit, "--out", str(out))
+    assert code == 0, err
+    assert "sglang EAGLE3 from the systemd unit sglang-eagle3.service (systemctl cat)" in printed
+    code, printed, err = init(capsys, "--from-unit", f"./{unit}", "--out", str(out), "--force")
+    assert code == 0, err
+    assert f"sglang DFLASH from the unit file {unit}" in printed
+
+
+def test_a_bare_name_systemd_does_not_know_says_how_to_read_the_file_here(
+    installed, fake_systemd, capsys
+):
+    unit = "only-a-file.service"
+    (installed.root / unit).write_text(installed.unit_text("sglang-dflash.service"))
+    line = one_line_error(capsys, "--from-unit", unit, "--out", str(installed.root / "s.toml"))
+    assert "systemctl cat found no such unit" in line and f"pass ./{unit}" in line

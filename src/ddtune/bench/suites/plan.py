@@ -98,6 +98,28 @@ def check_workloads(matrix: BenchMatrix) -> None:
         read_traffic(matrix.traffic_file)
 
 
+def bundled_text(matrix: BenchMatrix) -> str:
+    """What the `bundled` workload of one bench sends, in words: `8 short + 2 long prompts
+    (slices of Python's standard library) and 10 of ddtune's own coding tasks (written for
+    its demo models)`."""
+    source = matrix.prompts_file or "slices of Python's standard library"
+    counts = [
+        f"{t.n_prompts * t.repeats} {name}"
+        for name, t in (("short", matrix.short), ("long", matrix.long))
+        if t.enabled
+    ]
+    parts = [f"{' + '.join(counts)} prompts ({source})"] if counts else []
+    coding = matrix.coding
+    if coding.enabled and coding.limit != 0:
+        tasks = f"{coding.limit or 'all'} " + (
+            f"tasks of {coding.tasks_file}"
+            if coding.tasks_file
+            else "of ddtune's own coding tasks (written for its demo models)"
+        )
+        parts.append(tasks + (f", {coding.n_samples} samples each" if coding.n_samples > 1 else ""))
+    return "bundled: " + (" and ".join(parts) or "nothing")
+
+
 def bench_shares(matrix: BenchMatrix) -> dict[str, tuple[int, int]]:
     """workload -> (requests, most tokens generated) one bench of `matrix` sends: what
     `ddtune sweep plan` splits a bench's expected seconds by."""

@@ -1,8 +1,12 @@
 """`control = "systemd"`: a unit reconfigured through a runtime drop-in, stopped then started.
 
 The render step writes `<systemd_dir>/<unit>.d/ddtune.conf` (the rendered `env`
-table and the instance tag as `Environment=`, and the rendered `command` as
-`ExecStart=` after the empty reset line), runs `daemon-reload`, checks
+table and the instance tag as `Environment=`, the rendered `command` as
+`ExecStart=` after the empty reset line, and `Restart=no` with an empty
+`RestartForceExitStatus=`: systemd never starts a trial again on its own, whatever
+the unit's `Restart=` says, so a crash is the trial's result and every start is
+ddtune's; the unit's own policy, read with `systemctl show`, is named in the
+drop-in's comment and is back as soon as the drop-in is removed), runs `daemon-reload`, checks
 `NeedDaemonReload=no` and runs `reset-failed` (which also clears a
 start-limit-hit). Then `systemctl stop` and `systemctl start`, never
 `restart`. Identity is InvocationID + MainPID + its start time; logs come from
@@ -94,11 +98,44 @@ def quote_arg(arg: str) -> str:
 
 
 TRIAL_HEADER = "# Written by ddtune for one sweep trial; removed when the sweep ends."
+# systemd never restarts a trial on its own: `Restart=no`, and an empty list of exit
+# codes that would force a restart whatever `Restart=` says (systemd.service(5))
+TRIAL_POLICY = ("Restart=no", "RestartForceExitStatus=")
 
 
-def render_dropin(env: dict[str, str], argv: list[str] | None, header: str = TRIAL_HEADER) -> str:
-    """A drop-in: `header` (comment lines), then [Service] with env and ExecStart."""
-    lines = [header, "[Service]"]
+def restart_policy(unit: str) -> str:
+    """The unit's own `Restart=` as systemd has it loaded ("" where it cannot be read)."""
+    try:
+        done = subprocess.run(
+            ["systemctl", "show", unit_name(unit), "--property=Restart", "--value"],
+            capture_output=True,
+            text=True,
+            timeout=CTL_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def trial_policy(own: str) -> list[str]:
+    """The trial drop-in's restart lines, with a comment naming the unit's own policy."""
+    said = f"The unit's own Restart={own}" if own else "The unit's own restart policy"
+    return [
+        f"# {said} is off while a trial runs: systemd never starts a trial again on its",
+        "# own (a crash is the trial's result); removing this file brings it back.",
+        *TRIAL_POLICY,
+    ]
+
+
+def render_dropin(
+    env: dict[str, str],
+    argv: list[str] | None,
+    header: str = TRIAL_HEADER,
+    policy: list[str] | None = None,
+) -> str:
+    """A drop-in: `header` (comment lines), then [Service] with the restart `policy` lines
+    (a trial's: `trial_policy`; none: the unit's own), env and ExecStart."""
+    lines = [header, "[Service]", *(policy or [])]
     lines += [f"Environment={quote_arg(f'{k}={v}')}" for k, v in env.items()]
     if argv:
         lines += [
@@ -123,6 +160,7 @@ class SystemdController(Controller):
         self._last_alive_check = 0.0
         self._old_main: procs.ProcInfo | None = None
         self._own_config = False  # restoring: the unit's own configuration, no trial drop-in
+        self._own_restart: str | None = None  # the unit's Restart=, read at the first render
 
     def systemctl(
         self, *args: str, timeout: float = CTL_TIMEOUT_S
@@ -188,7 +226,9 @@ class SystemdController(Controller):
         params, user_vars = attempt.params, attempt.user_vars
         self._argv = self.spec.render_argv(params, user_vars) if self.spec.command else None
         env = {**self.spec.render_env(params, user_vars), **self.instance_env(self._tag)}
-        return render_dropin(env, self._argv)
+        if self._own_restart is None:  # read before any trial drop-in is in place
+            self._own_restart = restart_policy(self.unit) if not self.dropin.exists() else ""
+        return render_dropin(env, self._argv, policy=trial_policy(self._own_restart))
 
     def _write_dropin(self, text: str | None) -> None:
         try:

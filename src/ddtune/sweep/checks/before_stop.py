@@ -37,6 +37,8 @@ from ddtune.bench.suites.plan import check_workloads
 from ddtune.errors import UserError
 from ddtune.params import window_to_wire
 from ddtune.sweep.checks.drafter_depth import check_depth
+from ddtune.sweep.checks.launch_axes import check_axes_reach
+from ddtune.sweep.checks.launch_paths import check_launch_paths
 from ddtune.sweep.spec.parse import SweepSpec
 
 Check = Callable[[SweepSpec, Path], None]
@@ -205,6 +207,8 @@ CHECKS: tuple[Check, ...] = (
     check_knobs,
     check_depth,
     check_windows,
+    check_axes_reach,  # every swept key reaches the launch (sweep/checks/launch_axes.py)
+    check_launch_paths,  # the executables and models it names (sweep/checks/launch_paths.py)
 )
 
 __all__ = ["CHECKS", "check_before_stopping", "longest_context"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 from ddtune.errors import UserError
 from ddtune.methods import METHODS
 from ddtune.sweep.init.method_space import SpaceChoice, method_space
+from ddtune.sweep.init.more_methods import Wanted, running_method, with_methods
 from ddtune.sweep.init.parse import ParsedLaunch, engine_options, find_engine, parse_launch
 from ddtune.sweep.init.render import Table, document
 from ddtune.sweep.init.sizing import (
@@ -44,15 +46,23 @@ class InitResult:
     choice: SpaceChoice
 
 
-def build_spec(source: LaunchSource, front: str, cwd: Path | None = None) -> InitResult:
-    """The spec for `source` (see the module doc); `front` runs ddtune's launcher."""
+def build_spec(
+    source: LaunchSource,
+    front: str,
+    cwd: Path | None = None,
+    methods: Sequence[Wanted] = (),
+) -> InitResult:
+    """The spec for `source` (see the module doc); `front` runs ddtune's launcher;
+    `methods`: other methods to sweep beside the running one (`more_methods.py`)."""
     found = find_engine(source.argv)
     env = dict(source.env)
     launch = parse_launch(found, engine_options(found, env))
     base = Path(source.working_directory or cwd or os.getcwd())
     model, drafter = base / launch.model, base / launch.drafter if launch.drafter else None
     context = context_of(model, launch.context_tokens)
-    choice = method_space(launch, env, drafter_block(drafter), front, context)
+    block = drafter_block(drafter)
+    choice = method_space(launch, env, block, front, context)
+    choice = with_methods(choice, launch, env, block, context, list(methods))
     bench = bench_table(choice.windows, context)
     start_s, start_how = expected_start_s(model, launch.tp)
     tables = [
@@ -87,12 +97,19 @@ def sweep_name(source: LaunchSource, launch: ParsedLaunch) -> str:
 
 
 def _header(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice) -> list[str]:
-    method = f"{launch.engine} {launch.method}"
+    method = f"{launch.engine} {launch.method} (ddtune's method {running_method(launch)})"
+    others = ", ".join(m for m in METHODS if m != running_method(launch))
+    intro = (
+        f"Written by `ddtune sweep init` from {source.origin}. The service runs {method} "
+        f"today; its flags were read with {launch.parser}. The current config is the "
+        "baseline; the space around it is below. Every other flag of the launch command is "
+        "kept as written. To sweep other methods beside it, write the spec again with "
+        f"`sweep init ... --methods {running_method(launch)},M2,M3=DRAFTER` (ddtune's methods: "
+        f"{others}; a draft model where the method needs one; docs/production.md)."
+    )
     lines = [
-        f"Written by `ddtune sweep init` from {source.origin}.",
-        f"The service runs {method}; its flags were read with {launch.parser}.",
-        "The current config is the baseline; the space around it is below. Every other flag",
-        "of the launch command is kept as written. Check, then run:",
+        *textwrap.wrap(intro, width=92, break_on_hyphens=False),
+        "Check, then run:",
         "    ddtune sweep plan SPEC      # restarts, hours, and the engine's check of every command",
         "    ddtune sweep canary SPEC    # one trial start and the original config back: two starts",
         "    ddtune sweep run SPEC       # the original config is restored at the end or on Ctrl-C",
@@ -104,6 +121,13 @@ def _header(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice) -> 
         notes.append(
             f"the unit's user{user} runs ddtune's launcher with {choice.command[0]}: "
             "install ddtune where that user can read it"
+        )
+    if source.restart and source.restart != "no":
+        notes.append(
+            f"the unit restarts on its own (Restart={source.restart}): each trial's drop-in "
+            "sets Restart=no, so a config that crashes is that trial's result, never started "
+            "again by systemd; the unit's own policy is back when the drop-in goes (the end "
+            "of the sweep)"
         )
     if not source.unit:
         notes.append(
@@ -140,6 +164,9 @@ def _space_tables(choice: SpaceChoice) -> list[Table]:
     if choice.space:
         flat = {k: v for k, v in choice.space.items() if k not in METHODS}
         head = ["The grid is every combination of the lists."]
+        if "method" in flat:
+            head = ["Each method's grid is every combination of its own lists; the sweep is"]
+            head.append("their union (and the [[configs]] below, if any).")
         tables.append(Table("space", flat, header=head))
         for name, axes in choice.space.items():
             if name in METHODS:
@@ -206,6 +233,7 @@ def _env_table(source: LaunchSource, choice: SpaceChoice) -> list[Table]:
 
 def _bench_tables(bench: dict[str, Any], choice: SpaceChoice, context: int | None) -> list[Table]:
     top = {k: v for k, v in bench.items() if not isinstance(v, dict)}
+    humaneval = bench["suites"]["humaneval"]
     longest = max(choice.windows, default=None)
     long_note = (
         f"longer than the largest window swept ({longest} tokens), so each window can differ "
@@ -219,15 +247,27 @@ def _bench_tables(bench: dict[str, Any], choice: SpaceChoice, context: int | Non
         Table(
             "bench",
             top,
-            header=[
-                "Sized for the model. For the service's own traffic, set traffic_file to a JSONL",
-                "of logged OpenAI request bodies (docs/load.md); for a suite, suite = [...].",
-            ],
+            header=textwrap.wrap(
+                "Sized for the model: the bundled short and long prompts (slices of Python's "
+                f"standard library) and {humaneval['limit']} of HumanEval's 164 problems "
+                "(seeded by bench.seed, each run by its tests). For the service's own "
+                "traffic, set traffic_file to a JSONL of logged OpenAI request bodies "
+                "(docs/load.md); other suites: mt-bench, gsm8k.",
+                width=88,
+            ),
+            comments={"suite": "the bundled prompts below, and HumanEval (ddtune[suites])"},
         ),
         Table("bench.short", bench["short"], header=["Chat-sized prompts."]),
         Table("bench.long", bench["long"], header=[long_note]),
         Table(
-            "bench.coding", bench["coding"], header=["Held-out coding tasks, run by their tests."]
+            "bench.coding",
+            bench["coding"],
+            header=["The bundled coding tasks are written for ddtune's demo models: off."],
+        ),
+        Table(
+            "bench.suites.humaneval",
+            humaneval,
+            header=["A seeded subset of HumanEval's 164 problems, each run by its tests."],
         ),
     ]
 

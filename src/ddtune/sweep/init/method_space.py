@@ -148,12 +148,12 @@ def _sglang_launcher(
     choice = SpaceChoice(command, {"model": launch.model, "drafter": launch.drafter})
     if mode == "ddtree":
         budget = launch.knobs.get("speculative_ddtree_budget", 16)
-        topk = _int_env(env, TOPK_ENV, SGLANG_DEFAULT_TOPK)
+        topk = env_int(env, TOPK_ENV, SGLANG_DEFAULT_TOPK)
         space["budget"] = around(budget, step=max(1, budget // 4), high=MAX_BUDGET)
         space["topk"] = around(topk, side=1, high=MAX_TOPK)
         baseline.update(budget=budget, topk=topk)
         command += ["--budget", "{budget}", "--topk", "{topk}"]
-        knobs = _ddtree_knobs(env)
+        knobs = ddtree_knobs(env)
         for key, value in knobs.items():  # kept at the unit's value, set by the launcher
             baseline[key], space[key] = value, [value]
             command += ["--" + key.replace("_", "-"), "{" + key + "}"]
@@ -342,17 +342,24 @@ def _config_template(config: dict[str, Any]) -> str:
     return text.replace('"@@K@@"', "{K}").replace("@@drafter@@", "{drafter}")
 
 
-def _ddtree_knobs(env: dict[str, str]) -> dict[str, float | bool]:
+def ddtree_knobs(env: dict[str, str]) -> dict[str, float | bool]:
     """The DDTree knobs the service's environment sets (SGLANG_DDTREE_DEPTH_BONUS, ...)."""
     found = {key: parse_knob(key, env.get(name)) for key, name in KNOB_ENV.items()}
     return {key: value for key, value in found.items() if value is not None}
 
 
-def _int_env(env: dict[str, str], name: str, default: int) -> int:
+def env_int(env: dict[str, str], name: str, default: int) -> int:
     try:
         return int(env[name])
     except (KeyError, ValueError):
         return default
 
 
-__all__ = ["SpaceChoice", "around", "method_space", "windows_around"]
+__all__ = [
+    "SpaceChoice",
+    "around",
+    "ddtree_knobs",
+    "env_int",
+    "method_space",
+    "windows_around",
+]

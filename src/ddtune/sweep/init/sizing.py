@@ -6,7 +6,9 @@
 
 The long-context prompts are longer than the largest finite window swept
 (twice it, at least 4096 tokens, within the served context), so each window
-can differ from "none"; the short ones are chat-sized. A model folder that
+can differ from "none"; the short ones are chat-sized. Coding is measured on
+HumanEval (a seeded 20 of its 164 problems, their tests run in the sandbox):
+ddtune's bundled coding tasks are written for its tiny demo models. A model folder that
 cannot be read here (another machine's path) gives a start estimate from the
 tensor-parallel width, said as such in the spec.
 """
@@ -26,6 +28,7 @@ LOAD_GB_PER_S = 1.5  # GB of weights read and placed per second (548 GB: ~7 minu
 START_OVERHEAD_S = 60.0  # process start, CUDA graphs, warmup
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 ASSUMED_TOKENS_PER_S = 60.0  # one stream of a large model, before anything is measured
+HUMANEVAL_ITEMS = 20  # a seeded 20 of HumanEval's 164 problems a bench
 
 
 def answer_tokens(context: int | None) -> int:
@@ -44,7 +47,8 @@ def long_prompt_tokens(windows: list[int], context: int | None) -> int:
 
 
 def bench_table(windows: list[int], context: int | None) -> dict[str, Any]:
-    """The [bench] table: short chat-sized prompts, long ones past every window, coding."""
+    """The [bench] table: short chat-sized prompts, long ones past every window, and coding
+    on HumanEval (a seeded subset; the bundled coding tasks are for the demo models)."""
     answer = answer_tokens(context)
     coding = CODING_TOKENS if context is None else max(1, min(CODING_TOKENS, context // 4))
     short = SHORT_PROMPT_TOKENS if context is None else min(SHORT_PROMPT_TOKENS, context // 4)
@@ -66,7 +70,9 @@ def bench_table(windows: list[int], context: int | None) -> dict[str, Any]:
             "max_tokens": answer,
             "repeats": 1,
         },
-        "coding": {"limit": 10, "n_samples": 1, "max_tokens": coding, "timeout_s": 10},
+        "suite": ["bundled", "humaneval"],
+        "coding": {"enabled": False},
+        "suites": {"humaneval": {"limit": HUMANEVAL_ITEMS, "max_tokens": coding}},
     }
 
 
@@ -76,7 +82,8 @@ def expected_bench_s(bench: dict[str, Any]) -> float:
         bench[w]["n_prompts"] * bench[w]["max_tokens"] * bench[w]["repeats"]
         for w in ("short", "long")
     )
-    tokens += bench["coding"]["limit"] * bench["coding"]["max_tokens"]
+    humaneval = bench["suites"]["humaneval"]
+    tokens += humaneval["limit"] * humaneval["max_tokens"]
     return round(tokens / ASSUMED_TOKENS_PER_S)
 
 

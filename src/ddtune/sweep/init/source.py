@@ -1,13 +1,14 @@
 """Where a running service's launch command comes from: a systemd unit, or an argv.
 
-    source = from_unit("sglang-kimi.service")   # `systemctl cat` of a name; a path is read
+    source = from_unit("sglang-kimi.service")   # `systemctl cat` of a bare name
+    source = from_unit("./sglang-kimi.service") # a path (with a `/`) is read as a file
     source = from_command(["python", "-m", "sglang.launch_server", ...])
     source.argv, source.env, source.unit         # what `sweep init` parses
 
 A unit's `ExecStart=` is read with its continuation lines (a trailing `\\`),
 its prefixes (`-`, `@`, `+`, `!`) dropped, and the last assignment wins (an
 empty `ExecStart=` in a drop-in resets it, as systemd does); `Environment=`
-lines accumulate; `User=` and `WorkingDirectory=` are kept for the notes.
+lines accumulate; `User=`, `WorkingDirectory=` and `Restart=` are kept for the notes.
 Specifiers such as `%i` and `$VAR` references are kept as written.
 """
 
@@ -35,6 +36,7 @@ class LaunchSource:
     user: str = ""
     working_directory: str = ""
     origin: str = "the command line"  # what the spec's comments name as its source
+    restart: str = ""  # the unit's Restart= ("" where it sets none: systemd's "no")
 
 
 def from_command(argv: Sequence[str]) -> LaunchSource:
@@ -48,16 +50,17 @@ def from_command(argv: Sequence[str]) -> LaunchSource:
 
 
 def from_unit(name_or_file: str) -> LaunchSource:
-    """A systemd unit: a path to its file is read, a name is asked of `systemctl cat`."""
-    path = Path(name_or_file)
-    if path.is_file():
-        text, unit = path.read_text(errors="replace"), path.name
-        origin = f"the unit file {path}"
-    elif "/" in name_or_file:
-        raise UserError(f"--from-unit {name_or_file}: no such file")
-    else:
-        unit = name_or_file if "." in name_or_file else name_or_file + ".service"
-        text, origin = _systemctl_cat(unit), f"the systemd unit {unit} (systemctl cat)"
+    """A systemd unit: a path (with a `/`, e.g. `./x.service`) is read as a file; a bare
+    name is always the live unit (`systemctl cat`), never a file of that name here."""
+    if "/" in name_or_file:
+        path = Path(name_or_file)
+        try:
+            text = path.read_text(errors="replace")
+        except OSError as exc:
+            raise UserError(f"--from-unit {name_or_file}: {exc.strerror or exc}") from None
+        return parse_unit(text, path.name, f"the unit file {path}")
+    unit = name_or_file if "." in name_or_file else name_or_file + ".service"
+    text, origin = _systemctl_cat(unit), f"the systemd unit {unit} (systemctl cat)"
     return parse_unit(text, unit, origin)
 
 
@@ -65,7 +68,7 @@ def parse_unit(text: str, unit: str, origin: str) -> LaunchSource:
     """The `[Service]` settings of a unit file's text (drop-ins included, in order)."""
     exec_start: str | None = None
     env: dict[str, str] = {}
-    user = working_directory = ""
+    user = working_directory = restart = ""
     for section, key, value in _assignments(text):
         if section != "Service":
             continue
@@ -77,12 +80,14 @@ def parse_unit(text: str, unit: str, origin: str) -> LaunchSource:
             user = value.strip()
         elif key == "WorkingDirectory":
             working_directory = value.strip().lstrip("-")
+        elif key == "Restart":
+            restart = value.strip()
     if exec_start is None:
         raise UserError(f"{origin} has no ExecStart= in its [Service] section")
     argv = shlex.split(exec_start.lstrip(EXEC_PREFIXES))
     if not argv:
         raise UserError(f"{origin}: its ExecStart= is empty")
-    return LaunchSource(tuple(argv), env, unit, user, working_directory, origin)
+    return LaunchSource(tuple(argv), env, unit, user, working_directory, origin, restart)
 
 
 def _systemctl_cat(unit: str) -> str:
@@ -95,13 +100,15 @@ def _systemctl_cat(unit: str) -> str:
         )
     except FileNotFoundError:
         raise UserError(
-            f"--from-unit {unit}: systemctl is not installed here; pass the unit's file instead"
+            f"--from-unit {unit}: systemctl is not installed here; pass the unit's file as a "
+            f"path instead (e.g. ./{unit})"
         ) from None
     except subprocess.TimeoutExpired:
         raise UserError(f"--from-unit {unit}: systemctl cat did not answer") from None
     if done.returncode != 0 or not done.stdout.strip():
         said = " ".join(done.stderr.split()) or f"exit code {done.returncode}"
-        raise UserError(f"--from-unit {unit}: systemctl cat found no such unit ({said})")
+        here = f"; to read the file {unit} here, pass ./{unit}" if Path(unit).is_file() else ""
+        raise UserError(f"--from-unit {unit}: systemctl cat found no such unit ({said}){here}")
     return done.stdout
 
 

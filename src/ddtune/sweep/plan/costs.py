@@ -193,8 +193,11 @@ SUITE_TITLES["agent-sessions"] = "the agent sessions"
 
 def _how_much(spec: SweepSpec, name: str, requests: int) -> str:
     """`20 of HumanEval's 164, seeded`: how much of a suite one trial runs."""
-    from ddtune.bench.suites.names import SIZES, TURNS
+    from ddtune.bench.suites.names import BUNDLED, SIZES, TURNS
+    from ddtune.bench.suites.plan import bundled_text
 
+    if name == BUNDLED:
+        return bundled_text(spec.bench)
     if name not in SIZES:
         return f"{name} {requests} request(s)"
     size, turns = SIZES[name], TURNS.get(name, 1)

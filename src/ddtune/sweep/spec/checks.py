@@ -9,12 +9,12 @@ never asks which strategy a spec names. See docs/sweeps.md "Sweep".
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NoReturn, Protocol
+from typing import Any, NoReturn, Protocol
 
 from ddtune.engines import get_engine
 from ddtune.errors import UserError
 from ddtune.params import KNOB_KEYS
-from ddtune.sweep.spec.schema import ConfigTable, SpecDocument, SweepTable
+from ddtune.sweep.spec.schema import ConfigTable, IntRange, SpecDocument, SweepTable
 
 
 class StrategyRules(Protocol):
@@ -47,6 +47,34 @@ def check_document(doc: SpecDocument, rules: StrategyRules) -> None:
     if sweep.passes_per_start != 1:
         _passes_per_start(doc)
     rules.check(doc)
+
+
+def check_budgets(doc: SpecDocument) -> None:
+    """One rule, one message: every budget a spec writes is at least 1 (a tree of no node
+    drafts nothing; `mode = "ar"` is no drafting). A negative budget and 0 say the same."""
+    for key, value in _written_budgets(doc):
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            fail(
+                key,
+                "must be at least 1 (the tree's nodes besides the root; use mode = "
+                f'"ar" for no drafting); got {value}',
+            )
+
+
+def _written_budgets(doc: SpecDocument) -> Iterator[tuple[str, Any]]:
+    """(key, value) of every budget the spec writes: configs, baseline, [space] lists and
+    ranges, and the [space.<method>] tables."""
+    if doc.sweep.baseline is not None:
+        yield "sweep.baseline.budget", doc.sweep.baseline.budget
+    for i, table in enumerate(doc.configs):
+        yield f"configs.{i}.budget", table.budget
+    if doc.space is None:
+        return
+    written = doc.space.budget
+    values = [written.low, written.high] if isinstance(written, IntRange) else list(written)
+    yield from (("space.budget", v) for v in values)
+    for name, axes in doc.space.methods.items():
+        yield from ((f"space.{name}.budget", v) for v in axes.get("budget", ()))
 
 
 def check_interleave(doc: SpecDocument, service_control: str) -> None:
@@ -152,6 +180,7 @@ def fail(key: str, message: str) -> NoReturn:
 
 __all__ = [
     "StrategyRules",
+    "check_budgets",
     "check_document",
     "check_interleave",
     "check_knobs",

@@ -45,6 +45,7 @@ from ddtune.methods import METHOD_ENGINES
 from ddtune.params import WIRE_KEYS, DecodeParams, config_hash
 from ddtune.sweep.spec.checks import (
     StrategyRules,
+    check_budgets,
     check_document,
     check_interleave,
     check_knobs,
@@ -52,6 +53,7 @@ from ddtune.sweep.spec.checks import (
 from ddtune.sweep.spec.cluster import Cluster, build_cluster
 from ddtune.sweep.spec.lines import KeyLines
 from ddtune.sweep.spec.method_grid import method_grid
+from ddtune.sweep.spec.real_bench import served_bench
 from ddtune.sweep.spec.schema import (
     ORDERS,
     ConfigTable,
@@ -245,6 +247,7 @@ def _build(
     from ddtune.services.spec import old_names
 
     check_document(doc, rules)
+    check_budgets(doc)
     baseline = doc.sweep.baseline
     searched = rules.searches
     found = [(_config(baseline, "sweep.baseline"), "sweep.baseline")] if baseline else []
@@ -261,6 +264,9 @@ def _build(
     base = found[0][0] if baseline else None
     configs = [c for c in dict.fromkeys(c for c, _ in found) if c != base]
     bench = doc.bench.resolve_paths(base_dir) if base_dir else doc.bench
+    first = found[0][0] if found else _first_searched(search)
+    written = doc.bench.model_fields_set  # before resolve_paths, which copies every field
+    bench, bench_note = served_bench(bench, written, service, first, base_dir)
     sweep = doc.sweep
     return SweepSpec(
         name=doc.sweep.name,
@@ -290,9 +296,17 @@ def _build(
         trace=_trace_path(sweep.trace, base_dir),
         allow_indistinct_windows=sweep.allow_indistinct_windows,
         breaker=sweep.breaker,
-        notes=old_names(doc.service),
+        notes=old_names(doc.service) + ([bench_note] if bench_note else []),
         report=doc.report.model_dump(exclude_unset=True),
     )
+
+
+def _first_searched(search: SearchSpace | None) -> Config:
+    """A config of a search space (what the service is started with first, for the bench)."""
+    if search is None:
+        return Config(DecodeParams())
+    params, user = search.covering()[0]
+    return Config(params, tuple(sorted(user.items())))
 
 
 def _trace_path(trace: str | None, base_dir: Path | None) -> str | None:

@@ -257,6 +257,10 @@ class Store:
         row = self.db.execute("SELECT id FROM sweeps WHERE name=?", (name,)).fetchone()
         return None if row is None else int(row["id"])
 
+    def sweep_names(self) -> list[str]:
+        """Every sweep's name, oldest first."""
+        return [str(row["name"]) for row in self.db.execute("SELECT name FROM sweeps ORDER BY id")]
+
     def sweep_ids(self) -> list[int]:
         """Every sweep's id, oldest first."""
         return [int(row["id"]) for row in self.db.execute("SELECT id FROM sweeps ORDER BY id")]

@@ -30,7 +30,6 @@ experts only; the drafter at every continuation position, per view), at rates me
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import struct
 import time
@@ -320,9 +319,11 @@ def request_lengths(target: Path, prompts: list[str], extra: int) -> list[int]:
     """Tokens per request: the prompt (by the target's tokenizer.json where it has one, else
     one token a character: an upper bound) plus `extra` (continuation and a block)."""
     path = Path(target) / "tokenizer.json"
-    if path.is_file() and importlib.util.find_spec("tokenizers") is not None:
-        from tokenizers import Tokenizer
-
+    if path.is_file():
+        try:  # the engine extra's; a core install counts characters
+            from tokenizers import Tokenizer
+        except ImportError:
+            return [len(p) + extra for p in prompts]
         tokenizer = Tokenizer.from_file(str(path))
         return [len(tokenizer.encode(p, add_special_tokens=False).ids) + extra for p in prompts]
     return [len(p) + extra for p in prompts]
