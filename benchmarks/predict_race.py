@@ -130,11 +130,14 @@ def forward(n: int, world: World) -> float:
 
 def seconds(p: DecodeParams, workload: str, world: World) -> float:
     """The true seconds of a round: a forward over its verify tokens, the tree's own part,
-    the drafter over its window (issue 27's landscape in the production world)."""
+    the drafter's attention over the positions it sees (0.3 of a step at 8k); the rates are
+    issue 27's landscape in the production world whatever the round costs (`tau`)."""
     if p.mode == "ar":
         return STEP
     n = p.budget + 1
-    return forward(n, world) + STEP * (0.3358 + 0.30 * share(p, workload))
+    return forward(n, world) + STEP * (
+        0.3358 + 0.30 * share(p, workload) * CONTEXT[workload] / 8000
+    )
 
 
 def forecast() -> Forecast:
@@ -162,14 +165,17 @@ def _pooled(p: DecodeParams, factor: float) -> float:
     return sum(tau(p, w) * (factor if p.window is None else 1.0) for w in CONTEXT) / len(CONTEXT)
 
 
-def truth(world: World) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
-    """(label -> workload -> true tok/s, label -> true objective, label -> true τ measured)."""
+def truth(
+    world: World,
+) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, dict[str, float]]]:
+    """(label -> workload -> true tok/s, label -> true objective, label -> workload -> true τ
+    measured)."""
     tps, tau_seen = {}, {}
     for p in configs():
         factor = world.wrong_trace if p.window is None and p.mode != "ar" else 1.0
         tps[p.label()] = {w: tau(p, w) * factor / seconds(p, w, world) for w in CONTEXT}
         if p.mode != "ar":
-            tau_seen[p.label()] = _pooled(p, world.wrong_trace)
+            tau_seen[p.label()] = {w: tau(p, w) * factor for w in CONTEXT}
     objective = {x: math.exp(sum(math.log(v) for v in t.values()) / 2) for x, t in tps.items()}
     return tps, objective, tau_seen
 

@@ -59,7 +59,7 @@ def test_the_blocker_blocks() -> None:
 
 def test_sweep_plan_runs_without_the_engine(tmp_path: Path) -> None:
     result = ddtune_without_engine(
-        "sweep", "plan", str(remote_spec(tmp_path)), "--costs-from", str(tmp_path / "s.db")
+        "sweep", "plan", str(remote_spec(tmp_path)), "--store", str(tmp_path / "s.db")
     )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
@@ -132,7 +132,7 @@ def test_a_real_core_install_has_no_torch(tmp_path: Path) -> None:
             "sweep",
             "plan",
             str(remote_spec(tmp_path)),
-            "--costs-from",
+            "--store",
             str(tmp_path / "s"),
         ],
         capture_output=True,

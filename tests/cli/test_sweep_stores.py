@@ -4,7 +4,7 @@ A command that changes the service (`apply`, `retry`) takes the only store under
 and names it; with several it refuses, listing them, and changes nothing; a store of
 several sweeps needs `--sweep`. A reading command (`status`, `export`, `report`) takes
 the newest and says which on stderr. `sweep plan --costs-from` names the store a plan
-takes its costs from; the old `--store` still reads, with a note."""
+takes its costs from; `sweep plan --store` names the store the run will write."""
 
 from __future__ import annotations
 
@@ -74,11 +74,12 @@ def test_a_reading_command_takes_the_newest_and_says_which(two_stores, command, 
     assert f"store: {two_stores[1]} (the newest of 2 stores under runs/" in err
 
 
-def test_plan_takes_costs_from_a_store_and_reads_the_old_flag_with_a_note(tmp_path, capsys):
+def test_plan_names_a_missing_costs_store_and_checks_the_run_store(tmp_path, capsys):
     spec = ROOT / "examples" / "demo.toml"
     costs = tmp_path / "costs" / "store.sqlite"
-    assert main(["sweep", "plan", str(spec), "--costs-from", str(costs)]) == 0
-    assert "note:" not in capsys.readouterr().err
     assert main(["sweep", "plan", str(spec), "--store", str(costs)]) == 0
+    assert "note:" not in capsys.readouterr().err  # the store `sweep run --store` will write
+    assert not costs.parent.exists()  # checked writable, nothing left behind
+    assert main(["sweep", "plan", str(spec), "--costs-from", str(costs)]) == 0
     err = capsys.readouterr().err
-    assert "note: sweep plan --store is now --costs-from" in err
+    assert f"note: --costs-from {costs}: no sweep store there" in err

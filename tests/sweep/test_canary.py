@@ -15,7 +15,7 @@ import pytest
 
 from ddtune.cli import main
 
-FAULT_SERVER = Path(__file__).parents[2] / "services" / "fake_fault_server.py"
+FAULT_SERVER = Path(__file__).parents[1] / "services" / "fake_fault_server.py"
 UNIT = "canary-llm.service"
 CONFIG = """
     [[configs]]

@@ -13,7 +13,7 @@ import ddtune.sweep.reporting as reporting
 from ddtune.report.render.atomic import MANIFEST
 from ddtune.sweep.reporting import LiveReport
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.spec.parse import read_spec
+from ddtune.sweep.plan.strategies import read_spec
 from ddtune.sweep.store.db import Store
 
 CONFIGS = """
@@ -44,7 +44,7 @@ def test_a_live_report_that_cannot_be_written_leaves_a_notice_not_a_stale_answer
     store = Store(store_path, create=False)
     try:
         live.dirty = True
-        live(store)
+        live(store, live.prepared)
     finally:
         store.close()
     assert "live report not rewritten: ValueError: dict contains fields" in said.getvalue()

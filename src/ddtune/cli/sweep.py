@@ -92,7 +92,7 @@ def _add_canary(actions: argparse._SubParsersAction) -> None:
 
 
 def _add_plan(actions: argparse._SubParsersAction) -> None:
-    """`sweep plan SPEC [--store PREV]`."""
+    """`sweep plan SPEC [--costs-from PREV] [--store RUN]`."""
     plan = actions.add_parser(
         "plan",
         help="the trials in order, the restarts, the expected duration of a spec and the "
@@ -106,26 +106,14 @@ def _add_plan(actions: argparse._SubParsersAction) -> None:
         help="a store of the same service to take measured start and bench times from (read "
         "only; default: the spec's own store, runs/<sweep name>/store.sqlite, if it exists)",
     )
-    plan.add_argument("--store", dest="store", action=CostsFromOldName, help=argparse.SUPPRESS)
+    plan.add_argument(
+        "--store",
+        dest="run_store",
+        metavar="STORE",
+        help="the store `sweep run --store STORE` will write: checked writable, and its "
+        "measured costs used when it exists",
+    )
     plan.set_defaults(func=cmd_plan)
-
-
-class CostsFromOldName(argparse.Action):
-    """`sweep plan --store S` reads as `--costs-from S`, with a note: a plan writes no store."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option_string: str | None = None,
-    ) -> None:
-        print(
-            f"note: sweep plan --store is now --costs-from (the store to take measured "
-            f"costs from; the plan writes nothing): read as --costs-from {values}",
-            file=sys.stderr,
-        )
-        setattr(namespace, self.dest, values)
 
 
 def _add_status(actions: argparse._SubParsersAction) -> None:
@@ -369,9 +357,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     spec = read_spec(args.spec)
     _print_notes(spec)
-    run_store = default_store_path(spec)  # where `sweep run` writes: it must be writable
+    # where `sweep run` writes: it must be writable
+    run_store = Path(args.run_store) if args.run_store else default_store_path(spec)
     check_before_stopping(spec, run_store)  # every mistake a spec can hold: exit 2
     path = Path(args.store) if args.store else run_store  # the costs: read only
+    if args.store and not path.is_file():
+        print(
+            f"note: --costs-from {path}: no sweep store there; the plan uses default costs",
+            file=sys.stderr,
+        )
     store = Store(path, create=False, read_only=True) if path.is_file() else None
     try:
         sweep = prepare(spec, store)

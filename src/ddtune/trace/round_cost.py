@@ -27,8 +27,12 @@ config whose best case cannot beat the leader is out on that alone.
 
 Fit: weighted least squares on the relative scale (a round's noise is a share
 of its time), a weak prior on every coefficient (mean 0, sd: 3 typical rounds
-over the most its feature reaches, so no config's round is presumed cheap), the
-residual variance moderated by a stated prior (3% a start, 4 df). The draws are
+over the most its feature reaches, so no config's round is presumed cheap). A
+start's level is shared by its workloads (a server that came up slow is slow on
+both): each start is an effect of its own (sd `START_SD`), so what differs between
+a start's workloads (the drafter's window against the context) is measured within
+the start, free of the start's level; the workloads' own residual variance is
+moderated by a stated prior (`ROUND_SD`, 4 df). The draws are
 of that posterior (a t) restricted to coefficients >= 0, by rejection (seeded, so
 a resumed sweep decides as an uninterrupted one); a config's predicted tok/s and
 the sweep's objective come from the same draws. Every measured trial refits it:
@@ -47,7 +51,8 @@ from ddtune.params import DecodeParams
 
 WORKLOADS = ("short", "long")  # what the objectives read: short_tps, long_tps
 METHODS = ("dflash", "ddtree", "ngram", "chain")  # methods with a fixed part of their own
-PRIOR_SD = 0.03  # the relative spread of one start's rounds before the data (4 df)
+START_SD = 0.03  # the relative spread of a start's level, shared by its workloads
+ROUND_SD = 0.015  # ... and of one workload's rounds within a start, before the data (4 df)
 PRIOR_DF = 4.0
 DRAWS = 4000
 MAX_BATCHES = 50  # rejection batches of DRAWS before the draws are clipped instead
@@ -144,7 +149,10 @@ class CostModel:
         self.observations = list(observations)
         self.forward = Forward(probes)
         rng = np.random.default_rng(seed)
-        draws, self.sd = _fit(self._rows(), self._reach(), rng, _prior_mean(self.forward))
+        x, y = self._rows()
+        starts = _start_columns([(o.label, o.start) for o in self._kept()], y)
+        draws, within = _fit((x, y), self._reach(), rng, _prior_mean(self.forward), starts)
+        self.sd = math.sqrt(within**2 + START_SD**2)  # a new start: its level and its rounds
         self.coef: dict[str, np.ndarray] = {w: draws for w in self.workloads()}  # [DRAWS, F]
         self.sigma: dict[str, float] = {w: self.sd for w in self.workloads()}
 
@@ -152,10 +160,13 @@ class CostModel:
         found = {w for shapes in self.shapes.values() for w in shapes}
         return [w for w in WORKLOADS if w in found]
 
+    def _kept(self) -> list[Observation]:
+        rows = [o for o in self.observations if o.label in self.shapes]
+        return [o for o in rows if o.workload in self.shapes[o.label]]
+
     def _rows(self) -> tuple[np.ndarray, np.ndarray]:
         """(features [n, FEATURES], seconds [n]) of the observations, every workload."""
-        rows = [o for o in self.observations if o.label in self.shapes]
-        rows = [o for o in rows if o.workload in self.shapes[o.label]]
+        rows = self._kept()
         x = [self.shapes[o.label][o.workload].features(o.workload, self.forward) for o in rows]
         return np.array(x, dtype=float).reshape(-1, FEATURES), np.array([o.seconds for o in rows])
 
@@ -188,7 +199,7 @@ class CostModel:
         return Interval(float(mid), float(low), float(high))
 
     def noise_sd(self) -> float:
-        """The relative sd of one start's rounds around the model."""
+        """The relative sd of a new start's rounds around the model (its level and its own)."""
         return self.sd
 
 
@@ -204,19 +215,31 @@ def _prior_mean(forward: Forward) -> tuple[np.ndarray, np.ndarray | None]:
     return mean, sd
 
 
+def _start_columns(starts: list[tuple[str, int]], y: np.ndarray) -> np.ndarray:
+    """[n, starts]: observation i's share of its start's level (y_i on its start's column),
+    so a start's effect u moves each of its rounds by u of its time."""
+    keys = list(dict.fromkeys(starts))
+    z = np.zeros((len(starts), len(keys)))
+    for i, key in enumerate(starts):
+        z[i, keys.index(key)] = y[i]
+    return z
+
+
 def _fit(
     rows: tuple[np.ndarray, np.ndarray],
     reach: np.ndarray,
     rng: np.random.Generator,
     prior: tuple[np.ndarray, np.ndarray | None],
+    starts: np.ndarray,
 ) -> tuple[np.ndarray, float]:
-    """Draws [DRAWS, FEATURES] of the coefficients and the residual relative sd; each
-    coefficient's prior sd is PRIOR_SCALE typical rounds over the most its feature reaches
-    (where `prior` fixes none)."""
+    """Draws [DRAWS, FEATURES] of the coefficients and the relative sd of a workload's rounds
+    within a start; each coefficient's prior sd is PRIOR_SCALE typical rounds over the most
+    its feature reaches (where `prior` fixes none), each start's effect N(0, START_SD), the
+    effects integrated out (the coefficients' block of the joint posterior)."""
     x, y = rows
     active = reach > 1e-9  # a feature no config has is no coefficient (its draws stay 0)
     if not active.all():
-        draws, sigma = _fit((x[:, active], y), reach[active], rng, _subset(prior, active))
+        draws, sigma = _fit((x[:, active], y), reach[active], rng, _subset(prior, active), starts)
         full = np.zeros((len(draws), len(active)))
         full[:, active] = draws
         return full, sigma
@@ -225,15 +248,19 @@ def _fit(
     prior_var = (PRIOR_SCALE * scale / reach) ** 2
     if fixed_sd is not None:
         prior_var = np.where(np.isnan(fixed_sd), prior_var, np.nan_to_num(fixed_sd) ** 2)
+    k = len(prior_var)
+    xz = np.hstack([x, starts])  # the coefficients, then one effect per start
+    joint_var = np.concatenate([prior_var, np.full(starts.shape[1], START_SD**2)])
+    joint_mean = np.concatenate([prior_mean, np.zeros(starts.shape[1])])
     weights = 1.0 / np.maximum(y, 1e-12) ** 2  # relative noise
-    precision, moment = x.T @ (weights[:, None] * x), x.T @ (weights * y)
-    first, _ = _posterior(precision, moment, prior_var, PRIOR_SD**2, prior_mean)
-    resid = (y - x @ first) * np.sqrt(weights)
+    precision, moment = xz.T @ (weights[:, None] * xz), xz.T @ (weights * y)
+    first, _ = _posterior(precision, moment, joint_var, ROUND_SD**2, joint_mean)
+    resid = (y - xz @ first) * np.sqrt(weights)
     identified = int(np.linalg.matrix_rank(precision)) if len(y) else 0
     df = PRIOR_DF + max(0, len(y) - identified)
-    sigma2 = (PRIOR_DF * PRIOR_SD**2 + float(resid @ resid)) / df
-    mean, cov = _posterior(precision, moment, prior_var, sigma2, prior_mean)
-    return _nonnegative_draws(mean, cov, df, rng), math.sqrt(sigma2)
+    sigma2 = (PRIOR_DF * ROUND_SD**2 + float(resid @ resid)) / df
+    mean, cov = _posterior(precision, moment, joint_var, sigma2, joint_mean)
+    return _nonnegative_draws(mean[:k], cov[:k, :k], df, rng), math.sqrt(sigma2)
 
 
 def _subset(

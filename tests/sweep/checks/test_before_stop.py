@@ -60,7 +60,7 @@ def test_each_trap_is_refused_before_any_start(
         coding = "[bench.coding]\ntasks_file = 'gone.jsonl'\nlimit = 1\n"
         spec.write_text(spec.read_text().replace("[bench.coding]\nenabled = false\n", coding))
     store = tmp_path / "s" / "store.sqlite"
-    flag = "--costs-from" if command == "plan" else "--store"
+    flag = "--store"
     code = main(["sweep", command, str(spec), flag, str(store)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2, err
@@ -73,10 +73,10 @@ def test_an_unwritable_store_is_one_line_not_a_traceback(tmp_path, fake_spec_wri
     spec, ledger = _spec(tmp_path, fake_spec_writer, port)
     blocker = tmp_path / "file"
     blocker.write_text("")  # a file where the store's folder would go
-    for command, flag in (("plan", "--costs-from"), ("run", "--store")):
+    for command, flag in (("plan", "--store"), ("run", "--store")):
         code = main(["sweep", command, str(spec), flag, str(blocker / "s" / "store.sqlite")])
         err = capsys.readouterr().err.strip().splitlines()
-        assert code == 2 and len(err) == 1 and err[0].startswith("ddtune: error: --store"), err
+        assert code == 2 and len(err) == 1 and err[0].startswith(f"ddtune: error: {flag}"), err
     assert not ledger.exists()
 
 

@@ -80,7 +80,7 @@ def test_a_round_deeper_than_the_drafters_block_is_refused_before_any_start(
     make, deep, fix = CASES[case]
     path, ledger = spec(tmp_path, fake_spec_writer, port, **make(deep, drafter(tmp_path, 16)))
     store = tmp_path / "s" / "store.sqlite"
-    flag = "--costs-from" if command == "plan" else "--store"
+    flag = "--store"
     code = main(["sweep", command, str(path), flag, str(store)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2, err

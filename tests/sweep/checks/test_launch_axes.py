@@ -13,7 +13,7 @@ import pytest
 
 from ddtune.cli import main
 from ddtune.sweep.checks.launch_axes import check_axes_reach
-from ddtune.sweep.spec.parse import parse_spec, read_spec
+from ddtune.sweep.plan.strategies import parse_spec, read_spec
 
 ROOT = Path(__file__).resolve().parents[3]
 GRID = """
@@ -77,7 +77,7 @@ def test_a_key_that_reaches_no_launch_is_refused_before_any_start(
         spec.write_text(
             spec.read_text().replace("[service]\n", "[service]\nengine_check = false\n")
         )
-    flag = "--costs-from" if command == "plan" else "--store"
+    flag = "--store"
     code = main(["sweep", command, str(spec), flag, str(tmp_path / "s" / "store.sqlite")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2, err

@@ -13,7 +13,7 @@ import pytest
 
 from ddtune.cli import main
 from ddtune.sweep.checks.launch_paths import check_launch_paths
-from ddtune.sweep.spec.parse import parse_spec
+from ddtune.sweep.plan.strategies import parse_spec
 
 CONFIGS = """
     [[configs]]
@@ -47,7 +47,7 @@ def test_a_path_missing_where_ddtune_runs_the_command_is_refused_before_any_star
 ):
     args, python, said = CASES[case]
     spec, ledger = spec_with(tmp_path, fake_spec_writer, port, args, python)
-    flag = "--costs-from" if command == "plan" else "--store"
+    flag = "--store"
     code = main(["sweep", command, str(spec), flag, str(tmp_path / "s" / "store.sqlite")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2, err
@@ -58,7 +58,7 @@ def test_a_path_missing_where_ddtune_runs_the_command_is_refused_before_any_star
 def test_paths_that_are_there_pass(tmp_path, fake_spec_writer, port, capsys):
     (tmp_path / "models" / "d").mkdir(parents=True)
     spec, _ = spec_with(tmp_path, fake_spec_writer, port, f'"--drafter", "{tmp_path}/models/d"')
-    from ddtune.sweep.spec.parse import read_spec
+    from ddtune.sweep.plan.strategies import read_spec
 
     check_launch_paths(read_spec(spec), tmp_path / "s.sqlite")
     assert capsys.readouterr().err == ""

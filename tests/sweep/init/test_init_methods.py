@@ -12,7 +12,7 @@ import pytest
 
 from ddtune.engines.parser_probe import EngineCommand
 from ddtune.sweep.init.parse import find_engine
-from ddtune.sweep.spec.parse import read_spec
+from ddtune.sweep.plan.strategies import read_spec
 
 from .test_init_spec import flag_values, init, plan
 

@@ -197,7 +197,7 @@ def test_sweep_plan_reads_the_old_service_key_names_with_one_note_each(tmp_path,
     for name, keys in (("new", 'control = "hot"\nengine = "ddtune"\n'), ("old", 'kind = "hot"\n')):
         path = tmp_path / f"{name}.toml"
         path.write_text(spec_text.toml(RACE, COSTS + keys))
-        assert main(["sweep", "plan", str(path), "--costs-from", store]) == 0
+        assert main(["sweep", "plan", str(path), "--store", store]) == 0
         outputs[name] = capsys.readouterr()
     assert outputs["old"].out == outputs["new"].out  # the same plan, hot reconfigures
     assert "27 hot reconfigure(s)" in outputs["old"].out
@@ -209,7 +209,7 @@ def test_sweep_plan_reads_the_old_service_key_names_with_one_note_each(tmp_path,
     assert outputs["old"].err.splitlines() == [note]
     both = tmp_path / "both.toml"
     both.write_text(spec_text.toml(RACE, COSTS + 'kind = "process"\ncontrol = "hot"\n'))
-    assert main(["sweep", "plan", str(both), "--costs-from", store]) == 2
+    assert main(["sweep", "plan", str(both), "--store", store]) == 2
     err = capsys.readouterr().err
     assert (
         'both kind = "process" and control = "hot" are given' in err

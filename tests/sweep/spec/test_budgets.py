@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ddtune.errors import UserError
-from ddtune.sweep.spec.parse import parse_spec
+from ddtune.sweep.plan.strategies import parse_spec
 
 SERVICE = """
 [service]

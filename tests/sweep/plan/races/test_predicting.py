@@ -69,7 +69,8 @@ def run(seed: int, tau_factor: float = 1.0, probed: bool = True):
     race.add = lambda result: (seen.append(result), add(result))[1]  # type: ignore[method-assign]
     race.seen = seen  # type: ignore[attr-defined]
     measured = {
-        x: (a or 1.0) * (tau_factor if x != "ar" else 1.0) for x, a in forecast.acceptance.items()
+        x: {w: (s.acceptance or 1.0) * (tau_factor if x != "ar" else 1.0) for w, s in by.items()}
+        for x, by in shapes.items()
     }
     probes = forward if probed else None
     done = run_start_race(service, labels, "ar", settings(), seed, race, measured, probes)

@@ -126,7 +126,8 @@ class FinishedBench:
     seconds: float = 0.0  # what it took (restart included), for `max_hours`
     fresh: bool | None = None  # its attempt restarted the server (None: bench == 1)
     tps: tuple[tuple[str, float], ...] = ()  # (workload, tok/s) measured: a predicting race's
-    acceptance: float | None = None  # the acceptance length measured (`predicting.py` checks it)
+    # (workload, acceptance length) measured: a predicting race checks its forecast by them
+    acceptance: tuple[tuple[str, float], ...] = ()
     unpredicted: str | None = None  # why a trace cannot speak for this trial (other weights)
     probes: tuple[ForwardProbe, ...] = ()  # forward costs measured on its running server
 

@@ -19,12 +19,14 @@ race decides as the uninterrupted one:
    of its draws).
 3. After every start the cost model is refitted; a config not started leaves
    (`predicted`) when even the optimistic point of its ratio to the measured
-   leader, over the model's draws, is below 1 (a config cheaper than the leader:
-   below 1 by more than the tolerance): `PRUNE_LEVEL`. Only once a config of its
-   method was measured: before that, what the method adds to a round is the
-   prior's guess.
+   leader, over the model's draws (`PRUNE_LEVEL`), could not make it the answer:
+   a config dearer than the leader must beat it by more than the tolerance (within
+   it, the cheaper of two is the answer), a cheaper one must come within the
+   tolerance. Only once a config of its method was measured: before that, what the
+   method adds to a round is the prior's guess.
 4. The check, at a config's first start: its measured acceptance against its
-   prediction (within `TAU_TOLERANCE`) and its measured objective against what the
+   prediction (within `TAU_TOLERANCE` and what the other configs' corrections leave
+   open) and its measured objective against what the
    model fitted without it predicts (`CHECK_LEVEL`, a start's own noise included;
    from the second config of a method on, and once that interval is narrow enough to
    check anything: `CHECK_SPAN`). A leader that passed is confirmed by
@@ -36,14 +38,18 @@ race decides as the uninterrupted one:
    spread as large as the misses seen, and the cost model refits with the miss; a
    config predicted out comes back while its new optimistic prediction beats the
    leader. A leader that missed needs a second start, as in the restart-bound race.
-5. Pass 1 ends when nothing left could beat the leader; later passes start only the
-   configs measured and still in the race (second starts for close contenders).
+5. A close call keeps its start: a config the model puts within twice the tolerance of
+   the best prediction gets every bench a start may hold (`passes_per_start`), as a
+   second start would cost more. Pass 1 ends when nothing left could beat the leader;
+   later passes start only the configs measured and still in the race (second starts
+   for close contenders).
 
 See docs/sweeps.md "Predict, then confirm".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,8 +80,9 @@ class PredictRace(StartRace):
     checked: dict[str, str] = field(default_factory=dict)  # label -> its check, in words
     missed: dict[str, str] = field(default_factory=dict)  # label -> its first miss, in words
     confirmed: set[str] = field(default_factory=set)  # measured as predicted (rule 4), now
-    accepted: dict[str, float] = field(default_factory=dict)  # label -> τ measured
-    ratios: dict[str, float] = field(default_factory=dict)  # label -> measured / predicted τ - 1
+    accepted: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> workload -> τ
+    # label -> workload -> (measured τ - 1) / (predicted τ - 1)
+    ratios: dict[str, dict[str, float]] = field(default_factory=dict)
     pinned: list[str] = field(default_factory=list)  # pass 1's first starts (rule 2)
     fallback: str | None = None  # why the forecast was dropped (the service's other models)
 
@@ -135,6 +142,26 @@ class PredictRace(StartRace):
         rest.sort(key=lambda x: -high.get(x, 0.0))
         self.queue = [x for x in self.pinned if x in self.queue] + rest
 
+    def _goes_on(self, step: Step, result: FinishedBench) -> bool:
+        """A close call keeps its start (rule 5): a config the model puts within twice the
+        tolerance of the best prediction gets every bench a start may hold, as a second
+        start of it would cost more than the benches."""
+        if super()._goes_on(step, result):
+            return True
+        if result.value is None or step.label not in self.alive:
+            return False
+        return step.bench < self.settings.most_benches and self._close_call(step.label)
+
+    def _close_call(self, label: str) -> bool:
+        if self.pass_no != 1 or self.model is None or self.forecast is None:
+            return False
+        known = [x for x in self.alive if x in self.forecast.shapes]
+        if label not in known or label == self.baseline or len(known) < 2:
+            return False
+        mid = {x: float(np.median(self.model.objective(x, self.forecast.objective))) for x in known}
+        best = max(mid.values())
+        return mid[label] * (1 + 2 * self.settings.tolerance) >= best
+
     # --- after every start ---------------------------------------------------------
 
     def _record(self, step: Step, result: FinishedBench) -> None:
@@ -148,8 +175,8 @@ class PredictRace(StartRace):
             per = self.tps.setdefault((step.label, start), {})
             for workload, value in result.tps:
                 per.setdefault(workload, []).append(value)
-        if step.bench == 1 and result.acceptance is not None and self.forecast is not None:
-            self._note_acceptance(step.label, result.acceptance)
+        if step.bench == 1 and result.acceptance and self.forecast is not None:
+            self._note_acceptance(step.label, dict(result.acceptance))
 
     def _refit(self, step: Step) -> None:
         """The check first (a leader it confirms eliminates at once), then the restart-bound
@@ -182,33 +209,35 @@ class PredictRace(StartRace):
         assert self.forecast is not None
         out = {}
         for label, by in self.forecast.shapes.items():
-            factor, _ = self._correction(label)
-            out[label] = {w: _scaled(s, factor) for w, s in by.items()}
+            factors, _ = self._correction(label)
+            out[label] = {w: _scaled(s, factors.get(w, 1.0)) for w, s in by.items()}
         return out
 
-    def _correction(self, label: str, without: str | None = None) -> tuple[float, float]:
-        """(factor on `label`'s predicted tokens a round, the log-spread it may still be off):
-        its own measured ratio; else its group's; else the mean over the groups measured,
-        spread as they differ (one group: as far as it missed). `without`: as if that config
-        had measured nothing (a check of it)."""
+    def _correction(self, label: str, without: str | None = None) -> tuple[dict[str, float], float]:
+        """(workload -> factor on `label`'s predicted tokens a round beyond the bonus, the
+        log-spread it may still be off): its own measured ratios; else its group's; else
+        the mean over the groups measured, spread as they differ (one group: as far as it
+        missed). `without`: as if that config had measured nothing (a check of it)."""
         assert self.forecast is not None
         if label in self.ratios and label != without:
             return self.ratios[label], 0.0
-        by_group: dict[str, list[float]] = {}
+        by_group: dict[str, list[dict[str, float]]] = {}
         for x, r in self.ratios.items():
             if x != without:
-                by_group.setdefault(self.forecast.group(x), []).append(math.log(r))
+                logs = {w: math.log(v) for w, v in r.items()}
+                by_group.setdefault(self.forecast.group(x), []).append(logs)
         mine = by_group.get(self.forecast.group(label))
         if mine:
-            return math.exp(sum(mine) / len(mine)), GROUP_SPREAD
-        means = [sum(v) / len(v) for v in by_group.values()]
+            return _exp_mean(mine), GROUP_SPREAD
+        means = [_mean_logs(v) for v in by_group.values()]
         if not means:
-            return 1.0, 0.0
-        mean = sum(means) / len(means)
-        if len(means) == 1:
-            return math.exp(mean), max(SPREAD_FLOOR, abs(mean))
-        sd = math.sqrt(sum((m - mean) ** 2 for m in means) / (len(means) - 1))
-        return math.exp(mean), max(SPREAD_FLOOR, sd) * math.sqrt(1 + 1 / len(means))
+            return {}, 0.0
+        level = [sum(m.values()) / len(m) for m in means]  # each group's miss, one figure
+        mean = sum(level) / len(level)
+        if len(level) == 1:
+            return _exp_mean(means), max(SPREAD_FLOOR, abs(mean))
+        sd = math.sqrt(sum((m - mean) ** 2 for m in level) / (len(level) - 1))
+        return _exp_mean(means), max(SPREAD_FLOOR, sd) * math.sqrt(1 + 1 / len(level))
 
     def _prune(self) -> None:
         """Configs not started that cannot beat the leader leave; configs left out earlier
@@ -237,18 +266,24 @@ class PredictRace(StartRace):
         self._drop(self._confirmed_worse(leader))
 
     def _confirmed_worse(self, leader: str) -> list[Elimination]:
-        """Measured configs the confirmed model puts below the leader (rule 4: a prediction
-        both their measurements confirmed, so one start each decides, as the model pools
-        every start): the baseline stays the reference the restart-bound rules judge."""
+        """Measured configs the model puts out of reach of a confirmed leader (rule 4): the
+        model holds their own starts (each start's level its own effect), so one start
+        each decides, as it pools every start; the baseline stays the reference the
+        restart-bound rules judge."""
         if not (self._confirmed_by_prediction(leader) or self._accepted_as_predicted(leader)):
-            return []  # (the other's check, made with the leader's start, covers the pair)
+            return []
+        assert self.forecast is not None
         out = []
         for x in self.alive:
-            if x in (leader, self.baseline) or not self._confirmed_by_prediction(x):
+            if x in (leader, self.baseline) or x not in self.forecast.shapes:
                 continue
+            if not self.efforts[x].starts:
+                continue  # not started: rule 3's to judge
             ratio = self._best_ratio(x, leader)
-            if ratio * (1 + self.settings.tolerance) < 1.0:
-                detail = self._out_words(x, leader, ratio) + "; both measured as predicted"
+            if not self._could_win(x, leader, {x: ratio}):
+                detail = (
+                    self._out_words(x, leader, ratio) + f"; both measured, {leader} as predicted"
+                )
                 out.append(Elimination(x, self.pass_no, "worse", detail))
         return out
 
@@ -259,23 +294,36 @@ class PredictRace(StartRace):
     def _could_win(self, label: str, leader: str, high: Mapping[str, float]) -> bool:
         assert self.forecast is not None
         cheaper = self.forecast.cost(label) < self.forecast.cost(leader)
-        margin = 1 + self.settings.tolerance if cheaper else 1.0
-        return high[label] * margin >= 1.0
+        margin = 1 + self.settings.tolerance  # within it, the cheaper of two is the answer
+        return high[label] * margin >= 1.0 if cheaper else high[label] >= margin
 
     def _best_ratio(self, label: str, leader: str) -> float:
         """The `PRUNE_LEVEL` upper point of `label`'s objective over the leader's."""
         assert self.model is not None and self.forecast is not None
-        objective = self.forecast.objective
-        ratio = self.model.objective(label, objective) / self.model.objective(leader, objective)
+        leader_draws = np.log(self.model.objective(leader, self.forecast.objective))
+        return _upper(self._draws(label) - leader_draws)
+
+    def _draws(self, label: str) -> np.ndarray:
+        """Draws of `label`'s log objective: the cost model's, and what its acceptance
+        correction may still be off (rule 4), drawn apart: a factor f on the tokens beyond
+        the bonus moves log τ by (τ - 1) / τ · log f."""
+        assert self.model is not None and self.forecast is not None
+        draws = np.log(self.model.objective(label, self.forecast.objective))
         _, spread = self._correction(label)
-        q = 100 * (1 - (1 - PRUNE_LEVEL) / 2)
-        return float(np.percentile(ratio, q)) * math.exp(Z_PRUNE * spread)
+        tau = self.forecast.acceptance.get(label) or 1.0
+        sd = spread * (tau - 1) / tau
+        if sd > 0:
+            draws = draws + np.random.default_rng(self.seed).normal(0.0, sd, size=draws.shape)
+        return draws
 
     def _out_words(self, label: str, leader: str, ratio: float) -> str:
-        return (
+        words = (
             f"predicted at most {ratio:.1%} of {leader}'s objective ({PRUNE_LEVEL:.0%} bound "
             "of their ratio, from the cost model fitted to the starts so far)"
         )
+        if ratio >= 1.0:
+            words += f", within the tolerance and dearer than {leader}"
+        return words
 
     def _leader(self) -> str | None:
         """The measured leader (the best mean of its starts' means), where the model knows it."""
@@ -294,15 +342,11 @@ class PredictRace(StartRace):
         """The 97.5% point of each predicted config's objective, with what its correction
         may still be off (rule 4)."""
         assert self.model is not None and self.forecast is not None
-        q = 100 * (1 - (1 - PRUNE_LEVEL) / 2)
-        out = {}
-        for x in self.contenders:
-            if x not in self.forecast.shapes or self.efforts[x].starts:
-                continue
-            draws = self.model.objective(x, self.forecast.objective)
-            _, spread = self._correction(x)
-            out[x] = float(np.percentile(draws, q)) * math.exp(Z_PRUNE * spread)
-        return out
+        return {
+            x: _upper(self._draws(x))
+            for x in self.contenders
+            if x in self.forecast.shapes and not self.efforts[x].starts
+        }
 
     def _leave(self, gone: list[Elimination]) -> None:
         self._drop(gone)
@@ -332,19 +376,24 @@ class PredictRace(StartRace):
         words = self._acceptance_words(label) if self.forecast is not None else None
         return words is not None and "apart" not in words and label not in self.missed
 
-    def _note_acceptance(self, label: str, measured: float) -> None:
-        """Its first start's acceptance, as a ratio to the forecast's (beyond the bonus)."""
+    def _note_acceptance(self, label: str, measured: dict[str, float]) -> None:
+        """Its first start's acceptance per workload, as ratios to the forecast's (beyond
+        the bonus token)."""
         assert self.forecast is not None
-        predicted = self.forecast.acceptance.get(label)
-        if predicted is not None and label not in self.ratios:
-            self.accepted[label] = measured
-            self.ratios[label] = max(measured - 1, 1e-6) / max(predicted - 1, 1e-6)
+        predicted = _predicted_tau(self.forecast, label)
+        both = [w for w in measured if w in predicted]
+        if both and label not in self.ratios:
+            self.accepted[label] = {w: measured[w] for w in both}
+            self.ratios[label] = {
+                w: max(measured[w] - 1, 1e-6) / max(predicted[w] - 1, 1e-6) for w in both
+            }
 
     def _recheck(self) -> None:
         """Rule 4 over every measured config, each against a prediction made without it
         (its acceptance against the corrections of the others, its objective against the
-        model fitted to the others' starts): `confirmed` holds those measured as predicted;
-        `missed` keeps each config's first miss for the report."""
+        model fitted to the others' starts, with its own measured τ): `confirmed` holds
+        those whose objective came out as predicted; `missed` keeps each config's first
+        miss (its acceptance too) for the report."""
         assert self.forecast is not None
         self.confirmed = set()
         for label in {x for x, _ in self.tps if x in self.forecast.shapes}:
@@ -354,20 +403,26 @@ class PredictRace(StartRace):
             self.checked[label] = "; ".join(found)
             if misses:
                 self.missed.setdefault(label, "; ".join(misses))
-            elif words[1] is not None:  # the objective was checked: no first-of-a-method guess
-                self.confirmed.add(label)
+            objective = words[1]  # None: the first of its method, its level the prior's guess
+            if objective is not None and "outside" not in objective:
+                self.confirmed.add(label)  # its round cost as predicted (its τ: its own now)
 
     def _acceptance_words(self, label: str) -> str | None:
+        """Its acceptance per workload against the forecast's, corrected by the others'
+        misses; a miss: the worst workload further off than `TAU_TOLERANCE` and what the
+        others' corrections leave open."""
         assert self.forecast is not None
-        predicted, measured = self.forecast.acceptance.get(label), self.accepted.get(label)
-        if predicted is None or measured is None:
+        predicted, measured = _predicted_tau(self.forecast, label), self.accepted.get(label)
+        if not measured:
             return None
-        factor, _ = self._correction(label, without=label)
-        expected = 1 + (predicted - 1) * factor
-        miss = abs(measured / expected - 1)
-        words = f"acceptance {measured:.3f} measured, {expected:.3f} predicted"
-        if miss > TAU_TOLERANCE:
-            words += f" ({miss:.1%} apart, more than {TAU_TOLERANCE:.0%})"
+        factors, spread = self._correction(label, without=label)
+        expected = {w: 1 + (predicted[w] - 1) * factors.get(w, 1.0) for w in measured}
+        miss = max(abs(measured[w] / expected[w] - 1) for w in measured)
+        allowed = (1 + TAU_TOLERANCE) * math.exp(Z_PRUNE * spread) - 1
+        pairs = ", ".join(f"{w} {measured[w]:.3f} ({expected[w]:.3f})" for w in measured)
+        words = f"acceptance {pairs} measured (predicted)"
+        if miss > allowed:
+            words += f" ({miss:.1%} apart, more than {allowed:.0%})"
         return words
 
     def _objective_words(self, label: str) -> str | None:
@@ -456,14 +511,28 @@ def _scaled(shape: Shape, factor: float) -> Shape:
         return shape
     tokens = 1 + (shape.tokens_per_round - 1) * factor
     acceptance = None if shape.acceptance is None else 1 + (shape.acceptance - 1) * factor
-    return Shape(
-        shape.mode,
-        tokens,
-        shape.verify_tokens,
-        shape.drafter_share,
-        acceptance,
-        shape.draft_steps,
-    )
+    return dataclasses.replace(shape, tokens_per_round=tokens, acceptance=acceptance)
+
+
+def _predicted_tau(forecast: Forecast, label: str) -> dict[str, float]:
+    """The forecast's τ per workload (as the service counts it)."""
+    shapes = forecast.shapes.get(label, {})
+    return {w: s.acceptance for w, s in shapes.items() if s.acceptance is not None}
+
+
+def _mean_logs(rows: list[dict[str, float]]) -> dict[str, float]:
+    """Per workload, the mean of the logs the rows hold for it."""
+    workloads = {w for row in rows for w in row}
+    return {w: sum(vals) / len(vals) for w in workloads if (vals := [r[w] for r in rows if w in r])}
+
+
+def _exp_mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {w: math.exp(v) for w, v in _mean_logs(rows).items()}
+
+
+def _upper(logs: np.ndarray) -> float:
+    """The `PRUNE_LEVEL` upper point of draws of a log."""
+    return math.exp(float(np.percentile(logs, 100 * (1 - (1 - PRUNE_LEVEL) / 2))))
 
 
 def _mode(forecast: Forecast, label: str) -> str | None:

@@ -111,11 +111,16 @@ class PredictingRace(RestartBoundRace):
             for w in WORKLOADS
             if isinstance(v := record.metrics.get(f"{w}_tps"), int | float) and v > 0
         )
+        tau = tuple(
+            (w, float(v))
+            for w in WORKLOADS
+            if isinstance(v := record.metrics.get(f"{w}_acceptance_length"), int | float)
+        )
         identity = record.conditions.get("server_identity") or {}
         return dataclasses.replace(
             result,
             tps=tps,
-            acceptance=record.metrics.get("acceptance_length"),
+            acceptance=tau,
             unpredicted=identity_mismatch(self.forecast, identity),
         )
 
