@@ -25,9 +25,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from ddtune.sweep.plan.costs import race_settings
 
 from ddtune.stats.blocked import config_effects
+from ddtune.sweep.plan.costs import race_settings
 from ddtune.sweep.plan.passes import blocked_samples
 
 sys.path.insert(

@@ -28,11 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddtune.sweep.run.policy import Breaker
-
 from ddtune.errors import UserError
 from ddtune.sweep.checks.before_stop import check_before_stopping
 from ddtune.sweep.plan import parse_spec
+from ddtune.sweep.run.policy import Breaker
 from ddtune.sweep.spec.changes import measured_change
 
 RETRY = 2  # [retry] attempts, the default

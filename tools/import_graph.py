@@ -139,43 +139,56 @@ def _faces_run(importer: str, target: str, packages: set[str]) -> list[str]:
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components with more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
+    walk = _Tarjan(edges)
     for start in edges:
-        if start in index:
-            continue
-        work = [(start, iter(sorted(edges[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
+        if start not in walk.index:
+            walk.visit(start)
+    return walk.found
+
+
+class _Tarjan:
+    def __init__(self, edges: dict[str, set[str]]) -> None:
+        self.edges = edges
+        self.index: dict[str, int] = {}
+        self.low: dict[str, int] = {}
+        self.stack: list[str] = []
+        self.on_stack: set[str] = set()
+        self.found: list[list[str]] = []
+
+    def _enter(self, node: str) -> tuple[str, Iterator[str]]:
+        self.index[node] = self.low[node] = len(self.index)
+        self.stack.append(node)
+        self.on_stack.add(node)
+        return node, iter(sorted(self.edges.get(node, ())))
+
+    def visit(self, start: str) -> None:
+        work = [self._enter(start)]
         while work:
             node, children = work[-1]
             child = next(children, None)
             if child is None:
                 work.pop()
                 if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        found.append(sorted(component))
-            elif child not in index:
-                index[child] = low[child] = len(index)
-                stack.append(child)
-                on_stack.add(child)
-                work.append((child, iter(sorted(edges.get(child, ())))))
-            elif child in on_stack:
-                low[node] = min(low[node], index[child])
-    return found
+                    parent = work[-1][0]
+                    self.low[parent] = min(self.low[parent], self.low[node])
+                if self.low[node] == self.index[node]:
+                    self._close(node)
+            elif child not in self.index:
+                work.append(self._enter(child))
+            elif child in self.on_stack:
+                self.low[node] = min(self.low[node], self.index[child])
+
+    def _close(self, root: str) -> None:
+        """Pop `root`'s component off the stack; keep it if it is a cycle."""
+        component = []
+        while True:
+            member = self.stack.pop()
+            self.on_stack.discard(member)
+            component.append(member)
+            if member == root:
+                break
+        if len(component) > 1:
+            self.found.append(sorted(component))
 
 
 def folders(root: Path = ROOT) -> dict[str, tuple[int, int]]:

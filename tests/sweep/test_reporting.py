@@ -11,9 +11,9 @@ from rich.console import Console
 
 import ddtune.sweep.reporting as reporting
 from ddtune.report.render.atomic import MANIFEST
+from ddtune.sweep.plan.strategies import read_spec
 from ddtune.sweep.reporting import LiveReport
 from ddtune.sweep.run.loop import run_sweep
-from ddtune.sweep.plan.strategies import read_spec
 from ddtune.sweep.store.db import Store
 
 CONFIGS = """

@@ -34,8 +34,8 @@ from starlette.testclient import TestClient
 
 from ddtune.cli import main
 from ddtune.report.render.atomic import MANIFEST
-from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.plan.strategies import read_spec
+from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.watch import Snapshot, create_watch_app
 
 TESTS = Path(__file__).resolve().parents[1]
