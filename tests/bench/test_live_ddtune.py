@@ -129,3 +129,51 @@ def test_alternated_arms_take_turns_and_a_wrong_fingerprint_stops_only_its_arm(
     for arm, config in zip(honest, configs[:2], strict=True):  # the identity under its own config
         assert arm.result.identity["config"]["mode"] == config["mode"] and arm.seconds > 0
         assert arm.result.identity["target_sha256"]
+
+
+def test_token_paths_are_the_streamed_answers_and_probes_time_each_length(
+    live_server: str,
+) -> None:
+    """`[bench] token_paths` / `forward_probes`: each short and long request's prompt and T = 0
+    answer ids (once per request, however often it repeats), decoding back to the streamed
+    text; three timed one-token completions per probed length."""
+    matrix = BenchMatrix.from_dict(
+        {
+            **MATRIX,
+            "short": {**MATRIX["short"], "repeats": 2},
+            "coding": {"enabled": False},
+            "token_paths": True,
+            "forward_probes": [1, 4, 16],
+        }
+    )
+    result = run_bench(live_server, matrix, engine="ddtune", progress=False)
+    paths = result.token_paths
+    assert paths is not None and [p["workload"] for p in paths] == ["short", "short", "long"]
+    assert [p["count"] for p in paths] == [2, 2, 1]  # short repeats twice: one path each
+    assert all(len(p["output_ids"]) == 12 and len(p["prompt_ids"]) > 50 for p in paths)
+    streamed = [s["text"] for s in result.samples if s["workload"] == "long"]
+    reply = httpx.post(
+        f"{live_server}/v1/completions",
+        json={"prompt": paths[-1]["output_ids"], "max_tokens": 1, "echo": True},
+        timeout=60,
+    ).json()
+    assert reply["choices"][0]["text"].startswith(streamed[0])  # the ids are the answer's
+    probes = result.forward_probes
+    assert probes is not None and [p["tokens"] for p in probes] == [1] * 3 + [4] * 3 + [16] * 3
+    assert all(p["seconds"] > 0 for p in probes)
+    assert not any("missing" in n or "not measured" in n for n in result.notes)
+
+
+def test_token_paths_above_t0_are_a_note_not_a_guess(live_server: str) -> None:
+    matrix = BenchMatrix.from_dict(
+        {**MATRIX, "coding": {"enabled": False}, "temperature": 0.7, "token_paths": True}
+    )
+    result = run_bench(live_server, matrix, engine="ddtune", progress=False)
+    assert result.token_paths is None and result.forward_probes is None
+    assert "token paths and forward probes not measured: T > 0" in result.notes
+
+
+def test_the_server_refuses_token_ids_on_a_stream(live_server: str) -> None:
+    body = {"prompt": "ab", "max_tokens": 2, "stream": True, "return_token_ids": True}
+    reply = httpx.post(f"{live_server}/v1/completions", json=body, timeout=60)
+    assert reply.status_code == 400 and "return_token_ids" in reply.text

@@ -102,6 +102,19 @@ class BenchMatrix(StrictModel):
     traffic: TrafficTable = TrafficTable()  # [bench.traffic]: limit, temperature
     store_prompts: bool = False  # keep traffic prompts and answers (default: hashes, lengths)
     mix: dict[str, Annotated[float, Field(gt=0)]] | None = None  # workload -> share (None: equal)
+    # T = 0 on an engine that answers with token ids: also record each short/long request's
+    # prompt and answer ids (the greedy path an n-gram forecast reads; bench/forecast_inputs.py)
+    token_paths: bool = False
+    # ... and time one-token completions over prompts of these many token ids (what a
+    # verify forward over n tokens costs): a predicting race sets both on its baseline
+    forward_probes: Annotated[
+        tuple[Annotated[int, Field(ge=1, le=4096)], ...], Field(max_length=16)
+    ] = ()
+
+    @field_validator("forward_probes", mode="before")
+    @classmethod
+    def _probe_list(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
 
     @field_validator("suite", mode="before")
     @classmethod

@@ -59,6 +59,9 @@ class BenchResult:
     suites: dict[str, dict[str, Any]] = field(
         default_factory=dict
     )  # where each suite's data came from
+    # `[bench] token_paths`: per short/long request its prompt and T = 0 answer ids
+    token_paths: list[dict[str, Any]] | None = None
+    forward_probes: list[dict[str, Any]] | None = None  # [{"tokens", "seconds"}]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

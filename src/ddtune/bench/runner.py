@@ -41,6 +41,7 @@ from ddtune.bench.client import (
     stream_request,
 )
 from ddtune.bench.coding import STOP_SEQUENCES, CodingTask, evaluate, pass_at_k_summary, read_tasks
+from ddtune.bench.forecast_inputs import probe_forward, record_paths
 from ddtune.bench.hardware import hardware_fingerprint
 from ddtune.bench.load.generator import LoadTarget, level_prompts, run_load
 from ddtune.bench.logit_gaps import record_gaps
@@ -145,6 +146,7 @@ def finish_bench(
     engine, matrix = plan.engine, plan.matrix
     specs, samples = _samples(engine, plan.measured, records)
     gaps, gap_note = _gaps(client, plan.base_url, engine, plan.model, specs, samples, matrix)
+    paths, probes, measure_notes = _forecast_inputs(client, plan)
     coding = _run_coding(samples, specs, plan.tasks, matrix, bar)  # 7.
     _score_suites(samples, plan.workloads, matrix, bar)
     outputs = _outputs(specs, samples, matrix.store_prompts)
@@ -170,9 +172,12 @@ def finish_bench(
         logprob_gaps=gaps,
         load_result=load,
         suites=plan.workloads.sources,
+        token_paths=paths,
+        forward_probes=probes,
     )
     if gap_note:
         result.notes.append(gap_note)
+    result.notes += measure_notes
     _aggregate(result, engine, records_in_order(records), *counters, coding)
     for workload, value in (counted or {}).items():  # a counting kind: per workload's counters
         if workload in result.workloads:
@@ -340,6 +345,24 @@ def _gaps(
     for i, entry in zip(plain, found, strict=True):
         gaps[i] = entry
     return gaps, note
+
+
+def _forecast_inputs(
+    client: httpx.Client, plan: BenchPlan
+) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None, list[str]]:
+    """`[bench] token_paths` / `forward_probes` at T = 0 on an engine with token ids:
+    (paths, probes, notes); (None, None, [why not]) where they cannot be measured."""
+    matrix, engine = plan.matrix, plan.engine
+    if not (matrix.token_paths or matrix.forward_probes):
+        return None, None, []
+    if matrix.temperature != 0 or not engine.returns_token_ids:
+        why = "T > 0" if matrix.temperature != 0 else f"the {engine.name} engine sends no ids"
+        return None, None, [f"token paths and forward probes not measured: {why}"]
+    args = (client, plan.base_url, engine, plan.model)
+    paths, note = record_paths(*args, plan.measured, matrix.ignore_eos)
+    probes, probe_note = probe_forward(*args, paths, matrix.forward_probes)
+    notes = [n for n in (note, probe_note) if n]
+    return (paths if matrix.token_paths else None), (probes or None), notes
 
 
 def _run_load(plan: BenchPlan, engine: ServerEngine, matrix: BenchMatrix) -> dict[str, Any] | None:

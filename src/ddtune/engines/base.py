@@ -92,6 +92,9 @@ class ServerEngine(ABC):
     identity_endpoints: ClassVar[tuple[str, ...]] = ("/v1/models",)  # bench: first that answers
     model_in_request: ClassVar[bool] = True  # the bench request names the model
     supports_logprobs: ClassVar[bool] = False  # completions `logprobs: N` (bench: logit gaps)
+    # completions take a prompt of token ids and answer with `prompt_token_ids` and
+    # `token_ids` when asked (`return_token_ids`: vLLM's extension; bench: token paths, probes)
+    returns_token_ids: ClassVar[bool] = False
     acceptance_source: ClassVar[str | None] = None  # "usage.spec" | "meta_info" | "prometheus"
     metrics_path: ClassVar[str | None] = None  # counters read around the measured requests
     no_acceptance_note: ClassVar[str] = "acceptance length unavailable"
@@ -231,6 +234,13 @@ class ServerEngine(ABC):
         self, base_url: str, body: dict[str, Any], model: str | None
     ) -> tuple[str, dict[str, Any]]:
         """(URL, JSON body) replaying a logged OpenAI request body, streamed."""
+
+    def ids_request(
+        self, base_url: str, prompt: str | list[int], sampling: SamplingParams, model: str | None
+    ) -> tuple[str, dict[str, Any]]:
+        """(URL, JSON body) of one non-streamed completion answering with its token ids
+        (where `returns_token_ids`)."""
+        raise NotImplementedError(f"the {self.name} engine does not answer with token ids")
 
     @abstractmethod
     def parse_chunk(self, payload: dict[str, Any], text_so_far: str) -> StreamChunk:

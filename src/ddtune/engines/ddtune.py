@@ -43,6 +43,7 @@ class DdtuneEngine(OpenAIEngine):
     identity_endpoints = ("/server_info",)
     accepts_ignore_eos = True
     supports_logprobs = True
+    returns_token_ids = True
     acceptance_source = "usage.spec"
     no_acceptance_note = (
         "acceptance length unavailable: no response carried usage.spec (speculation off?)"

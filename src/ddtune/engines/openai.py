@@ -75,6 +75,15 @@ class OpenAIEngine(ServerEngine):
             body["ignore_eos"] = True
         return body
 
+    def ids_request(
+        self, base_url: str, prompt: str | list[int], sampling: SamplingParams, model: str | None
+    ) -> tuple[str, dict[str, Any]]:
+        """(URL, JSON body) of one non-streamed completion answering with the token ids it
+        read and wrote (`returns_token_ids` kinds); `prompt`: text or token ids."""
+        body = self._body({"prompt": prompt}, sampling, model)
+        body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+        return f"{base_url}/v1/completions", {**body, "stream": False, "return_token_ids": True}
+
     def parse_chunk(self, payload: dict[str, Any], text_so_far: str) -> StreamChunk:
         """A completions chunk (`choices[0].text`) or a chat chunk (`choices[0].delta.content`)."""
         choices = payload.get("choices") or []

@@ -266,6 +266,7 @@ class VllmEngine(OpenAIEngine):
     identity_endpoints = ("/version", "/v1/models")
     accepts_ignore_eos = True
     supports_logprobs = True
+    returns_token_ids = True
     acceptance_source = "prometheus"
     metrics_path = "/metrics"
     launch_help = "python -m vllm.entrypoints.openai.api_server with --speculative-config"

@@ -121,6 +121,7 @@ class VllmFields(Body):
     prompt_logprobs: Annotated[int, Only(0)] = 0
     priority: Annotated[int, Only(0)] = 0
     return_tokens_as_token_ids: Annotated[bool, Only(False)] = False
+    return_token_ids: bool = False  # the answer carries prompt_token_ids and token_ids
     guided_json: NullOnly = None
     guided_regex: NullOnly = None
     guided_choice: NullOnly = None

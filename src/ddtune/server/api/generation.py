@@ -75,7 +75,11 @@ async def handle(request: Request, state: ServerState, kind: str) -> Response:
     text, logprobs = answer(req, result, state.engine.tokenizer.decode)
     reason = finish_reason(result) if req.show_generated else "length"
     counts = usage(len(req.prompt_ids), result, req.show_generated)
-    return JSONResponse(shape.full(text, reason, counts, logprobs), headers=headers)
+    body = shape.full(text, reason, counts, logprobs)
+    if req.return_token_ids:  # vLLM's extension: the ids the model read and wrote
+        shown = list(result.token_ids) if req.show_generated else []
+        body["choices"][0] |= {"prompt_token_ids": list(req.prompt_ids), "token_ids": shown}
+    return JSONResponse(body, headers=headers)
 
 
 IGNORED_HEADER = "ddtune-ignored-fields"

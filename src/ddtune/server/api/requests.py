@@ -109,6 +109,7 @@ class GenerationRequest:
     ignored_fields: tuple[str, ...] = ()  # unknown fields the request carried
     echo: bool = False  # the answer's text starts with the prompt's
     show_generated: bool = True  # False: max_tokens 0 with echo (one token runs, none shown)
+    return_token_ids: bool = False  # the choice carries prompt_token_ids and token_ids
 
 
 class GenerationFields(VllmFields):
@@ -158,8 +159,8 @@ class GenerationFields(VllmFields):
         ctx.check_vocab("stop_token_ids", self.stop_token_ids)
         max_tokens = self._max_tokens(len(prompt_ids), ctx.max_context)
         field, logprobs, prompt_logprobs = self.reports()
-        if self.stream and (field or self.echo_prompt()):
-            name = field or "echo"
+        if self.stream and (field or self.echo_prompt() or self.return_token_ids):
+            name = field or ("echo" if self.echo_prompt() else "return_token_ids")
             raise invalid(name, f"{name} is not supported with stream=true", "unsupported_value")
         if self.min_tokens > max(max_tokens, 1):
             raise invalid("min_tokens", f"min_tokens ({self.min_tokens}) exceeds max_tokens")
@@ -187,6 +188,7 @@ class GenerationFields(VllmFields):
             continuous_usage=options.include_usage and options.continuous_usage_stats,
             echo=self.echo_prompt(),
             show_generated=max_tokens > 0,
+            return_token_ids=self.return_token_ids,
         )
 
     def _max_tokens(self, prompt_tokens: int, max_context: int) -> int:
