@@ -117,3 +117,38 @@ def test_ngram_needs_a_trace_or_a_store(capsys):
     assert "give a trace folder or --store S" in capsys.readouterr().err
     assert main(["trace", "predict", "--mode", "ddtree"]) == 2
     assert "give the trace folder" in capsys.readouterr().err
+
+
+def test_a_bench_s_token_paths_forecast_every_ngram_config_exactly():
+    """`paths_forecast`: n-gram configs from the recorded ids (vLLM's defaults where a knob is
+    unset), plain decoding one token a round, other methods left to race unpredicted."""
+    from ddtune.params import DecodeParams
+    from ddtune.trace.forecast import paths_forecast
+    from ddtune.trace.ngram import NgramRule, ngram_rule, paths_of_bench, predict_ngram
+
+    prompt = [3, 1, 4, 1, 5, 9, 2, 6] * 4
+    token_paths = [
+        {"workload": "short", "prompt_ids": prompt, "output_ids": prompt[:20], "max_tokens": 20}
+        | {"count": 2, "context": 256}
+    ]
+    ngram = DecodeParams("ar", 0, 1, None, method="ngram", method_knobs=(("num_draft_tokens", 3),))
+    both = DecodeParams(
+        "ar",
+        0,
+        1,
+        None,
+        method="ngram",
+        method_knobs=(("num_draft_tokens", 3), ("prompt_lookup_max", 2)),
+    )
+    assert ngram_rule(ngram, 256) == NgramRule(5, 5, 3, 256)  # vLLM: both lengths 5
+    assert ngram_rule(both, 256) == NgramRule(2, 2, 3, 256)  # one given: the other equals it
+    dflash = DecodeParams("dflash", 0, 1, None)
+    configs = {"ar": DecodeParams("ar", 0, 1, None), "ng": ngram, "ng2": both, "df": dflash}
+    forecast = paths_forecast(token_paths, configs)
+    assert set(forecast.shapes) == {"ar", "ng", "ng2"}  # dflash needs a trace
+    counts = predict_ngram(paths_of_bench(token_paths), NgramRule(2, 2, 3, 256))["short"]
+    shape = forecast.shapes["ng2"]["short"]
+    assert shape.acceptance == counts.tau and shape.tokens_per_round == counts.tokens_per_step
+    assert shape.verify_tokens == 1 + counts.drafted_tokens / counts.steps
+    assert counts.steps and counts.tau is not None and counts.tau > 2  # the answer repeats
+    assert forecast.shapes["ar"]["short"].tokens_per_round == 1.0

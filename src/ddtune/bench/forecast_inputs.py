@@ -46,8 +46,9 @@ def record_paths(
     specs: Sequence[RequestSpec],
     ignore_eos: bool,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """[{"workload", "prompt_ids", "output_ids", "max_tokens"}] per plain short/long request
-    (each once), and a note when some could not be recorded."""
+    """[{"workload", "prompt_ids", "output_ids", "max_tokens", "count"}] per plain short/long
+    request (each once, `count`: how often the bench sends it), and a note when some could
+    not be recorded."""
     wanted = [s for s in specs if s.workload in PATH_WORKLOADS and not s.messages]
     sends: dict[tuple[Any, ...], list[RequestSpec]] = {}  # a repeated request: one path
     for spec in wanted:

@@ -360,6 +360,8 @@ def _forecast_inputs(
         return None, None, [f"token paths and forward probes not measured: {why}"]
     args = (client, plan.base_url, engine, plan.model)
     paths, note = record_paths(*args, plan.measured, matrix.ignore_eos)
+    context = engine.context_length(client, plan.base_url)  # where a draft must stop
+    paths = [p | {"context": context} for p in paths]
     probes, probe_note = probe_forward(*args, paths, matrix.forward_probes)
     notes = [n for n in (note, probe_note) if n]
     return (paths if matrix.token_paths else None), (probes or None), notes

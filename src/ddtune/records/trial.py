@@ -39,6 +39,10 @@ class TrialRecord:
     load: dict[str, Any] = field(default_factory=dict)  # [bench.load]: levels, requests, max_rate
     # per workload (suite or "traffic"): {WORKLOAD_METRICS name: value}
     workloads: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    # `[bench] token_paths` / `forward_probes` (a predicting race's baseline): what one run
+    # measured for a forecast (bench/forecast_inputs.py)
+    token_paths: list[dict[str, Any]] | None = None
+    forward_probes: list[dict[str, Any]] | None = None
     # conditions keys: "hardware" (dict), "hardware_fingerprint" (str),
     # "prompt_set_hash" (str), "server_identity" (dict)
 

@@ -16,7 +16,7 @@ traced ones (a ddtune server reports their sha256). See docs/sweeps.md
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from ddtune.errors import UserError
 from ddtune.params import DecodeParams, window_to_wire
 from ddtune.report.summarize import cost_key
 from ddtune.trace.binding import traced_identity
+from ddtune.trace.ngram import ngram_rule, ngram_shapes, paths_of_bench
 from ddtune.trace.predict import Trace
 from ddtune.trace.round_cost import Shape
 from ddtune.trace.sources import requests_from_matrix
@@ -127,6 +128,37 @@ def build_forecast(
     groups = {label: f"window {window_to_wire(p.window)}" for label, p in configs.items()}
     cost = config_cost(configs)
     return Forecast(shapes, acceptance, cost, objective, weights, str(trace.folder), groups)
+
+
+def paths_forecast(
+    token_paths: Sequence[Mapping[str, Any]],
+    configs: Mapping[str, DecodeParams],
+    objective: str = "throughput",
+) -> Forecast:
+    """What one T = 0 run's greedy paths (`[bench] token_paths` of the baseline) say of every
+    n-gram config, exactly (`ngram.py`), and of plain decoding; configs of other methods are
+    left out (they race unpredicted). One group: every prediction reads the same paths."""
+    paths = paths_of_bench(token_paths)
+    context = next((p.get("context") for p in token_paths if p.get("context")), None)
+    longest = max((len(p.tokens) for p in paths), default=0)
+    max_model_len = int(context or longest + 1)
+    shapes: dict[str, dict[str, Shape]] = {}
+    for label, params in configs.items():
+        rule = ngram_rule(params, max_model_len)
+        if rule is not None:
+            shapes[label] = ngram_shapes(paths, rule)
+        elif params.mode == "ar" and params.method in (None, "ar"):
+            workloads = {p.workload for p in paths}
+            shapes[label] = {w: Shape("ar", 1.0, 1, 0.0, None) for w in sorted(workloads)}
+    acceptance = {x: _pooled_tau(by) for x, by in shapes.items()}
+    groups = dict.fromkeys(shapes, "the baseline's outputs")
+    source = "the baseline's T = 0 outputs"
+    return Forecast(shapes, acceptance, config_cost(configs), objective, {}, source, groups)
+
+
+def _pooled_tau(shapes: Mapping[str, Shape]) -> float | None:
+    taus = [s.acceptance for s in shapes.values() if s.acceptance is not None]
+    return sum(taus) / len(taus) if taus else None
 
 
 def config_cost(configs: Mapping[str, DecodeParams]) -> Callable[[str], Any]:

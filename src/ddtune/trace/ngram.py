@@ -28,14 +28,17 @@ Torch-free; `ddtune trace predict --mode ngram` prints it for a trace folder.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ddtune.errors import UserError
+from ddtune.params import DecodeParams
 from ddtune.trace.requests import TraceRequest
+from ddtune.trace.round_cost import Shape
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,9 @@ def paths_of_trace(data: Sequence[object]) -> list[GreedyPath]:
 __all__ = [
     "GreedyPath",
     "ngram_lines",
+    "ngram_rule",
+    "ngram_shapes",
+    "paths_of_bench",
     "paths_of_texts",
     "trace_paths",
     "NgramCounts",
@@ -233,6 +239,54 @@ def paths_of_texts(tokenizer_file: Path, requests: Sequence[TraceRequest]) -> li
             GreedyPath(tokens, len(prompt), len(output), r.max_tokens, r.count, r.workload)
         )
     return paths
+
+
+def paths_of_bench(token_paths: Sequence[Mapping[str, Any]]) -> list[GreedyPath]:
+    """A bench's recorded token paths (`[bench] token_paths`: each request's prompt and T = 0
+    answer ids) as greedy paths: the ids the engine itself read and wrote, so exact."""
+    return [
+        GreedyPath(
+            np.asarray([*p["prompt_ids"], *p["output_ids"]]),
+            len(p["prompt_ids"]),
+            len(p["output_ids"]),
+            int(p["max_tokens"]),
+            int(p.get("count") or 1),
+            str(p["workload"]),
+        )
+        for p in token_paths
+    ]
+
+
+def ngram_rule(params: DecodeParams, max_model_len: int) -> NgramRule | None:
+    """vLLM's rule for an n-gram config (its defaults where a knob is not set: both lookup
+    lengths 5, or one the other's); None for another method, or without its K."""
+    if params.method != "ngram":
+        return None
+    knobs = dict(params.method_knobs)
+    k = knobs.get("num_draft_tokens")
+    low, high = knobs.get("prompt_lookup_min"), knobs.get("prompt_lookup_max")
+    if not isinstance(k, int):
+        return None
+    low, high = (low or high or 5), (high or low or 5)
+    assert isinstance(low, int) and isinstance(high, int)
+    return NgramRule(low, high, k, max_model_len)
+
+
+def ngram_shapes(paths: Sequence[GreedyPath], rule: NgramRule) -> dict[str, Shape]:
+    """Per workload: the rounds `rule` makes of the greedy paths. A round is a step (one with
+    no proposal verifies its one token); `acceptance` is τ as vLLM's counters give it."""
+    counts = predict_ngram(paths, rule)
+    return {
+        workload: Shape(
+            "ngram",
+            c.tokens_per_step,
+            1.0 + c.drafted_tokens / c.steps,
+            0.0,
+            c.tau or 1.0,
+        )
+        for workload, c in counts.items()
+        if workload != "all" and c.steps
+    }
 
 
 def ngram_lines(paths: Sequence[GreedyPath], rule: NgramRule, as_json: bool) -> list[str]:

@@ -68,7 +68,9 @@ class Shape:
 
     mode: str  # ar, or a method of METHODS (its fixed part)
     tokens_per_round: float  # R: mean over requests of (tokens - 1) / rounds
-    verify_tokens: int  # 1 (ar), the chain's block (dflash), budget + 1 (ddtree), K + 1
+    # tokens a verify forward runs: 1 (ar), the block (dflash), budget + 1 (ddtree), K + 1
+    # (chains); n-gram: 1 + the tokens proposed, on average over its steps
+    verify_tokens: float
     drafter_share: float  # min(window, context) / context, averaged; 0 without a drafter
     acceptance: float | None = None  # τ as the served engine reports it (None: none)
     draft_steps: int = 0  # sequential drafter forwards a round (chains: K)
@@ -103,7 +105,7 @@ class Forward:
         self.points = sorted((n, float(np.median(v))) for n, v in by_n.items())
         self.probed = len(self.points) >= 2
 
-    def extra(self, tokens: int) -> float:
+    def extra(self, tokens: float) -> float:
         if not self.probed:
             return float(tokens - 1)
         ns = np.array([n for n, _ in self.points], dtype=float)

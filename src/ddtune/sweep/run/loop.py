@@ -56,6 +56,7 @@ from ddtune.sweep.store.files import attempt_dir
 from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
+    from ddtune.bench.matrix import BenchMatrix
     from ddtune.services import Controller, Outcome
     from ddtune.sweep.run.ray.driver import SlotLoop
 
@@ -98,6 +99,7 @@ def run_sweep(
         if todo or strategy is not None:
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
             loop.restore_at_end = restore_at_end
+            loop.bench_for = sweep.strategy.bench_for  # what each trial's bench measures
             more = None if strategy is None else partial(strategy.next_batch, store, sweep_id)
             loop.run(todo, more)  # 2, 3
         summary.planned = len(store.trials(sweep_id))  # a race or search added trials
@@ -171,6 +173,7 @@ class TrialLoop:
         self.console, self.summary = console, summary
         self.policy = AttemptPolicy(spec, store, console, summary)
         self._serving: tuple[tuple[str, int], Outcome] | None = None  # passes_per_start reuse
+        self.bench_for: Callable[[TrialRow, BenchMatrix], BenchMatrix] = lambda _, m: m
         self.restore_at_end = True  # False (`sweep run --apply`): an ended sweep stays stopped
 
     def run(self, todo: list[TrialRow], more: More | None = None) -> None:
@@ -292,7 +295,7 @@ class TrialLoop:
 
         report = execute_attempt(
             controller,
-            self.spec.bench,
+            self.bench_for(trial, self.spec.bench),
             self.spec.service.engine,
             config,
             folder,

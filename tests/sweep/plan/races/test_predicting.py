@@ -4,6 +4,7 @@ that misses is corrected, never thrown away for a full race; other weights drop 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from simulated_service import (
@@ -125,3 +126,44 @@ def test_other_weights_fall_back_at_once():
     race.add(FinishedBench(step.label, step.start, step.bench, 40.0, unpredicted="other target"))
     assert race.fallback == f"{step.label}: other target"
     assert not race.left_out or all(x in race.alive for x in race.left_out)
+
+
+def _awaiting_run(seed: int, forecast_comes: bool):
+    """`run`, but the forecast arrives with the baseline's first bench (n-gram: its answers)."""
+    shapes, tps = landscape()
+    objective = {x: math.sqrt(t["short"] * t["long"]) for x, t in tps.items()}
+    cost = lambda label: (label != "ar", int(label[1:].split()[0]) if label != "ar" else 0, label)  # noqa: E731
+    forecast = Forecast(shapes, {x: s["short"].acceptance for x, s in shapes.items()}, cost)
+    service = SimulatedService(
+        objective, PRODUCTION_NOISE, seed, costs=PRODUCTION_COSTS, workloads=tps
+    )
+    labels = list(objective)
+    race = PredictRace(tuple(labels), "ar", settings(), seed, awaiting=True)
+    assert race.queue == ["ar"] and race.next().label == "ar"
+    add = race.add
+
+    def with_forecast(result: FinishedBench) -> None:
+        if result.label == "ar" and result.start == result.bench == 1 and forecast_comes:
+            result = replace(result, forecast=forecast)
+        add(result)
+
+    race.add = with_forecast  # type: ignore[method-assign]
+    measured = {x: {w: s.acceptance or 1.0 for w, s in by.items()} for x, by in shapes.items()}
+    done = run_start_race(service, labels, "ar", settings(), seed, race, measured, forward)
+    assert isinstance(done, PredictRace)
+    return done, objective, service, forecast
+
+
+def test_a_forecast_that_comes_with_the_baseline_decides_as_one_given_up_front():
+    race, objective, service, forecast = _awaiting_run(0, forecast_comes=True)
+    ahead, _, ahead_service, _ = run(0)
+    assert race.forecast is forecast and race.fallback is None
+    assert race.eliminated == ahead.eliminated and service.starts == ahead_service.starts
+    assert race.verdict(forecast.cost) == ahead.verdict(forecast.cost)
+
+
+def test_a_baseline_without_token_paths_races_every_config_and_says_why():
+    race, _, service, _ = _awaiting_run(0, forecast_comes=False)
+    assert race.forecast is None and "recorded no token paths" in (race.fallback or "")
+    assert all(e.starts >= 1 for e in race.efforts.values())  # pass 1 starts every config
+    assert service.starts >= len(race.contenders)

@@ -57,6 +57,7 @@ from ddtune.stats.mixed import (
 )
 from ddtune.sweep.plan.races.by_pass import pass_rate_step
 from ddtune.sweep.plan.trial_order import block_order
+from ddtune.trace.forecast import Forecast
 from ddtune.trace.round_cost import ForwardProbe
 
 # The stated priors (log-sd) before the data: a start is assumed to move a
@@ -130,6 +131,7 @@ class FinishedBench:
     acceptance: tuple[tuple[str, float], ...] = ()
     unpredicted: str | None = None  # why a trace cannot speak for this trial (other weights)
     probes: tuple[ForwardProbe, ...] = ()  # forward costs measured on its running server
+    forecast: Forecast | None = None  # what its answers predict (n-gram: the baseline's paths)
 
 
 @dataclass

@@ -85,19 +85,41 @@ class PredictRace(StartRace):
     ratios: dict[str, dict[str, float]] = field(default_factory=dict)
     pinned: list[str] = field(default_factory=list)  # pass 1's first starts (rule 2)
     fallback: str | None = None  # why the forecast was dropped (the service's other models)
+    awaiting: bool = False  # the forecast comes with the baseline's first bench (n-gram)
 
     # --- pass 1: who is worth a start ------------------------------------------------
 
     def _open_pass(self) -> None:
+        if self.pass_no == 0 and self.awaiting and self.baseline is not None:
+            self.pass_no = 1  # the baseline alone, until its answers predict the rest
+            self.order, self.queue, self.pinned = [self.baseline], [self.baseline], []
+            return
         if self.pass_no > 0 or self.forecast is None:
             super()._open_pass()
             return
         self.pass_no = 1
+        self._predicted_order()
+
+    def _predicted_order(self) -> None:
+        """Pass 1 from the forecast: the dominated out, the model, the pins, the rest by
+        their optimistic prediction (rules 1 and 2)."""
         self._drop_dominated()
         self.model = self._fit()
         self.order = self._pins()
-        self.queue = list(self.order)
+        self.queue = [x for x in self.order if not self.efforts[x].starts]
         self._reorder()
+
+    def _arrives(self, forecast: Forecast | None, why: str | None = None) -> None:
+        """The baseline's first bench is in: its forecast orders pass 1, or (none came:
+        `why`) every config races as without one."""
+        self.awaiting = False
+        if forecast is None:
+            self.fallback = why
+            rest = [x for x in self.alive if not self.efforts[x].starts]
+            self.order, self.queue = [*self.order, *rest], [*self.queue, *rest]
+            return
+        self.forecast = forecast
+        self._predicted_order()
 
     def _drop_dominated(self) -> None:
         assert self.forecast is not None
@@ -168,6 +190,9 @@ class PredictRace(StartRace):
         super()._record(step, result)
         if result.probes and len(self.probes) < 2:
             self._probed(result.probes)
+        if self.awaiting and step.label == self.baseline:
+            why = "the baseline's bench recorded no token paths to predict from"
+            self._arrives(result.forecast, None if result.forecast else why)
         if result.unpredicted is not None:
             self.fall_back(f"{step.label}: {result.unpredicted}")
         start = self.efforts[step.label].starts

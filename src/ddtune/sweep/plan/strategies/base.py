@@ -13,6 +13,7 @@ A strategy owns its rules and, bound to one sweep, its plan:
         first_trials()             the trials known before any result
         next_batch(store, id)      the next trials from the finished ones, folded as they
                                    land (`fold.py`); [] when it is done
+        bench_for(trial, matrix)   what a trial's bench measures (default: `[bench]` as written)
         outcome()                  how it ended, in words
         estimates(costs)           named cases of trials, restarts and seconds
         blocked(sweep) / context(store, sweep) / eta_more(...): the report and the live page
@@ -27,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, ClassVar
 
+from ddtune.bench.matrix import BenchMatrix
 from ddtune.records import SweepContext
 from ddtune.sweep.plan.costs import Estimate, TrialCosts
 from ddtune.sweep.spec.checks import fail
@@ -92,6 +94,10 @@ class Strategy:
 
     def next_batch(self, store: Store, sweep_id: int) -> list[TrialRow]:
         return []
+
+    def bench_for(self, trial: TrialRow, matrix: BenchMatrix) -> BenchMatrix:
+        """The bench `trial` runs: `[bench]` as written, unless the strategy needs more of it."""
+        return matrix
 
     @property
     def plans_later(self) -> bool:

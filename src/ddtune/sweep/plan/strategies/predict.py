@@ -1,13 +1,21 @@
-"""Strategy "predict": a trace (`[sweep] trace`) predicts every config's speed at T = 0;
-a restart-bound race starts the baseline and the fewest and most verify tokens first,
-then only configs the trace says could still win (`races/predicting.py`). Above
-T = 0 a trace cannot predict: the sweep races as strategy "race" does (restart-bound
-or not, by the same rule) and the report says why."""
+"""Strategy "predict": every config's speed at T = 0 predicted, then confirmed by a few starts.
+
+What predicts: a trace (`[sweep] trace`) for trees and chains of ddtune's engine;
+for n-gram (prompt lookup) no trace at all: the baseline's own T = 0 answers (its
+token ids, `[bench] token_paths`) fix every n-gram config's rounds exactly, so the
+forecast arrives with the baseline's first bench. That bench also times forwards
+over n tokens on the running baseline (`[bench] forward_probes`): what a round's
+verify costs, without a restart. A restart-bound race then starts only configs the
+forecast says could still win (`races/predicting.py`). Above T = 0 nothing is
+predicted: the sweep races as strategy "race" does (restart-bound or not, by the
+same rule) and the report says why."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from ddtune.bench.matrix import BenchMatrix
+from ddtune.engines import get_engine
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.sweep.plan.costs import TrialCosts
 from ddtune.sweep.plan.predictions import spec_forecast, stored_forecast
@@ -21,9 +29,9 @@ from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.spec.schema import SpecDocument
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import SweepMode
-from ddtune.sweep.store.rows import SweepRow
-from ddtune.trace.forecast import Forecast, identity_mismatch
-from ddtune.trace.round_cost import WORKLOADS
+from ddtune.sweep.store.rows import SweepRow, TrialRow
+from ddtune.trace.forecast import identity_mismatch, paths_forecast
+from ddtune.trace.round_cost import WORKLOADS, ForwardProbe
 
 PREDICT_LATER = (
     "; a predicting race plans one bench at a time from the results: the baseline and the "
@@ -36,21 +44,21 @@ ABOVE_T0 = (
 )
 
 
+PROBE_TOKENS = (1, 2, 4, 8, 16, 32, 64)  # forwards timed on the running baseline
+FROM_OUTPUTS = ("ar", "ngram")  # methods the baseline's own outputs predict (no trace)
+
+
 class Predict(Race):
     name = "predict"
 
     @classmethod
     def check(cls, doc: SpecDocument) -> None:
-        """A trace to predict from; restart-bound: starts reused in this process."""
+        """Something to predict from; restart-bound: starts reused in this process."""
         Strategy.check(doc)  # search settings refused, restart_bound not pinned
         in_passes(doc, cls.name, cls.repeats(doc.sweep))
         sweep = doc.sweep
         if sweep.trace is None:
-            fail(
-                "sweep.trace",
-                'is required by strategy = "predict": the trace folder to predict from (record '
-                "it with `ddtune trace record --spec SPEC --out DIR`)",
-            )
+            _check_outputs_predict(doc)
         if doc.cluster.backend != "local":
             fail(
                 "sweep.strategy",
@@ -65,14 +73,16 @@ class Predict(Race):
 
     @classmethod
     def choose_mode(cls, spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
-        """Restart-bound, with the trace's forecast fixed with the new sweep (at T = 0)."""
+        """Restart-bound, with the trace's forecast fixed with the new sweep (at T = 0); without
+        a trace, the forecast comes from the baseline's first bench."""
         if spec.bench.temperature != 0:
             return super().choose_mode(spec, costs)
         start_s, bench_s = (costs.start_s, costs.bench_s) if costs is not None else (None, None)
+        source = "the trace" if spec.trace is not None else "the baseline's T = 0 answers"
         why = (
-            "strategy predict: the trace chooses which configs start, a restart-bound race confirms"
+            f"strategy predict: {source} choose which configs start, a restart-bound race confirms"
         )
-        forecast = spec_forecast(spec).to_json()
+        forecast = None if spec.trace is None else spec_forecast(spec).to_json()
         most = spec.restart_bound.most_benches
         return SweepMode(True, why, start_s, bench_s, most, forecast=forecast)
 
@@ -84,20 +94,37 @@ class Predict(Race):
 
 
 class PredictingRace(RestartBoundRace):
-    """The restart-bound race of a predicting sweep: the forecast kept with the sweep."""
+    """The restart-bound race of a predicting sweep: the forecast kept with the sweep, or (no
+    trace) built from the baseline's first bench as it is folded in."""
 
     name = "predicting race"
     later = PREDICT_LATER
-    forecast: Forecast
 
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
-        self.forecast = stored_forecast(spec, mode)
+        self.forecast = None if spec.trace is None else stored_forecast(spec, mode)
+        self.params = {config.label(): config.params for config, _ in spec.all_configs()}
         super().__init__(spec, mode)
 
     def _new_race(self) -> StartRace:
         labels = tuple(config.label() for config, _ in self.configs)
         baseline = next((c.label() for c, is_base in self.configs if is_base), None)
-        return PredictRace(labels, baseline, self.settings, self.spec.seed, forecast=self.forecast)
+        awaiting = self.forecast is None
+        return PredictRace(
+            labels,
+            baseline,
+            self.settings,
+            self.spec.seed,
+            forecast=self.forecast,
+            awaiting=awaiting,
+        )
+
+    def bench_for(self, trial: TrialRow, matrix: BenchMatrix) -> BenchMatrix:
+        """The baseline's first bench also measures what the forecast reads: its token paths
+        (no trace) and the forwards it times (`bench/forecast_inputs.py`)."""
+        if not trial["is_baseline"] or trial["repeat"] != 1 or matrix.temperature != 0:
+            return matrix
+        update = {"forward_probes": PROBE_TOKENS, "token_paths": self.forecast is None}
+        return matrix.model_copy(update=update)
 
     def _result(
         self, record: TrialRecord, hours: float, fresh: bool, seconds: float
@@ -117,11 +144,17 @@ class PredictingRace(RestartBoundRace):
             if isinstance(v := record.metrics.get(f"{w}_acceptance_length"), int | float)
         )
         identity = record.conditions.get("server_identity") or {}
+        forecast = self.forecast
+        if forecast is None and record.token_paths:  # the baseline's answers predict
+            forecast = paths_forecast(record.token_paths, self.params, self.spec.objective)
+        probes = tuple(ForwardProbe(p["tokens"], p["seconds"]) for p in record.forward_probes or ())
         return dataclasses.replace(
             result,
             tps=tps,
             acceptance=tau,
-            unpredicted=identity_mismatch(self.forecast, identity),
+            unpredicted=None if forecast is None else identity_mismatch(forecast, identity),
+            probes=probes,
+            forecast=forecast if self.forecast is None else None,
         )
 
     def context(self, store: Store, sweep: SweepRow) -> SweepContext:
@@ -151,6 +184,37 @@ class RacingUnpredicted(RestartBoundRace):
         context = super().context(store, sweep)
         context.notes.append(ABOVE_T0.format(self.spec.bench.temperature))
         return context
+
+
+def _check_outputs_predict(doc: SpecDocument) -> None:
+    """Without a trace, only methods the baseline's own answers predict (n-gram), at T = 0, on
+    an engine that answers with token ids."""
+    methods = _methods(doc)
+    traced = sorted(methods - set(FROM_OUTPUTS))
+    if traced:
+        fail(
+            "sweep.trace",
+            f'is required by strategy = "predict" for {", ".join(traced)}: the trace folder to '
+            "predict from (record it with `ddtune trace record --spec SPEC --out DIR`); n-gram "
+            "needs none (the baseline's answers predict it)",
+        )
+    engine = get_engine(str(doc.service.get("engine") or doc.service.get("kind") or "ddtune"))
+    if not engine.returns_token_ids:
+        fail(
+            "sweep.strategy",
+            f'"predict" without a trace reads the baseline\'s answers as token ids, which the '
+            f"{engine.name} engine does not send: record a trace (`[sweep] trace`) or use "
+            'strategy = "race"',
+        )
+
+
+def _methods(doc: SpecDocument) -> set[str]:
+    """Every method the spec's configs run (a mode where no method is named)."""
+    tables = [*doc.configs, *([doc.sweep.baseline] if doc.sweep.baseline else [])]
+    found = {str(t.method or t.mode or "ddtree") for t in tables}
+    if doc.space is not None:
+        found |= {str(m) for m in (doc.space.method or doc.space.mode or ())}
+    return found
 
 
 def _predicted_words(race: PredictRace) -> str:

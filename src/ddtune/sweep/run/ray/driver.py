@@ -53,6 +53,7 @@ from ddtune.sweep.store.files import attempt_dir
 from ddtune.sweep.store.rows import TrialRow
 
 if TYPE_CHECKING:
+    from ddtune.bench.matrix import BenchMatrix
     from ddtune.sweep.spec.parse import Config, SweepSpec
     from ddtune.sweep.store.db import Store
 
@@ -121,6 +122,7 @@ class SlotLoop:
         self.policy = AttemptPolicy(spec, store, console, summary)
         self.control: Config | None = None  # the breaker's control start, due on an idle slot
         self.restore_at_end = True  # each slot restores its service whatever ended the run
+        self.bench_for: Callable[[TrialRow, BenchMatrix], BenchMatrix] = lambda _, m: m
 
     # --- the loop ------------------------------------------------------------------
 
@@ -233,6 +235,7 @@ class SlotLoop:
             trial["repeat"],
             self.store.trial_config(trial).to_wire(),
             str(path),
+            bench=_bench_change(self.bench_for(trial, self.spec.bench), self.spec.bench),
         )
         slot.task, slot.state = InFlight(trial, attempt_id, self.workdir / path), "busy"
         self._save(name, state="busy", trial_id=trial["id"], phase="submitted")
@@ -384,6 +387,11 @@ def _ray_pool(spec: SweepSpec, root: Path, store: str) -> SlotPool:
     from ddtune.sweep.run.ray.pool import RayPool
 
     return RayPool(spec, root, store)
+
+
+def _bench_change(matrix: BenchMatrix, written: BenchMatrix) -> dict[str, Any] | None:
+    """The bench a task runs when the strategy changed it (None: the slot's own `[bench]`)."""
+    return None if matrix == written else matrix.to_dict()
 
 
 __all__ = ["Event", "Finished", "Lost", "Progress", "SlotLoop", "SlotPool"]

@@ -45,6 +45,7 @@ class AttemptTask:
     config: dict[str, Any]  # `Config.to_wire()`
     path: str  # the attempt's folder, relative to the sweep's work directory
     control: bool = False  # the breaker's control start: READY or not, no bench
+    bench: dict[str, Any] | None = None  # the strategy's bench for it (None: the slot's own)
 
 
 @dataclass
@@ -162,9 +163,12 @@ class SlotRunner:
         folder = self.root / task.path
         if task.control:  # the breaker's control start: READY or not, no bench
             return AttemptReport(become_ready(self.controller, config, folder, self._set_phase))
+        from ddtune.bench.matrix import BenchMatrix
+
+        bench = self.bench if task.bench is None else BenchMatrix.from_dict(task.bench)
         return execute_attempt(
             self.controller,
-            self.bench,
+            bench,
             self.service.engine,
             config,
             folder,

@@ -1,0 +1,102 @@
+"""Strategy predict without a trace: n-gram spaces are predicted from the baseline's own
+T = 0 answers (its token ids), so the spec needs no `[sweep] trace`; other methods still
+do, and an engine that sends no token ids is refused before anything stops."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddtune.errors import UserError
+from ddtune.params import DecodeParams
+from ddtune.records import TrialRecord
+from ddtune.sweep.plan import parse_spec, prepare
+from ddtune.sweep.plan.strategies.predict import PROBE_TOKENS, PredictingRace
+from ddtune.trace.forecast import paths_forecast
+
+NGRAM = """
+[sweep]
+name = "ng"
+strategy = "predict"
+baseline = { method = "ar" }
+[space]
+method = ["ngram"]
+[space.ngram]
+num_draft_tokens = [2, 4]
+prompt_lookup_max = [2, 4]
+"""
+SERVICE = """
+[service]
+engine = "{engine}"
+command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--port", "{{port}}",
+           "{{method_args}}"]
+port = 18000
+expected_start_s = 60
+expected_bench_s = 20
+"""
+
+
+def parse(text: str = NGRAM, engine: str = "vllm"):  # noqa: ANN201
+    return parse_spec(text + SERVICE.format(engine=engine), source="t.toml")
+
+
+def test_an_ngram_space_needs_no_trace_and_its_baseline_measures_what_predicts():
+    sweep = prepare(parse(), None)
+    strategy = sweep.strategy
+    assert isinstance(strategy, PredictingRace) and sweep.mode.restart_bound
+    assert strategy.forecast is None and sweep.mode.forecast is None  # it comes with the baseline
+    assert "the baseline's T = 0 answers" in sweep.mode.reason
+    base = {"is_baseline": 1, "repeat": 1}
+    matrix = strategy.bench_for(base, sweep.spec.bench)  # type: ignore[arg-type]
+    assert matrix.token_paths and matrix.forward_probes == PROBE_TOKENS
+    later = strategy.bench_for({"is_baseline": 0, "repeat": 1}, sweep.spec.bench)  # type: ignore[arg-type]
+    assert not later.token_paths and later.forward_probes == ()
+    assert strategy.state().next().label == "ar"  # the baseline alone until it predicts
+
+
+def test_other_methods_still_need_a_trace():
+    text = NGRAM.replace('method = ["ngram"]', 'method = ["ngram", "dflash"]')
+    text += "[space.dflash]\nblock_size = 8\n"
+    with pytest.raises(UserError, match=r"sweep\.trace.*required.*for dflash"):
+        parse(text)
+
+
+def test_an_engine_without_token_ids_is_refused_before_anything_stops():
+    with pytest.raises(UserError, match="the sglang engine does not send"):
+        parse(engine="sglang")
+
+
+def _paths() -> list[dict]:
+    """A repetitive answer: prompt lookup finds what comes next."""
+    prompt = [5, 6, 7, 8, 9, 10, 11, 12] * 3
+    return [
+        {"workload": w, "prompt_ids": prompt, "output_ids": prompt[:16], "max_tokens": 16}
+        | {"count": 1, "context": 512}
+        for w in ("short", "long")
+    ]
+
+
+def test_the_baseline_record_brings_the_forecast_and_the_probes():
+    sweep = prepare(parse(), None)
+    strategy = sweep.strategy
+    assert isinstance(strategy, PredictingRace)
+    record = TrialRecord(
+        1,
+        "ar",
+        DecodeParams("ar", 0, 1, None),
+        True,
+        1,
+        "done",
+        metrics={"short_tps": 40.0, "long_tps": 38.0, "throughput_tps": 39.0},
+        token_paths=_paths(),
+        forward_probes=[{"tokens": n, "seconds": 0.02 + 0.001 * n} for n in (1, 8, 64)],
+    )
+    result = strategy._result(record, 0.1, True, 60.0)
+    assert result.forecast is not None and len(result.probes) == 3
+    labels = {c.label() for c, _ in sweep.spec.all_configs()}
+    assert set(result.forecast.shapes) == labels  # every n-gram config and the baseline
+    again = paths_forecast(_paths(), strategy.params)  # a resumed sweep folds the same
+    assert result.forecast.to_json() == again.to_json()
+    k4 = next(x for x in labels if "num_draft_tokens=4" in x and "prompt_lookup_max=2" in x)
+    shape = result.forecast.shapes[k4]["short"]
+    assert shape.mode == "ngram" and shape.acceptance > 2  # the answer repeats the prompt
+    assert 1 < shape.verify_tokens <= 5 and shape.tokens_per_round > 1
