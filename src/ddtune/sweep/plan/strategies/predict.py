@@ -34,9 +34,9 @@ from ddtune.trace.forecast import identity_mismatch, paths_forecast
 from ddtune.trace.round_cost import WORKLOADS, ForwardProbe
 
 PREDICT_LATER = (
-    "; a predicting race plans one bench at a time from the results: the baseline and the "
-    "fewest and most verify tokens first, then only configs the trace says could still win "
-    "(the dominated ones never)"
+    "; a predicting race plans one bench at a time from the results: the baseline first (its "
+    "timed forwards fix what a verify costs), then only configs the forecast says could "
+    "still win (the dominated ones never), to confirm"
 )
 ABOVE_T0 = (
     "A trace predicts T = 0 only; the bench ran at T = {}, so every config raced as in a "
