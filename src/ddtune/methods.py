@@ -41,6 +41,9 @@ from ddtune.errors import UserError
 KnobValue = int | str
 METHOD_ENGINES = ("ddtune", "sglang", "vllm")  # the engines that spell methods
 DRAFTER = "drafter"  # the draft model path, a knob of the methods that need one
+# methods whose rounds follow from the target's T = 0 answers alone (no draft model): a
+# forecast of them needs no trace (`ddtune.trace.ngram`)
+FROM_OUTPUTS = ("ar", "ngram")
 
 
 @dataclass(frozen=True)
@@ -437,6 +440,7 @@ def vllm_reported(config: MethodConfig) -> dict[str, Any] | None:
 __all__ = [
     "ALIASES",
     "DRAFTER",
+    "FROM_OUTPUTS",
     "METHOD_ENGINES",
     "LEGACY",
     "METHODS",

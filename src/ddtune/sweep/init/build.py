@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ddtune.engines import get_engine
 from ddtune.errors import UserError
-from ddtune.methods import METHODS
+from ddtune.methods import FROM_OUTPUTS, METHODS
 from ddtune.sweep.init.method_space import SpaceChoice, method_space
 from ddtune.sweep.init.more_methods import Wanted, running_method, with_methods
 from ddtune.sweep.init.parse import ParsedLaunch, engine_options, find_engine, parse_launch
@@ -140,9 +141,10 @@ def _header(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice) -> 
 
 
 def _sweep_table(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice) -> Table:
+    strategy, why = _strategy(launch, choice)
     values = {
         "name": sweep_name(source, launch),
-        "strategy": "race",
+        "strategy": strategy,
         "tolerance": 0.03,
         "seed": 0,
         "baseline": choice.baseline,
@@ -150,13 +152,40 @@ def _sweep_table(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice
         "max_hours": 12,
     }
     comments = {
-        "strategy": "drops configs that are clearly worse, keeps measuring the close ones",
+        "strategy": why,
         "tolerance": "configs within 3% of the best count as equivalent",
         "baseline": "the config the service runs today",
         "restart_bound": "from the costs below: several benches per start when starts dominate",
         "max_hours": "a cap on the whole sweep",
     }
     return Table("sweep", values, comments)
+
+
+def _strategy(launch: ParsedLaunch, choice: SpaceChoice) -> tuple[str, str]:
+    """ "predict" where nothing but the baseline's own answers is needed to predict (n-gram on an
+    engine that sends token ids), else "race" with what predicting would take."""
+    methods = _methods(choice)
+    if methods <= set(FROM_OUTPUTS) and get_engine(launch.engine).returns_token_ids:
+        return "predict", (
+            "the baseline's T = 0 answers predict every n-gram config; only the ones that "
+            "could win are started, to confirm"
+        )
+    traced = ", ".join(sorted(methods - set(FROM_OUTPUTS)))
+    return "race", (
+        "drops configs that are clearly worse, keeps measuring the close ones; fewer starts: "
+        f'strategy = "predict" with a trace of {traced} (`ddtune trace record --spec SPEC '
+        '--out DIR`, then trace = "DIR")'
+    )
+
+
+def _methods(choice: SpaceChoice) -> set[str]:
+    """The methods of the baseline, the configs and the space (a mode where none is named)."""
+    tables = [choice.baseline, *choice.configs, choice.space]
+    found: set[str] = set()
+    for table in tables:
+        named = table.get("method") or table.get("mode")
+        found |= set(named) if isinstance(named, list) else {named} if named else set()
+    return {str(m) for m in found}
 
 
 def _space_tables(choice: SpaceChoice) -> list[Table]:

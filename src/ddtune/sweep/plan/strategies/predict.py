@@ -16,6 +16,7 @@ import dataclasses
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.engines import get_engine
+from ddtune.methods import FROM_OUTPUTS
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.sweep.plan.costs import TrialCosts
 from ddtune.sweep.plan.predictions import spec_forecast, stored_forecast
@@ -45,7 +46,6 @@ ABOVE_T0 = (
 
 
 PROBE_TOKENS = (1, 2, 4, 8, 16, 32, 64)  # forwards timed on the running baseline
-FROM_OUTPUTS = ("ar", "ngram")  # methods the baseline's own outputs predict (no trace)
 
 
 class Predict(Race):
