@@ -355,7 +355,7 @@ def cmd_canary(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from ddtune.sweep.plan import read_spec
-    from ddtune.sweep.plan_view import plan_view, print_plan
+    from ddtune.sweep.plan_view import plan_text, plan_view
     from ddtune.sweep.run.common import default_store_path
 
     spec = read_spec(args.spec)
@@ -366,7 +366,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)  # a file or pipe: do not fold the tables to 80 columns
-    print_plan(view.document, console)
+    print(plan_text(view.document, console), end="")
     return 0 if view.ok else 2
 
 

@@ -1,7 +1,7 @@
 """`ddtune sweep plan SPEC`: a plan that shows its work, before anything is stopped.
 
     view = plan_view(spec, run_store, costs_from=None, everything=False)
-    print_plan(view.document, console)   # exit 0 if view.ok, else 2: the engine refused one
+    print(plan_text(view.document, console), end="")   # exit 2 unless view.ok
 
 One document (`report.render.document`: sections of paragraphs, lines and tables),
 one small function a section, one tiny renderer (rich, as the other commands print):
@@ -101,7 +101,8 @@ def plan_view(
     checked = check_launches(
         sweep.run_spec.service, planned_launches(sweep.run_spec), run_store.parent.resolve()
     )
-    sections.append(Section("", [Paragraph(line) for line in checked.lines()]))
+    lines = checked.lines()  # the summary, then what it refused and its notes
+    sections.append(Section(lines[0], [Paragraph(line.strip()) for line in lines[1:]]))
     return PlanView(Document(head[0], sections), checked.ok)
 
 
@@ -116,11 +117,22 @@ def limit_lines(sweep: Sweep) -> list[str]:
     """Each cap of the spec and what it cuts; without an estimate, what it does."""
     spec, strategy, costs = sweep.spec, sweep.strategy, sweep.costs
     uncut = None if costs is None else strategy.span(costs, capped=False)
-    lines = []
+    cuts = []
     if spec.max_hours is not None:
-        lines.append(_cut(f"max_hours = {spec.max_hours:g}", uncut, _fits_hours(spec.max_hours)))
+        cuts.append((f"max_hours = {spec.max_hours:g}", _fits_hours(spec.max_hours)))
     if spec.max_trials is not None:
-        lines.append(_cut(f"max_trials = {spec.max_trials}", uncut, _fits_trials(spec.max_trials)))
+        cuts.append((f"max_trials = {spec.max_trials}", _fits_trials(spec.max_trials)))
+    unknown = (
+        "no costs known: set [service] expected_start_s and expected_bench_s"
+        if costs is None
+        else "no estimate of what the sweep needs without it"
+    )
+    lines = [
+        f"[sweep] {cap}: nothing starts past it ({unknown})"
+        if uncut is None
+        else f"[sweep] {cap}: {_cut(uncut, fits)}"
+        for cap, fits in cuts
+    ]
     if strategy.races:
         lines += [
             f"[sweep] repeats = {spec.repeats}: at most {spec.repeats} passes; a race still "
@@ -141,32 +153,29 @@ def _fits_trials(cap: int) -> Fits:
     return (lambda e: e.trials <= cap), (lambda e: f"{e.trials} trials")
 
 
-def _cut(cap: str, uncut: Span | None, fits: Fits) -> str:
-    """'[sweep] max_hours = 3: the median race needs ~5.2 h (a typical landscape): cut
-    there, more than half of races stop at it undecided (...)'."""
-    head = f"[sweep] {cap}: "
-    if uncut is None:
-        return head + "nothing starts past it (no costs to say what the sweep would need)"
+def _cut(uncut: Span, fits: Fits) -> str:
+    """What a cap cuts of the sweep `uncut` would be: 'the median race needs ~5.2 h (a
+    typical landscape): cut there, more than half of races stop at it undecided (...)'."""
     ok, need = fits
     best, median, worst = uncut.best, uncut.median, uncut.worst
     if ok(worst):
-        return head + f"never reached: even the worst case needs {need(worst)}"
+        return f"never reached: even the worst case needs {need(worst)}"
     if median is not None and ok(median):
-        return head + (
+        return (
             f"the median race needs {need(median)} (a typical landscape), within it; a race "
             f"that runs long (the worst case needs {need(worst)}) stops at it undecided"
         )
     if median is not None and ok(best):
-        return head + (
+        return (
             f"the median race needs {need(median)} (a typical landscape): cut there, more "
             f"than half of races stop at it undecided (the best case needs {need(best)})"
         )
     if ok(best):
-        return head + (
+        return (
             f"a race that decides early fits (the best case needs {need(best)}); one that "
             f"runs to its worst case ({need(worst)}) stops at it undecided"
         )
-    return head + f"even the best case needs {need(best)}: every race stops at it undecided"
+    return f"even the best case needs {need(best)}: every race stops at it undecided"
 
 
 # --- Predicted ------------------------------------------------------------------------
@@ -313,7 +322,7 @@ def trials_section(sweep: Sweep, everything: bool) -> Section:
         + (" (baseline)" if t.is_baseline else "")
         for t in trials
     ]
-    blocks: list[Block] = [Bullets(lines if everything else lines[:SHOWN_TRIALS])]
+    blocks: list[Block] = [Bullets(lines if everything else lines[:SHOWN_TRIALS])] if lines else []
     if not everything and len(lines) > SHOWN_TRIALS:
         more = len(lines) - SHOWN_TRIALS
         blocks.append(Paragraph(f"... and {more} more trial(s) (--all lists them)"))
@@ -323,8 +332,16 @@ def trials_section(sweep: Sweep, everything: bool) -> Section:
 # --- the terminal -----------------------------------------------------------------------
 
 
-def print_plan(document: Document, console: Console) -> None:
-    """The document as text: each section's title, then its blocks indented."""
+def plan_text(document: Document, console: Console) -> str:
+    """The document as `console` would print it (styles on a terminal only): each
+    section's title, then its blocks indented. Returned, not printed: the caller's
+    `print` meets a reader that went away (`| head`) as every command does."""
+    with console.capture() as captured:
+        _print(document, console)
+    return captured.get()
+
+
+def _print(document: Document, console: Console) -> None:
     _say(console, Text(document.title))
     for section in document.sections:
         if section.title:
@@ -359,4 +376,4 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> RichTable:
     return table
 
 
-__all__ = ["SHOWN", "SHOWN_TRIALS", "PlanView", "plan_view", "print_plan"]
+__all__ = ["SHOWN", "SHOWN_TRIALS", "PlanView", "plan_text", "plan_view"]
