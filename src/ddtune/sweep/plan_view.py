@@ -338,7 +338,7 @@ def plan_text(document: Document, console: Console) -> str:
     `print` meets a reader that went away (`| head`) as every command does."""
     with console.capture() as captured:
         _print(document, console)
-    return captured.get()
+    return "".join(line.rstrip() + "\n" for line in captured.get().splitlines())
 
 
 def _print(document: Document, console: Console) -> None:
