@@ -198,7 +198,7 @@ def path_lines(sweep: Sweep, path: PredictedPath | None) -> list[str]:
     """Predict, then confirm against the race (or the line that would take that path)."""
     spec = sweep.spec
     if path is None:
-        return [f"no prediction path: {unpredictable(spec)}"]
+        return [f"no prediction path: {unpredictable(spec, sweep.forecast)}"]
     word = restart_word(spec)
     starts = f"{len(path.starts)} {word}"
     cost = starts if path.estimate is None else f"~{starts}, ~{_hours(path.estimate)}"
@@ -219,11 +219,14 @@ def path_lines(sweep: Sweep, path: PredictedPath | None) -> list[str]:
 
 def _span_words(sweep: Sweep) -> str:
     """'the restart-bound race: ~15 restarts, ~2 min (median), ~30 min at worst'."""
-    costs = sweep.costs
-    span = None if costs is None else sweep.strategy.span(costs)
-    name = "the restart-bound race" if sweep.mode.restart_bound else f"this {sweep.spec.strategy}"
+    costs, strategy = sweep.costs, sweep.strategy
+    span = None if costs is None else strategy.span(costs)
+    name = "this search" if strategy.searches else f"this {sweep.spec.strategy}"
+    name = "the restart-bound race" if sweep.mode.restart_bound else name
+    if costs is None:
+        return f"{name} (no costs: set [service] expected_start_s and expected_bench_s)"
     if span is None:
-        return f"{name} (no estimate: set [service] expected_start_s and expected_bench_s)"
+        return f"{name} (no estimate of its length)"
     word = restart_word(sweep.spec)
     if span.median is not None and span.median != span.worst:
         median = span.median

@@ -79,3 +79,14 @@ def test_a_trace_predicts_t0_only(spec_text, extra, service, why):
     assert unpredictable(spec) == (None if why is None else why + " only")
     found = predicted_path(spec, _forecast(spec), COSTS)
     assert (found is None) is (why is not None)
+
+
+def test_a_trace_of_the_baseline_alone_gives_no_path(spec_text):
+    spec = spec_text.parse(SPEC)
+    full = _forecast(spec)
+    only = Forecast({"ar": full.shapes["ar"]}, {"ar": 1.0}, full.cost)
+    assert unpredictable(spec, only) == (
+        "the trace predicts none of the sweep's configs but the baseline"
+    )
+    assert predicted_path(spec, only, COSTS) is None
+    assert unpredictable(spec, full) is None

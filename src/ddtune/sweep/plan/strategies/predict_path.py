@@ -42,10 +42,13 @@ class PredictedPath:
     estimate: Estimate | None  # None without costs
 
 
-def unpredictable(spec: SweepSpec) -> str | None:
-    """Why strategy "predict" could not predict this sweep; None when it could."""
+def unpredictable(spec: SweepSpec, forecast: Forecast | None = None) -> str | None:
+    """Why strategy "predict" could not predict this sweep (from `forecast`, where given);
+    None when it could."""
     if spec.trace is None:
         return "the spec has no [sweep] trace"
+    if forecast is not None and not _predicts_a_config(spec, forecast):
+        return "the trace predicts none of the sweep's configs but the baseline"
     if spec.bench.temperature != 0:
         return f"the bench runs at T = {spec.bench.temperature:g}; a trace predicts T = 0 only"
     if spec.cluster.backend != "local":
@@ -59,7 +62,7 @@ def predicted_path(
     spec: SweepSpec, forecast: Forecast, costs: TrialCosts | None
 ) -> PredictedPath | None:
     """Strategy predict's starts for `spec` from `forecast`; None where it cannot predict."""
-    if unpredictable(spec) is not None:
+    if unpredictable(spec, forecast) is not None:
         return None
     race = _first_pass(spec, forecast, costs)
     starts = [(x, _pin_role(x, race, forecast)) for x in race.pinned]
@@ -72,6 +75,10 @@ def predicted_path(
     kept = bool(predicted)  # the config that could be the fastest keeps its start
     estimate = None if costs is None else _estimate(race, len(starts), kept, costs)
     return PredictedPath(tuple(starts), never, estimate)
+
+
+def _predicts_a_config(spec: SweepSpec, forecast: Forecast) -> bool:
+    return any(c.label() in forecast.shapes for c, base in spec.all_configs() if not base)
 
 
 def _first_pass(spec: SweepSpec, forecast: Forecast, costs: TrialCosts | None) -> PredictRace:
