@@ -92,13 +92,20 @@ def _add_canary(actions: argparse._SubParsersAction) -> None:
 
 
 def _add_plan(actions: argparse._SubParsersAction) -> None:
-    """`sweep plan SPEC [--costs-from PREV] [--store RUN]`."""
+    """`sweep plan SPEC [--costs-from PREV] [--store RUN] [--all]`."""
     plan = actions.add_parser(
         "plan",
-        help="the trials in order, the restarts, the expected duration of a spec and the "
-        "engine's check of every launch command (exit 2 when it refuses one)",
+        help="how a spec runs, its restarts and hours, the limits it cuts at, the configs "
+        "and trials, and the engine's check of every launch command (exit 2 when it refuses "
+        "one)",
     )
     plan.add_argument("spec", help="sweep spec (TOML)")
+    plan.add_argument(
+        "--all",
+        action="store_true",
+        help="list every config and every trial planned (default: the first 20 configs and "
+        "30 trials, and a count of the rest)",
+    )
     plan.add_argument(
         "--costs-from",
         dest="store",
@@ -347,47 +354,20 @@ def cmd_canary(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from ddtune.services.engine_check import check_launches
-    from ddtune.sweep.checks import check_before_stopping, planned_launches
-    from ddtune.sweep.plan import prepare, read_spec
-    from ddtune.sweep.plan.costs import bench_text, restart_word
-    from ddtune.sweep.plan.predictions import predicted_lines
+    from ddtune.sweep.plan import read_spec
+    from ddtune.sweep.plan_view import plan_text, plan_view
     from ddtune.sweep.run.common import default_store_path
-    from ddtune.sweep.store.db import Store
 
     spec = read_spec(args.spec)
     _print_notes(spec)
-    # where `sweep run` writes: it must be writable
     run_store = Path(args.run_store) if args.run_store else default_store_path(spec)
-    check_before_stopping(spec, run_store)  # every mistake a spec can hold: exit 2
-    path = Path(args.store) if args.store else run_store  # the costs: read only
-    if args.store and not path.is_file():
-        print(
-            f"note: --costs-from {path}: no sweep store there; the plan uses default costs",
-            file=sys.stderr,
-        )
-    store = Store(path, create=False, read_only=True) if path.is_file() else None
-    try:
-        sweep = prepare(spec, store)
-        print(sweep.estimate_text())
-        print(bench_text(spec, sweep.costs))
-        if sweep.forecast is not None:
-            print("\n".join(predicted_lines(spec, sweep.forecast, store)))
-    finally:
-        if store is not None:
-            store.close()
-    spec, trials = sweep.run_spec, sweep.plan
-    restarts = sum(1 for t in trials if (t.repeat - 1) % spec.passes_per_start == 0)
-    later = sweep.strategy.later
-    print(f"planned now: {len(trials)} trial(s), {restarts} {restart_word(spec)}" + later)
-    for t in trials:
-        print(
-            f"  {t.order_index + 1:4d}  pass {t.repeat:<3d} {t.config.label()}"
-            + (" (baseline)" if t.is_baseline else "")
-        )
-    checked = check_launches(spec.service, planned_launches(spec), run_store.parent.resolve())
-    print("\n".join(checked.lines()))
-    return 0 if checked.ok else 2
+    costs_from = Path(args.store) if args.store else None
+    view = plan_view(spec, run_store, costs_from, everything=args.all)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # a file or pipe: do not fold the tables to 80 columns
+    print(plan_text(view.document, console), end="")
+    return 0 if view.ok else 2
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -9,7 +9,8 @@
 `spec/` (the TOML spec), `checks/` (every check before the first stop), `plan/`
 (the strategies, the race engines, costs; `read_spec` checks a spec with the
 strategy table), `run/` (the trial loop, local or on Ray slots), `store/` (SQLite);
-`status`, `export`, `reporting` (read a store; the live report), `watch/`
+`status`, `export`, `reporting` (read a store; the live report), `plan_view`
+(`sweep plan`: how a spec runs and what it costs, before the first stop), `watch/`
 (`sweep watch`: a live page over a read-only store), `apply` (`sweep apply`:
 make a config the service's own), `cleanup`, `demo`; the CLI is `ddtune.cli.sweep`.
 The names are imported on first use, so `ddtune --help` stays fast.

@@ -12,6 +12,7 @@ See docs/sweeps.md "Sweep" and its "Restart-bound races".
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
@@ -49,12 +50,22 @@ class Estimate:
         return self.seconds / 3600
 
 
+@dataclass(frozen=True)
+class Span:
+    """How long a sweep may run: its best and worst case, and the median case where the
+    cost model has one (a restart-bound race's expected case); a grid's are all one."""
+
+    best: Estimate
+    worst: Estimate
+    median: Estimate | None = None
+
+
 def estimate(starts: int, costs: TrialCosts, passes_per_start: int = 1) -> Estimate:
     """`starts` server starts, each benched `passes_per_start` times."""
-    return _timed(starts, starts * passes_per_start, costs)
+    return timed(starts, starts * passes_per_start, costs)
 
 
-def _timed(starts: int, benches: int, costs: TrialCosts) -> Estimate:
+def timed(starts: int, benches: int, costs: TrialCosts) -> Estimate:
     """`starts` restarts and `benches` benches (one trial each) at `costs`."""
     return Estimate(benches, starts, benches, starts * costs.start_s + benches * costs.bench_s)
 
@@ -69,7 +80,7 @@ def grid_estimate(
     """
     starts = configs * -(-passes // passes_per_start)
     benches = configs * passes
-    return _timed(starts, benches, costs)
+    return timed(starts, benches, costs)
 
 
 def race_estimates(
@@ -143,7 +154,7 @@ def _capped(
         fraction = max_hours * 3600 / seconds
     if fraction < 1.0:  # whole trials that fit under the cap
         starts, benches = max(1, int(starts * fraction)), max(1, int(benches * fraction))
-    return _timed(starts, benches, costs)
+    return timed(starts, benches, costs)
 
 
 def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:
@@ -266,11 +277,22 @@ def race_settings(spec: SweepSpec) -> RaceSettings:
 
 def race_cases(spec: SweepSpec, costs: TrialCosts, configs: int) -> dict[str, Estimate]:
     """A race of `configs` configs: its best case (it decides at `min_repeats`), its worst."""
+    span = race_span(spec, costs, configs)
+    return {"race, best case": span.best, "race, worst case": span.worst}
+
+
+def race_span(spec: SweepSpec, costs: TrialCosts, configs: int) -> Span:
+    """`race_cases` as a `Span` (a pass-by-pass race has no median case)."""
     k = spec.passes_per_start
     best, worst = race_estimates(
         configs, spec.min_repeats // k, spec.repeats // k, costs, k, spec.max_trials, spec.max_hours
     )
-    return {"race, best case": best, "race, worst case": worst}
+    return Span(best, worst)
+
+
+def uncapped(spec: SweepSpec) -> SweepSpec:
+    """`spec` without `max_trials` and `max_hours`: what its sweep would need uncut."""
+    return dataclasses.replace(spec, max_trials=None, max_hours=None)
 
 
 def race_more(
@@ -314,6 +336,7 @@ def format_duration(seconds: float) -> str:
 __all__ = [
     "RACE_ALPHA",
     "Estimate",
+    "Span",
     "TrialCosts",
     "bench_text",
     "estimate",
@@ -326,7 +349,10 @@ __all__ = [
     "race_estimates",
     "race_more",
     "race_settings",
+    "race_span",
     "restart_word",
     "start_race_estimates",
+    "timed",
     "trial_costs",
+    "uncapped",
 ]

@@ -3,7 +3,7 @@ measurements, and what strategy "predict" decides from.
 
     forecast = spec_forecast(spec)                  # the trace read and checked (UserError: exit 2)
     forecast = stored_forecast(spec, mode)          # the one kept with the sweep, else the trace's
-    lines = predicted_lines(spec, forecast, store)  # `sweep plan`: τ, tok/s, the dominated
+    shown = plan_predictions(spec, forecast, store)  # `sweep plan`: τ, tok/s, the dominated
     traced_context(spec, forecast, store, id, ctx)  # the report of a grid or a race with a trace
 
 A trace predicts only the requests its bench sends (`check_requests`) and the
@@ -14,6 +14,7 @@ a cost model of measured trials (`ddtune.trace.round_cost`). See docs/traces.md.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ddtune.engines import get_engine
@@ -57,18 +58,36 @@ def trace_binding(spec: SweepSpec) -> list[str]:
     return bind_trace(read_header(Path(spec.trace)), spec_models(spec), spec.trace)
 
 
-def predicted_lines(spec: SweepSpec, forecast: Forecast, store: Store | None) -> list[str]:
+@dataclass(frozen=True)
+class ConfigPrediction:
+    """One config as `sweep plan` shows it: its predicted τ, its tok/s once a store of the
+    same service measured trials, and the config that dominates it (never started)."""
+
+    label: str
+    tau: float | None
+    tps: str | None  # "123.4 [100.0, 140.2]": the round-cost model's 95% interval
+    dominated_by: str | None
+
+
+@dataclass(frozen=True)
+class PlanPredictions:
+    source: str  # what the figures come from, in words
+    configs: list[ConfigPrediction]  # the best predicted first
+    note: str | None = None  # why the sweep races anyway (above T = 0)
+
+
+def plan_predictions(spec: SweepSpec, forecast: Forecast, store: Store | None) -> PlanPredictions:
     """`sweep plan` of a spec with a trace: every config's predicted τ and, once a store of
-    the same service has measured trials, its tok/s; the dominated ones."""
+    the same service has measured trials, its tok/s, ranked; the dominated ones."""
     observations = store_observations(store, forecast) if store is not None else []
     model = CostModel(forecast.shapes, observations, spec.seed)
     labels = [c.label() for c, _ in spec.all_configs()]
-    head = f"predicted from the trace {spec.trace} (T = 0"
-    head += (
+    source = f"predicted from the trace {spec.trace} (T = 0"
+    source += (
         f"; tok/s from a round-cost model of {len(observations)} measured start-workload(s) "
-        f"in {store.path}):"
+        f"in {store.path})"
         if observations and store is not None
-        else "; tok/s once trials are measured: ranked by tau, the acceptance length):"
+        else "; tok/s once trials are measured: ranked by tau, the acceptance length)"
     )
 
     def key(x: str) -> float:
@@ -76,19 +95,19 @@ def predicted_lines(spec: SweepSpec, forecast: Forecast, store: Store | None) ->
             return -model.interval(x, spec.objective).point
         return -(forecast.acceptance.get(x) or 1.0)
 
-    lines = [head]
-    for label in sorted(labels, key=key):
-        tau = forecast.acceptance.get(label)
-        text = f"  {label:<28} tau {'-' if tau is None else f'{tau:.2f}':>5}"
-        if observations:
-            text += f"  {model.interval(label, spec.objective).text()} tok/s"
-        better = next((a for a in labels if forecast.dominates(a, label)), None)
-        if better is not None:
-            text += f"  (dominated by {better}: never faster, never started by predict)"
-        lines.append(text)
+    rows = [
+        ConfigPrediction(
+            label,
+            forecast.acceptance.get(label),
+            model.interval(label, spec.objective).text() if observations else None,
+            next((a for a in labels if forecast.dominates(a, label)), None),
+        )
+        for label in sorted(labels, key=key)
+    ]
+    note = None
     if spec.bench.temperature != 0:
-        lines.append("  the bench is not at T = 0: a trace predicts T = 0 only, so the sweep races")
-    return lines
+        note = "the bench is not at T = 0: a trace predicts T = 0 only, so the sweep races"
+    return PlanPredictions(source, rows, note)
 
 
 def traced_context(
@@ -126,7 +145,9 @@ def store_observations(
 
 
 __all__ = [
-    "predicted_lines",
+    "ConfigPrediction",
+    "PlanPredictions",
+    "plan_predictions",
     "spec_forecast",
     "store_observations",
     "stored_forecast",

@@ -9,7 +9,8 @@
     optuna         a search over `[space]` ranges, then a race over its best configs
     predict        a trace predicts; a restart-bound race starts only who could win
 
-`base.Strategy` is what each is, with the defaults. A new strategy is one module
+`base.Strategy` is what each is, with the defaults; `predict_path` is what strategy
+predict would start for any spec with a trace (`sweep plan` prints it beside the race). A new strategy is one module
 here and one line in the table; the spec parser asks the table for the rules of
 the strategy a spec names (`spec/checks.StrategyRules`), so nothing outside this
 package asks which strategy a sweep runs.

@@ -16,6 +16,9 @@ A strategy owns its rules and, bound to one sweep, its plan:
         bench_for(trial, matrix)   what a trial's bench measures (default: `[bench]` as written)
         outcome()                  how it ended, in words
         estimates(costs)           named cases of trials, restarts and seconds
+        span(costs, capped)        its best, median (where known) and worst case, capped
+                                   at max_trials / max_hours or not (`sweep plan`'s limits)
+        how_it_runs()              how it spends its starts, in the user's words
         blocked(sweep) / context(store, sweep) / eta_more(...): the report and the live page
 
 A subclass overrides what differs. A new strategy is one module beside this one
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.records import SweepContext
-from ddtune.sweep.plan.costs import Estimate, TrialCosts
+from ddtune.sweep.plan.costs import Estimate, Span, TrialCosts
 from ddtune.sweep.spec.checks import fail
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.spec.schema import SpecDocument, SweepTable
@@ -110,6 +113,15 @@ class Strategy:
     def estimates(self, costs: TrialCosts) -> dict[str, Estimate]:
         return {}
 
+    def span(self, costs: TrialCosts, capped: bool = True) -> Span | None:
+        """Its best, median and worst case at `costs`, within the spec's `max_trials` and
+        `max_hours` (`capped`) or without them; None where it cannot tell (a search)."""
+        return None
+
+    def how_it_runs(self) -> list[str]:
+        """How it spends its starts, in sentences a user reads before the first stop."""
+        return []
+
     def blocked(self, sweep: SweepRow) -> bool:
         """Does the report analyse this sweep's passes as blocks (configs measured together)?"""
         return self.spec.order == "interleaved"
@@ -130,6 +142,52 @@ def run_spec(spec: SweepSpec, mode: SweepMode) -> SweepSpec:
     if not mode.restart_bound:
         return spec
     return dataclasses.replace(spec, passes_per_start=mode.most_benches)
+
+
+def start_words(spec: SweepSpec) -> str:
+    """What one start of a config is, for this service."""
+    if spec.service.control == "hot":
+        return "the server takes the config in place (a hot reconfigure, no restart)"
+    return "the service is stopped, started with the config and proven to serve it"
+
+
+def order_words(spec: SweepSpec) -> str:
+    """How the trials of a pass are ordered (`[sweep] order`), and what that buys."""
+    if spec.interleave == "request":
+        return (
+            "Each pass runs on one server, its configs taking turns request by request "
+            "(hot reconfigures), so every config sees the same moments of the machine."
+        )
+    if spec.order == "sequential":
+        return (
+            'Config by config (order = "sequential"): a slow stretch of the machine lands '
+            "on whole configs, so the report compares them as independent samples."
+        )
+    if spec.order == "random":
+        return f'All trials in one shuffle (order = "random", seed {spec.seed}).'
+    return (
+        f"Each pass runs every config once, in a shuffle of its own (seed {spec.seed}); "
+        "configs are compared within a pass, so a slow stretch of the machine hits a "
+        "pass's configs alike."
+    )
+
+
+def bench_words(spec: SweepSpec) -> list[str]:
+    """How a pass's configs get their starts and benches (none with request turns)."""
+    if spec.interleave == "request":
+        return []
+    k = spec.passes_per_start
+    if k == 1:
+        return [f"Every trial gets a start of its own: {start_words(spec)}, then one bench."]
+    return [
+        f"A start serves {k} consecutive passes of its config (passes_per_start = {k}): "
+        f"{start_words(spec)}, then {k} benches; benches of one start share its state."
+    ]
+
+
+def baseline_words(spec: SweepSpec) -> str:
+    """', the baseline (ar) among them' (nothing without a baseline)."""
+    return "" if spec.baseline is None else f", the baseline ({spec.baseline.label()}) among them"
 
 
 def refuse_search_settings(doc: SpecDocument) -> None:
@@ -160,7 +218,11 @@ __all__ = [
     "RACE_ONLY",
     "RACE_REPEATS",
     "Strategy",
+    "baseline_words",
+    "bench_words",
     "in_passes",
+    "order_words",
     "refuse_search_settings",
     "run_spec",
+    "start_words",
 ]

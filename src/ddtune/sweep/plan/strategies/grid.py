@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from ddtune.sweep.plan.costs import Estimate, TrialCosts, grid_estimate
-from ddtune.sweep.plan.strategies.base import RACE_ONLY, Strategy
+from ddtune.sweep.plan.costs import Estimate, Span, TrialCosts, grid_estimate
+from ddtune.sweep.plan.strategies.base import (
+    RACE_ONLY,
+    Strategy,
+    baseline_words,
+    bench_words,
+    order_words,
+)
 from ddtune.sweep.plan.trial_order import plan_trials
 from ddtune.sweep.spec.checks import fail, passes_divide
 from ddtune.sweep.spec.schema import SpecDocument, SweepTable
@@ -36,6 +42,17 @@ class Grid(Strategy):
         spec = self.spec
         n, k = len(spec.all_configs()), spec.passes_per_start
         return {"grid": grid_estimate(n, spec.repeats, costs, k)}
+
+    def span(self, costs: TrialCosts, capped: bool = True) -> Span:
+        """A grid runs what it plans: its best, median and worst case are one."""
+        grid = self.estimates(costs)["grid"]
+        return Span(grid, grid, grid)
+
+    def how_it_runs(self) -> list[str]:
+        spec = self.spec
+        n = len(spec.all_configs())
+        head = f"Every config in every pass: {spec.repeats} passes of {n} configs"
+        return [head + baseline_words(spec) + ".", order_words(spec), *bench_words(spec)]
 
 
 __all__ = ["Grid"]

@@ -152,6 +152,18 @@ class Optuna(Strategy):
             f"confirm {key}": value for key, value in race_cases(spec, costs, confirmed).items()
         }
 
+    def how_it_runs(self) -> list[str]:
+        spec, optuna = self.spec, self.spec.optuna
+        assert optuna is not None  # checked by parse_spec
+        base = " and the baseline" if spec.baseline is not None else ""
+        return [
+            "A search: Optuna proposes one config at a time from the [space] ranges and the "
+            f"results so far, up to {optuna.n_trials} trials, each a start and a bench of its "
+            "own.",
+            f"Then its best {optuna.confirm_top}{base} race pass by pass to confirm the answer "
+            f"(sweep {spec.name}{CONFIRM_SUFFIX} in the store).",
+        ]
+
     def blocked(self, sweep: SweepRow) -> bool:
         """Search trials are one per proposal (Welch); the confirming race is blocked."""
         return self.spec.order == "interleaved" and _confirms(sweep)

@@ -157,6 +157,22 @@ class PredictingRace(RestartBoundRace):
             forecast=forecast if self.forecast is None else None,
         )
 
+    def pass_words(self) -> list[str]:
+        """`sweep plan`: who starts, in the user's words (`RestartBoundRace.how_it_runs`)."""
+        return [
+            "Predict, then confirm (T = 0): the trace fixes every config's acceptance; what a "
+            "round costs is learned from the starts. A config another one dominates (as many "
+            "tokens a round or more on every workload, a round as cheap or cheaper) never "
+            "starts.",
+            "Pass 1 starts the baseline, then the configs with the fewest and the most verify "
+            "tokens (they fix what a round costs), then always the config that could be the "
+            "fastest by the prediction; a config that cannot beat the measured leader never "
+            "starts.",
+            "A config measured as predicted needs no second start; a miss corrects the "
+            "predictions and costs a start or two, never a full race. Later passes start "
+            "again only the close contenders.",
+        ]
+
     def context(self, store: Store, sweep: SweepRow) -> SweepContext:
         context = super().context(store, sweep)
         race = self.state()

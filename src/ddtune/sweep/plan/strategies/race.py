@@ -19,11 +19,26 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext
-from ddtune.sweep.plan.costs import Estimate, TrialCosts, race_cases, race_more, race_settings
+from ddtune.sweep.plan.costs import (
+    Estimate,
+    Span,
+    TrialCosts,
+    race_cases,
+    race_more,
+    race_settings,
+    race_span,
+    uncapped,
+)
 from ddtune.sweep.plan.fold import Finished
 from ddtune.sweep.plan.passes import pass_results
 from ddtune.sweep.plan.races.by_pass import RaceState, replay
-from ddtune.sweep.plan.strategies.base import Strategy, in_passes, refuse_search_settings
+from ddtune.sweep.plan.strategies.base import (
+    Strategy,
+    bench_words,
+    in_passes,
+    order_words,
+    refuse_search_settings,
+)
 from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace, race_mode
 from ddtune.sweep.plan.trial_order import plan_block, plan_trials
 from ddtune.sweep.spec.checks import passes_divide
@@ -118,6 +133,25 @@ class Race(Strategy):
 
     def estimates(self, costs: TrialCosts) -> dict[str, Estimate]:
         return race_cases(self.spec, costs, len(self.configs))
+
+    def span(self, costs: TrialCosts, capped: bool = True) -> Span:
+        return race_span(self.spec if capped else uncapped(self.spec), costs, len(self.configs))
+
+    def how_it_runs(self) -> list[str]:
+        spec, settings = self.spec, self.settings
+        baseline = ", and the baseline," if spec.baseline is not None else ""
+        first = settings.min_passes * spec.passes_per_start
+        return [
+            f"A race, pass by pass ({self.mode.reason}): each pass runs every config still "
+            f"in the race{baseline} once.",
+            order_words(spec),
+            *bench_words(spec),
+            f"The first {first} passes run every config; after each later pass a config "
+            "clearly slower than the leader leaves (a paired test within passes, corrected "
+            "for the number of comparisons).",
+            f"It stops when one config is left, when the rest are within {spec.tolerance:.0%} "
+            f"of the leader (a tie), or after {spec.repeats} passes.",
+        ]
 
     def context(self, store: Store, sweep: SweepRow) -> SweepContext:
         """Replayed over the sweep's own configs, in the order its trials first ran."""

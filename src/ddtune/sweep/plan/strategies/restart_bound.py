@@ -35,15 +35,17 @@ from ddtune.report.summarize import cost_key
 from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.costs import (
     Estimate,
+    Span,
     TrialCosts,
     race_cases,
     race_more,
     start_race_estimates,
+    uncapped,
 )
 from ddtune.sweep.plan.fold import Finished
 from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace, StartSettings, prior_benches
-from ddtune.sweep.plan.strategies.base import Strategy
+from ddtune.sweep.plan.strategies.base import Strategy, start_words
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, trial_times
@@ -124,6 +126,30 @@ class RestartBoundRace(Strategy):
             for key, value in race_cases(spec, costs, len(spec.all_configs())).items()
         }
 
+    def span(self, costs: TrialCosts, capped: bool = True) -> Span:
+        return start_span(self.spec if capped else uncapped(self.spec), costs, self.mode)
+
+    def how_it_runs(self) -> list[str]:
+        spec, most = self.spec, self.settings.most_benches
+        return [
+            f"Restart-bound ({self.mode.reason}): every config that starts gets its own server "
+            f"start ({start_words(spec)}), benched 1 to {most} times as the race sees fit.",
+            "Benches within one start are not independent (they share that start's state), "
+            "so the race judges configs by their starts and measures the spread between starts.",
+            *self.pass_words(),
+            "Only a leader seen on 2 starts or more makes others leave. It stops when one "
+            f"config is left, when the rest are within {spec.tolerance:.0%} of the leader (a "
+            f"tie), or after {spec.repeats} passes.",
+        ]
+
+    def pass_words(self) -> list[str]:
+        """Who starts in which pass (`how_it_runs`)."""
+        return [
+            f"Pass 1 starts every config once, in a shuffle (seed {self.spec.seed}); later "
+            "passes start again only the configs still close to the leader. A config leaves "
+            "as soon as it is clearly behind, even in the middle of its start."
+        ]
+
     def context(self, store: Store, sweep: SweepRow) -> SweepContext:
         """Its verdict, who left when and why, and the starts and benches each config got."""
         race = self.state(store, sweep["id"])
@@ -192,10 +218,17 @@ def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
 
 def start_cases(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
     """A restart-bound race's best case, expected (median) and worst case."""
+    span = start_span(spec, costs, mode)
+    cases = {"best case": span.best, "expected (median)": span.median, "worst case": span.worst}
+    return {f"restart-bound race, {name}": e for name, e in cases.items() if e is not None}
+
+
+def start_span(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> Span:
+    """`start_cases` as a `Span`: its expected case is the median (a typical landscape)."""
     settings = start_settings(
         spec, dataclasses.replace(mode, start_s=costs.start_s, bench_s=costs.bench_s)
     )
-    cases = start_race_estimates(
+    best, expected, worst = start_race_estimates(
         len(spec.all_configs()),
         costs,
         prior_benches(settings),
@@ -203,8 +236,7 @@ def start_cases(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str
         settings.max_passes,
         (settings.max_trials, settings.max_hours),
     )
-    names = ("best case", "expected (median)", "worst case")
-    return {f"restart-bound race, {name}": e for name, e in zip(names, cases, strict=True)}
+    return Span(best, worst, expected)
 
 
 def race_mode(spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
@@ -269,4 +301,5 @@ __all__ = [
     "race_mode",
     "start_cases",
     "start_settings",
+    "start_span",
 ]

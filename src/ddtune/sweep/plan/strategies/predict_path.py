@@ -1,0 +1,120 @@
+"""What strategy "predict" would spend on a sweep, read before any start: the predicting
+race's first pass as its own rules open it (`races/predicting.py`), at the sweep's costs.
+
+    path = predicted_path(spec, forecast, costs)   # None: a trace cannot predict this sweep
+    path.starts      # (label, why it starts), in the order they start
+    path.never       # label -> the config that dominates it: never started
+    path.estimate    # its starts, benches and seconds (None without costs)
+    unpredictable(spec)                            # why not, in words (None: it can)
+
+The figures hold when the predictions do: every config started is confirmed by its
+first start. A miss corrects the predictions and costs a start or two more; at worst
+the sweep runs as the restart-bound race would. `sweep plan` prints them beside the
+race's (`sweep/plan_view.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ddtune.sweep.plan.costs import Estimate, TrialCosts, timed
+from ddtune.sweep.plan.races.by_start import prior_benches
+from ddtune.sweep.plan.races.predicting import PredictRace
+from ddtune.sweep.plan.strategies.restart_bound import start_settings
+from ddtune.sweep.spec.parse import SweepSpec
+from ddtune.sweep.store.modes import SweepMode
+from ddtune.trace.forecast import Forecast
+
+BASELINE_ROLE = "the baseline: what a plain step costs"
+FEWEST_ROLE = "the fewest verify tokens: fixes what a round costs"
+MOST_ROLE = "the most verify tokens: fixes what a round costs"
+ONLY_ROLE = "fixes what a round costs"
+BEST_ROLE = "could be the fastest, by the prediction"
+UNKNOWN_ROLE = "the trace does not predict it: it gets a start as in a race"
+
+
+@dataclass(frozen=True)
+class PredictedPath:
+    """The starts of predict, then confirm, when its predictions hold."""
+
+    starts: tuple[tuple[str, str], ...]  # (label, why it starts), in order
+    never: dict[str, str]  # label -> the config that dominates it
+    estimate: Estimate | None  # None without costs
+
+
+def unpredictable(spec: SweepSpec, forecast: Forecast | None = None) -> str | None:
+    """Why strategy "predict" could not predict this sweep (from `forecast`, where given);
+    None when it could."""
+    if spec.trace is None:
+        return "the spec has no [sweep] trace"
+    if forecast is not None and not _predicts_a_config(spec, forecast):
+        return "the trace predicts none of the sweep's configs but the baseline"
+    if spec.bench.temperature != 0:
+        return f"the bench runs at T = {spec.bench.temperature:g}; a trace predicts T = 0 only"
+    if spec.cluster.backend != "local":
+        return "the ray backend does not reuse a start"
+    if spec.interleave == "request":
+        return 'interleave = "request" shares one server among a pass\'s configs'
+    return None
+
+
+def predicted_path(
+    spec: SweepSpec, forecast: Forecast, costs: TrialCosts | None
+) -> PredictedPath | None:
+    """Strategy predict's starts for `spec` from `forecast`; None where it cannot predict."""
+    if unpredictable(spec, forecast) is not None:
+        return None
+    race = _first_pass(spec, forecast, costs)
+    starts = [(x, _pin_role(x, race, forecast)) for x in race.pinned]
+    rest = [x for x in race.queue if x not in race.pinned]
+    predicted = [x for x in rest if x in forecast.shapes]
+    if predicted:
+        starts.append((predicted[0], BEST_ROLE))
+    starts += [(x, UNKNOWN_ROLE) for x in rest if x not in forecast.shapes]
+    never = {x: _dominating(x, race.contenders, forecast) for x in race.left_out}
+    kept = bool(predicted)  # the config that could be the fastest keeps its start
+    estimate = None if costs is None else _estimate(race, len(starts), kept, costs)
+    return PredictedPath(tuple(starts), never, estimate)
+
+
+def _predicts_a_config(spec: SweepSpec, forecast: Forecast) -> bool:
+    return any(c.label() in forecast.shapes for c, base in spec.all_configs() if not base)
+
+
+def _first_pass(spec: SweepSpec, forecast: Forecast, costs: TrialCosts | None) -> PredictRace:
+    """The predicting race as it opens, before any start (its pass 1 ordered)."""
+    start_s, bench_s = (costs.start_s, costs.bench_s) if costs is not None else (None, None)
+    mode = SweepMode(True, "", start_s, bench_s, spec.restart_bound.most_benches)
+    labels = tuple(config.label() for config, _ in spec.all_configs())
+    baseline = spec.baseline.label() if spec.baseline is not None else None
+    settings = start_settings(spec, mode)
+    return PredictRace(labels, baseline, settings, spec.seed, forecast=forecast)
+
+
+def _pin_role(label: str, race: PredictRace, forecast: Forecast) -> str:
+    if label == race.baseline:
+        return BASELINE_ROLE
+    tokens = {x: _verify_tokens(x, forecast) for x in race.pinned if x != race.baseline}
+    if len(tokens) == 1:
+        return ONLY_ROLE
+    return FEWEST_ROLE if tokens[label] == min(tokens.values()) else MOST_ROLE
+
+
+def _verify_tokens(label: str, forecast: Forecast) -> int:
+    return max(shape.verify_tokens for shape in forecast.shapes[label].values())
+
+
+def _dominating(label: str, labels: tuple[str, ...], forecast: Forecast) -> str:
+    known = [x for x in labels if x in forecast.shapes and label in forecast.shapes]
+    return next((x for x in known if forecast.dominates(x, label)), "another config")
+
+
+def _estimate(race: PredictRace, starts: int, kept: bool, costs: TrialCosts) -> Estimate:
+    """Each start benched as a start of pass 1 is before any data; the config that could
+    be the fastest (`kept`) gets every bench a start may hold (a close call)."""
+    per_start = prior_benches(race.settings)
+    extra = race.settings.most_benches - per_start if kept else 0
+    return timed(starts, starts * per_start + extra, costs)
+
+
+__all__ = ["PredictedPath", "predicted_path", "unpredictable"]
