@@ -20,8 +20,8 @@ def test_every_registered_name_gives_its_kind():
 
 
 @pytest.mark.parametrize("name", ["tgi", "", "SGLANG", ["ddtune"]])
-def test_unknown_kind_names_the_allowed_ones(name):
-    with pytest.raises(UserError, match="unknown server kind .*ddtune, sglang, vllm, openai"):
+def test_an_unknown_engine_names_the_allowed_ones(name):
+    with pytest.raises(UserError, match="unknown engine .*ddtune, sglang, vllm, openai"):
         get_engine(name)
 
 

@@ -36,7 +36,7 @@ def get_engine(name: str) -> ServerEngine:
         return _ENGINES[name]()
     except (KeyError, TypeError):
         raise UserError(
-            f"unknown server kind {name!r}; expected one of {', '.join(ENGINES)}"
+            f"unknown engine {name!r}; expected one of {', '.join(ENGINES)}"
         ) from None
 
 

@@ -51,6 +51,7 @@ from ddtune.sweep.plan.costs import Estimate, Span, bench_text, format_duration,
 from ddtune.sweep.plan.predictions import PlanPredictions, plan_predictions
 from ddtune.sweep.plan.strategies.predict_path import (
     PredictedPath,
+    outputs_path,
     predicted_path,
     unpredictable,
 )
@@ -186,12 +187,33 @@ def predicted_sections(sweep: Sweep, store: Store | None, everything: bool) -> l
     predictions; without one, the configs alone."""
     forecast = sweep.forecast
     if forecast is None:
-        return [configs_section(sweep, None, None, everything)]
+        path = outputs_path(sweep.spec, sweep.costs) if sweep.strategy.from_outputs else None
+        head = [] if path is None else [Section("Predicted", _outputs_blocks(sweep, path))]
+        return [*head, configs_section(sweep, None, None, everything)]
     path = predicted_path(sweep.spec, forecast, sweep.costs)
     shown = plan_predictions(sweep.spec, forecast, store)
     blocks: list[Block] = [Paragraph(shown.source)]
     blocks += [Paragraph(line) for line in path_lines(sweep, path)]
     return [Section("Predicted", blocks), configs_section(sweep, shown, path, everything)]
+
+
+def _outputs_blocks(sweep: Sweep, path: PredictedPath) -> list[Block]:
+    """No trace: what the baseline's first bench will predict, and the path it opens."""
+    word = restart_word(sweep.spec)
+    starts = f"{len(path.starts)} {word}"
+    cost = starts if path.estimate is None else f"~{starts}, ~{_hours(path.estimate)}"
+    return [
+        Paragraph(
+            "predicted from the baseline's T = 0 answers once its first bench is in: every "
+            "n-gram config exactly (no trace needed), what a round costs from the forwards it "
+            "times on the running server"
+        ),
+        Paragraph(
+            f"predict, then confirm: {cost} if the predictions hold (a close call or a miss: a "
+            f"start or two more); without them, {_span_words(sweep)}"
+        ),
+        Paragraph(f"starts, in order: {', '.join(label for label, _ in path.starts)}"),
+    ]
 
 
 def path_lines(sweep: Sweep, path: PredictedPath | None) -> list[str]:

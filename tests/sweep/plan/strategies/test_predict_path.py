@@ -45,8 +45,22 @@ def _forecast(spec) -> Forecast:
     return Forecast(shapes, acceptance, lambda x: (x != "ar", x.endswith("k4"), x))
 
 
-def test_the_path_is_the_baseline_the_two_ends_and_the_best_predicted(spec_text):
+def test_with_forwards_timed_on_the_baseline_the_path_is_the_baseline_and_the_best(spec_text):
+    """ddtune's server takes token ids: the baseline's first bench times forwards over n
+    tokens, so no config starts only to fix what a round costs."""
     spec = spec_text.parse(SPEC)
+    path = predicted_path(spec, _forecast(spec), COSTS)
+    assert path is not None and path.estimate is not None
+    assert [why for _, why in path.starts] == [
+        "the baseline: what a plain step costs",
+        "could be the fastest, by the prediction",
+    ]
+    assert path.estimate.restarts == 2
+
+
+def test_the_path_is_the_baseline_the_two_ends_and_the_best_predicted(spec_text):
+    """An engine that takes no token ids: nothing times its forwards, the two ends fix it."""
+    spec = spec_text.parse(SPEC, 'engine = "openai"\nmodel = "target"\n')
     forecast = _forecast(spec)
     path = predicted_path(spec, forecast, COSTS)
     assert path is not None and path.estimate is not None

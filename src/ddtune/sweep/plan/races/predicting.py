@@ -86,6 +86,7 @@ class PredictRace(StartRace):
     pinned: list[str] = field(default_factory=list)  # pass 1's first starts (rule 2)
     fallback: str | None = None  # why the forecast was dropped (the service's other models)
     awaiting: bool = False  # the forecast comes with the baseline's first bench (n-gram)
+    probing: bool = False  # the baseline's first bench times forwards: no pins but it
 
     # --- pass 1: who is worth a start ------------------------------------------------
 
@@ -141,7 +142,7 @@ class PredictRace(StartRace):
         rest = [x for x in self.alive if x != self.baseline]
         head = [self.baseline] if self.baseline in self.alive else []
         known = [x for x in rest if x in shapes]
-        if known and len(self.probes) < 2:
+        if known and len(self.probes) < 2 and not self.probing:
             tokens = {x: max(s.verify_tokens for s in shapes[x].values()) for x in known}
             ends = [min(known, key=tokens.__getitem__), max(known, key=tokens.__getitem__)]
             head += list(dict.fromkeys(ends))
@@ -153,6 +154,16 @@ class PredictRace(StartRace):
         measured, so the pins not started yet are no longer owed a start (rule 2)."""
         self.probes = tuple(probes)
         self.pinned = [x for x in self.pinned if self.efforts[x].starts or x == self.baseline]
+
+    def _unprobed(self) -> None:
+        """The baseline's forwards were not timed after all: the fewest and the most verify
+        tokens are pinned first, as without probes (rule 2)."""
+        self.probing = False
+        if self.forecast is None:
+            return  # (the forecast, when it comes, pins them)
+        self._pins()  # the baseline and the two ends, now
+        ends = [x for x in self.pinned if x in self.queue]
+        self.queue = ends + [x for x in self.queue if x not in ends]
 
     def _reorder(self) -> None:
         """Pass 1's configs not started yet: the pins first, then by their optimistic
@@ -190,6 +201,8 @@ class PredictRace(StartRace):
         super()._record(step, result)
         if result.probes and len(self.probes) < 2:
             self._probed(result.probes)
+        elif self.probing and step.label == self.baseline and step.bench == 1:
+            self._unprobed()
         if self.awaiting and step.label == self.baseline:
             why = "the baseline's bench recorded no token paths to predict from"
             self._arrives(result.forecast, None if result.forecast else why)

@@ -57,6 +57,7 @@ class Strategy:
     races: ClassVar[bool] = False  # a race decides: the report shows its passes and exits
     later: ClassVar[str] = ""  # `sweep plan`: how trials after the planned ones come
     forecast: Forecast | None = None  # what it predicts from, where it does (strategy predict)
+    from_outputs: bool = False  # ... or: the baseline's first bench will predict (n-gram)
 
     # --- rules, read when the spec is parsed ------------------------------------------
 

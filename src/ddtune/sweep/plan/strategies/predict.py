@@ -23,6 +23,7 @@ from ddtune.sweep.plan.predictions import spec_forecast, stored_forecast
 from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace
 from ddtune.sweep.plan.races.predicting import PredictRace
 from ddtune.sweep.plan.strategies.base import Strategy, in_passes
+from ddtune.sweep.plan.strategies.predict_path import probes_forward
 from ddtune.sweep.plan.strategies.race import Race
 from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace
 from ddtune.sweep.spec.checks import fail
@@ -102,26 +103,27 @@ class PredictingRace(RestartBoundRace):
 
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
         self.forecast = None if spec.trace is None else stored_forecast(spec, mode)
+        self.from_outputs = self.forecast is None  # the baseline's answers will predict
         self.params = {config.label(): config.params for config, _ in spec.all_configs()}
         super().__init__(spec, mode)
 
     def _new_race(self) -> StartRace:
         labels = tuple(config.label() for config, _ in self.configs)
         baseline = next((c.label() for c, is_base in self.configs if is_base), None)
-        awaiting = self.forecast is None
         return PredictRace(
             labels,
             baseline,
             self.settings,
             self.spec.seed,
             forecast=self.forecast,
-            awaiting=awaiting,
+            awaiting=self.forecast is None,
+            probing=probes_forward(self.spec),
         )
 
     def bench_for(self, trial: TrialRow, matrix: BenchMatrix) -> BenchMatrix:
         """The baseline's first bench also measures what the forecast reads: its token paths
         (no trace) and the forwards it times (`bench/forecast_inputs.py`)."""
-        if not trial["is_baseline"] or trial["repeat"] != 1 or matrix.temperature != 0:
+        if not trial["is_baseline"] or trial["repeat"] != 1 or not probes_forward(self.spec):
             return matrix
         update = {"forward_probes": PROBE_TOKENS, "token_paths": self.forecast is None}
         return matrix.model_copy(update=update)
@@ -159,19 +161,35 @@ class PredictingRace(RestartBoundRace):
 
     def pass_words(self) -> list[str]:
         """`sweep plan`: who starts, in the user's words (`RestartBoundRace.how_it_runs`)."""
+        source = (
+            "the trace fixes every config's acceptance"
+            if self.forecast is not None
+            else "the baseline's T = 0 answers, recorded as token ids by its first bench, fix "
+            "every n-gram config's acceptance exactly (vLLM's lookup replayed on them)"
+        )
+        pins = (
+            "its first bench also times forwards over 1 to 64 tokens on the running server "
+            "(what a round's verify costs, without a restart), then"
+            if probes_forward(self.spec)
+            else "then the configs with the fewest and the most verify tokens (they fix what "
+            "a round costs), then"
+        )
         return [
-            "Predict, then confirm (T = 0): the trace fixes every config's acceptance; what a "
-            "round costs is learned from the starts. A config another one dominates (as many "
-            "tokens a round or more on every workload, a round as cheap or cheaper) never "
-            "starts.",
-            "Pass 1 starts the baseline, then the configs with the fewest and the most verify "
-            "tokens (they fix what a round costs), then always the config that could be the "
-            "fastest by the prediction; a config that cannot beat the measured leader never "
-            "starts.",
-            "A config measured as predicted needs no second start; a miss corrects the "
-            "predictions and costs a start or two, never a full race. Later passes start "
-            "again only the close contenders.",
+            f"Predict, then confirm (T = 0): {source}; what a round costs is learned from the "
+            "starts. A config another one dominates (as many tokens a round or more on every "
+            "workload, a round as cheap or cheaper) never starts.",
+            f"Pass 1 starts the baseline; {pins} always the config that could be the fastest "
+            "by the prediction; a config that cannot beat the measured leader (by more than "
+            "the tolerance, when it is dearer) never starts.",
+            "A miss corrects the predictions and costs a start or two, never a full race. "
+            "Later passes start again only the close contenders.",
         ]
+
+    def leave_words(self) -> str:
+        return (
+            "A leader measured as predicted makes others leave after one start (the model "
+            "holds every start); any other leader only once seen on 2 starts or more."
+        )
 
     def context(self, store: Store, sweep: SweepRow) -> SweepContext:
         context = super().context(store, sweep)

@@ -2,6 +2,7 @@
 race's first pass as its own rules open it (`races/predicting.py`), at the sweep's costs.
 
     path = predicted_path(spec, forecast, costs)   # None: a trace cannot predict this sweep
+    path = outputs_path(spec, costs)               # no trace: the baseline's answers predict
     path.starts      # (label, why it starts), in the order they start
     path.never       # label -> the config that dominates it: never started
     path.estimate    # its starts, benches and seconds (None without costs)
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ddtune.engines import get_engine
+from ddtune.methods import FROM_OUTPUTS
 from ddtune.sweep.plan.costs import Estimate, TrialCosts, timed
 from ddtune.sweep.plan.races.by_start import prior_benches
 from ddtune.sweep.plan.races.predicting import PredictRace
@@ -31,6 +34,11 @@ MOST_ROLE = "the most verify tokens: fixes what a round costs"
 ONLY_ROLE = "fixes what a round costs"
 BEST_ROLE = "could be the fastest, by the prediction"
 UNKNOWN_ROLE = "the trace does not predict it: it gets a start as in a race"
+OUTPUTS_ROLE = (
+    "the baseline: its T = 0 answers predict every n-gram config exactly, its timed forwards "
+    "what a round costs"
+)
+WINNER = "the config its answers predict fastest"
 
 
 @dataclass(frozen=True)
@@ -42,11 +50,33 @@ class PredictedPath:
     estimate: Estimate | None  # None without costs
 
 
+def probes_forward(spec: SweepSpec) -> bool:
+    """Does the baseline's first bench time forwards on its server (T = 0, an engine that
+    takes token ids)? Then no config is started only to fix what a round costs."""
+    return spec.bench.temperature == 0 and get_engine(spec.service.engine).returns_token_ids
+
+
+def predicts_from_outputs(spec: SweepSpec) -> bool:
+    """No trace needed: every config's rounds follow from the baseline's T = 0 answers."""
+    methods = {c.params.method or c.params.mode for c, _ in spec.all_configs()}
+    return spec.trace is None and methods <= set(FROM_OUTPUTS) and probes_forward(spec)
+
+
+def outputs_path(spec: SweepSpec, costs: TrialCosts | None) -> PredictedPath | None:
+    """Strategy predict without a trace: the baseline, then the config its answers predict
+    fastest (confirmed by its start); None where its answers cannot predict the sweep."""
+    if not predicts_from_outputs(spec) or unpredictable(spec) is not None:
+        return None
+    race = _first_pass(spec, None, costs)
+    starts = ((race.baseline or "the baseline", OUTPUTS_ROLE), (WINNER, BEST_ROLE))
+    return PredictedPath(starts, {}, None if costs is None else _estimate(race, 2, True, costs))
+
+
 def unpredictable(spec: SweepSpec, forecast: Forecast | None = None) -> str | None:
     """Why strategy "predict" could not predict this sweep (from `forecast`, where given);
     None when it could."""
-    if spec.trace is None:
-        return "the spec has no [sweep] trace"
+    if spec.trace is None and not predicts_from_outputs(spec):
+        return "the spec has no [sweep] trace (only n-gram spaces are predicted without one)"
     if forecast is not None and not _predicts_a_config(spec, forecast):
         return "the trace predicts none of the sweep's configs but the baseline"
     if spec.bench.temperature != 0:
@@ -81,14 +111,17 @@ def _predicts_a_config(spec: SweepSpec, forecast: Forecast) -> bool:
     return any(c.label() in forecast.shapes for c, base in spec.all_configs() if not base)
 
 
-def _first_pass(spec: SweepSpec, forecast: Forecast, costs: TrialCosts | None) -> PredictRace:
+def _first_pass(
+    spec: SweepSpec, forecast: Forecast | None, costs: TrialCosts | None
+) -> PredictRace:
     """The predicting race as it opens, before any start (its pass 1 ordered)."""
     start_s, bench_s = (costs.start_s, costs.bench_s) if costs is not None else (None, None)
     mode = SweepMode(True, "", start_s, bench_s, spec.restart_bound.most_benches)
     labels = tuple(config.label() for config, _ in spec.all_configs())
     baseline = spec.baseline.label() if spec.baseline is not None else None
     settings = start_settings(spec, mode)
-    return PredictRace(labels, baseline, settings, spec.seed, forecast=forecast)
+    probing = probes_forward(spec)
+    return PredictRace(labels, baseline, settings, spec.seed, forecast=forecast, probing=probing)
 
 
 def _pin_role(label: str, race: PredictRace, forecast: Forecast) -> str:
@@ -100,7 +133,7 @@ def _pin_role(label: str, race: PredictRace, forecast: Forecast) -> str:
     return FEWEST_ROLE if tokens[label] == min(tokens.values()) else MOST_ROLE
 
 
-def _verify_tokens(label: str, forecast: Forecast) -> int:
+def _verify_tokens(label: str, forecast: Forecast) -> float:
     return max(shape.verify_tokens for shape in forecast.shapes[label].values())
 
 
@@ -117,4 +150,11 @@ def _estimate(race: PredictRace, starts: int, kept: bool, costs: TrialCosts) -> 
     return timed(starts, starts * per_start + extra, costs)
 
 
-__all__ = ["PredictedPath", "predicted_path", "unpredictable"]
+__all__ = [
+    "PredictedPath",
+    "outputs_path",
+    "predicted_path",
+    "predicts_from_outputs",
+    "probes_forward",
+    "unpredictable",
+]

@@ -137,10 +137,13 @@ class RestartBoundRace(Strategy):
             "Benches within one start are not independent (they share that start's state), "
             "so the race judges configs by their starts and measures the spread between starts.",
             *self.pass_words(),
-            "Only a leader seen on 2 starts or more makes others leave. It stops when one "
-            f"config is left, when the rest are within {spec.tolerance:.0%} of the leader (a "
-            f"tie), or after {spec.repeats} passes.",
+            f"{self.leave_words()} It stops when one config is left, when the rest are within "
+            f"{spec.tolerance:.0%} of the leader (a tie), or after {spec.repeats} passes.",
         ]
+
+    def leave_words(self) -> str:
+        """Who may make others leave (`how_it_runs`)."""
+        return "Only a leader seen on 2 starts or more makes others leave."
 
     def pass_words(self) -> list[str]:
         """Who starts in which pass (`how_it_runs`)."""
