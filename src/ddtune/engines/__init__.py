@@ -35,9 +35,7 @@ def get_engine(name: str) -> ServerEngine:
     try:
         return _ENGINES[name]()
     except (KeyError, TypeError):
-        raise UserError(
-            f"unknown engine {name!r}; expected one of {', '.join(ENGINES)}"
-        ) from None
+        raise UserError(f"unknown engine {name!r}; expected one of {', '.join(ENGINES)}") from None
 
 
 __all__ = ["ENGINES", "Launch", "RoundTrace", "ServerEngine", "StreamChunk", "get_engine"]
