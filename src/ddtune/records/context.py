@@ -24,7 +24,7 @@ class Elimination:
 
 @dataclass(frozen=True)
 class PredictedConfig:
-    """What a trace predicted for one config, to set beside what was measured."""
+    """What a forecast predicted for one config, to set beside what was measured."""
 
     label: str
     acceptance: float | None  # τ as the service counts it (None: its kind reports none)
@@ -46,7 +46,8 @@ class SweepContext:
     efforts: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> starts, benches
     verdict: Verdict | None = None  # a restart-bound race's own answer (its mixed model)
     store: str | None = None  # the sweep's store, for the command that applies the answer
-    predictions: list[PredictedConfig] = field(default_factory=list)  # `[sweep] trace`
+    predictions: list[PredictedConfig] = field(default_factory=list)  # strategy predict
+    predicted_from: str = "a trace"  # what the predictions read (a trace folder, the answers)
     fallback: str | None = None  # why a predicting race went on racing every config
     race: bool = False  # a race decided: its passes, stop and exits are the report's section
 

@@ -1,13 +1,15 @@
-"""The report's "Predicted vs measured" section: what a trace said of each config, beside the data.
+"""The report's "Predicted vs measured" section: what the forecast said of each config, beside the data.
 
-A sweep with `[sweep] trace` hands its predictions over in
-`SweepContext.predictions` (`ddtune.records.PredictedConfig`): the acceptance
-length as the service counts it and the objective's tok/s from the round-cost
-model, with what became of the config (started, dominated, predicted out).
-Each measured config's figures stand beside them; a measured acceptance more
-than `TAU_MISS` from the trace's, or an objective outside the predicted
-interval, is marked "miss". A predicting race that fell back to racing every
-config says why first. See docs/report.md.
+A predicting sweep (a trace, or for n-gram the baseline's own T = 0 answers)
+hands its predictions over in `SweepContext.predictions`
+(`ddtune.records.PredictedConfig`): the acceptance length as the service counts
+it and the objective's tok/s from the round-cost model, with what became of the
+config (started, dominated, predicted out) and the check the race made of it at
+its start (against a model fitted without it). The lead counts the measured
+configs that landed inside their predictions; a measured acceptance more than
+`TAU_MISS` from the forecast's, or an objective outside the predicted interval,
+is marked "miss". A predicting race that fell back to racing every config says
+why first. See docs/report.md.
 """
 
 from __future__ import annotations
@@ -42,13 +44,14 @@ def predicted_section(summary: ReportSummary) -> Section:
         "tok/s predicted [95%]",
         "tok/s measured",
         "agrees",
+        "checked at its start",
     ]
     blocks: list[Block] = [Paragraph(_lead(summary))]
     if context.fallback is not None:
         blocks.append(
             Paragraph(
                 f"The prediction missed: {context.fallback}. Every config "
-                "the trace had left out raced as without a trace.",
+                "the forecast had left out raced as without one.",
                 warning=True,
             )
         )
@@ -58,13 +61,22 @@ def predicted_section(summary: ReportSummary) -> Section:
 
 def _lead(summary: ReportSummary) -> str:
     context = summary.context
-    started = sum(1 for p in context.predictions if p.status == "started")
+    started = [p for p in context.predictions if p.status == "started"]
+    checked = [p for p in started if p.check and "measured" in p.check]
+    inside = [p for p in checked if "apart" not in p.check and "outside" not in p.check]  # type: ignore[operator]
+    landed = (
+        f" {len(inside)} of the {len(checked)} checked landed inside their predictions, each "
+        "checked at its start against a model fitted without it."
+        if checked
+        else ""
+    )
     return (
-        f"A trace (T = 0) fixed every config's rounds; a round-cost model fitted on the "
-        f"measured trials gave each its tok/s. {started} of {len(context.predictions)} configs "
-        "were measured; 'agrees' compares each measured config with its prediction "
-        f"(acceptance within {TAU_MISS:.0%}, tok/s inside the interval, which holds a start's "
-        "own spread; the model now includes every measured config)."
+        f"{context.predicted_from[:1].upper()}{context.predicted_from[1:]} fixed every "
+        "config's rounds (T = 0); a round-cost model "
+        f"fitted on the measured trials gave each its tok/s. {len(started)} of "
+        f"{len(context.predictions)} configs were measured.{landed} 'agrees' compares each "
+        f"measured config with the final model (acceptance within {TAU_MISS:.0%}, tok/s inside "
+        "the interval, which holds a start's own spread, and every measured config)."
     )
 
 
@@ -81,6 +93,7 @@ def _row(p: PredictedConfig, s: ConfigSummary | None, metric: str) -> list[Cell]
         else f"{p.objective[0]:.1f} [{p.objective[1]:.1f}, {p.objective[2]:.1f}]",
         "-" if value is None else f"{value:.1f}",
         _agrees(p, tau_measured, value),
+        p.check or "-",
     ]
     return cells
 

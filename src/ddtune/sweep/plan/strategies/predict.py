@@ -196,6 +196,10 @@ class PredictingRace(RestartBoundRace):
         race = self.state()
         if isinstance(race, PredictRace):
             context.predictions, context.fallback = race.predictions(), race.fallback
+            source = self.forecast.source if self.forecast is not None else None
+            context.predicted_from = (
+                f"the trace {source}" if source else "the baseline's T = 0 answers"
+            )
             context.notes.append(_predicted_words(race))
         return context
 
