@@ -248,3 +248,46 @@ def test_a_sweep_run_refuses_a_trace_of_other_models_before_any_start(models, tm
     assert main(["sweep", "run", str(spec), "--store", str(tmp_path / "s.sqlite")]) == 2
     assert f"but the service loads {other}" in capsys.readouterr().err
     assert not marker.exists()  # 0 service starts
+
+
+SGLANG_SPEC = """
+[sweep]
+name = "p"
+strategy = "predict"
+trace = "{trace}"
+baseline = {{ mode = "ar" }}
+[[configs]]
+method = "ddtree"
+budget = 4
+topk = 2
+drafter = "{drafter}"
+[service]
+control = "process"
+engine = "sglang"
+command = ["python", "-m", "sglang.launch_server", "--model-path", "{target}", "--port",
+           "{{port}}", "{{method_args}}"]
+port = 18799
+""" + SPEC[SPEC.index("[bench]") :]
+
+
+def test_record_with_an_sglang_spec_records_in_the_dtype_it_serves(models, tmp_path, capsys):
+    """SGLang serves a checkpoint in its own `torch_dtype` ("auto"): a bfloat16 one is traced
+    in bfloat16, not in ddtune's float32 (whose greedy path can differ at near-ties)."""
+    import json
+    import shutil
+
+    from ddtune.trace.files import read_header
+
+    target = tmp_path / "bf16-target"
+    shutil.copytree(models[0], target)
+    config = json.loads((target / "config.json").read_text())
+    (target / "config.json").write_text(json.dumps({**config, "torch_dtype": "bfloat16"}))
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "eat a toe"}\n{"prompt": "tie a", "workload": "long"}\n')
+    out, spec = tmp_path / "trace", tmp_path / "s.toml"
+    spec.write_text(
+        SGLANG_SPEC.format(trace=out, target=target, drafter=models[1], prompts=prompts)
+    )
+    assert main(["trace", "record", "--spec", str(spec), "--out", str(out)]) == 0
+    assert "recording in bfloat16: the dtype the spec's service serves" in capsys.readouterr().out
+    assert read_header(out).dtype == "bfloat16"

@@ -127,3 +127,29 @@ def test_a_systemd_unit_without_a_command_is_read_from_its_exec_start(tmp_path):
     assert (str(found.target), str(found.drafter)) == ("/m/k2", "/m/k 2 draft")
     assert str(unit) in found.source
     assert unit_exec_start(tmp_path / "absent.service") == []
+
+
+@pytest.mark.parametrize(
+    ("engine", "flags", "checkpoint", "dtype"),
+    [
+        ("sglang", [], "bfloat16", "bfloat16"),  # SGLang's "auto": the checkpoint's own
+        ("vllm", ["--dtype", "auto"], "float16", "float16"),
+        ("vllm", ["--dtype", "half"], "bfloat16", "float16"),  # vLLM's own word
+        ("sglang", ["--dtype", "float32"], "bfloat16", "float32"),
+        ("ddtune", [], "bfloat16", "float32"),  # ddtune serve computes in float32
+        ("openai", [], "bfloat16", None),  # a generic server: unknown
+    ],
+)
+def test_the_dtype_a_command_serves_is_what_a_trace_records_in(
+    tmp_path, engine, flags, checkpoint, dtype
+):
+    """`trace record --spec` records in the served dtype: a greedy path of another dtype
+    can leave the served one at near-ties."""
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"torch_dtype": checkpoint}))
+    command = ["python", "-m", "server", "--model-path", str(model), "--model", str(model), *flags]
+    table = {"engine": engine, "command": command, "port": 8000}
+    if engine == "openai":
+        table["model"] = "m"
+    assert served(tmp_path, **table).dtype == dtype

@@ -357,7 +357,7 @@ def _models(args: argparse.Namespace, spec: SweepSpec | None) -> tuple[TraceMode
         )
     loading = Loading(
         device=args.device,
-        dtype=args.dtype,
+        dtype=_dtype(args.dtype, models),
         devices=parse_devices(args.devices),
         max_memory=parse_max_memory(args.max_memory),
         offload=args.offload,
@@ -383,6 +383,15 @@ def _plan(
         raise UserError(why)
 
 
+def _dtype(given: str, models: TraceModels) -> str:
+    """`--dtype`, else (auto) the dtype the spec's service computes in: a greedy path
+    recorded in another dtype can leave the served one at near-ties."""
+    if given != "auto" or models.dtype is None:
+        return given
+    print(f"recording in {models.dtype}: the dtype the spec's service serves (--dtype to change)")
+    return models.dtype
+
+
 def _target_side(backend: str, models: TraceModels, loading: Loading) -> TargetSide:
     if backend == "transformers":
         from ddtune.trace.hf import HfTarget
@@ -390,7 +399,8 @@ def _target_side(backend: str, models: TraceModels, loading: Loading) -> TargetS
         return HfTarget(models.target, models.drafter, loading)
     from ddtune.trace.record import OwnTarget
 
-    return OwnTarget(models.target, models.drafter)
+    dtype = "float32" if loading.dtype == "auto" else loading.dtype
+    return OwnTarget(models.target, models.drafter, dtype=dtype)
 
 
 def _threads(threads: int | None) -> None:

@@ -46,6 +46,7 @@ class ServedModels:
     drafter: Path | None
     trust_remote_code: bool
     source: str  # "the service command", "unit X's ExecStart"
+    dtype: str | None = None  # what it computes in: float32, bfloat16, float16 (None: unknown)
 
 
 def served_models(
@@ -63,12 +64,35 @@ def served_models(
         from ddtune import assets
 
         target, drafter = str(assets.default_target_dir()), str(assets.default_drafter_dir())
+    target_dir = _resolved(target, where)
     return ServedModels(
-        _resolved(target, where),
+        target_dir,
         _resolved(drafter, where),
         any(a == TRUST_REMOTE_CODE or a.startswith(TRUST_REMOTE_CODE + "=") for a in argv),
         source,
+        served_dtype(argv, service.engine, target_dir),
     )
+
+
+DTYPE_WORDS = {"half": "float16", "float": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def served_dtype(argv: list[str], engine: str, target: Path | None) -> str | None:
+    """The dtype the command computes in: its `--dtype`, else (SGLang, vLLM: "auto") the
+    checkpoint's own `torch_dtype`, else ddtune serve's float32; None where it cannot tell."""
+    named = flag_value(argv, ("--dtype",))
+    if named is not None and named != "auto":
+        return DTYPE_WORDS.get(named, named)
+    if engine == "ddtune":
+        return "float32"
+    if engine not in ("sglang", "vllm") or target is None:
+        return None
+    try:
+        config = json.loads((target / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    own = config.get("torch_dtype") or config.get("dtype") if isinstance(config, dict) else None
+    return DTYPE_WORDS.get(own, own) if isinstance(own, str) else None
 
 
 def _argv(

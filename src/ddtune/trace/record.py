@@ -93,11 +93,18 @@ class OwnTarget:
 
     backend = "ddtune"
 
-    def __init__(self, target_dir: Path, drafter_dir: Path, engine: Engine | None = None) -> None:
-        """`engine`: one already loaded from these folders (tests trace float64 engines)."""
+    def __init__(
+        self,
+        target_dir: Path,
+        drafter_dir: Path,
+        engine: Engine | None = None,
+        dtype: str = "float32",
+    ) -> None:
+        """`engine`: one already loaded from these folders (tests trace float64 engines);
+        else loaded in `dtype` (the one the spec's service computes in)."""
         from ddtune.ddtree.engine import Engine
 
-        self.engine = engine or Engine.load(target_dir, drafter_dir)
+        self.engine = engine or Engine.load(target_dir, drafter_dir, getattr(torch, dtype))
         assert self.engine.drafter is not None
         self.target_dir, self.drafter_dir = Path(target_dir), Path(drafter_dir)
         self.drafter = self.engine.drafter

@@ -15,10 +15,14 @@ from ddtune.sweep.spec.parse import SweepSpec
 
 
 def spec_models(spec: SweepSpec) -> ServedModels:
-    """What the spec's service loads, for its first config."""
-    config, _ = spec.all_configs()[0]
+    """What the spec's service loads: for the first config that names a drafter (where the
+    method's own flags carry it, a plain baseline names none), else for the first config."""
     base = Path(spec.base_dir) if spec.base_dir else None
-    return served_models(spec.service, config.params, config.user_vars(), base)
+    found = [
+        served_models(spec.service, config.params, config.user_vars(), base)
+        for config, _ in spec.all_configs()
+    ]
+    return next((m for m in found if m.drafter is not None), found[0])
 
 
 __all__ = ["spec_models"]

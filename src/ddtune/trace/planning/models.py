@@ -39,6 +39,7 @@ class TraceModels:
     target: Path
     drafter: Path
     trust_remote_code: bool = False
+    dtype: str | None = None  # the dtype the spec's service computes in (None: no spec, unknown)
 
 
 def trace_models(
@@ -56,6 +57,7 @@ def trace_models(
         _side("target", target, served),
         _side("drafter", drafter, served),
         served.trust_remote_code,
+        served.dtype,
     )
 
 
