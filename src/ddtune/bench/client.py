@@ -50,6 +50,16 @@ class RequestSpec:
     follow_ups: tuple[str, ...] = ()
     body_json: str | None = None  # traffic: the logged OpenAI body (JSON text)
 
+    def greedy(self, ignore_eos: bool) -> SamplingParams:
+        """Its sampling at T = 0 (asked again after the stream: logit gaps, token paths)."""
+        return SamplingParams(
+            max_new_tokens=self.max_tokens,
+            temperature=0.0,
+            seed=self.seed,
+            stop_strings=tuple(self.stop),
+            ignore_eos=ignore_eos,
+        )
+
 
 @dataclass
 class StreamRecord:

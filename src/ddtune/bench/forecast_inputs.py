@@ -56,15 +56,9 @@ def record_paths(
         sends.setdefault(key, []).append(spec)
     paths, failures = [], []
     for spec, *again in sends.values():
-        sampling = SamplingParams(
-            max_new_tokens=spec.max_tokens,
-            temperature=0.0,
-            seed=spec.seed,
-            stop_strings=tuple(spec.stop),
-            ignore_eos=ignore_eos,
-        )
         try:
-            choice = _post(client, *engine.ids_request(base_url, spec.prompt, sampling, model))
+            request = engine.ids_request(base_url, spec.prompt, spec.greedy(ignore_eos), model)
+            choice = _post(client, *request)
             prompt, output = _ids(choice, "prompt_token_ids"), _ids(choice, "token_ids")
         except FAILURES as exc:
             failures.append(f"{spec.workload} request {spec.index}: {type(exc).__name__}: {exc}")

@@ -29,7 +29,6 @@ import httpx
 from ddtune.bench.client import RequestSpec
 from ddtune.bench.lossless import first_difference
 from ddtune.engines import ServerEngine
-from ddtune.params import SamplingParams
 
 GapEntry = dict[str, Any]
 
@@ -73,14 +72,7 @@ def _one_gap(
     streamed: str,
     ignore_eos: bool,
 ) -> GapEntry:
-    sampling = SamplingParams(
-        max_new_tokens=spec.max_tokens,
-        temperature=0.0,
-        seed=spec.seed,
-        stop_strings=tuple(spec.stop),
-        ignore_eos=ignore_eos,
-    )
-    url, body = engine.generate_request(base_url, spec.prompt, sampling, model)
+    url, body = engine.generate_request(base_url, spec.prompt, spec.greedy(ignore_eos), model)
     body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
     response = client.post(url, json={**body, "stream": False, "logprobs": 2})
     if response.status_code != 200:
