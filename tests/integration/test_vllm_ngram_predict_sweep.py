@@ -1,0 +1,70 @@
+"""Live: strategy "predict" without a trace on vLLM's n-gram (examples/vllm-ngram-predict-cpu.toml).
+
+Slow (`make test-integration`). The baseline's first bench records its T = 0 answers as
+token ids and times forwards over 1..64 tokens on the running server; every n-gram
+config's acceptance follows from those answers exactly, so the sweep starts the baseline
+and only the configs that could still win. Asserts: the sweep ends with a verdict; far
+fewer starts than configs (at most 4 of 9); the baseline's bench holds token paths and
+forward probes; every started n-gram config's acceptance as vLLM's counters measured it
+within 5% of the prediction, per workload; the report's "Predicted vs measured" names the
+baseline's answers as its source. Prints the starts, the verdict and predicted against
+measured τ (docs/benchmarks.md "Predict, then confirm").
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from ddtune.sweep.plan import prepare
+from ddtune.sweep.plan.strategies.predict import PredictingRace
+from ddtune.sweep.store.db import Store
+
+sys.path.insert(0, str(Path(__file__).parent))
+from vllm_setup import REPO, live_example, sweep_report, sweep_run  # noqa: E402
+
+EXAMPLE = REPO / "examples" / "vllm-ngram-predict-cpu.toml"
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
+
+
+def test_live_ngram_predict_sweep_starts_few_and_predicts_tau(tmp_path):
+    spec_path, spec, store_path = live_example(EXAMPLE, 18749, tmp_path)
+    assert len(spec.all_configs()) == 9 and spec.trace is None
+    elapsed = sweep_run(spec_path, store_path, timeout=5000)
+
+    store = Store(store_path, create=False)
+    try:
+        sweep = prepare(spec, store)
+        strategy = sweep.strategy
+        assert isinstance(strategy, PredictingRace)
+        sweep_id = store.sweep_row(spec.name)["id"]
+        race = strategy.state(store, sweep_id)
+        records = store.trial_records(sweep_id)
+    finally:
+        store.close()
+    starts = sum(e.starts for e in race.efforts.values())
+    verdict = race.verdict(race.forecast.cost if race.forecast else str)
+    print(
+        f"\nn-gram predict sweep: {elapsed:.0f} s, {starts} start(s), {verdict.status} "
+        f"{verdict.label}; stop: {race.stop}"
+    )
+    assert race.forecast is not None and race.fallback is None
+    assert verdict.status in ("separated", "equivalent")
+    assert starts <= 4
+    baseline = next(r for r in records if r.is_baseline and r.repeat == 1)
+    assert baseline.token_paths and baseline.forward_probes
+    measured = [r for r in records if r.status == "done" and not r.is_baseline]
+    assert measured
+    for record in measured:
+        for workload, shape in race.forecast.shapes[record.label].items():
+            tau = record.metrics.get(f"{workload}_acceptance_length")
+            print(
+                f"  {record.label} {workload}: tau predicted {shape.acceptance:.3f}, measured {tau}"
+            )
+            assert tau is not None and abs(tau / shape.acceptance - 1) <= 0.05
+    report = sweep_report(store_path, tmp_path / "report")
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "The baseline's T = 0 answers fixed every config's rounds" in text
