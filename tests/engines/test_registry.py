@@ -21,7 +21,7 @@ def test_every_registered_name_gives_its_kind():
 
 @pytest.mark.parametrize("name", ["tgi", "", "SGLANG", ["ddtune"]])
 def test_unknown_kind_names_the_allowed_ones(name):
-    with pytest.raises(UserError, match="unknown server kind .*ddtune, sglang, vllm, openai"):
+    with pytest.raises(UserError, match="unknown engine .*ddtune, sglang, vllm, openai"):
         get_engine(name)
 
 

@@ -150,8 +150,10 @@ def _add_predict(actions: argparse._SubParsersAction) -> None:
     predict.add_argument("--window", default=WINDOW_NONE)
     predict.add_argument("--query-length", type=int, help="drafter queries (default: its block)")
     predict.add_argument(
-        "--kind",
-        help="count as this server kind's acceptance source does "
+        "--engine",
+        "--kind",  # its name before; still read
+        dest="engine",
+        help="count as this engine's acceptance source does "
         "(ddtune, sglang, vllm; vllm also drafts K tokens every round)",
     )
     predict.add_argument("--min", type=int, default=1, help="ngram: prompt_lookup_min")
@@ -184,7 +186,12 @@ def _add_landscape(actions: argparse._SubParsersAction) -> None:
     land.add_argument("trace", type=Path)
     land.add_argument("--budgets", default="4,8,16,32,64")
     land.add_argument("--topks", default="2,4,6,8")
-    land.add_argument("--kind", help="count as this server kind's acceptance source does")
+    land.add_argument(
+        "--engine",
+        "--kind",  # its name before; still read
+        dest="engine",
+        help="count as this engine's acceptance source does",
+    )
     land.add_argument(
         "--out",
         type=Path,
@@ -464,12 +471,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
             "window": parse_window(args.window),
         }
     )
-    kind = get_engine(args.kind) if args.kind else None
-    prediction = Trace.read(args.trace).predict(params, kind, args.query_length)
+    engine = get_engine(args.engine) if args.engine else None
+    prediction = Trace.read(args.trace).predict(params, engine, args.query_length)
     if args.json:
         out = prediction.to_json()
-        if kind is not None:
-            out["kind"], out["acceptance"] = kind.name, prediction.acceptance(kind)
+        if engine is not None:
+            out["engine"], out["acceptance"] = engine.name, prediction.acceptance(engine)
         print(json.dumps(out))
         return 0
     print(
@@ -478,10 +485,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     )
     for workload in prediction.workloads():
         print(f"  {workload}: tau {prediction.mean_acceptance_length(workload):.3f}")
-    if kind is not None:
-        counted = prediction.acceptance(kind)
+    if engine is not None:
+        counted = prediction.acceptance(engine)
         shown = "none (it reports no acceptance)" if counted is None else f"{counted:.3f}"
-        print(f"  as {kind.name} counts it: {shown}")
+        print(f"  as {engine.name} counts it: {shown}")
     return 0
 
 
@@ -511,8 +518,8 @@ def cmd_landscape(args: argparse.Namespace) -> int:
     from ddtune.trace.predict import Trace
 
     trace = Trace.read(args.trace)
-    kind = get_engine(args.kind) if args.kind else None
-    land = landscape(trace, _ints(args.budgets, "--budgets"), _ints(args.topks, "--topks"), kind)
+    engine = get_engine(args.engine) if args.engine else None
+    land = landscape(trace, _ints(args.budgets, "--budgets"), _ints(args.topks, "--topks"), engine)
     out = args.out or args.trace
     out.mkdir(parents=True, exist_ok=True)
     land.heatmap(out / "landscape.png")

@@ -8,7 +8,7 @@ It is applied like a single config (`sweep/apply.py`): the command that serves
 it (`ddtune.services.scheduled`: `ddtune serve --schedule FILE`, vLLM's
 `num_speculative_tokens_per_batch_size`, SGLang's adaptive config, else the
 config for the typical concurrency, said as such) passes the engine check for
-its config, then by service kind:
+its config, then by service control:
 
     systemd   a persistent drop-in (and the schedule file beside it, named by its
               hash), daemon-reload, stop, start, READY by the full protocol against
