@@ -19,7 +19,7 @@
 
 These models check the shape (unknown keys, types, ranges, variable names);
 the decoding parameters themselves are checked by `DecodeParams.from_wire`
-when `load.py` builds the configurations, so both kinds of error carry the
+when `parse.py` builds the configurations, so both kinds of error carry the
 full key path in `UserError.key`. See docs/sweeps.md "Sweep".
 """
 
