@@ -151,11 +151,10 @@ def _add_predict(actions: argparse._SubParsersAction) -> None:
     predict.add_argument("--query-length", type=int, help="drafter queries (default: its block)")
     predict.add_argument(
         "--engine",
-        "--kind",  # its name before; still read
-        dest="engine",
         help="count as this engine's acceptance source does "
         "(ddtune, sglang, vllm; vllm also drafts K tokens every round)",
     )
+    _old_name(predict, "--kind", "--engine")
     predict.add_argument("--min", type=int, default=1, help="ngram: prompt_lookup_min")
     predict.add_argument("--max", type=int, default=4, help="ngram: prompt_lookup_max")
     predict.add_argument("--k", type=int, default=4, help="ngram: num_speculative_tokens")
@@ -177,6 +176,11 @@ def _add_predict(actions: argparse._SubParsersAction) -> None:
     predict.set_defaults(func=cmd_predict)
 
 
+def _old_name(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """`old`, the option's name before `new`, still read; left out of --help."""
+    parser.add_argument(old, dest=new[2:], default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
 def _add_landscape(actions: argparse._SubParsersAction) -> None:
     land = actions.add_parser(
         "landscape",
@@ -186,12 +190,8 @@ def _add_landscape(actions: argparse._SubParsersAction) -> None:
     land.add_argument("trace", type=Path)
     land.add_argument("--budgets", default="4,8,16,32,64")
     land.add_argument("--topks", default="2,4,6,8")
-    land.add_argument(
-        "--engine",
-        "--kind",  # its name before; still read
-        dest="engine",
-        help="count as this engine's acceptance source does",
-    )
+    land.add_argument("--engine", help="count as this engine's acceptance source does")
+    _old_name(land, "--kind", "--engine")
     land.add_argument(
         "--out",
         type=Path,
