@@ -9,9 +9,9 @@ for every engine (docs/architecture.md "Contracts"):
     window  drafter context window W (None = the whole context)
 
 Two DDTree knobs only some engines expose (`KNOB_KEYS`; SGLang's DDTree pull
-request reads them from its environment, ddtune's own engine has none). A
-server kind lists the knobs it can honour (`ServerEngine.knobs`); the sweep spec
-refuses a knob for a kind that cannot. `None` = not set: the engine's default.
+request reads them from its environment, ddtune's own engine has none). An
+engine lists the knobs it can honour (`ServerEngine.knobs`); the sweep spec
+refuses a knob for an engine that cannot. `None` = not set: the engine's default.
 
     depth_bonus  log-probability bonus for going deeper in the tree (SGLang default 0.2;
                  lower or negative = wider trees)

@@ -14,10 +14,11 @@ allowed:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from ddtune.errors import UserError
 
@@ -28,6 +29,21 @@ class StrictModel(BaseModel):
     """Base of every user-facing table: unknown keys and lax coercions are errors."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def name_rule(most: int) -> AfterValidator:
+    """A name a user gives (a sweep, a slot): 1 to `most` letters, digits, '.', '_' or '-',
+    led by a letter or digit (`Annotated[str, name_rule(64)]`)."""
+    pattern = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9_.-]{{0,{most - 1}}}$")
+
+    def check(value: str) -> str:
+        if not pattern.match(value):
+            raise ValueError(
+                f"must be 1-{most} letters, digits, '.', '_' or '-' (no leading '.', '_', '-')"
+            )
+        return value
+
+    return AfterValidator(check)
 
 
 def parse_table(model: type[M], data: Mapping[str, Any], where: str = "") -> M:
@@ -101,4 +117,10 @@ def _is_union_tag(part: Any) -> bool:
     )
 
 
-__all__ = ["StrictModel", "allowed_keys", "parse_table", "validation_to_user_error"]
+__all__ = [
+    "StrictModel",
+    "allowed_keys",
+    "name_rule",
+    "parse_table",
+    "validation_to_user_error",
+]

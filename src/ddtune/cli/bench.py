@@ -22,11 +22,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
     parser.add_argument(
         "--engine",
-        "--server-kind",  # its name before 0.2; still read
-        dest="engine",
         choices=ENGINES,
         default="ddtune",
         help="the server's engine: how to request and read acceptance length (default: ddtune)",
+    )
+    parser.add_argument(  # its name before 0.2; still read, left out of --help
+        "--server-kind",
+        dest="engine",
+        choices=ENGINES,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--matrix", help="TOML file with a [bench] table (default: built-in matrix)"

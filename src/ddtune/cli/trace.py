@@ -150,10 +150,11 @@ def _add_predict(actions: argparse._SubParsersAction) -> None:
     predict.add_argument("--window", default=WINDOW_NONE)
     predict.add_argument("--query-length", type=int, help="drafter queries (default: its block)")
     predict.add_argument(
-        "--kind",
-        help="count as this server kind's acceptance source does "
+        "--engine",
+        help="count as this engine's acceptance source does "
         "(ddtune, sglang, vllm; vllm also drafts K tokens every round)",
     )
+    _old_name(predict, "--kind", "--engine")
     predict.add_argument("--min", type=int, default=1, help="ngram: prompt_lookup_min")
     predict.add_argument("--max", type=int, default=4, help="ngram: prompt_lookup_max")
     predict.add_argument("--k", type=int, default=4, help="ngram: num_speculative_tokens")
@@ -175,6 +176,11 @@ def _add_predict(actions: argparse._SubParsersAction) -> None:
     predict.set_defaults(func=cmd_predict)
 
 
+def _old_name(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """`old`, the option's name before `new`, still read; left out of --help."""
+    parser.add_argument(old, dest=new[2:], default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
 def _add_landscape(actions: argparse._SubParsersAction) -> None:
     land = actions.add_parser(
         "landscape",
@@ -184,7 +190,8 @@ def _add_landscape(actions: argparse._SubParsersAction) -> None:
     land.add_argument("trace", type=Path)
     land.add_argument("--budgets", default="4,8,16,32,64")
     land.add_argument("--topks", default="2,4,6,8")
-    land.add_argument("--kind", help="count as this server kind's acceptance source does")
+    land.add_argument("--engine", help="count as this engine's acceptance source does")
+    _old_name(land, "--kind", "--engine")
     land.add_argument(
         "--out",
         type=Path,
@@ -474,12 +481,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
             "window": parse_window(args.window),
         }
     )
-    kind = get_engine(args.kind) if args.kind else None
-    prediction = Trace.read(args.trace).predict(params, kind, args.query_length)
+    engine = get_engine(args.engine) if args.engine else None
+    prediction = Trace.read(args.trace).predict(params, engine, args.query_length)
     if args.json:
         out = prediction.to_json()
-        if kind is not None:
-            out["kind"], out["acceptance"] = kind.name, prediction.acceptance(kind)
+        if engine is not None:
+            out["engine"], out["acceptance"] = engine.name, prediction.acceptance(engine)
         print(json.dumps(out))
         return 0
     print(
@@ -488,10 +495,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     )
     for workload in prediction.workloads():
         print(f"  {workload}: tau {prediction.mean_acceptance_length(workload):.3f}")
-    if kind is not None:
-        counted = prediction.acceptance(kind)
+    if engine is not None:
+        counted = prediction.acceptance(engine)
         shown = "none (it reports no acceptance)" if counted is None else f"{counted:.3f}"
-        print(f"  as {kind.name} counts it: {shown}")
+        print(f"  as {engine.name} counts it: {shown}")
     return 0
 
 
@@ -521,8 +528,8 @@ def cmd_landscape(args: argparse.Namespace) -> int:
     from ddtune.trace.predict import Trace
 
     trace = Trace.read(args.trace)
-    kind = get_engine(args.kind) if args.kind else None
-    land = landscape(trace, _ints(args.budgets, "--budgets"), _ints(args.topks, "--topks"), kind)
+    engine = get_engine(args.engine) if args.engine else None
+    land = landscape(trace, _ints(args.budgets, "--budgets"), _ints(args.topks, "--topks"), engine)
     out = args.out or args.trace
     out.mkdir(parents=True, exist_ok=True)
     land.heatmap(out / "landscape.png")

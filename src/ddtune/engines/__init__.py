@@ -1,12 +1,12 @@
 """Engines: what ddtune knows about each server engine, looked up by name.
 
     from ddtune.engines import ENGINES, get_engine
-    kind = get_engine("sglang")          # a ServerEngine; unknown names are a UserError
-    kind.health_url(base_url); kind.read_identity(client, base_url, launch)
-    kind.config_mismatches(params, info, launch); kind.generate_request(...)
+    engine = get_engine("sglang")        # a ServerEngine; unknown names are a UserError
+    engine.health_url(base_url); engine.read_identity(client, base_url, launch)
+    engine.config_mismatches(params, info, launch); engine.generate_request(...)
 
-Adding a kind is one module with a `ServerEngine` subclass plus one line in
-`_ENGINES`. See `base.py` for the interface and docs/readiness.md "Kinds".
+Adding an engine is one module with a `ServerEngine` subclass plus one line in
+`_ENGINES`. See `base.py` for the interface and docs/readiness.md "Engines".
 `launch.py` reads service commands (the `ddtune.launchers` front or the engine
 itself); `parser_probe.py` runs the engine's own argument parser in its Python
 (the programs in `probes/`), for the engine check.

@@ -1,7 +1,7 @@
-"""The `ServerEngine` interface: everything ddtune knows about one kind of server.
+"""The `ServerEngine` interface: everything ddtune knows about one server engine.
 
-A kind answers, for the services, the bench and the launcher CLI alike
-(docs/readiness.md "Kinds"):
+An engine answers, for the services, the bench and the launcher CLI alike
+(docs/readiness.md "Engines"):
 
     launch      launch_help, add_launch_options(parser), launch_command(args, engine) -> (argv, env),
                 method_args(params) -> (flags, env): a method's spelling (`ddtune.methods`)
@@ -15,12 +15,12 @@ A kind answers, for the services, the bench and the launcher CLI alike
     acceptance  acceptance_source, response_acceptance(response), metrics_path,
                 counter_acceptance(before, after), no_acceptance_note; for a trace's
                 replay (`ddtune.trace`): drafts_every_round, trace_acceptance(rounds), the
-                figure this kind's source would report for rounds a trace predicts
+                figure this engine's source would report for rounds a trace predicts
 
 `Launch` is what the controller knows about the instance it started (main
 PID, argv): the process itself is a witness for what a server cannot report.
-Parameters are `DecodeParams` / `SamplingParams`, never dicts. Importing a
-kind never loads torch or httpx (the launcher CLI runs before the engine).
+Parameters are `DecodeParams` / `SamplingParams`, never dicts. Importing an
+engine never loads torch or httpx (the launcher CLI runs before the engine).
 """
 
 from __future__ import annotations
@@ -109,20 +109,20 @@ class ServerEngine(ABC):
 
     def add_launch_options(self, parser: argparse.ArgumentParser) -> None:
         """The kind's own options of `python -m ddtune.launchers <kind>`."""
-        raise UserError(f"server kind {self.name!r} has no launch command")
+        raise UserError(f"engine {self.name!r} has no launch command")
 
     def launch_command(
         self, args: argparse.Namespace, engine: EngineInfo | None = None
     ) -> tuple[list[str], dict[str, str]]:
         """(argv, environment additions) for parsed launcher options; `engine` is what the
         engine's parser accepts, when known (else asked where a flag name depends on it)."""
-        raise UserError(f"server kind {self.name!r} has no launch command")
+        raise UserError(f"engine {self.name!r} has no launch command")
 
     def method_args(self, params: DecodeParams) -> tuple[list[str], dict[str, str]]:
         """(flags, environment) that select `params`' method and knobs on this engine (a
         sweep command's `{method_args}`); UserError where the engine has no such spelling."""
         raise UserError(
-            f"server kind {self.name!r} cannot spell a method's flags; write them in "
+            f"engine {self.name!r} cannot spell a method's flags; write them in "
             "service.command with placeholders instead of {method_args}"
         )
 
@@ -137,7 +137,7 @@ class ServerEngine(ABC):
     def engine_info(self, python: str) -> EngineInfo:
         """Version and options of the engine in `python`, from its own parser (`parser_probe`)."""
         if self.engine is None:
-            raise UserError(f"server kind {self.name!r} has no argument check")
+            raise UserError(f"engine {self.name!r} has no argument check")
         try:
             with EngineProbe(self.engine, python, timeout=600.0) as probe:
                 return probe.info()
@@ -152,7 +152,7 @@ class ServerEngine(ABC):
     def read_identity(
         self, client: httpx.Client, base_url: str, launch: Launch
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(identity to record, the `info_path` reply); ({}, {}) for a kind without one."""
+        """(identity to record, the `info_path` reply); ({}, {}) for an engine without one."""
         if self.info_path is None:
             return {}, {}
         info = client.get(base_url + self.info_path).raise_for_status().json()
@@ -261,12 +261,12 @@ class ServerEngine(ABC):
     drafts_every_round: ClassVar[bool] = False  # vLLM: K drafts every round, whatever remains
 
     def trace_acceptance(self, rounds: Sequence[RoundTrace]) -> float | None:
-        """What this kind's acceptance source reports for these rounds (None: it reports none)."""
+        """What this engine's acceptance source reports for these rounds (None: it reports none)."""
         return None
 
 
 def common_launch_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The launcher options every kind's command builder takes: port, extra, python, host."""
+    """The launcher options every engine's command builder takes: port, extra, python, host."""
     return {"port": args.port, "extra": args.extra, "python": args.python, "host": args.host}
 
 

@@ -1,4 +1,4 @@
-"""`ddtune`: ddtune's own server (`ddtune serve`, docs/server.md "Server", docs/readiness.md "Kinds").
+"""`ddtune`: ddtune's own server (`ddtune serve`, docs/server.md "Server", docs/readiness.md "Engines").
 
 health      GET /health_generate (200 after a real 1-token generation)
 identity    GET /server_info: instance_id, pid, start/ready times, config_hash,

@@ -1,14 +1,14 @@
 """Launch commands as the engine sees them: ddtune's launcher front, or the engine itself.
 
-    parser = launcher_parser()                  # `python -m ddtune.launchers <kind> ...`
+    parser = launcher_parser()                  # `python -m ddtune.launchers <engine> ...`
     argv, env = build(parser.parse_args(args))  # the engine's argv and environment additions
-    found = engine_of(argv, profile)            # Recognised: kind, the engine's Python; or None
+    found = engine_of(argv, engine)             # Recognised: the engine, its Python; or None
     command = engine_command(found, argv, env, info)   # what the engine's own parser reads
 
 A service command is one of
-    PY -m ddtune.launchers KIND ...   the front (its `--python` is the engine's Python;
-                                      the kind builds the engine's argv)
-    PY -m MODULE ...                  the engine itself (MODULE one of the kind's
+    PY -m ddtune.launchers ENGINE ... the front (its `--python` is the engine's Python;
+                                      the engine's module builds its argv)
+    PY -m MODULE ...                  the engine itself (MODULE one of the engine's
                                       `engine_modules`, e.g. sglang.launch_server)
 Anything else (an entry-point script such as `sglang serve`, a wrapper, a
 container) is not recognised: the engine check says so. `launchers/__main__.py`
@@ -31,7 +31,8 @@ LAUNCHER_MODULE = "ddtune.launchers"
 
 @dataclass(frozen=True)
 class Recognised:
-    """A service command's engine: its kind, its Python and, for the front, the parsed options."""
+    """A service command's engine (`kind`: its `ServerEngine`), its Python and, for the front,
+    the parsed options."""
 
     kind: ServerEngine
     python: str
@@ -39,7 +40,7 @@ class Recognised:
 
 
 def launcher_parser() -> argparse.ArgumentParser:
-    """The parser of `python -m ddtune.launchers`: one subcommand per kind with a launcher."""
+    """The parser of `python -m ddtune.launchers`: one subcommand per engine with a launcher."""
     parser = argparse.ArgumentParser(
         prog="python -m ddtune.launchers",
         description="print or exec one engine command line built from ddtune's parameters",
@@ -85,7 +86,7 @@ def command_line(env: Mapping[str, str], argv: Sequence[str]) -> str:
 def engine_of(argv: Sequence[str], engine: str | None = None) -> Recognised | None:
     """The engine behind a service command (see the module docstring), or None.
 
-    `profile` (the service's `engine`) decides which engine modules count when the
+    `engine` (the service's `[service] engine`) decides which engine modules count when the
     command runs the engine itself.
     """
     items = list(argv)

@@ -1,15 +1,15 @@
-"""`openai`: any OpenAI-compatible server, and the wire the ddtune and vLLM kinds share.
+"""`openai`: any OpenAI-compatible server, and the wire the ddtune and vLLM engines share.
 
     health      service.health_url, else GET /v1/models
     identity    none from the server: the controller's process checks only
     generate    POST /v1/completions, `stream: true`, `stream_options.include_usage`
-                (the last chunk carries `usage`); `ignore_eos` only where the kind takes it;
+                (the last chunk carries `usage`); `ignore_eos` only where the engine takes it;
                 chats (bench suites) POST /v1/chat/completions the same way, and a logged
                 request (`bench.traffic_file`) is replayed at its own endpoint with its own
                 fields, only `model`, `stream` and `stream_options` set
     acceptance  none: a generic server reports no speculation stats
 
-See docs/readiness.md "Kinds".
+See docs/readiness.md "Engines".
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ddtune.params import SamplingParams
 
 
 class OpenAIEngine(ServerEngine):
-    """A generic OpenAI-compatible server; the base of the ddtune and vLLM kinds."""
+    """A generic OpenAI-compatible server; the base of the ddtune and vLLM engines."""
 
     name = "openai"
     accepts_ignore_eos: ClassVar[bool] = False  # the `ignore_eos` extension (not OpenAI's)

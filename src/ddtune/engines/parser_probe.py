@@ -27,7 +27,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 from ddtune.engines.probes import probe_source
@@ -154,12 +153,7 @@ class EngineProbe:
             raise ProbeError(f"cannot run {self.python}: {exc.strerror or exc}") from None
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def info(self) -> EngineInfo:

@@ -26,7 +26,7 @@ position (`..._per_pos`, `per_position_acceptance`) in the note (`round_counts`:
 given verify rounds, to count ddtune's rounds the same way). `last_layer_note`:
 a DFlash drafter that reads the target's last layer gets it before the final
 norm from vLLM, after it from ddtune (docs/engines.md "vLLM DFlash").
-See docs/readiness.md "Kinds".
+See docs/readiness.md "Engines".
 """
 
 from __future__ import annotations

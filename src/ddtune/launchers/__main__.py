@@ -4,7 +4,7 @@ A sweep spec's `command` (or a systemd `ExecStart=`) can only substitute
 placeholders into fixed arguments; it cannot leave out the window flag when
 the window is "none", or every speculative flag when the mode is `ar`. This
 front end takes the trial's values as plain options, builds the argv with the
-kind's `launch_command` (one subcommand per server kind that has a launcher;
+engine's `launch_command` (one subcommand per engine that has a launcher;
 the parser is `ddtune.engines.launch.launcher_parser`) and replaces itself with
 the engine (`os.execvpe`: same PID, so the controller's process and identity
 checks see the engine itself). Where a flag's name depends on the engine's

@@ -27,7 +27,7 @@ class PredictedConfig:
     """What a forecast predicted for one config, to set beside what was measured."""
 
     label: str
-    acceptance: float | None  # τ as the service counts it (None: its kind reports none)
+    acceptance: float | None  # τ as the service counts it (None: its engine reports none)
     objective: tuple[float, float, float] | None  # the objective's tok/s: point, 95% low, high
     status: str  # "started" | "dominated" | "predicted out" | "not started"
     check: str | None = None  # the predicting race's check of it, in words

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,15 @@ class DropinPlan:
     def previous(self) -> Path:
         return self.path.with_name(APPLIED_NAME + ".previous")
 
+    def would_apply(self, text: str, files: Iterable[Path] = ()) -> list[str]:
+        """What `--dry-run` says an apply of `text` (and the `files` its command reads) does."""
+        kept = f", keep the present one as {self.previous.name}" if self.path.exists() else ""
+        return [
+            f"would write {self.path}:\n{text}",
+            *(f"and {path}" for path in files),
+            f"then daemon-reload, stop and start {self.unit} and wait for READY{kept}",
+        ]
+
 
 @dataclass
 class Rollback:
@@ -79,6 +88,19 @@ class Rollback:
 
     failed: Outcome
     restored: Outcome
+    path: Path  # the drop-in, put back as it was
+    ready = False
+
+    def said(self) -> list[str]:
+        """What the user is told: the failure (and its log), then the restored service."""
+        failed, restored = self.failed, self.restored
+        log = [f"  log: {failed.log_path}"] if failed.log_path else []
+        state = "READY" if restored.ready else f"NOT READY ({restored.failure}: {restored.detail})"
+        return [
+            f"not READY: {failed.failure} — {failed.detail}",
+            *log,
+            f"rolled back: {self.path} as it was before; the service is {state}",
+        ]
 
 
 def applied_dropin(spec: ServiceSpec) -> DropinPlan:
@@ -91,6 +113,17 @@ def applied_dropin(spec: ServiceSpec) -> DropinPlan:
     if str(folder).startswith(SHIPPED) or str(folder).startswith(spec.systemd_dir):
         folder = ADMIN_DIR
     return DropinPlan(unit, folder / f"{unit}.d" / APPLIED_NAME)
+
+
+def refuse_during_sweep(spec: ServiceSpec, plan: DropinPlan) -> None:
+    """Refused while a sweep's runtime drop-in is on the unit (a sweep runs, or a killed one
+    left it): an apply would restart the unit under the sweep."""
+    runtime = trial_dropin(spec)
+    if runtime.exists():
+        raise UserError(
+            f"{runtime} exists: a sweep runs on {plan.unit} now (or a killed one left it; "
+            "`ddtune sweep cleanup`); apply after it"
+        )
 
 
 def dropin_text(
@@ -205,7 +238,18 @@ def apply_dropin(
         controller.release()  # the unit's own restart policy, READY or not
     if outcome.ready:
         return outcome
-    return Rollback(outcome, _restore(spec, plan, before, workdir / "rollback"))
+    return Rollback(outcome, _restore(spec, plan, before, workdir / "rollback"), plan.path)
+
+
+def applied_said(result: Outcome | Rollback, plan: DropinPlan, what: str) -> list[str]:
+    """What the user is told of an apply of `what` (a config's label, "the schedule")."""
+    if isinstance(result, Rollback):
+        return result.said()
+    return [
+        f"applied {what} to {plan.unit}: READY in "
+        f"{result.timings.get('start_to_ready_s', 0):.1f} s "
+        f"(InvocationID {result.identity.get('invocation_id')}); drop-in {plan.path}"
+    ]
 
 
 def revert_dropin(spec: ServiceSpec, plan: DropinPlan, workdir: Path) -> Outcome:
@@ -252,7 +296,9 @@ __all__ = [
     "applied_argv",
     "applied_config",
     "applied_dropin",
+    "applied_said",
     "apply_dropin",
     "dropin_text",
+    "refuse_during_sweep",
     "revert_dropin",
 ]

@@ -93,7 +93,7 @@ class EngineCheckReport:
     refusals: list[Refusal] = field(default_factory=list)
     engine: EngineInfo | None = None
     notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # about accepted commands (kind notes)
+    warnings: list[str] = field(default_factory=list)  # the engine's notes on accepted commands
     seconds: float = 0.0
 
     @property
@@ -174,7 +174,7 @@ def _check_all(
     cwd: str,
 ) -> None:
     """Each launch command once (identical ones share a verdict); refusals into `report`,
-    and the kind's notes on accepted commands into its warnings (each once)."""
+    and the engine's notes on accepted commands into its warnings (each once)."""
     engine = report.engine
     assert engine is not None
     origins = template_origins(spec)

@@ -1,14 +1,14 @@
-"""The readiness protocol, run by every controller kind (docs/readiness.md "Services").
+"""The readiness protocol, run by every controller (docs/readiness.md "Services").
 
 `Controller.reconfigure()` is the template: it opens the attempt, runs
 `apply()` and turns any failure into an `Outcome`. The base `apply()` is the
-restart protocol below; each kind supplies its backend steps (render, stop
-command, start, liveness, logs), and the hot kind overrides `apply()`.
+restart protocol below; each control supplies its backend steps (render, stop
+command, start, liveness, logs), and the hot control overrides `apply()`.
 `on_phase(name)` hears each step as it starts, in the order of `PHASES`:
 
     render      render the configuration (argv, drop-in, hook env)
     snapshot    old identity, listeners on the port, GPU baseline
-    stop        the kind's explicit stop (systemctl stop, the stop hook)
+    stop        the control's explicit stop (systemctl stop, the stop hook)
     quiesce     every process of ours gone or zombie (SIGTERM -> grace -> SIGKILL),
                 port free, GPU memory back to the baseline
     start       launch and record the new identity
@@ -120,7 +120,7 @@ class Controller(ABC):
         return False, None
 
     def instance_pids(self) -> set[int] | None:
-        """PIDs of the new instance, or None when the kind cannot see them (hooks)."""
+        """PIDs of the new instance, or None when the control cannot see them (hooks)."""
         return None
 
     def launch(self) -> Launch:

@@ -21,7 +21,6 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
@@ -81,12 +80,7 @@ class ServiceSession:
         self.before = self.controller.seen_before()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         with signals_ignored():
             if self.leave_stopped:
                 self.controller.close()

@@ -37,13 +37,13 @@ from ddtune.engines.parser_probe import EngineInfo
 from ddtune.errors import UserError
 from ddtune.services import Outcome, ServiceSpec, build_controller
 from ddtune.services.applied_dropin import (
-    Rollback,
     applied_dropin,
+    applied_said,
     apply_dropin,
     dropin_text,
+    refuse_during_sweep,
     revert_dropin,
 )
-from ddtune.services.controllers.systemd import trial_dropin
 from ddtune.sweep.checks.engine_check import check_engine
 from ddtune.sweep.plan.strategies.race import sweep_configs
 from ddtune.sweep.reporting import analyze_stored, stored_spec
@@ -129,42 +129,22 @@ def _apply_systemd(
     source: str,
 ) -> int:
     plan = applied_dropin(service)
-    _no_sweep_running(service, plan.unit)
+    refuse_during_sweep(service, plan)
     text = dropin_text(service, config.params, config.user_vars(), source)
     if dry_run:
-        console.print(f"would write {plan.path}:\n{escape(text)}", highlight=False)
-        kept = f", keep the present one as {plan.previous.name}" if plan.path.exists() else ""
-        console.print(f"then daemon-reload, stop and start {plan.unit} and wait for READY{kept}")
-        return 0
+        return _print_lines(plan.would_apply(text), 0, console)
     folder = workdir / "apply" / plan.unit
     result = apply_dropin(service, plan, text, config.params, config.user_vars(), folder)
-    if isinstance(result, Rollback):
-        return _rolled_back(result, plan.path, console)
-    console.print(
-        f"applied {escape(config.label())} to {plan.unit}: READY in "
-        f"{result.timings.get('start_to_ready_s', 0):.1f} s "
-        f"(InvocationID {result.identity.get('invocation_id')}); drop-in {plan.path}"
+    return _print_lines(
+        applied_said(result, plan, config.label()), 0 if result.ready else 1, console
     )
-    return 0
 
 
-def _no_sweep_running(service: ServiceSpec, unit: str) -> None:
-    runtime = trial_dropin(service)
-    if runtime.exists():
-        raise UserError(
-            f"{runtime} exists: a sweep runs on {unit} now (or a killed one left it; "
-            "`ddtune sweep cleanup`); apply after it"
-        )
-
-
-def _rolled_back(result: Rollback, path: Path, console: Console) -> int:
-    failed, restored = result.failed, result.restored
-    console.print(f"[red]not READY[/]: {failed.failure} — {escape(failed.detail)}")
-    if failed.log_path:
-        console.print(f"  log: {failed.log_path}")
-    state = "READY" if restored.ready else f"NOT READY ({restored.failure}: {restored.detail})"
-    console.print(f"rolled back: {path} as it was before; the service is {escape(state)}")
-    return 1
+def _print_lines(lines: list[str], code: int, console: Console) -> int:
+    """`lines` printed as they are (no markup); `code`, the exit code."""
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
+    return code
 
 
 def _revert_systemd(service: ServiceSpec, workdir: Path, dry_run: bool, console: Console) -> int:

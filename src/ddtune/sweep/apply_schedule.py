@@ -8,7 +8,7 @@ It is applied like a single config (`sweep/apply.py`): the command that serves
 it (`ddtune.services.scheduled`: `ddtune serve --schedule FILE`, vLLM's
 `num_speculative_tokens_per_batch_size`, SGLang's adaptive config, else the
 config for the typical concurrency, said as such) passes the engine check for
-its config, then by service kind:
+its config, then by service control:
 
     systemd   a persistent drop-in (and the schedule file beside it, named by its
               hash), daemon-reload, stop, start, READY by the full protocol against
@@ -33,8 +33,13 @@ from ddtune.engines.launch import command_line
 from ddtune.engines.schedule import Schedule, read_schedule
 from ddtune.errors import UserError
 from ddtune.services import ServiceSpec
-from ddtune.services.applied_dropin import Rollback, applied_dropin, apply_dropin, dropin_text
-from ddtune.services.controllers.systemd import trial_dropin
+from ddtune.services.applied_dropin import (
+    applied_dropin,
+    applied_said,
+    apply_dropin,
+    dropin_text,
+    refuse_during_sweep,
+)
 from ddtune.services.scheduled import ScheduledLaunch, scheduled_launch
 from ddtune.sweep.checks.engine_check import check_engine
 from ddtune.sweep.reporting import analyze_stored, stored_spec
@@ -99,31 +104,23 @@ def _systemd(
     source: str,
 ) -> int:
     plan = applied_dropin(service)
-    if trial_dropin(service).exists():
-        raise UserError(f"a sweep runs on {plan.unit} now (or left its drop-in); apply after it")
+    refuse_during_sweep(service, plan)
     tier = launch.tier
     text = dropin_text(service, tier.params, tier.vars, source, argv=launch.argv)
     if dry_run:
-        console.print(f"would write {plan.path}:\n{escape(text)}", highlight=False)
-        for path in launch.files:
-            console.print(f"and {path}", highlight=False)
-        console.print(f"then daemon-reload, stop and start {plan.unit} and wait for READY")
-        return 0
+        return _said(plan.would_apply(text, launch.files), 0, console)
     folder = workdir / "apply" / plan.unit
     result = apply_dropin(
         service, plan, text, tier.params, tier.vars, folder, launch.argv, launch.files
     )
-    if isinstance(result, Rollback):
-        failed, restored = result.failed, result.restored
-        console.print(f"[red]not READY[/]: {failed.failure} — {escape(failed.detail)}")
-        state = "READY" if restored.ready else f"NOT READY ({restored.failure})"
-        console.print(f"rolled back: {plan.path} as it was before; the service is {state}")
-        return 1
-    console.print(
-        f"applied the schedule to {plan.unit}: READY in "
-        f"{result.timings.get('start_to_ready_s', 0):.1f} s; drop-in {plan.path}"
-    )
-    return 0
+    return _said(applied_said(result, plan, "the schedule"), 0 if result.ready else 1, console)
+
+
+def _said(lines: list[str], code: int, console: Console) -> int:
+    """`lines` printed as they are (no markup); `code`, the exit code."""
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
+    return code
 
 
 def _print(service: ServiceSpec, launch: ScheduledLaunch, dry_run: bool, console: Console) -> int:

@@ -8,7 +8,7 @@ walked field by field: the key's TOML path, its type and constraints, its
 default, and what it means. The meaning is the field's `Field(description=)`,
 else its attribute docstring, else the comment written beside (or just above)
 the field in its model's source; a key with none of them reads "(no
-description)", which a test refuses. `tests/sweep/spec/test_reference.py`
+description)", which a test refuses. `tests/sweep/test_reference.py`
 regenerates the page and compares, so the page cannot drift from the code.
 """
 

@@ -100,7 +100,7 @@ def landscape(
     topks: Sequence[int] = TOPKS,
     engine: ServerEngine | None = None,
 ) -> Landscape:
-    """τ of every (window, budget, topk) the trace holds (the kind's counting when given)."""
+    """τ of every (window, budget, topk) the trace holds (the engine's counting when given)."""
     windows = trace.header.window_values()
 
     def tau(params: DecodeParams) -> float:

@@ -3,7 +3,7 @@
     trace = Trace.read(folder)
     prediction = trace.predict(DecodeParams("ddtree", 16, 4, 64))
     prediction.mean_acceptance_length()          # as `ddtune generate --json` counts it
-    prediction.acceptance(get_engine("vllm"))      # as that kind's acceptance source reports it
+    prediction.acceptance(get_engine("vllm"))      # as that engine's acceptance source reports it
     prediction.rounds_per_request("short")
 
 What a trace cannot answer is a one-line `UserError`, never a guess
@@ -49,7 +49,7 @@ class Prediction:
         return sum(sum(r.lengths) for r in rounds) / total if total else 0.0
 
     def acceptance(self, engine: ServerEngine, workload: str | None = None) -> float | None:
-        """The figure `kind`'s acceptance source would report for these rounds."""
+        """The figure `engine`'s acceptance source would report for these rounds."""
         return engine.trace_acceptance(self._rounds(workload))
 
     def rounds_per_request(self, workload: str | None = None) -> float:
@@ -116,7 +116,7 @@ class Trace:
         engine: ServerEngine | None = None,
         query_length: int | None = None,
     ) -> Prediction:
-        """The config's rounds on every traced request, under `kind`'s drafting rule."""
+        """The config's rounds on every traced request, under `engine`'s drafting rule."""
         view = self.view_for(params, query_length) if params.mode != "ar" else ""
         rules = Rules(
             block_size=self.header.block_size,

@@ -7,7 +7,7 @@ For each request (`TraceRequest`), in order:
                    checked against the teacher-forced argmaxes of step 3 (a token
                    where they part is counted: `greedy_mismatches`, a near-tie)
   2. finish        where the output ends under the request's stops
-                   (`engine.stops.OutputBuilder`, the engine's own rule)
+                   (`ddtree.stops.OutputBuilder`, the engine's own rule)
   3. features      one teacher-forced target forward over prompt + continuation,
                    the drafter's `target_layer_ids` captured as the predicted
                    engine feeds them (`capture`: post-norm = ddtune/HF/SGLang,

@@ -6,17 +6,17 @@ in the trace) drafts from the drafter's per-depth top-K recorded there, so:
 
   1. depth   the engine's cap: min(block - 1, tokens still allowed - 1, cache room),
              and for ddtree at most the budget (`decoding.Session.step`)
-  2. tree    `engine.tree.build_tree` (ddtree: the same heap, per-depth cap and
+  2. tree    `ddtree.tree.build_tree` (ddtree: the same heap, per-depth cap and
              tie-breaking) or `chain_tree` (dflash: the top-1 chain)
-  3. walk    `engine.tree.accepted_nodes`: step into the child holding the next
+  3. walk    `ddtree.tree.accepted_nodes`: step into the child holding the next
              greedy token while one exists; the round commits the accepted nodes
              and the bonus token
   4. stop    when the emitted tokens reach the output's end (`finish`), or the
-             context is full, as `engine.engine._run` stops
+             context is full, as `ddtree.engine._run` stops
 
 `Rules.vllm` drafts `query length - 1` tokens every round instead (vLLM's
 DFlash proposes K tokens whatever remains; its counters take the last round
-whole: `kinds.vllm.round_counts`). See docs/traces.md "Traces".
+whole: `engines.vllm.round_counts`). See docs/traces.md "Traces".
 """
 
 from __future__ import annotations

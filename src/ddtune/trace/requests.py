@@ -1,7 +1,7 @@
 """What a recording is asked for, torch-free: the requests to trace and the views to record.
 
 `trace/record.py` (torch) records them; `trace/sources.py` and the sweep's
-planner build them without loading the engine, so a core install (no
+plan build them without loading the engine, so a core install (no
 `ddtune[engine]`) can plan a sweep.
 """
 

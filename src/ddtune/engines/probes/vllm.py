@@ -24,13 +24,7 @@ import contextlib
 import io
 from typing import Any
 
-from ddtune.engines.probes.protocol import (
-    argparse_error,
-    checker,
-    parser_info,
-    refused,
-    version_of,
-)
+from ddtune.engines.probes.protocol import argparse_error, checker, parser_info, refused, version_of
 
 ENGINE = "vllm"
 

@@ -1,6 +1,6 @@
 """Load levels in the report: figures per (config, level), decisions per level, findings.
 
-`figures` (per level over the repeats), `recommend` (one recommendation per
+`figures` (per level over the repeats), `per_level` (one recommendation per
 level and one for `load_weights`), `findings` (the AR/DFlash/DDTree crossover
 and serialisation), `document` (the "Load levels" section and
 `load_levels.csv`), `plots` (PNG). See docs/load.md.

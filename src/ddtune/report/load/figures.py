@@ -98,7 +98,7 @@ class LoadReport:
     max_rate: dict[str, MeanCI | None] = field(default_factory=dict)  # label -> over repeats
     max_rate_notes: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    plots: list[Plot] = field(default_factory=list)  # load_plots.py
+    plots: list[Plot] = field(default_factory=list)  # plots.py
     skipped_plots: list[str] = field(default_factory=list)
 
     def figure(self, label: str, level: str) -> LevelFigures | None:

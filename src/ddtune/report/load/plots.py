@@ -41,13 +41,7 @@ def _throughput(report: LoadReport) -> tuple[Figure, Plot] | str:
         metrics.append(("goodput_tps", "goodput tok/s (requests meeting the SLO)"))
     if not loops or not any(f.samples.get("output_tps") for f in report.figures):
         return "throughput vs load: no level measured"
-    figure = Figure(figsize=(6 * len(loops), 4 * len(metrics)), layout="constrained")
-    axes = figure.subplots(len(metrics), len(loops), squeeze=False)
-    for row, (metric, words) in enumerate(metrics):
-        for col, (loop, xlabel) in enumerate(loops):
-            _lines(axes[row][col], report, loop, partial(_mean_ci, metric=metric))
-            axes[row][col].set_xlabel(xlabel)
-            axes[row][col].set_ylabel(words)
+    figure = _panels(report, loops, [(words, partial(_mean_ci, metric=m)) for m, words in metrics])
     caption = (
         "Aggregate over each level's measured requests; mean over repeats with 95% t-intervals."
     )
@@ -59,18 +53,26 @@ def _latency(report: LoadReport) -> tuple[Figure, Plot] | str:
     metrics = [("ttft_s", "p99 time to first token (s)"), ("itl_s", "p99 inter-token latency (s)")]
     if not loops or not any(f.pooled.get("ttft_s") for f in report.figures):
         return "latency vs load: no level measured"
-    figure = Figure(figsize=(6 * len(loops), 8), layout="constrained")
-    axes = figure.subplots(len(metrics), len(loops), squeeze=False)
-    for row, (name, words) in enumerate(metrics):
-        for col, (loop, xlabel) in enumerate(loops):
-            _lines(axes[row][col], report, loop, partial(_p99, name=name))
-            axes[row][col].set_xlabel(xlabel)
-            axes[row][col].set_ylabel(words)
+    figure = _panels(report, loops, [(words, partial(_p99, name=n)) for n, words in metrics])
     caption = "p99 pooled over the requests of every repeat (per-token gaps for ITL)."
     return figure, Plot("load_latency.png", "Tail latency vs load", caption)
 
 
 Value = Callable[[LevelFigures], tuple[float, float, float] | None]  # (y, below, above)
+
+
+def _panels(
+    report: LoadReport, loops: list[tuple[str, str]], rows: list[tuple[str, Value]]
+) -> Figure:
+    """A panel per (row: y-axis words and value, loop): one line per config."""
+    figure = Figure(figsize=(6 * len(loops), 4 * len(rows)), layout="constrained")
+    axes = figure.subplots(len(rows), len(loops), squeeze=False)
+    for row, (words, value) in enumerate(rows):
+        for col, (loop, xlabel) in enumerate(loops):
+            _lines(axes[row][col], report, loop, value)
+            axes[row][col].set_xlabel(xlabel)
+            axes[row][col].set_ylabel(words)
+    return figure
 
 
 def _lines(ax: Axes, report: LoadReport, loop: str, value: Value) -> None:

@@ -14,20 +14,7 @@ from collections.abc import Callable
 from html import escape
 from pathlib import Path
 
-from ddtune.report.render.document import (
-    Block,
-    Bullets,
-    Cell,
-    Code,
-    Document,
-    Image,
-    Lead,
-    LeadItem,
-    Link,
-    Paragraph,
-    Section,
-    Table,
-)
+import ddtune.report.render.document as doc
 
 STYLE = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto; max-width: 1200px;
@@ -59,7 +46,7 @@ pre { background: #1b1f24; color: #f0f3f6; padding: .6em .9em; border-radius: 6p
 """
 
 
-def render_html(document: Document, out_dir: Path) -> str:
+def render_html(document: doc.Document, out_dir: Path) -> str:
     """The page; images are read from `out_dir` and embedded."""
     parts = [
         "<!DOCTYPE html>",
@@ -85,7 +72,7 @@ def embedded(out_dir: Path) -> ImageSource:
     return source
 
 
-def render_sections(sections: list[Section], image_src: ImageSource) -> str:
+def render_sections(sections: list[doc.Section], image_src: ImageSource) -> str:
     """The sections alone (a page's body part), each with an id from its title
     ("Race so far" -> `race-so-far`); `Answer` gets its own box."""
     parts = []
@@ -98,25 +85,25 @@ def render_sections(sections: list[Section], image_src: ImageSource) -> str:
     return "\n".join(parts)
 
 
-def _block(block: Block, image_src: ImageSource) -> str:
-    if isinstance(block, Paragraph):
+def _block(block: doc.Block, image_src: ImageSource) -> str:
+    if isinstance(block, doc.Paragraph):
         css = ' class="warning"' if block.warning else ""
         return f"<p{css}>{escape(block.text)}</p>"
-    if isinstance(block, Bullets):
+    if isinstance(block, doc.Bullets):
         css = ' class="warning"' if block.warning else ""
         return f"<ul{css}>" + "".join(f"<li>{escape(item)}</li>" for item in block.items) + "</ul>"
-    if isinstance(block, Table):
+    if isinstance(block, doc.Table):
         head = "".join(f"<th>{escape(h)}</th>" for h in block.headers)
         body = "".join(
             "<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in block.rows
         )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    if isinstance(block, Lead):
+    if isinstance(block, doc.Lead):
         return "".join(_lead(item) for item in block.items)
-    if isinstance(block, Code):
+    if isinstance(block, doc.Code):
         caption = f'<p class="code-caption">{escape(block.caption)}</p>' if block.caption else ""
         return f"{caption}<pre><code>{escape(block.text)}</code></pre>"
-    if isinstance(block, Image):
+    if isinstance(block, doc.Image):
         src = escape(image_src(block.file), quote=True)
         return (
             f'<figure><img alt="{escape(block.title)}" src="{src}">'
@@ -125,7 +112,7 @@ def _block(block: Block, image_src: ImageSource) -> str:
     raise TypeError(f"unknown block {type(block).__name__}")
 
 
-def _lead(item: LeadItem) -> str:
+def _lead(item: doc.LeadItem) -> str:
     detail = f": {escape(item.detail)}" if item.detail else ""
     return (
         f'<p class="lead tone-{escape(item.tone)}"><span class="objective">{escape(item.title)}'
@@ -134,7 +121,7 @@ def _lead(item: LeadItem) -> str:
     )
 
 
-def _cell(cell: Cell) -> str:
-    if isinstance(cell, Link):
+def _cell(cell: doc.Cell) -> str:
+    if isinstance(cell, doc.Link):
         return f'<a href="{escape(cell.href, quote=True)}">{escape(cell.text)}</a>'
     return escape(cell)

@@ -1,4 +1,5 @@
-"""One controller per service kind; each runs the readiness protocol of `services/protocol.py`.
+"""One controller per control (how a service is stopped and started), each running the
+readiness protocol of `services/protocol.py`.
 
     process   a local child process started from an argv (ddtune serve, SGLang, vLLM, anything)
     systemd   a unit reconfigured through a runtime drop-in, stopped then started

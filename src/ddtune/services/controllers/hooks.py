@@ -5,7 +5,7 @@ variables: `DDTUNE_MODE, DDTUNE_BUDGET, DDTUNE_TOPK, DDTUNE_WINDOW, DDTUNE_PORT,
 DDTUNE_HOST`, one `DDTUNE_<VAR>` per user variable, the rendered `env` table,
 `DDTUNE_ATTEMPT_DIR` and the instance tag. The start hook must return once the
 server is launched (e.g. `docker run -d`). Local processes it leaves behind
-carry the tag, so they are found, watched and killed like a process kind's;
+carry the tag, so they are found, watched and killed like a process control's;
 remote ones are judged by the port and the engine's probes only.
 See docs/readiness.md "Services".
 """

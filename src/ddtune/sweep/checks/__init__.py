@@ -8,8 +8,10 @@ command the engine refuses is `EngineRefused` (exit 2); nothing is stopped or
 started either way.
 
     before_stop     `CHECKS`: the bench's files, the store's folder, budgets, the drafter's
-                    depth, windows the bench can tell apart
+                    depth, windows the bench can tell apart, the keys and paths below
     drafter_depth   no config drafts more tokens a round than its drafter's block allows
+    launch_axes     every swept key reaches the launch (command, environment, hot body)
+    launch_paths    the executables and models a launch command names
     engine_check    every planned launch command past the engine's own parser
 """
 

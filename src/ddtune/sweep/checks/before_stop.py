@@ -18,6 +18,9 @@ list of these checks, in the order they run; each raises a one-line
                     sends (prompt + answer, estimated at bench.chars_per_token); a
                     window at least that long drafts exactly as `none` does, so the two
                     cannot differ: refused unless `[sweep] allow_indistinct_windows = true`
+    axes reach      every swept key changes what is started (`launch_axes.py`)
+    launch paths    the executables and models a launch names exist where ddtune runs
+                    it (`launch_paths.py`)
 
 The engine's own check of every launch command (`engine_check.py`) runs after
 these; the trace's binding to the spec's models is checked by `ddtune.cli.trace`.

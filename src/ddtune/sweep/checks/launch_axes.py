@@ -1,6 +1,6 @@
 """Every swept key must reach the service: checked by rendering every config's launch.
 
-    check_axes_reach(spec, store_path)    # a check before the first stop (prestop.CHECKS)
+    check_axes_reach(spec, store_path)    # a check before the first stop (before_stop.CHECKS)
 
 A config is what the service is started with: its launch is the rendered
 command (`ServiceSpec.render_argv`, `{method_args}` included), the rendered

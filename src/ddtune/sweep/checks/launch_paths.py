@@ -1,6 +1,6 @@
 """The files a launch command names, checked before anything stops (the engine check on or off).
 
-    check_launch_paths(spec, store_path)    # a check before the first stop (prestop.CHECKS)
+    check_launch_paths(spec, store_path)    # a check before the first stop (before_stop.CHECKS)
 
 Every config's rendered command names an executable (its first word, and the
 engine's Python that ddtune's launcher is given with `--python`), a target model

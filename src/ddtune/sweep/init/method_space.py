@@ -137,9 +137,7 @@ def _sglang_launcher(
             f"the SGLang command runs {launch.method} without --speculative-draft-model-path"
         )
     mode = launch.method.lower() if launch.method else "ddtree"
-    window = launch.knobs.get("speculative_draft_window_size") or launch.knobs.get(
-        "speculative_dflash_draft_window_size"
-    )
+    window = launch.window
     windows = windows_around(window, context)
     command = [front, "-m", "ddtune.launchers", "sglang", "--python", launch.python]
     command += ["--model-path", "{model}", "--draft-model-path", "{drafter}", "--mode", "{mode}"]
@@ -147,11 +145,9 @@ def _sglang_launcher(
     space: dict[str, Any] = {"mode": [mode], "window": windows}
     choice = SpaceChoice(command, {"model": launch.model, "drafter": launch.drafter})
     if mode == "ddtree":
-        budget = launch.knobs.get("speculative_ddtree_budget", 16)
-        topk = env_int(env, TOPK_ENV, SGLANG_DEFAULT_TOPK)
-        space["budget"] = around(budget, step=max(1, budget // 4), high=MAX_BUDGET)
-        space["topk"] = around(topk, side=1, high=MAX_TOPK)
-        baseline.update(budget=budget, topk=topk)
+        axes, running = ddtree_around(launch, env)
+        space.update(axes)
+        baseline.update(running)
         command += ["--budget", "{budget}", "--topk", "{topk}"]
         knobs = ddtree_knobs(env)
         for key, value in knobs.items():  # kept at the unit's value, set by the launcher
@@ -342,6 +338,19 @@ def _config_template(config: dict[str, Any]) -> str:
     return text.replace('"@@K@@"', "{K}").replace("@@drafter@@", "{drafter}")
 
 
+def ddtree_around(
+    launch: ParsedLaunch, env: dict[str, str]
+) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """SGLang DDTree's budget and top-k around the running ones: (axes, running values)."""
+    budget = launch.knobs.get("speculative_ddtree_budget", 16)
+    topk = env_int(env, TOPK_ENV, SGLANG_DEFAULT_TOPK)
+    axes = {
+        "budget": around(budget, step=max(1, budget // 4), high=MAX_BUDGET),
+        "topk": around(topk, side=1, high=MAX_TOPK),
+    }
+    return axes, {"budget": budget, "topk": topk}
+
+
 def ddtree_knobs(env: dict[str, str]) -> dict[str, float | bool]:
     """The DDTree knobs the service's environment sets (SGLANG_DDTREE_DEPTH_BONUS, ...)."""
     found = {key: parse_knob(key, env.get(name)) for key, name in KNOB_ENV.items()}
@@ -358,6 +367,7 @@ def env_int(env: dict[str, str], name: str, default: int) -> int:
 __all__ = [
     "SpaceChoice",
     "around",
+    "ddtree_around",
     "ddtree_knobs",
     "env_int",
     "method_space",

@@ -31,31 +31,21 @@ from typing import Any
 from ddtune.engines.sglang import KNOB_ENV, SGLANG_MODULE, TOPK_ENV
 from ddtune.errors import UserError
 from ddtune.methods import ALIASES, DRAFTER, METHODS, method
-from ddtune.params import MAX_BUDGET, MAX_TOPK
 from ddtune.services.spec import METHOD_ARGS
 from ddtune.sweep.init.method_space import (
     SGLANG_DEFAULT_TOPK,
     WILDCARD_HOSTS,
     SpaceChoice,
     around,
+    ddtree_around,
     ddtree_knobs,
-    env_int,
     windows_around,
 )
-from ddtune.sweep.init.parse import ParsedLaunch
+from ddtune.sweep.init.parse import SGLANG_KNOBS, ParsedLaunch
 from ddtune.sweep.init.sizing import drafter_block
 
 # the fields of an SGLang command that `{method_args}` writes instead
-SGLANG_SPECULATIVE = (
-    "speculative_algorithm",
-    "speculative_draft_model_path",
-    "speculative_ddtree_budget",
-    "speculative_draft_window_size",
-    "speculative_dflash_draft_window_size",
-    "speculative_num_steps",
-    "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
-)
+SGLANG_SPECULATIVE = ("speculative_algorithm", "speculative_draft_model_path", *SGLANG_KNOBS)
 DFLASH_DRAFTERS = ("dflash", "ddtree")  # the methods a DFlash drafter serves
 ADDED_BUDGETS = [8, 16, 32]
 ADDED_TOPKS = [4, SGLANG_DEFAULT_TOPK]
@@ -138,17 +128,13 @@ def sglang_as_methods(
         subs["host"] = "{host}"
     argv = launch.spliced(subs, [f for f in SGLANG_SPECULATIVE if f in launch.spans], METHOD_ARGS)
     choice = SpaceChoice([launch.python, "-m", SGLANG_MODULE, *argv], {"model": launch.model})
-    window = launch.knobs.get("speculative_draft_window_size") or launch.knobs.get(
-        "speculative_dflash_draft_window_size"
-    )
+    window = launch.window
     axes: dict[str, Any] = {}
     base: dict[str, Any] = {"method": name, "window": window or "none"}
     if name == "ddtree":
-        budget = launch.knobs.get("speculative_ddtree_budget", 16)
-        topk = env_int(env, TOPK_ENV, SGLANG_DEFAULT_TOPK)
-        axes["budget"] = around(budget, step=max(1, budget // 4), high=MAX_BUDGET)
-        axes["topk"] = around(topk, side=1, high=MAX_TOPK)
-        base.update(budget=budget, topk=topk)
+        ddtree_axes, running = ddtree_around(launch, env)
+        axes.update(ddtree_axes)
+        base.update(running)
         for key, value in ddtree_knobs(env).items():  # kept at the unit's value
             axes[key], base[key] = [value], value
     else:

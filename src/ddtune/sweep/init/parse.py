@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ddtune.engines.parser_probe import EngineProbe, ProbeError
-from ddtune.engines.sglang import SGLANG_MODULE
+from ddtune.engines.sglang import SGLANG_MODULE, WINDOW_FIELDS
 from ddtune.engines.vllm import VLLM_MODULE
 from ddtune.errors import UserError
 
@@ -63,6 +63,17 @@ KNOWN_OPTIONS["vllm"]["--max-model-len"] = "max_model_len"
 ENGINE_MODULES = {SGLANG_MODULE: "sglang", VLLM_MODULE: "vllm"}
 ENTRY_POINTS = ("sglang", "vllm")  # `sglang serve ...`, `vllm serve MODEL ...`
 DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000}
+SIZE_FIELDS = {  # (tensor parallel, served context) per engine
+    "sglang": ("tp_size", "context_length"),
+    "vllm": ("tensor_parallel_size", "max_model_len"),
+}
+SGLANG_KNOBS = (  # the method's settings an SGLang command gives (whole numbers)
+    "speculative_ddtree_budget",
+    *WINDOW_FIELDS,
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,12 @@ class ParsedLaunch:
     speculative_config: dict[str, Any] = field(default_factory=dict)  # vLLM's JSON, whole
     parser: str = "ddtune's table of the engine's flags"  # what resolved the flags
     positional_model: bool = False  # `vllm serve MODEL`: the model is not a flag
+
+    @property
+    def window(self) -> int | None:
+        """The drafter window the command sets (SGLang: either release's flag), None: all."""
+        new, old = WINDOW_FIELDS
+        return self.knobs.get(new) or self.knobs.get(old)
 
     def kept(self, *fields: str) -> list[str]:
         """The arguments without the flags of `fields`, each other one verbatim and in order."""
@@ -177,10 +194,20 @@ def parse_launch(found: EngineLaunch, options: Mapping[str, str] | None) -> Pars
     table = {**KNOWN_OPTIONS[found.engine], **(options or {})}
     wanted = set(KNOWN_OPTIONS[found.engine].values())
     values, spans = _split(found.args, table, wanted)
-    parser = "the engine's own parser" if options else "ddtune's table of the engine's flags"
-    if found.engine == "sglang":
-        return _sglang(found, values, spans, parser)
-    return _vllm(found, values, spans, parser)
+    read = _sglang if found.engine == "sglang" else _vllm
+    tp, context = SIZE_FIELDS[found.engine]
+    return ParsedLaunch(
+        engine=found.engine,
+        python=found.python,
+        tp=_int(values.get(tp, "1"), tp),
+        host=values.get("host", "127.0.0.1"),
+        port=_int(values.get("port", str(DEFAULT_PORTS[found.engine])), "port"),
+        args=found.args,
+        spans=spans,
+        context_tokens=_int(values[context], context) if context in values else None,
+        parser="the engine's own parser" if options else "ddtune's table of the engine's flags",
+        **read(found, values),
+    )
 
 
 def _split(
@@ -213,46 +240,22 @@ def _dest(flag: str, table: Mapping[str, str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _sglang(
-    found: EngineLaunch, values: dict[str, str], spans: dict[str, Span], parser: str
-) -> ParsedLaunch:
+def _sglang(found: EngineLaunch, values: dict[str, str]) -> dict[str, Any]:
+    """The model and method fields of an SGLang command."""
     model = values.get("model_path")
     if not model:
         raise UserError("the SGLang command has no --model-path: sweep init needs the model")
-    knobs: dict[str, Any] = {}
-    for dest in (
-        "speculative_ddtree_budget",
-        "speculative_draft_window_size",
-        "speculative_dflash_draft_window_size",
-        "speculative_num_steps",
-        "speculative_eagle_topk",
-        "speculative_num_draft_tokens",
-    ):
-        if dest in values:
-            knobs[dest] = _int(values[dest], dest)
     algorithm = values.get("speculative_algorithm")
-    return ParsedLaunch(
-        engine="sglang",
-        python=found.python,
-        model=model,
-        drafter=values.get("speculative_draft_model_path"),
-        method=algorithm.upper() if algorithm else None,
-        knobs=knobs,
-        tp=_int(values.get("tp_size", "1"), "tp_size"),
-        host=values.get("host", "127.0.0.1"),
-        port=_int(values.get("port", str(DEFAULT_PORTS["sglang"])), "port"),
-        args=found.args,
-        spans=spans,
-        context_tokens=_int(values["context_length"], "context_length")
-        if "context_length" in values
-        else None,
-        parser=parser,
-    )
+    return {
+        "model": model,
+        "drafter": values.get("speculative_draft_model_path"),
+        "method": algorithm.upper() if algorithm else None,
+        "knobs": {dest: _int(values[dest], dest) for dest in SGLANG_KNOBS if dest in values},
+    }
 
 
-def _vllm(
-    found: EngineLaunch, values: dict[str, str], spans: dict[str, Span], parser: str
-) -> ParsedLaunch:
+def _vllm(found: EngineLaunch, values: dict[str, str]) -> dict[str, Any]:
+    """The model and method fields of a vLLM command (its `--speculative-config` JSON)."""
     model = values.get("model") or found.positional_model
     if not model:
         raise UserError("the vLLM command names no model (--model or `vllm serve MODEL`)")
@@ -264,26 +267,14 @@ def _vllm(
             raise UserError(f"--speculative-config is not JSON: {exc}") from None
         if not isinstance(config, dict):
             raise UserError("--speculative-config must be a JSON object")
-    knobs = {k: v for k, v in config.items() if k not in ("method", "model")}
-    return ParsedLaunch(
-        engine="vllm",
-        python=found.python,
-        model=model,
-        drafter=config.get("model"),
-        method=str(config["method"]) if "method" in config else None,
-        knobs=knobs,
-        tp=_int(values.get("tensor_parallel_size", "1"), "tensor_parallel_size"),
-        host=values.get("host", "127.0.0.1"),
-        port=_int(values.get("port", str(DEFAULT_PORTS["vllm"])), "port"),
-        args=found.args,
-        spans=spans,
-        context_tokens=_int(values["max_model_len"], "max_model_len")
-        if "max_model_len" in values
-        else None,
-        speculative_config=config,
-        parser=parser,
-        positional_model=found.positional_model is not None,
-    )
+    return {
+        "model": model,
+        "drafter": config.get("model"),
+        "method": str(config["method"]) if "method" in config else None,
+        "knobs": {k: v for k, v in config.items() if k not in ("method", "model")},
+        "speculative_config": config,
+        "positional_model": found.positional_model is not None,
+    }
 
 
 def escape(text: str) -> str:
@@ -299,6 +290,7 @@ def _int(text: str, name: str) -> int:
 
 
 __all__ = [
+    "SGLANG_KNOBS",
     "EngineLaunch",
     "ParsedLaunch",
     "Span",

@@ -108,13 +108,7 @@ def expected_start_s(model: Path, tp: int) -> tuple[float, str]:
 
 def drafter_block(drafter: Path | None) -> int | None:
     """The DFlash drafter's `block_size` from its config.json, or None."""
-    if drafter is None:
-        return None
-    try:
-        config = json.loads((drafter / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-    block = config.get("block_size") if isinstance(config, dict) else None
+    block = _config_value(drafter, "block_size") if drafter is not None else None
     return block if isinstance(block, int) and block > 1 else None
 
 
@@ -122,12 +116,17 @@ def context_of(model: Path, given: int | None) -> int | None:
     """The served context: the command's own flag, else the model's max_position_embeddings."""
     if given is not None:
         return given
+    value = _config_value(model, "max_position_embeddings")
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def _config_value(folder: Path, key: str) -> Any:
+    """One value of a model folder's config.json; None where it is absent or unreadable."""
     try:
-        config = json.loads((model / "config.json").read_text())
+        config = json.loads((folder / "config.json").read_text())
     except (OSError, ValueError):
         return None
-    value = config.get("max_position_embeddings") if isinstance(config, dict) else None
-    return value if isinstance(value, int) and value > 0 else None
+    return config.get(key) if isinstance(config, dict) else None
 
 
 __all__ = [

@@ -5,7 +5,7 @@ from a previous store of the same service or taken from the spec), used by
 `ddtune sweep plan` and the live ETA of `sweep run` (the remaining trials at
 the costs measured so far in the run). A race has a best case
 (every contender but one leaves after `min_passes`) and a worst case (nobody
-leaves before `max_passes`). A restart-bound race (`starts.py`) also has an
+leaves before `max_passes`). A restart-bound race (`races/by_start.py`) also has an
 expected case, from a stated typical landscape (`start_race_estimates`).
 See docs/sweeps.md "Sweep" and its "Restart-bound races".
 """
@@ -255,7 +255,7 @@ def restart_word(spec: SweepSpec) -> str:
 
 
 def live_eta(started: float, ran: int, left: int, more: Callable[[], object] | None) -> str:
-    """'ETA 12m' from this run's mean trial time; '+' when a planner may add trials."""
+    """'ETA 12m' from this run's mean trial time; '+' when the strategy may add trials."""
     if ran == 0:
         return ""
     per_trial = (time.monotonic() - started) / ran

@@ -9,7 +9,7 @@ With `passes_per_start = k` a block is k consecutive passes and each config's
 k passes of a block run back to back on one server start. The baseline is a
 configuration like any other (flagged `is_baseline`), so it is measured in
 every pass under the same conditions. A race plans its first `min_repeats`
-passes here and every later pass from the store (`sweep/plan/race_planner.py`); a search
+passes here and every later pass from the store (the race strategy's `next_batch`); a search
 plans nothing up front. See docs/sweeps.md "Sweep".
 """
 

@@ -7,7 +7,7 @@ common       the run summary, exit codes, signals and the hardware note
 ray/         the Ray backend: trials on a pool of service slots
 
 `run_sweep` is imported on first use: a Ray slot or `sweep watch` that needs
-only `common` does not load the loop, the planners and the services.
+only `common` does not load the loop, the strategies and the services.
 """
 
 from __future__ import annotations

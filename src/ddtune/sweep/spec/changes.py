@@ -9,8 +9,9 @@ Every finished trial is kept and the new values apply from the resume on. A
 change to what is measured (the configs, the bench, the service's command or
 environment, the baseline...) would mix two experiments in one store: it is
 named, with what to do (`SpecChange.message`). The old names of `[service]`
-keys (`kind`, `profile`) compare as their new ones (`control`, `engine`), so a
-spec rewritten with the new names resumes a store started with the old ones.
+keys (`kind`, `profile`, `preflight`) compare as their new ones (`control`,
+`engine`, `engine_check`), so a spec rewritten with the new names resumes a
+store started with the old ones.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def _flat(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _new_name(key: str) -> str:
-    """`service.kind` -> `service.control`, `service.profile` -> `service.engine`."""
+    """`service.kind` -> `service.control`, ... (`services.spec.RENAMED`)."""
     table, _, name = key.partition(".")
     return f"service.{RENAMED[name]}" if table == "service" and name in RENAMED else key
 

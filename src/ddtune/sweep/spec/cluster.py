@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 
 from ddtune.errors import UserError
-from ddtune.tables import StrictModel
+from ddtune.tables import StrictModel, name_rule
 
 if TYPE_CHECKING:
     from ddtune.services.spec import ServiceSpec
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 BACKENDS = ("local", "ray")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _ADDRESS_RE = re.compile(r"^(auto|local|(ray://)?[A-Za-z0-9_.\-]+:\d{1,5})$")
-_SLOT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 
 
 def _address(value: str) -> str:
@@ -50,12 +49,6 @@ def _address(value: str) -> str:
 def _absolute(value: str) -> str:
     if not value.startswith("/"):
         raise ValueError("must be an absolute path (the same folder on every node)")
-    return value
-
-
-def _slot_name(value: str) -> str:
-    if not _SLOT_NAME_RE.match(value):
-        raise ValueError("must be 1-32 letters, digits, '.', '_' or '-'")
     return value
 
 
@@ -90,7 +83,7 @@ class SlotService(StrictModel):
 
 class SlotTable(StrictModel):
     # the slot's name (default slot<i>)
-    name: Annotated[str, AfterValidator(_slot_name)] | None = None
+    name: Annotated[str, name_rule(32)] | None = None
     placement: Placement = Placement()  # which Ray node the slot runs on
     service: SlotService | None = None  # overrides of [service] for this slot
 

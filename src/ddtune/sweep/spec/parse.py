@@ -149,7 +149,7 @@ class SweepSpec:
     cluster: Cluster = field(default_factory=Cluster)
     trace: str | None = None  # `[sweep] trace`, resolved against the spec's folder
     allow_indistinct_windows: bool = False  # `[sweep]`: see sweep/checks/before_stop.py
-    breaker: int = 3  # `[sweep] breaker`: see sweep/run/breaker.py (0: off)
+    breaker: int = 3  # `[sweep] breaker`: see sweep/run/policy.py (0: off)
     notes: list[str] = field(default_factory=list)  # for plan and run: old key names used
     report: dict[str, Any] = field(default_factory=dict)  # the `[report]` keys as written
 

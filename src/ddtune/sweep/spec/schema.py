@@ -19,7 +19,7 @@
 
 These models check the shape (unknown keys, types, ranges, variable names);
 the decoding parameters themselves are checked by `DecodeParams.from_wire`
-when `load.py` builds the configurations, so both kinds of error carry the
+when `parse.py` builds the configurations, so both kinds of error carry the
 full key path in `UserError.key`. See docs/sweeps.md "Sweep".
 """
 
@@ -36,7 +36,7 @@ from ddtune.methods import ALIASES, LEGACY, METHOD_NAMES
 from ddtune.params import DECODE_KEYS, KNOB_KEYS, PARAM_KEYS
 from ddtune.report.options import Interleave, ReportOptions
 from ddtune.sweep.spec.cluster import ClusterTable
-from ddtune.tables import StrictModel
+from ddtune.tables import StrictModel, name_rule
 
 ORDERS = ("interleaved", "random", "sequential")
 Order = Literal["interleaved", "random", "sequential"]
@@ -45,14 +45,7 @@ OBJECTIVES = ("throughput", "long_context", "short_context", "speedup", "mix")
 # mix: tok/s over the bench's workloads weighted by [bench] mix (bench suites, traffic)
 Objective = Literal["throughput", "long_context", "short_context", "speedup", "mix"]
 RESERVED_VARS = (*DECODE_KEYS, "port", "method", "method_args")
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _sweep_name(name: str) -> str:
-    if not _NAME_RE.match(name):
-        raise ValueError("must be 1-64 letters, digits, '.', '_' or '-' (no leading '.', '_', '-')")
-    return name
 
 
 def _scalar(value: Any) -> Any:
@@ -203,7 +196,7 @@ class SpaceTable(StrictModel):
 
 class SweepTable(StrictModel):
     # the sweep's name: the store keeps its trials under it (letters, digits, . _ -)
-    name: Annotated[str, AfterValidator(_sweep_name)]
+    name: Annotated[str, name_rule(64)]
     description: str = ""  # free text kept with the sweep and shown in its report
     # passes over every config (grid); the most passes a race may run
     repeats: Annotated[int, Field(ge=1, le=1000)] = 2

@@ -4,7 +4,8 @@
                   from (start_s, bench_s) and the most benches one start may get
     sweep_forecasts  sweep_id → a predicting race's forecast (`ddtune.trace.forecast`)
 
-`sweep/plan/mode.py` chooses the mode; `Store.open_sweep` writes it in the
+The strategy chooses the mode (`Strategy.choose_mode`, asked by
+`sweep/plan/prepare.py`); `Store.open_sweep` writes it in the
 transaction that creates the sweep, so a resumed race runs (and a report
 replays) the mode it started with even when the costs measured since would
 choose otherwise. A sweep without a row (a grid, or a store written before the

@@ -3,8 +3,7 @@
 `models` (the spec's own target and drafter, never a silent default),
 `loading` (dtype, trust_remote_code, GPUs, offload: as the serving engine
 loads them), `plan` (memory per device and time, from config.json and shard
-headers; a refusal before a weight is read), `sparse` (checkpoints of any
-size as sparse files, for tests and benchmarks). Torch-free.
+headers; a refusal before a weight is read). Torch-free.
 """
 
 from ddtune.trace.planning.loading import Loading

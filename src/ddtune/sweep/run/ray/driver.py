@@ -127,7 +127,7 @@ class SlotLoop:
     # --- the loop ------------------------------------------------------------------
 
     def run(self, todo: list[TrialRow], more: Callable[[], list[TrialRow]] | None = None) -> None:
-        """`todo`, then each batch a race/search planner's `more()` returns, until []."""
+        """`todo`, then each batch the strategy's `more()` returns, until []."""
         batch = todo or (more() if more else [])
         while batch and not self.summary.stopped:
             self._run_batch(batch)

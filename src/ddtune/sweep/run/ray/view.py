@@ -9,8 +9,6 @@ See docs/sweeps.md "Scale out".
 
 from __future__ import annotations
 
-from types import TracebackType
-
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -40,16 +38,11 @@ class SlotProgress:
         self.rows: dict[str, TaskID] = {}
 
     def __enter__(self) -> SlotProgress:
-        self.progress.__enter__()
+        self.progress.start()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.progress.__exit__(kind, exc, tb)
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
 
     def show(self, slot: str, phase: str, trial: TrialRow | None = None) -> None:
         """Slot `slot` is in `phase`, on `trial` (None: between trials)."""
