@@ -19,7 +19,7 @@ every started config against plain decoding.
 
 Servers listen on loopback. Needs .venv-vllm (docs/engines.md). Minutes per config on 2 cores;
 run it on a quiet machine (both tools see the same load only if nothing else runs).
-Results: docs/benchmarks.md "Head to head with vLLM's sweep".
+Results: docs/benchmarks.md "Head to head: `vllm bench sweep serve` and ddtune on vLLM".
 """
 
 from __future__ import annotations

@@ -111,6 +111,15 @@ def test_vllm_acceptance_diffs_counters_around_the_measured_requests(fake_server
     assert all(s["acceptance_length"] is None for s in result.samples)
 
 
+def test_vllm_counters_give_each_context_length_its_own_acceptance(fake_server_cls) -> None:
+    """What a predicting race corrects per workload: short and long each their own tau."""
+    with fake_server_cls(kind="vllm", tokens_per_round=4) as server:
+        result = run_bench(server.url, matrix(), engine="vllm", progress=False)
+    # short: 4 requests of 8 tokens, 2 rounds each (tau 4); long: 10 tokens in 3 rounds
+    assert result.aggregates["short_acceptance_length"] == pytest.approx(4.0)
+    assert result.aggregates["long_acceptance_length"] == pytest.approx(10 / 3)
+
+
 def test_sglang_acceptance_from_meta_info(fake_server_cls) -> None:
     with fake_server_cls(kind="sglang", tokens_per_round=4) as server:
         result = run_bench(server.url, matrix(), engine="sglang", progress=False)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from importlib import metadata
 from itertools import groupby
 from typing import Any
@@ -179,9 +179,11 @@ def finish_bench(
         result.notes.append(gap_note)
     result.notes += measure_notes
     _aggregate(result, engine, records_in_order(records), *counters, coding)
-    for workload, value in (counted or {}).items():  # a counting kind: per workload's counters
+    for workload, value in (counted or {}).items():  # a counting engine: each one's counters
         if workload in result.workloads:
             result.workloads[workload]["acceptance_length"] = value
+        if result.aggregates.get(f"{workload}_acceptance_length", value) is None:
+            result.aggregates[f"{workload}_acceptance_length"] = value
     return result
 
 
@@ -415,18 +417,26 @@ def _run_measured(
     plan: BenchPlan,
     bar: Progress | None,
 ) -> tuple[list[StreamRecord], dict[str, float | None]]:
-    """The measured requests, workload by workload; where the kind counts acceptance on the
-    server (vLLM), its counters are read around each workload, so each gets its own."""
+    """The measured requests, workload by workload; where the engine counts acceptance on the
+    server (vLLM), its counters are read between workloads, so each gets its own: the
+    requests' own (short, long, coding, ...) and each suite's over its requests."""
     engine, concurrency = plan.engine, plan.matrix.concurrency
     if engine.metrics_path is None:
         return _run_all(send, plan.measured, concurrency, bar, "requests"), {}
     records: list[StreamRecord] = []
-    counted: dict[str, float | None] = {}
-    for workload, group in groupby(plan.measured, key=lambda s: workload_of(asdict(s))):
-        before = acc.read_counters(client, plan.base_url, engine)
+    read = [acc.read_counters(client, plan.base_url, engine)]
+    spans: dict[str, list[int]] = {}  # workload or suite -> the groups it spans
+    for i, (workload, group) in enumerate(groupby(plan.measured, key=lambda s: s.workload)):
         records += _run_all(send, list(group), concurrency, bar, workload)
-        after = acc.read_counters(client, plan.base_url, engine)
-        counted[workload] = engine.counter_acceptance(before, after)[0]
+        read.append(acc.read_counters(client, plan.base_url, engine))
+        spans.setdefault(workload, []).append(i)
+        suite = workload_of({"workload": workload})
+        if suite != workload:
+            spans.setdefault(suite, []).append(i)
+    counted = {  # (a workload's groups are one run of the order: plan_requests)
+        name: engine.counter_acceptance(read[groups[0]], read[groups[-1] + 1])[0]
+        for name, groups in spans.items()
+    }
     return records, counted
 
 

@@ -20,6 +20,8 @@ METRIC_NAMES = (
     "short_ttft_s",  # mean time to first token, short context
     "long_ttft_s",
     "acceptance_length",  # tokens committed per verify round incl. bonus, this run only
+    "short_acceptance_length",  # ... over the short-context requests (what short_tps reads)
+    "long_acceptance_length",  # ... over the long-context requests
     "coding_passed",  # tasks (samples) whose tests passed
     "coding_total",  # tasks (samples) run
     "mix_tps",  # tok/s over the workload mix: weighted harmonic mean of the workloads' tok/s

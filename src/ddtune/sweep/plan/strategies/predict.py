@@ -250,8 +250,8 @@ def _methods(doc: SpecDocument) -> set[str]:
     """Every method the spec's configs run (a mode where no method is named)."""
     tables = [*doc.configs, *([doc.sweep.baseline] if doc.sweep.baseline else [])]
     found = {str(t.method or t.mode or "ddtree") for t in tables}
-    if doc.space is not None:
-        found |= {str(m) for m in (doc.space.method or doc.space.mode or ())}
+    if doc.space is not None:  # a space naming no method sweeps DDTree's knobs
+        found |= {str(m) for m in (doc.space.method or doc.space.mode or ("ddtree",))}
     return found
 
 
