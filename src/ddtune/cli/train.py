@@ -1,13 +1,15 @@
-"""`ddtune train tokenizer|tasks|target|drafter|eval`: the recipe behind the bundled models.
+"""`ddtune train tokenizer|tasks|target|drafter|eagle3|eval`: the recipe behind the bundled models.
 
     ddtune train tokenizer --out runs/tok
     ddtune train tasks --out src/ddtune/assets/tasks/heldout.jsonl
     ddtune train target --tokenizer runs/tok --out runs/target --checkpoint-dir runs/ckpt-target
     ddtune train drafter --target runs/target --out runs/drafter --checkpoint-dir runs/ckpt-drafter
-    ddtune train eval --target runs/target [--drafter runs/drafter]
+    ddtune train eagle3 --target runs/target --out runs/eagle3 --checkpoint-dir runs/ckpt-eagle3
+    ddtune train eval --target runs/target [--drafter runs/drafter] [--eagle3 runs/eagle3]
 
-The `target` and `drafter` flags are the fields of `TargetTrainConfig` and
-`DrafterTrainConfig` (`ddtune.train.configs`), so every default is written once. Heavy
+The `target`, `drafter` and `eagle3` flags are the fields of `TargetTrainConfig`,
+`DrafterTrainConfig` and `Eagle3TrainConfig` (`ddtune.train.configs`), so every
+default is written once. Heavy
 imports (torch) happen inside the handlers. See docs/ddtree.md "Train".
 """
 
@@ -23,6 +25,7 @@ from ddtune.cli.bench_engine import parse_budgets
 from ddtune.errors import UserError
 from ddtune.train.configs import (
     DrafterTrainConfig,
+    Eagle3TrainConfig,
     RunSettings,
     TargetTrainConfig,
     add_arguments,
@@ -31,7 +34,9 @@ from ddtune.train.configs import (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("train", help="train the tokenizer, target and drafter")
+    parser = subparsers.add_parser(
+        "train", help="train the tokenizer, target, DFlash drafter and EAGLE-3 head"
+    )
     sub = parser.add_subparsers(dest="train_command", metavar="WHAT", required=True)
     _add_tokenizer(sub)
     _add_tasks(sub)
@@ -44,6 +49,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "train a DFlash drafter on the target's own outputs",
         DrafterTrainConfig,
         _run_drafter,
+    )
+    _add_training(
+        sub,
+        "eagle3",
+        "train an EAGLE-3 head (vLLM/SGLang layout) on the target's own outputs",
+        Eagle3TrainConfig,
+        _run_eagle3,
     )
     _add_eval(sub)
 
@@ -111,6 +123,12 @@ def _run_drafter(args: argparse.Namespace) -> int:
     from ddtune.train.drafter import train_drafter
 
     return _print_summary(train_drafter(from_args(DrafterTrainConfig, args), resume=args.resume))
+
+
+def _run_eagle3(args: argparse.Namespace) -> int:
+    from ddtune.train.eagle3 import train_eagle3
+
+    return _print_summary(train_eagle3(from_args(Eagle3TrainConfig, args), resume=args.resume))
 
 
 def _print_summary(summary: dict[str, Any]) -> int:
