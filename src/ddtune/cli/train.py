@@ -140,6 +140,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="measure pass@1, perplexity and acceptance lengths")
     p.add_argument("--target", type=Path, required=True)
     p.add_argument("--drafter", type=Path, default=None)
+    p.add_argument("--eagle3", type=Path, default=None, help="an EAGLE-3 head: tau at K = 1..5")
     p.add_argument("--tasks", type=Path, default=None, help="HumanEval JSONL (default: bundled)")
     p.add_argument("--budgets", default="8,16,32,64")
     p.add_argument("--prompts", type=int, default=12, help="held-out prompts for acceptance")
@@ -153,8 +154,8 @@ def _run_eval(args: argparse.Namespace) -> int:
     from ddtune.train.evaluate import evaluate_models
 
     budgets = parse_budgets(args.budgets)
-    if args.acceptance_only and args.drafter is None:
-        raise UserError("--acceptance-only needs --drafter")
+    if args.acceptance_only and args.drafter is None and args.eagle3 is None:
+        raise UserError("--acceptance-only needs --drafter or --eagle3")
     figures = evaluate_models(
         args.target,
         args.drafter,
@@ -163,6 +164,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         args.prompts,
         args.max_tokens,
         target_figures=not args.acceptance_only,
+        eagle3_dir=args.eagle3,
     )
     text = json.dumps(figures, indent=2)
     print(text)

@@ -40,6 +40,7 @@ from ddtune.train.distill import Example, distill_data
 from ddtune.train.target import init_weights
 from ddtune.train.tokenizer import MASK_TOKEN
 
+
 def spread_layer_ids(num_target_layers: int, count: int = 3) -> list[int]:
     """`count` target layer ids spread from layer 1 to the last layer (all layers if fewer)."""
     if num_target_layers <= count:

@@ -93,7 +93,9 @@ def acceptance_by_steps(
         for k, acc in enumerate(total, start=1):
             r = rounds(matches, len(prompt), max_tokens, k)
             acc.drafts, acc.accepted = acc.drafts + r.drafts, acc.accepted + r.accepted
-            acc.per_position = [a + b for a, b in zip(acc.per_position, r.per_position)]
+            acc.per_position = [
+                a + b for a, b in zip(acc.per_position, r.per_position, strict=True)
+            ]
     return {
         f"k{k}": {
             "tau": 1 + r.accepted / max(1, r.drafts),
