@@ -78,7 +78,8 @@ def test_vllm_reads_the_running_speculative_config_back(fixture):
     ]
     dflash = params("dflash", block_size=4, drafter="/d")
     assert VLLM.config_mismatches(dflash, vllm_info(fixture)) == [
-        "method: requested 'dflash', server runs 'ngram'"
+        "method: requested 'dflash', server runs 'ngram'",
+        "model: requested '/d', server runs 'ngram'",
     ]
 
 
