@@ -98,3 +98,19 @@ def test_vllm_acceptance_per_draft_position_from_its_counters(fixture):
     value, note = VLLM.counter_acceptance(before, after)
     assert value == pytest.approx(1 + 22 / 8)
     assert note.endswith("accepted per draft position 1.00 0.88 0.88")  # 8, 7, 7 of 8 drafts
+
+
+def running_info(fixture, name: str) -> dict:
+    running = running_speculative_config(fixture(name))
+    return {**fixture("vllm_v1_models.json"), RUNNING: {"config": running}}
+
+
+def test_vllm_mtp_reads_back_on_its_recorded_report(fixture):
+    """Recorded from vLLM 0.32's CPU build serving a tiny MiMo model with one MTP layer
+    (tests/integration/test_vllm_mtp_live.py): vLLM names the target itself as the draft."""
+    info = running_info(fixture, "vllm_server_info_mtp_k1.json")
+    assert info[RUNNING]["config"]["model"] == "runs/mimo"
+    assert VLLM.config_mismatches(params("mtp", num_steps=1), info) == []
+    assert VLLM.config_mismatches(params("mtp", num_steps=2), info) == [
+        "num_speculative_tokens: requested 2, server runs 1"
+    ]
