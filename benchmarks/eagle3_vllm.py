@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python benchmarks/eagle3_vllm.py [--offline-only] [--passes 3]
         [--prompts 20] [--max-tokens 96] [--out runs/eagle3-bench]
+        [--served URL --k K]
 
 1. The head (src/ddtune/assets/models/eagle3): file size, parameters, draft vocabulary.
 2. Offline, exact at T = 0 (`ddtune.train.eagle3_eval`): τ (acceptance length: tokens per
@@ -16,6 +17,12 @@
    prompt tok/s and its ratio to AR in the same pass (mean of the log-ratios over passes with a
    95 % t-interval), τ from vLLM's counters, whether the T = 0 text equals AR's; then τ per K
    predicted from the num_steps = 5 runs against measured.
+
+With `--served URL --k K` (a vLLM already serving the bundled target and head with
+num_speculative_tokens K, model name "target"): the same prompts as token ids, one request
+at a time, vLLM's counters read around each; its τ and per-position counts beside the exact
+offline ones at that K, and whether its T = 0 tokens are the target's greedy ones: the head
+vLLM serves is the head ddtune trained, feature for feature.
 
 Figures: docs/benchmarks.md "EAGLE-3 on vLLM". Minutes per start on 2 shared cores.
 """
@@ -141,6 +148,63 @@ def offline(prompts: int, max_tokens: int) -> None:
     print("\n".join(["", *check_lines(compare(predict_all(counts), exact))]))
 
 
+def served(url: str, k: int, prompts: int, max_tokens: int) -> None:
+    import httpx
+
+    from ddtune.assets import default_tasks_file
+    from ddtune.bench.acceptance import parse_prometheus
+    from ddtune.ddtree.models.loading import load_decoder, load_eagle3
+    from ddtune.ddtree.models.tokenizer import Tokenizer
+    from ddtune.train.distill import batch_greedy
+    from ddtune.train.eagle3_eval import chain_matches, rounds
+    from ddtune.train.tasks import read_jsonl
+
+    target, head = load_decoder(TARGET), load_eagle3(HEAD)
+    tokenizer = Tokenizer.load(TARGET)
+    texts = [t["prompt"] for t in read_jsonl(default_tasks_file())[:prompts]]
+    ours, theirs, same = [0, 0, [0] * k], [0, 0, [0] * k], 0
+    with httpx.Client(timeout=600) as client:
+        for text in texts:
+            ids = tokenizer.encode(text)
+            (greedy,) = batch_greedy(target, [ids], max_tokens + k + 1, 0, stop_at_eos=False)
+            r = rounds(chain_matches(head, target, ids + greedy, k), len(ids), max_tokens, k)
+            before = parse_prometheus(client.get(url + "/metrics").text)
+            body = {
+                "model": "target",
+                "prompt": ids,
+                "max_tokens": max_tokens,
+                "temperature": 0,
+                "ignore_eos": True,
+                "return_token_ids": True,
+            }
+            reply = client.post(url + "/v1/completions", json=body).json()["choices"][0]
+            after = parse_prometheus(client.get(url + "/metrics").text)
+            same += reply.get("token_ids") == greedy[:max_tokens]
+            add(ours, r.drafts, r.accepted, r.per_position)
+            add(theirs, *counter_diff(before, after, k))
+    for name, (drafts, accepted, per_pos) in (("ddtune, exact", ours), ("vLLM counters", theirs)):
+        print(
+            f"{name:>14}: tau {1 + accepted / drafts:.3f} over {drafts} rounds; per position "
+            f"{per_pos}"
+        )
+    print(f"T = 0 tokens equal to the target's greedy ones: {same} of {len(texts)} prompts")
+
+
+def add(total: list, drafts: int, accepted: int, per_pos: list[int]) -> None:
+    total[0], total[1] = total[0] + drafts, total[1] + accepted
+    total[2] = [a + b for a, b in zip(total[2], per_pos, strict=True)]
+
+
+def counter_diff(before: dict, after: dict, k: int) -> tuple[int, int, list[int]]:
+    from ddtune.engines.vllm import VLLM_ACCEPTED, VLLM_DRAFTS, VLLM_PER_POS
+
+    def diff(key: str) -> int:
+        return round(after.get(key, 0.0) - before.get(key, 0.0))
+
+    per_pos = [diff(f"{VLLM_PER_POS}_total{{position={i}}}") for i in range(k)]
+    return diff(f"{VLLM_DRAFTS}_total"), diff(f"{VLLM_ACCEPTED}_total"), per_pos
+
+
 def live(passes: int, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     spec, store = out / "eagle3-bench.toml", out / "store.sqlite"
@@ -222,8 +286,13 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "eagle3-bench")
     parser.add_argument("--summary-only", action="store_true", help="re-read --out's store")
+    parser.add_argument("--served", default=None, help="a running vLLM with the head (URL)")
+    parser.add_argument("--k", type=int, default=5, help="its num_speculative_tokens")
     args = parser.parse_args()
     head_figures()
+    if args.served:
+        served(args.served.rstrip("/"), args.k, args.prompts, args.max_tokens)
+        return 0
     if args.summary_only:
         summarize(args.out / "store.sqlite")
         return 0

@@ -114,3 +114,21 @@ def test_vllm_mtp_reads_back_on_its_recorded_report(fixture):
     assert VLLM.config_mismatches(params("mtp", num_steps=2), info) == [
         "num_speculative_tokens: requested 2, server runs 1"
     ]
+
+
+def test_vllm_eagle3_reads_back_method_steps_and_head(fixture):
+    """Recorded from vLLM 0.32's CPU build serving the bundled target with the bundled EAGLE-3
+    head at 5 draft tokens (benchmarks/eagle3_vllm.py --served): the head's path as written."""
+    info = running_info(fixture, "vllm_server_info_eagle3_k5.json")
+    head = "src/ddtune/assets/models/eagle3"
+    assert VLLM.config_mismatches(params("eagle3", num_steps=5, drafter=head), info) == []
+    assert VLLM.config_mismatches(params("eagle3", num_steps=3, drafter=head), info) == [
+        "num_speculative_tokens: requested 3, server runs 5"
+    ]
+    other = params("eagle3", num_steps=5, drafter="/models/another-head")
+    assert VLLM.config_mismatches(other, info) == [
+        "model: requested '/models/another-head', server runs 'src/ddtune/assets/models/eagle3'"
+    ]
+    assert VLLM.config_mismatches(params("eagle", num_steps=5, drafter=head), info) == [
+        "method: requested 'eagle', server runs 'eagle3'"
+    ]
