@@ -57,7 +57,7 @@ def test_vllm_builds_its_lookup_from_our_ranges() -> None:
 
 
 def test_sglang_loads_our_adaptive_config(tmp_path) -> None:
-    eagle = {"method": "eagle3", "eagle_topk": 1}
+    eagle = {"algorithm": "eagle3", "eagle_topk": 1}  # a var naming the method (METHOD_VARS)
     schedule = Schedule(
         (Tier(3, DFLASH, {**eagle, "steps": 5}), Tier(None, DFLASH, {**eagle, "steps": 1}))
     )
