@@ -50,8 +50,8 @@ from ddtune.engines.parser_probe import (
     attribute,
 )
 from ddtune.errors import UserError
-from ddtune.params import DecodeParams
 from ddtune.methods import SGLANG_FLAGS
+from ddtune.params import DecodeParams
 from ddtune.services.spec import BUILTIN_PLACEHOLDERS, METHOD_ARGS, ServiceSpec
 
 OPT_OUT = "set [service] engine_check = false to start without the engine's argument check"
