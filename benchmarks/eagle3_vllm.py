@@ -44,7 +44,6 @@ REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "src" / "ddtune" / "assets" / "models"
 HEAD, TARGET = MODELS / "eagle3", MODELS / "target"
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}  # Student t, 95 % two-sided
-NOTE = re.compile(r"over (\d+) drafts; accepted per draft position ([\d. ]+)")
 
 SPEC = """
 [sweep]
@@ -257,6 +256,7 @@ def row(label: str, runs: list, ar: dict[int, float], verdict: str) -> str:
 
 
 def chains(by_label: dict[str, list], notes: dict[int, list[str]]) -> None:
+    from ddtune.engines.vllm import note_counts
     from ddtune.trace.chains import ChainCounts, check_lines, compare, predict_all
 
     measured, drafts, counts = {}, 0, [0] * 5
@@ -270,8 +270,9 @@ def chains(by_label: dict[str, list], notes: dict[int, list[str]]) -> None:
             continue
         for run in runs:
             note = next(n for n in notes[run.trial_id] if n.startswith("vLLM counters"))
-            n, shares = NOTE.search(note).groups()  # type: ignore[union-attr]
-            part = ChainCounts.from_shares(int(n), [float(s) for s in shares.split()])
+            found = note_counts(note)
+            assert found is not None, note
+            part = ChainCounts(*found)
             drafts += part.drafts
             counts = [a + b for a, b in zip(counts, part.accepted_per_position, strict=True)]
     pooled = ChainCounts(drafts, tuple(counts))

@@ -10,7 +10,7 @@ import pytest
 
 from ddtune.bench.acceptance import parse_prometheus
 from ddtune.engines import get_engine
-from ddtune.engines.vllm import RUNNING, running_speculative_config
+from ddtune.engines.vllm import RUNNING, note_counts, running_speculative_config
 from ddtune.params import DecodeParams
 
 DRAFT = "/repo/src/ddtune/assets/models/drafter"
@@ -97,7 +97,9 @@ def test_vllm_acceptance_per_draft_position_from_its_counters(fixture):
     after = parse_prometheus(fixture("vllm_metrics_after.txt"))
     value, note = VLLM.counter_acceptance(before, after)
     assert value == pytest.approx(1 + 22 / 8)
-    assert note.endswith("accepted per draft position 1.00 0.88 0.88")  # 8, 7, 7 of 8 drafts
+    assert note.endswith("accepted per draft position 1.00 0.88 0.88 (8 7 7 of 8 drafts)")
+    assert note_counts(note) == (8, (8, 7, 7))
+    assert note_counts("vLLM counters: 3 accepted tokens over 2 drafts") is None
 
 
 def running_info(fixture, name: str) -> dict:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from ddtune.engines.vllm import note_counts
 from ddtune.report.lossless import check_losslessness, load_compare
 from ddtune.sweep.store.db import Store
 from ddtune.trace.chains import ChainCounts, check_lines, compare, predict_all
@@ -31,10 +32,6 @@ from vllm_setup import REPO, live_example, sweep_report, sweep_run  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "vllm-eagle3-cpu.toml"
 HEAD = "src/ddtune/assets/models/eagle3"
-NOTE = re.compile(
-    r"vLLM counters: (\d+) accepted tokens over (\d+) drafts; "
-    r"accepted per draft position ([\d. ]+)"
-)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
 
@@ -64,14 +61,12 @@ def check_read_back(store: Store, sweep_id: int) -> None:
 
 
 def counts_of(note: str, k: int) -> ChainCounts:
-    """The run's counts from its acceptance note; the shares must add up to its accepted."""
-    found = NOTE.search(note)
-    assert found, note
-    accepted, drafts = int(found.group(1)), int(found.group(2))
-    shares = [float(x) for x in found.group(3).split()]
-    assert len(shares) == k and shares == sorted(shares, reverse=True), shares
-    counts = ChainCounts.from_shares(drafts, shares)
-    assert sum(counts.accepted_per_position) == accepted  # shares to 2 decimals, < 100 drafts
+    """The run's counts from its acceptance note: K positions, adding up to its accepted."""
+    found = note_counts(note)
+    assert found is not None, note
+    counts = ChainCounts(*found)
+    accepted = int(note.split("vLLM counters: ")[1].split()[0])
+    assert counts.k == k and sum(counts.accepted_per_position) == accepted, note
     return counts
 
 

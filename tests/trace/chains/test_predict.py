@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ddtune.engines.vllm import note_counts
 from ddtune.errors import UserError
 from ddtune.trace.chains import (
     ChainCounts,
@@ -77,9 +78,14 @@ def test_errors_say_what_is_wrong() -> None:
         predict_tau(ChainCounts(10, (5, 2)), 3)
 
 
-def test_shares_from_a_note_and_the_comparison_table() -> None:
-    counts = ChainCounts.from_shares(160, [0.8, 0.6, 0.4])
+def test_counts_from_a_vllm_note_and_the_comparison_table() -> None:
+    note = (
+        "vLLM counters: 288 accepted tokens over 160 drafts; accepted per draft position "
+        "0.80 0.60 0.40 (128 96 64 of 160 drafts)"
+    )
+    counts = ChainCounts(*note_counts(note))
     assert counts.accepted_per_position == (128, 96, 64) and counts.k == 3
+    assert counts.tau == pytest.approx(1 + 288 / 160)
     checks = compare(predict_all(counts), {1: 1.85, 3: 2.8})
     assert [c.estimate.k for c in checks] == [1, 3]
     assert checks[0].error == pytest.approx(-0.05)

@@ -8,7 +8,8 @@ up to the first draft token the target rejects.
 The data: one run at the largest K. Over its N rounds (vLLM:
 `vllm:spec_decode_num_drafts`), count c_i, the rounds whose draft token at
 position i (0-based) was accepted, i.e. whose first i + 1 tokens all were
-(vLLM: `vllm:spec_decode_num_accepted_tokens_per_pos`, label `position`).
+(vLLM: `vllm:spec_decode_num_accepted_tokens_per_pos`, label `position`; a
+run's acceptance note carries both, `ddtune.engines.vllm.note_counts` reads them).
 
 The math. Let A be a round's accepted tokens at K_max; c_i / N = P(A >= i + 1).
 A chain's draft at position i does not depend on K, so a round from the same
@@ -65,12 +66,6 @@ class ChainCounts:
                 f"per-position accepted counts must not rise with the position (a chain "
                 f"accepts position i + 1 only after position i); got {list(counts)}"
             )
-
-    @classmethod
-    def from_shares(cls, drafts: int, shares: Sequence[float]) -> ChainCounts:
-        """From the share of rounds accepted at each position (as `ddtune.engines.vllm`
-        writes them in a run's note); counts rounded to whole rounds."""
-        return cls(drafts, tuple(round(s * drafts) for s in shares))
 
     @property
     def k(self) -> int:
