@@ -191,3 +191,24 @@ def test_html_escapes_labels(synth, tmp_path):
     build_report(records, tmp_path, ReportOptions(plots=False))
     html = (tmp_path / "report.html").read_text()
     assert "<script>" not in html and "dflash &lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_csv_has_the_method_columns_of_configs_named_as_methods(synth, tmp_path):
+    """AR first (no method), then EAGLE-3 configs named with their knobs: every column any
+    row has, blank in the rows without it, the knobs as JSON."""
+
+    def eagle3(steps: int) -> DecodeParams:
+        knobs = {"num_steps": steps, "drafter": "/heads/eagle3"}
+        return DecodeParams.from_wire({"method": "eagle3", "method_knobs": knobs})
+
+    effects = [
+        synth.Effect(DecodeParams("ar"), 100.0, 80.0, 1.0, baseline=True),
+        synth.Effect(eagle3(3), 150.0, 120.0, 3.3),
+        synth.Effect(eagle3(5), 160.0, 125.0, 4.4),
+    ]
+    build_report(synth.make_records(effects, repeats=2), tmp_path)
+    rows = {r["label"]: r for r in csv.DictReader((tmp_path / "results.csv").open())}
+    assert rows["ar"]["method"] == "" and rows["ar"]["method_knobs"] == ""
+    five = rows["eagle3 num_steps=5"]
+    assert five["method"] == "eagle3"
+    assert json.loads(five["method_knobs"]) == {"drafter": "/heads/eagle3", "num_steps": 5}

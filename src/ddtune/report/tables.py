@@ -53,12 +53,21 @@ def csv_row(summary: ReportSummary, s: ConfigSummary) -> dict[str, Any]:
 
 
 def write_csv(summary: ReportSummary, path: Path) -> None:
+    """One row per config; every column any row has (a config naming a method adds `method`
+    and `method_knobs`, as JSON), blank where a row has none."""
     rows = [csv_row(summary, s) for s in summary.configs]
+    fields = list(dict.fromkeys(key for row in rows for key in row)) or ["label"]
     with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["label"])
+        writer = csv.DictWriter(handle, fieldnames=fields, restval="")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+            writer.writerow({k: _cell(v) for k, v in row.items()})
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else value
 
 
 def write_json(summary: ReportSummary, records: Sequence[TrialRecord], path: Path) -> None:
