@@ -13,10 +13,12 @@
 3. Live (unless --offline-only): `ddtune sweep run` of one spec on vLLM's CPU build (.venv-vllm)
    with plain AR as the baseline, EAGLE-3 at num_steps 1..5, vLLM's DFlash with the bundled
    drafter (block 8: 7 draft tokens) and vLLM's n-gram (4 draft tokens, lookup up to 3): one
-   start per config serving `--passes` passes, the same prompts for all. Per config: short-
-   prompt tok/s and its ratio to AR in the same pass (mean of the log-ratios over passes with a
-   95 % t-interval), τ from vLLM's counters, whether the T = 0 text equals AR's; then τ per K
-   predicted from the num_steps = 5 runs against measured.
+   start per config serving `--passes` passes, the same prompts for all. Per config: start to
+   READY, the speculative config read back from the server, τ from vLLM's counters (the
+   same every pass at T = 0), whether the T = 0 text equals AR's; then τ per K predicted
+   from the num_steps = 5 runs against measured. Speed is not compared here: passes of
+   different starts run minutes apart on a shared machine (benchmarks/vllm_paired_speed.py
+   times each method beside AR, request by request).
 
 With `--served URL --k K` (a vLLM already serving the bundled target and head with
 num_speculative_tokens K, model name "target"): the same prompts as token ids, one request
@@ -38,12 +40,11 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-from statistics import mean, stdev
+from statistics import mean
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "src" / "ddtune" / "assets" / "models"
 HEAD, TARGET = MODELS / "eagle3", MODELS / "target"
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}  # Student t, 95 % two-sided
 
 SPEC = """
 [sweep]
@@ -231,28 +232,26 @@ def summarize(path: Path) -> None:
         row[0]: json.loads(row[1]).get("notes") or []
         for row in store.db.execute("SELECT trial_id, bench_json FROM results")
     }
+    started = {}
+    for trial in store.trials(sweep_id):
+        attempt = store.attempts(trial["id"])[-1]
+        if trial["repeat"] == 1:
+            identity = json.loads(attempt["identity_json"]).get("speculative_config") or {}
+            ready = json.loads(attempt["timings_json"])["start_to_ready_s"]
+            read = {k: identity.get(k) for k in ("method", "num_speculative_tokens")}
+            started[trial["label"]] = f"{ready:>5.0f} s  {read if identity else 'none'}"
     store.close()
     by_label = defaultdict(list)
     for record in records:
         by_label[record.label].append(record)
     baseline = next(r.label for r in records if r.is_baseline)
     verdicts = check_losslessness(dict(by_label), baseline, load_compare())
-    ar = {r.repeat: r.metrics["short_tps"] for r in by_label[baseline]}
-    print(f"{'config':<44} {'tok/s':>7} {'x AR (95% CI)':>20} {'tau':>6}  T=0 vs AR")
+    print(f"{'config':<44} {'tau':>6}  {'T=0 vs AR':<10} {'READY':>7}  read back")
     for label, runs in sorted(by_label.items()):
-        print(row(label, runs, ar, verdicts[label].status))
+        taus = {r.metrics.get("acceptance_length") for r in runs}
+        tau = "-" if taus == {None} else "/".join(f"{t:.3f}" for t in sorted(taus))
+        print(f"{label[:44]:<44} {tau:>6}  {verdicts[label].status:<10} {started[label]}")
     chains(by_label, notes)
-
-
-def row(label: str, runs: list, ar: dict[int, float], verdict: str) -> str:
-    tps = [r.metrics["short_tps"] for r in runs]
-    logs = [math.log(r.metrics["short_tps"] / ar[r.repeat]) for r in runs if r.repeat in ar]
-    centre = math.exp(mean(logs))
-    half = T975.get(len(logs) - 1, 2.0) * stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else 0
-    ratio = f"{centre:.2f} ({math.exp(mean(logs) - half):.2f}-{math.exp(mean(logs) + half):.2f})"
-    taus = [r.metrics.get("acceptance_length") for r in runs]
-    tau = f"{mean(taus):.2f}" if all(t is not None for t in taus) else "-"
-    return f"{label[:44]:<44} {mean(tps):>7.1f} {ratio:>20} {tau:>6}  {verdict}"
 
 
 def chains(by_label: dict[str, list], notes: dict[int, list[str]]) -> None:
