@@ -429,12 +429,11 @@ def vllm_speculative_config(config: MethodConfig) -> dict[str, Any] | None:
 
 
 def vllm_reported(config: MethodConfig) -> dict[str, Any] | None:
-    """The `speculative_config` fields vLLM's `/server_info` must show (None: off)."""
-    spec = vllm_speculative_config(config)
-    if spec is None:
-        return None
-    spec.pop("model", None)  # vLLM reports the resolved draft config, not the path as written
-    return spec
+    """The `speculative_config` fields vLLM's `/server_info` must show (None: off): the
+    method, its knobs and the draft model path, which vLLM 0.32 keeps as written
+    (`SpeculativeConfig.model`; it fills in a path of its own only where none is given:
+    the target for mtp, "ngram" for ngram)."""
+    return vllm_speculative_config(config)
 
 
 __all__ = [

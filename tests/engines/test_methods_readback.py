@@ -10,7 +10,7 @@ import pytest
 
 from ddtune.bench.acceptance import parse_prometheus
 from ddtune.engines import get_engine
-from ddtune.engines.vllm import RUNNING, running_speculative_config
+from ddtune.engines.vllm import RUNNING, note_counts, running_speculative_config
 from ddtune.params import DecodeParams
 
 DRAFT = "/repo/src/ddtune/assets/models/drafter"
@@ -78,7 +78,8 @@ def test_vllm_reads_the_running_speculative_config_back(fixture):
     ]
     dflash = params("dflash", block_size=4, drafter="/d")
     assert VLLM.config_mismatches(dflash, vllm_info(fixture)) == [
-        "method: requested 'dflash', server runs 'ngram'"
+        "method: requested 'dflash', server runs 'ngram'",
+        "model: requested '/d', server runs 'ngram'",
     ]
 
 
@@ -96,4 +97,40 @@ def test_vllm_acceptance_per_draft_position_from_its_counters(fixture):
     after = parse_prometheus(fixture("vllm_metrics_after.txt"))
     value, note = VLLM.counter_acceptance(before, after)
     assert value == pytest.approx(1 + 22 / 8)
-    assert note.endswith("accepted per draft position 1.00 0.88 0.88")  # 8, 7, 7 of 8 drafts
+    assert note.endswith("accepted per draft position 1.00 0.88 0.88 (8 7 7 of 8 drafts)")
+    assert note_counts(note) == (8, (8, 7, 7))
+    assert note_counts("vLLM counters: 3 accepted tokens over 2 drafts") is None
+
+
+def running_info(fixture, name: str) -> dict:
+    running = running_speculative_config(fixture(name))
+    return {**fixture("vllm_v1_models.json"), RUNNING: {"config": running}}
+
+
+def test_vllm_mtp_reads_back_on_its_recorded_report(fixture):
+    """Recorded from vLLM 0.32's CPU build serving a tiny MiMo model with one MTP layer
+    (tests/integration/test_vllm_mtp_live.py): vLLM names the target itself as the draft."""
+    info = running_info(fixture, "vllm_server_info_mtp_k1.json")
+    assert info[RUNNING]["config"]["model"] == "runs/mimo"
+    assert VLLM.config_mismatches(params("mtp", num_steps=1), info) == []
+    assert VLLM.config_mismatches(params("mtp", num_steps=2), info) == [
+        "num_speculative_tokens: requested 2, server runs 1"
+    ]
+
+
+def test_vllm_eagle3_reads_back_method_steps_and_head(fixture):
+    """Recorded from vLLM 0.32's CPU build serving the bundled target with the bundled EAGLE-3
+    head at 5 draft tokens (benchmarks/eagle3_vllm.py --served): the head's path as written."""
+    info = running_info(fixture, "vllm_server_info_eagle3_k5.json")
+    head = "src/ddtune/assets/models/eagle3"
+    assert VLLM.config_mismatches(params("eagle3", num_steps=5, drafter=head), info) == []
+    assert VLLM.config_mismatches(params("eagle3", num_steps=3, drafter=head), info) == [
+        "num_speculative_tokens: requested 3, server runs 5"
+    ]
+    other = params("eagle3", num_steps=5, drafter="/models/another-head")
+    assert VLLM.config_mismatches(other, info) == [
+        "model: requested '/models/another-head', server runs 'src/ddtune/assets/models/eagle3'"
+    ]
+    assert VLLM.config_mismatches(params("eagle", num_steps=5, drafter=head), info) == [
+        "method: requested 'eagle', server runs 'eagle3'"
+    ]

@@ -2,12 +2,15 @@
 through the installed engines' own parsers (the engine check's probe; no model served).
 
 SGLang 0.5.23 (`--device cuda`, the GPU dry run: resolution without a device): ar, eagle,
-eagle3, mtp (NEXTN), ngram and dflash accepted; ddtree refused (its budget flag belongs to
-the unmerged DDTree pull request). On `--device cpu` ngram is accepted too (SGLang runs
-NGRAM on CPU). vLLM 0.32 (CPU): ar, ngram and dflash with the bundled drafter accepted;
-eagle3 and mtp over the bundled pair refused by vLLM's own validation (no EAGLE-3 head, no
-MTP layers in the bundled models), the messages printed. Prints every verdict: the rows
-"preflighted" of docs/benchmarks.md "Methods × engines".
+eagle3 (with the bundled EAGLE-3 head, as a chain and as a topk-4 tree), mtp (NEXTN), ngram
+and dflash accepted; ddtree refused (its budget flag belongs to the unmerged DDTree pull
+request). On `--device cpu` ngram and both EAGLE3 commands are accepted too. SGLang's
+resolution checks the head's folder exists, not what is in it. vLLM 0.32 (CPU): ar, ngram,
+dflash with the bundled drafter and eagle3 with the bundled head accepted (vLLM reads the
+head's config.json: a DFlash drafter named as an EAGLE-3 head is refused); mtp over the
+bundled target refused by vLLM's own validation (no MTP layers in it), the messages
+printed. Prints every verdict: the rows "engine-checked" of docs/benchmarks.md "Methods ×
+engines".
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ from vllm_setup import ensure_vllm_venv  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 D = str(DRAFTER)
+HEAD = str(DRAFTER.parent / "eagle3")  # the bundled EAGLE-3 head (`ddtune train eagle3`)
 METHODS = {
     "ar": {},
     "eagle": {"num_steps": 3, "topk": 4, "num_draft_tokens": 8, "drafter": D},
-    "eagle3": {"num_steps": 3, "topk": 1, "drafter": D},
+    "eagle3": {"num_steps": 3, "topk": 1, "drafter": HEAD},
     "mtp": {"num_steps": 2, "topk": 1},
     "ngram": {"num_draft_tokens": 8, "max_bfs_breadth": 4},
     "dflash": {"block_size": 8, "drafter": D},
@@ -41,9 +45,10 @@ VLLM_METHODS = {
     "ar": {},
     "ngram": {"num_draft_tokens": 4, "prompt_lookup_max": 3},
     "dflash": {"block_size": 8, "drafter": D},
-    "eagle3": {"num_steps": 3, "drafter": D},
+    "eagle3": {"num_steps": 3, "drafter": HEAD},
     "mtp": {"num_steps": 1},
 }
+EAGLE3_TREE = {"num_steps": 5, "topk": 4, "num_draft_tokens": 8, "drafter": HEAD}
 
 
 def launches(methods: dict[str, dict]) -> list[PlannedLaunch]:
@@ -77,15 +82,27 @@ def test_sglang_parses_every_method(tmp_path):
     gpu = verdicts(sglang_spec(python, "cuda"), launches(METHODS), tmp_path)
     assert [m for m, v in gpu.items() if v != "accepted"] == ["ddtree"]
     assert "--speculative-ddtree-budget" in gpu["ddtree"]
-    cpu = verdicts(sglang_spec(python, "cpu"), launches({"ngram": METHODS["ngram"]}), tmp_path)
-    assert cpu == {"ngram": "accepted"}
+    tree = verdicts(sglang_spec(python, "cuda"), launches({"eagle3": EAGLE3_TREE}), tmp_path)
+    assert tree == {"eagle3": "accepted"}
+    on_cpu = {"ngram": METHODS["ngram"], "eagle3": METHODS["eagle3"]}
+    cpu = verdicts(sglang_spec(python, "cpu"), launches(on_cpu), tmp_path)
+    assert cpu == {"ngram": "accepted", "eagle3": "accepted"}
 
 
 def test_vllm_parses_its_methods(tmp_path):
+    """The target through a link whose path does not hold "eagle3": vLLM 0.32 renames an
+    explicit method after the draft's path (mtp's draft is the target itself), so from a
+    checkout under a folder called eagle3 it would check mtp as eagle3 (docs/engines.md
+    "MTP on vLLM")."""
     python = ensure_vllm_venv()
-    command = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(TARGET)]
+    target = tmp_path / "target"
+    target.symlink_to(TARGET)
+    command = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(target)]
     command += ["--port", "{port}", "{method_args}", "--dtype", "float32", "--max-model-len", "512"]
     env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
     spec = ServiceSpec.from_dict({"engine": "vllm", "command": command, "env": env})
     found = verdicts(spec, launches(VLLM_METHODS), tmp_path)
-    assert [found[m] for m in ("ar", "ngram", "dflash")] == ["accepted"] * 3
+    assert [found[m] for m in ("ar", "ngram", "dflash", "eagle3")] == ["accepted"] * 4
+    assert found["mtp"] != "accepted"
+    wrong = verdicts(spec, launches({"eagle3": {"num_steps": 3, "drafter": D}}), tmp_path)
+    assert wrong["eagle3"] != "accepted"  # a DFlash drafter is no EAGLE-3 head

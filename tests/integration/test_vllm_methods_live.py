@@ -79,7 +79,8 @@ def test_live_vllm_methods_sweep(tmp_path):
             assert value is None
             continue
         assert value is not None and 1.0 < value <= 1 + DRAFTS[method], record.metrics
-        rates = [float(r) for r in counted[0].split("per draft position ")[1].split()]
+        shares = counted[0].split("per draft position ")[1].split(" (")[0]
+        rates = [float(r) for r in shares.split()]
         assert len(rates) == DRAFTS[method] and rates[0] >= rates[-1]  # vLLM's per position
         # they add up to the acceptance length (each printed to 2 decimals)
         assert abs(1 + sum(rates) - value) <= 0.005 * len(rates)

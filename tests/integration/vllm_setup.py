@@ -7,8 +7,9 @@ import beside that torch) once; later calls only check that it imports.
 server for a live test. `serving_model(folder)` returns the bundled target/drafter when they exist;
 before the bundled models are trained it writes a random Qwen3 pair with
 head_dim 32 (vLLM's CPU attention supports 32, 64, 80, ...; the engine's
-random checkpoints use 16) and a character tokenizer. `live_example(example,
-port, folder)` is an example sweep spec on that model; `sweep_run` and
+random checkpoints use 16) and a character tokenizer. `write_mtp_model(folder)`
+writes a tiny random MTP-capable model vLLM's CPU build serves with `method: mtp` (see
+its docstring). `live_example(example, port, folder)` is an example sweep spec on that model; `sweep_run` and
 `sweep_report` run the CLI on it from the repo root as a user would.
 """
 
@@ -111,6 +112,83 @@ def write_random_pair(folder: Path) -> tuple[Path, Path]:
     save_decoder(target, target_cfg, target_dir)
     save_drafter(drafter, drafter_cfg, drafter_dir)
     return target_dir, drafter_dir
+
+
+def write_mtp_model(folder: Path) -> Path:
+    """A tiny random model with one multi-token-prediction (MTP) layer that vLLM 0.32's CPU
+    build serves with `{"method": "mtp"}`: architecture `MiMoForCausalLM` (Qwen2 layers plus
+    `model.mtp_layers.0`: token/hidden norms, `input_proj` over both, one Qwen2 layer, a final
+    norm; vLLM's `mimo_mtp`) under `model_type` qwen2, so transformers reads its config
+    without remote code; head_dim 64, the bundled target's tokenizer. Random weights: the
+    MTP layer drafts, the target rejects nearly everything (τ about 1)."""
+    import json
+    import shutil
+
+    import torch
+    from safetensors.torch import save_file
+
+    h, inter, layers, heads, kv, dim, vocab = 128, 256, 2, 2, 1, 64, 4096
+    generator = torch.Generator().manual_seed(0)
+
+    def w(*shape: int) -> torch.Tensor:
+        return 0.05 * torch.randn(*shape, generator=generator)
+
+    def layer(prefix: str) -> dict[str, torch.Tensor]:
+        attn = f"{prefix}.self_attn"
+        return {
+            **{
+                f"{attn}.{n}_proj.weight": w(r, h)
+                for n, r in (("q", heads * dim), ("k", kv * dim), ("v", kv * dim))
+            },
+            **{
+                f"{attn}.{n}_proj.bias": w(r)
+                for n, r in (("q", heads * dim), ("k", kv * dim), ("v", kv * dim))
+            },
+            f"{attn}.o_proj.weight": w(h, heads * dim),
+            f"{prefix}.mlp.gate_proj.weight": w(inter, h),
+            f"{prefix}.mlp.up_proj.weight": w(inter, h),
+            f"{prefix}.mlp.down_proj.weight": w(h, inter),
+            f"{prefix}.input_layernorm.weight": torch.ones(h),
+            f"{prefix}.post_attention_layernorm.weight": torch.ones(h),
+        }
+
+    state = {"model.embed_tokens.weight": w(vocab, h), "model.norm.weight": torch.ones(h)}
+    state["lm_head.weight"] = w(vocab, h)
+    for i in range(layers):
+        state.update(layer(f"model.layers.{i}"))
+    mtp = "model.mtp_layers.0"
+    state.update(layer(mtp))
+    for norm in ("token_layernorm", "hidden_layernorm", "final_layernorm"):
+        state[f"{mtp}.{norm}.weight"] = torch.ones(h)
+    state[f"{mtp}.input_proj.weight"] = w(h, 2 * h)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    config = {
+        "architectures": ["MiMoForCausalLM"],
+        "model_type": "qwen2",
+        "hidden_size": h,
+        "intermediate_size": inter,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": dim,
+        "vocab_size": vocab,
+        "max_position_embeddings": 512,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
+        "use_sliding_window": False,
+        "num_nextn_predict_layers": 1,
+        "bos_token_id": 0,
+        "eos_token_id": 0,
+        "torch_dtype": "float32",
+    }
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    bundled = REPO / "src" / "ddtune" / "assets" / "models" / "target"
+    for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        shutil.copyfile(bundled / name, folder / name)
+    return folder
 
 
 def free_port() -> int:

@@ -222,3 +222,24 @@ def test_a_report_is_written_whole_or_not_at_all(synth, tmp_path, monkeypatch):
     assert names == set(FILES) | {"notes.txt", "old-plot.png"}  # the plots of the last one gone
     assert {p.name for p in summary.files.values()} == set(FILES)
     assert all(p.parent == out for p in summary.files.values())
+
+
+def test_csv_has_the_method_columns_of_configs_named_as_methods(synth, tmp_path):
+    """AR first (no method), then EAGLE-3 configs named with their knobs: every column any
+    row has, blank in the rows without it, the knobs as JSON."""
+
+    def eagle3(steps: int) -> DecodeParams:
+        knobs = {"num_steps": steps, "drafter": "/heads/eagle3"}
+        return DecodeParams.from_wire({"method": "eagle3", "method_knobs": knobs})
+
+    effects = [
+        synth.Effect(DecodeParams("ar"), 100.0, 80.0, 1.0, baseline=True),
+        synth.Effect(eagle3(3), 150.0, 120.0, 3.3),
+        synth.Effect(eagle3(5), 160.0, 125.0, 4.4),
+    ]
+    build_report(synth.make_records(effects, repeats=2), tmp_path)
+    rows = {r["label"]: r for r in csv.DictReader((tmp_path / "results.csv").open())}
+    assert rows["ar"]["method"] == "" and rows["ar"]["method_knobs"] == ""
+    five = rows["eagle3 num_steps=5"]
+    assert five["method"] == "eagle3"
+    assert json.loads(five["method_knobs"]) == {"drafter": "/heads/eagle3", "num_steps": 5}

@@ -198,3 +198,31 @@ def test_service_env_set_from_a_parameter_is_checked_too(tmp_path):
 def test_notes_on_accepted_commands_print_after_the_summary():
     report = EngineCheckReport(checked=1, warnings=["the drafter reads the last layer"])
     assert report.lines()[1:] == ["  note: the drafter reads the last layer"]
+
+
+def test_eagle3_with_the_bundled_head_passes_and_a_missing_head_is_refused(tmp_path):
+    """`{method_args}` renders EAGLE3 with the bundled head (`ddtune train eagle3`): the FAKE
+    sglang's parser takes every flag and its resolution finds the head's folder; a head that
+    is not there is refused. Like SGLang 0.5.23's own resolution (tests/integration/
+    test_methods_engine_check.py), it does not read the head's weights or config."""
+
+    def eagle3(head: Path, **knobs: int) -> PlannedLaunch:
+        wire = {"method": "eagle3", "method_knobs": {**knobs, "drafter": str(head)}}
+        params = DecodeParams.from_wire(wire)
+        return PlannedLaunch(params.label(), params)
+
+    head = MODELS / "eagle3"
+    assert (head / "config.json").is_file()
+    command = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(MODELS / "target")]
+    spec = sglang_spec([*command, "--port", "{port}", "{method_args}", "--device", "cuda"])
+    chain = eagle3(head, num_steps=3, topk=1)
+    tree = eagle3(head, num_steps=5, topk=4, num_draft_tokens=8)
+    missing = eagle3(tmp_path / "no-head", num_steps=3, topk=1)
+    report = check_launches(spec, [chain, tree, missing], tmp_path)
+    assert report.checked == 3 and [r.label for r in report.refusals] == [missing.label]
+    (refusal,) = report.refusals
+    assert (refusal.parameter, refusal.flag, refusal.stage) == (
+        "drafter",
+        "--speculative-draft-model-path",
+        "resolve",
+    )

@@ -134,3 +134,48 @@ def test_method_configs_through_method_args_switch_on_their_token_knob(tmp_path)
         "1": {"candidate_steps": [5]},
         "4": {"candidate_steps": [0]},
     }
+
+
+def test_an_eagle3_schedule_with_the_bundled_head_renders_for_both_engines(tmp_path) -> None:
+    """EAGLE-3 with the bundled head, 5 draft tokens for 1-2 requests and 2 from 3 on: vLLM's
+    per-batch-size K in the head's `--speculative-config`, SGLang's adaptive config over the
+    head's EAGLE3 flags at topk 1 (vLLM drafts a chain and takes no topk; tests/integration/
+    test_schedule_engines.py: the engines' own checks)."""
+    head = "src/ddtune/assets/models/eagle3"
+
+    def eagle3(steps: int, **knobs: int) -> DecodeParams:
+        knobs = {"num_steps": steps, "drafter": head, **knobs}
+        return DecodeParams.from_wire({"method": "eagle3", "method_knobs": knobs})
+
+    schedule = Schedule((Tier(2, eagle3(5)), Tier(None, eagle3(2))))
+    vllm = ServiceSpec.from_dict(
+        {"engine": "vllm", "command": ["vllm", "serve", "m", "{method_args}"]}
+    )
+    launch = scheduled_launch(vllm, schedule, tmp_path)
+    assert launch.switches, launch.words
+    config = json.loads(launch.argv[launch.argv.index("--speculative-config") + 1])
+    assert config == {
+        "method": "eagle3",
+        "model": head,
+        "num_speculative_tokens": 5,
+        "num_speculative_tokens_per_batch_size": [[1, 2, 5], [3, 1 << 16, 2]],
+    }
+    sglang = ServiceSpec.from_dict(
+        {"engine": "sglang", "command": ["python", "-m", "sglang.launch_server", "{method_args}"]}
+    )
+    schedule = Schedule((Tier(2, eagle3(5, topk=1)), Tier(None, eagle3(2, topk=1))))
+    launch = scheduled_launch(sglang, schedule, tmp_path)
+    assert launch.switches, launch.words
+
+    def value(flag: str) -> str:
+        return launch.argv[launch.argv.index(flag) + 1]
+
+    assert value("--speculative-algorithm") == "EAGLE3"
+    assert value("--speculative-draft-model-path") == head
+    assert value("--speculative-num-steps") == "5" and value("--speculative-eagle-topk") == "1"
+    assert "--speculative-adaptive" in launch.argv
+    path = tmp_path / launch.argv[-1].rsplit("/", 1)[1]
+    assert json.loads(launch.files[path]) == {
+        "1": {"candidate_steps": [5]},
+        "3": {"candidate_steps": [2]},
+    }

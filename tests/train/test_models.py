@@ -60,3 +60,23 @@ def test_shipped_drafter_fits_the_target_and_size_budget() -> None:
     assert set(config["dflash_config"]) >= {"target_layer_ids", "mask_token_id"}
     size = sum(p.stat().st_size for p in MODELS_DIR.rglob("*") if p.is_file())
     assert size <= 40 * 2**20
+
+
+def test_shipped_eagle3_head_fits_the_target_its_budget_and_drafts() -> None:
+    """The bundled EAGLE-3 head: vLLM's layout, at most 8 MB, and trained (on two held-out
+    prompts its 3-token chains commit well over two tokens a round at T = 0)."""
+    from ddtune.assets import default_tasks_file
+    from ddtune.ddtree.models.loading import load_eagle3
+    from ddtune.train.eagle3_eval import acceptance_by_steps
+    from ddtune.train.tasks import read_jsonl
+
+    head_dir = MODELS_DIR / "eagle3"
+    head = load_eagle3(head_dir)
+    head.cfg.check_target(load_decoder(MODELS_DIR / "target").cfg)
+    config = json.loads((head_dir / "config.json").read_text())
+    assert config["architectures"] == ["LlamaForCausalLMEagle3"]
+    assert config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [2, 4, 5]
+    assert (head_dir / "model.safetensors").stat().st_size <= 8 * 10**6
+    prompts = [t["prompt"] for t in read_jsonl(default_tasks_file())[:2]]
+    figures = acceptance_by_steps(MODELS_DIR / "target", head_dir, prompts, 32, steps=3)
+    assert figures["k3"]["tau"] > 2.5, figures

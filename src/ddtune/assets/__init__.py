@@ -4,6 +4,7 @@ Layout (created by `ddtune train`, committed once):
 
     assets/models/target/    Qwen3-architecture code LM, Hugging Face format
     assets/models/drafter/   its DFlash drafter (public z-lab format)
+    assets/models/eagle3/    its EAGLE-3 head (the layout vLLM and SGLang load)
     assets/tasks/heldout.jsonl   HumanEval-format held-out coding tasks
 """
 
@@ -24,6 +25,10 @@ def default_target_dir() -> Path:
 
 def default_drafter_dir() -> Path:
     return _require(MODELS_DIR / "drafter", "config.json", "the bundled drafter")
+
+
+def default_eagle3_dir() -> Path:
+    return _require(MODELS_DIR / "eagle3", "config.json", "the bundled EAGLE-3 head")
 
 
 def default_tasks_file() -> Path:

@@ -1,13 +1,15 @@
-"""`ddtune train tokenizer|tasks|target|drafter|eval`: the recipe behind the bundled models.
+"""`ddtune train tokenizer|tasks|target|drafter|eagle3|eval`: the recipe behind the bundled models.
 
     ddtune train tokenizer --out runs/tok
     ddtune train tasks --out src/ddtune/assets/tasks/heldout.jsonl
     ddtune train target --tokenizer runs/tok --out runs/target --checkpoint-dir runs/ckpt-target
     ddtune train drafter --target runs/target --out runs/drafter --checkpoint-dir runs/ckpt-drafter
-    ddtune train eval --target runs/target [--drafter runs/drafter]
+    ddtune train eagle3 --target runs/target --out runs/eagle3 --checkpoint-dir runs/ckpt-eagle3
+    ddtune train eval --target runs/target [--drafter runs/drafter] [--eagle3 runs/eagle3]
 
-The `target` and `drafter` flags are the fields of `TargetTrainConfig` and
-`DrafterTrainConfig` (`ddtune.train.configs`), so every default is written once. Heavy
+The `target`, `drafter` and `eagle3` flags are the fields of `TargetTrainConfig`,
+`DrafterTrainConfig` and `Eagle3TrainConfig` (`ddtune.train.configs`), so every
+default is written once. Heavy
 imports (torch) happen inside the handlers. See docs/ddtree.md "Train".
 """
 
@@ -23,6 +25,7 @@ from ddtune.cli.bench_engine import parse_budgets
 from ddtune.errors import UserError
 from ddtune.train.configs import (
     DrafterTrainConfig,
+    Eagle3TrainConfig,
     RunSettings,
     TargetTrainConfig,
     add_arguments,
@@ -31,7 +34,9 @@ from ddtune.train.configs import (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("train", help="train the tokenizer, target and drafter")
+    parser = subparsers.add_parser(
+        "train", help="train the tokenizer, target, DFlash drafter and EAGLE-3 head"
+    )
     sub = parser.add_subparsers(dest="train_command", metavar="WHAT", required=True)
     _add_tokenizer(sub)
     _add_tasks(sub)
@@ -44,6 +49,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "train a DFlash drafter on the target's own outputs",
         DrafterTrainConfig,
         _run_drafter,
+    )
+    _add_training(
+        sub,
+        "eagle3",
+        "train an EAGLE-3 head (vLLM/SGLang layout) on the target's own outputs",
+        Eagle3TrainConfig,
+        _run_eagle3,
     )
     _add_eval(sub)
 
@@ -113,6 +125,12 @@ def _run_drafter(args: argparse.Namespace) -> int:
     return _print_summary(train_drafter(from_args(DrafterTrainConfig, args), resume=args.resume))
 
 
+def _run_eagle3(args: argparse.Namespace) -> int:
+    from ddtune.train.eagle3 import train_eagle3
+
+    return _print_summary(train_eagle3(from_args(Eagle3TrainConfig, args), resume=args.resume))
+
+
 def _print_summary(summary: dict[str, Any]) -> int:
     print(json.dumps({k: v for k, v in summary.items() if k != "config"}))
     return 0
@@ -122,6 +140,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="measure pass@1, perplexity and acceptance lengths")
     p.add_argument("--target", type=Path, required=True)
     p.add_argument("--drafter", type=Path, default=None)
+    p.add_argument("--eagle3", type=Path, default=None, help="an EAGLE-3 head: tau at K = 1..5")
     p.add_argument("--tasks", type=Path, default=None, help="HumanEval JSONL (default: bundled)")
     p.add_argument("--budgets", default="8,16,32,64")
     p.add_argument("--prompts", type=int, default=12, help="held-out prompts for acceptance")
@@ -135,8 +154,8 @@ def _run_eval(args: argparse.Namespace) -> int:
     from ddtune.train.evaluate import evaluate_models
 
     budgets = parse_budgets(args.budgets)
-    if args.acceptance_only and args.drafter is None:
-        raise UserError("--acceptance-only needs --drafter")
+    if args.acceptance_only and args.drafter is None and args.eagle3 is None:
+        raise UserError("--acceptance-only needs --drafter or --eagle3")
     figures = evaluate_models(
         args.target,
         args.drafter,
@@ -145,6 +164,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         args.prompts,
         args.max_tokens,
         target_figures=not args.acceptance_only,
+        eagle3_dir=args.eagle3,
     )
     text = json.dumps(figures, indent=2)
     print(text)

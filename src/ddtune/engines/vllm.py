@@ -22,8 +22,9 @@ config `/server_info?config_format=json` reports running (dev mode on). Bench: t
 acceptance from the Prometheus counters `vllm:spec_decode_num_accepted_tokens`
 and `vllm:spec_decode_num_drafts` read before and after the measured requests:
 1 + accepted/drafts over the differences, with the share accepted at each draft
-position (`..._per_pos`, `per_position_acceptance`) in the note (`round_counts`: what they add for
-given verify rounds, to count ddtune's rounds the same way). `last_layer_note`:
+position (`..._per_pos`, `per_position_acceptance`) and its count in the note (`note_counts`
+reads them back: a chain run's counts for `ddtune.trace.chains`; `round_counts`: what they add
+for given verify rounds, to count ddtune's rounds the same way). `last_layer_note`:
 a DFlash drafter that reads the target's last layer gets it before the final
 norm from vLLM, after it from ddtune (docs/engines.md "vLLM DFlash").
 See docs/readiness.md "Engines".
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -186,12 +188,26 @@ def counter_acceptance(
     if drafts == 0:
         return None, "vLLM reported no speculative drafts during the run (speculation off?)"
     per_pos = per_position_acceptance(before, after, drafts)
+    counts = " ".join(f"{r * drafts:.0f}" for r in per_pos)
     shown = f"; accepted per draft position {' '.join(f'{r:.2f}' for r in per_pos)}"
+    shown += f" ({counts} of {drafts:g} drafts)"
     return (
         1.0 + accepted / drafts,
         f"vLLM counters: {accepted:g} accepted tokens over {drafts:g} drafts"
         + (shown if per_pos else ""),
     )
+
+
+NOTE_COUNTS = re.compile(r"accepted per draft position [\d. ]+\(([\d ]+) of (\d+) drafts\)")
+
+
+def note_counts(note: str) -> tuple[int, tuple[int, ...]] | None:
+    """(drafts, accepted count per draft position) from a `counter_acceptance` note: what
+    `ddtune.trace.chains.ChainCounts` takes; None for a note without them."""
+    found = NOTE_COUNTS.search(note)
+    if found is None:
+        return None
+    return int(found.group(2)), tuple(int(c) for c in found.group(1).split())
 
 
 def per_position_acceptance(

@@ -50,8 +50,9 @@ from ddtune.engines.parser_probe import (
     attribute,
 )
 from ddtune.errors import UserError
+from ddtune.methods import SGLANG_FLAGS
 from ddtune.params import DecodeParams
-from ddtune.services.spec import BUILTIN_PLACEHOLDERS, ServiceSpec
+from ddtune.services.spec import BUILTIN_PLACEHOLDERS, METHOD_ARGS, ServiceSpec
 
 OPT_OUT = "set [service] engine_check = false to start without the engine's argument check"
 
@@ -183,7 +184,8 @@ def _check_all(
         _same_python(found, rendered[0][1])
         report.checked += 1
         try:
-            command = _with_origins(engine_command(found, argv, env, engine), origins)
+            mine = {**origins, **method_origins(spec, launch.params)}
+            command = _with_origins(engine_command(found, argv, env, engine), mine)
         except UserError as exc:  # ddtune's own builder refused the values
             report.refusals.append(Refusal(launch.label, "ddtune", str(exc), engine.name()))
             continue
@@ -253,6 +255,17 @@ def template_origins(spec: ServiceSpec) -> dict[str, str]:
         if names:
             origins[variable] = _name(names[0])
     return origins
+
+
+def method_origins(spec: ServiceSpec, params: DecodeParams) -> dict[str, str]:
+    """The knob behind each flag `{method_args}` renders for a config naming a method
+    (SGLang's `--speculative-draft-model-path` -> drafter; vLLM's one JSON -> method)."""
+    if METHOD_ARGS not in spec.command or params.method is None:
+        return {}
+    if spec.engine == "vllm":
+        return {"--speculative-config": "method"}
+    flags = {SGLANG_FLAGS[key]: key for key, _ in params.method_config().knobs}
+    return {"--speculative-algorithm": "method", **flags} if spec.engine == "sglang" else {}
 
 
 def _placeholders(text: str) -> list[str]:

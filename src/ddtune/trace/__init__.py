@@ -13,9 +13,11 @@ features, the drafter at every position), `hf` (a Hugging Face target through
 (one request's rounds under one config, torch-free), `predict` (`Trace`,
 `Prediction`; `ddtune trace predict`), `landscape` (acceptance over budget x
 topk per window), `round_cost` (seconds per round from measured trials: predicted
-tok/s with an interval). The CLI lives in `ddtune.cli.trace` (it reads
-sweep specs and stores). Torch loads only for recording. See
-docs/traces.md "Traces".
+tok/s with an interval), `ngram` (vLLM's n-gram exactly from the greedy path),
+`chains/` (chain methods' τ at every smaller K from one run's per-position
+acceptance counts: an estimate, with its error against measured). The CLI
+lives in `ddtune.cli.trace` (it reads sweep specs and stores). Torch loads
+only for recording. See docs/traces.md "Traces".
 """
 
 from __future__ import annotations

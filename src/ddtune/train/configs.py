@@ -1,10 +1,11 @@
 """The training settings, each declared once: default, bounds and help text of every field.
 
-`TargetTrainConfig` and `DrafterTrainConfig` are strict pydantic dataclasses.
+`TargetTrainConfig`, `DrafterTrainConfig` and `Eagle3TrainConfig` are strict
+pydantic dataclasses.
 Their fields drive everything else:
 
 - `add_arguments(parser, cls)`: one `--flag` per field for `ddtune train
-  target|drafter` (flag from the name, or `folder(flag=...)`; default and help
+  target|drafter|eagle3` (flag from the name, or `folder(flag=...)`; default and help
   from the field).
 - `from_args(cls, args)` / `build(cls, values)`: the config, with a bad value
   turned into a one-line `UserError` whose `.key` names the field.
@@ -108,6 +109,34 @@ class DrafterTrainConfig(RunSettings):
     )
 
 
+@dataclass(frozen=True, config=_STRICT)
+class Eagle3TrainConfig(RunSettings):
+    target_dir: str = folder("--target", "trained target folder")
+    out_dir: str = folder("--out", "output EAGLE-3 head folder")
+    checkpoint_dir: str = folder("--checkpoint-dir", "folder for checkpoint.pt and distill.pt")
+    seed: int = setting(0, "seed of the weights, the distillation prompts and the batches")
+    aux_layers: str = setting(
+        "",
+        "target layers the head reads, vLLM's ids (j: the stream entering layer j), "
+        "e.g. '2,4,5'; empty: 2, n/2 + 1 and n - 1 for an n-layer target",
+    )
+    draft_vocab: int = setting(2048, "tokens the head can draft (the target's most written)", ge=2)
+    intermediate_size: int = setting(0, "MLP width (0: the target's)", ge=0)
+    ttt_steps: int = setting(5, "draft steps unrolled in training (the training-time test)", ge=1)
+    step_decay: float = setting(0.8, "loss weight of draft step k is step_decay ** k", gt=0, le=1)
+    prompts: int = setting(2048, "distillation prompts", ge=1)
+    gen_tokens: int = setting(96, "target tokens generated per prompt", ge=1)
+    batch_size: int = setting(16, "sequences per step", ge=1)
+    steps: int = setting(400, "optimizer steps", ge=1)
+    lr: float = setting(2e-3, "peak learning rate", gt=0)
+    warmup: int = setting(20, "linear warmup steps", ge=0)
+    checkpoint_every: int = setting(25, "steps between checkpoints", run=False, ge=1)
+    threads: int = setting(2, "torch CPU threads", run=False, ge=1)
+    stop_at_eos: bool = setting(
+        False, "distill only up to the target's EOS (default: continue past it)"
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser, cls: type[RunSettings]) -> None:
     """One flag per field of the config class `cls` (dest = the field name)."""
     for name, info in cls.__pydantic_fields__.items():
@@ -147,6 +176,7 @@ def _arg_type(annotation: Any) -> type:
 
 __all__ = [
     "DrafterTrainConfig",
+    "Eagle3TrainConfig",
     "TargetTrainConfig",
     "add_arguments",
     "build",

@@ -4,6 +4,8 @@ Prompts are training-split task prompts plus a few standard-library prefixes;
 the target continues each one greedily (T=0), in left-padded batches with a
 KV cache, until EOS or `max_new` tokens. Each example keeps the prompt length,
 so the drafter trainer can put its anchors in the generated part.
+`distill_data` makes (or reloads from the checkpoint folder) the examples of a
+run: the DFlash drafter and the EAGLE-3 head train on the same kind of data.
 
 See docs/ddtree.md "Train".
 """
@@ -13,13 +15,19 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 import torch
 
 from ddtune.ddtree.models.model import Decoder
 from ddtune.ddtree.models.tokenizer import Tokenizer
+from ddtune.train.common import TrainProgress
 from ddtune.train.corpus import stdlib_chunks
 from ddtune.train.tasks import iter_tasks
+from ddtune.train.tokenizer import EOS_TOKEN, special_id
+
+DATA_FILE = "distill.pt"
 
 
 @dataclass
@@ -107,3 +115,48 @@ def build_examples(
         if on_batch is not None:
             on_batch(len(group))
     return [e for e in examples if e is not None]
+
+
+class DistillSettings(Protocol):
+    """What `distill_data` reads from a training config."""
+
+    @property
+    def checkpoint_dir(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def prompts(self) -> int: ...
+    @property
+    def gen_tokens(self) -> int: ...
+    @property
+    def stop_at_eos(self) -> bool: ...
+
+
+def distill_data(cfg: DistillSettings, target: Decoder, tokenizer: Tokenizer) -> list[Example]:
+    """Generate (or reload from the checkpoint folder) the self-distillation examples."""
+    path = Path(cfg.checkpoint_dir) / DATA_FILE
+    key = {k: getattr(cfg, k) for k in ("seed", "prompts", "gen_tokens", "stop_at_eos")}
+    if path.is_file():
+        saved = torch.load(path, weights_only=False)
+        if saved["key"] == key:
+            return saved["examples"]
+    eos = special_id(tokenizer.inner, EOS_TOKEN)
+    prompts = distill_prompts(
+        tokenizer,
+        cfg.prompts,
+        cfg.seed,
+        max_prompt=target.cfg.max_position_embeddings - cfg.gen_tokens,
+    )
+    with TrainProgress(len(prompts), 0, "distill", every=256) as progress:
+        done = [0]
+
+        def tick(n: int) -> None:
+            done[0] += n
+            progress.update(done[0], None, 0, 0.0)
+
+        examples = build_examples(
+            target, prompts, cfg.gen_tokens, eos, on_batch=tick, stop_at_eos=cfg.stop_at_eos
+        )
+    Path(cfg.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+    torch.save({"key": key, "examples": examples}, path)
+    return examples

@@ -36,11 +36,9 @@ from ddtune.ddtree.models.tokenizer import Tokenizer
 from ddtune.errors import UserError
 from ddtune.train.common import Optimization, TrainProgress
 from ddtune.train.configs import DrafterTrainConfig
-from ddtune.train.distill import Example, build_examples, distill_prompts
+from ddtune.train.distill import Example, distill_data
 from ddtune.train.target import init_weights
-from ddtune.train.tokenizer import EOS_TOKEN, MASK_TOKEN, special_id
-
-DATA_FILE = "distill.pt"
+from ddtune.train.tokenizer import MASK_TOKEN
 
 
 def spread_layer_ids(num_target_layers: int, count: int = 3) -> list[int]:
@@ -142,36 +140,6 @@ def block_loss(
     first = labels[:, :, 1] != -100
     acc = (logits[:, :, 1].argmax(-1) == labels[:, :, 1])[first].float().mean().item()
     return loss, acc
-
-
-def distill_data(cfg: DrafterTrainConfig, target: Decoder, tokenizer: Tokenizer) -> list[Example]:
-    """Generate (or reload from the checkpoint folder) the self-distillation examples."""
-    path = Path(cfg.checkpoint_dir) / DATA_FILE
-    key = {k: getattr(cfg, k) for k in ("seed", "prompts", "gen_tokens", "stop_at_eos")}
-    if path.is_file():
-        saved = torch.load(path, weights_only=False)
-        if saved["key"] == key:
-            return saved["examples"]
-    eos = special_id(tokenizer.inner, EOS_TOKEN)
-    prompts = distill_prompts(
-        tokenizer,
-        cfg.prompts,
-        cfg.seed,
-        max_prompt=target.cfg.max_position_embeddings - cfg.gen_tokens,
-    )
-    with TrainProgress(len(prompts), 0, "distill", every=256) as progress:
-        done = [0]
-
-        def tick(n: int) -> None:
-            done[0] += n
-            progress.update(done[0], None, 0, 0.0)
-
-        examples = build_examples(
-            target, prompts, cfg.gen_tokens, eos, on_batch=tick, stop_at_eos=cfg.stop_at_eos
-        )
-    Path(cfg.checkpoint_dir).mkdir(parents=True, exist_ok=True)
-    torch.save({"key": key, "examples": examples}, path)
-    return examples
 
 
 def load_frozen_target(target_dir: Path) -> tuple[Decoder, Tokenizer, int]:

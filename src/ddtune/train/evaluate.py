@@ -8,6 +8,8 @@
 - `acceptance_lengths`: mean tokens per verify round of the engine's `dflash`
   and `ddtree` modes on held-out task prompts, through `Engine.generate` with
   `DecodeParams` / `SamplingParams` like any other caller.
+- an EAGLE-3 head's τ at K = 1..5 on the same prompts (`eagle3_eval`: exact at
+  T = 0 from the greedy path; ddtune's engine does not serve EAGLE-3).
 
 See docs/ddtree.md "Train".
 """
@@ -165,12 +167,18 @@ def evaluate_models(
     n_prompts: int,
     max_tokens: int,
     target_figures: bool = True,
+    eagle3_dir: Path | None = None,
 ) -> dict[str, Any]:
     """All figures of the model card as one JSON-able dict (pass@1/perplexity optional)."""
     from ddtune.assets import default_tasks_file
 
     tasks = read_jsonl(tasks_file or default_tasks_file())
     figures: dict[str, Any] = {}
+    if eagle3_dir is not None:
+        from ddtune.train.eagle3_eval import acceptance_by_steps
+
+        prompts = [t["prompt"] for t in tasks[:n_prompts]]
+        figures["eagle3"] = acceptance_by_steps(target_dir, eagle3_dir, prompts, max_tokens)
     if target_figures:
         model, tokenizer = load_decoder(target_dir), Tokenizer.load(target_dir)
         figures["coding"] = pass_at_1(model, tokenizer, tasks)

@@ -1,10 +1,13 @@
 """Model configurations parsed from (and written back to) Hugging Face `config.json` files.
 
-Two dataclasses:
+Three dataclasses:
 
     ModelConfig    a Qwen3ForCausalLM or LlamaForCausalLM target decoder
     DrafterConfig  a DFlash drafter (z-lab format): Qwen3-style layers plus
                    `block_size` and `dflash_config {target_layer_ids, mask_token_id}`
+    Eagle3Config   an EAGLE-3 head as released heads write it (`LlamaForCausalLMEagle3`):
+                   one Llama layer plus `draft_vocab_size` and
+                   `eagle_config {eagle_aux_hidden_state_layer_ids}`
 
 Unknown or unsupported settings are errors, never silently ignored: an
 unsupported architecture, rope type, activation or sliding window raises
@@ -24,6 +27,8 @@ from ddtune.errors import UserError
 
 FAMILIES = {"Qwen3ForCausalLM": "qwen3", "LlamaForCausalLM": "llama"}
 DRAFTER_ARCHITECTURE = "DFlashDraftModel"
+EAGLE3_ARCHITECTURE = "LlamaForCausalLMEagle3"  # vLLM maps it to Eagle3LlamaForCausalLM
+EAGLE3_ARCHITECTURES = (EAGLE3_ARCHITECTURE, "Eagle3LlamaForCausalLM")
 ROPE_TYPES = ("default", "linear", "llama3")
 _REQUIRED = (
     "vocab_size",
@@ -176,6 +181,92 @@ class DrafterConfig(ModelConfig):
             raise UserError(f"{source}: dflash_config.mask_token_id is outside the target vocab")
 
 
+@dataclass
+class Eagle3Config(ModelConfig):
+    """An EAGLE-3 head: one Llama decoder layer over [token embedding ; target features].
+
+    `aux_layer_ids` are in vLLM's convention: id j is the target's residual stream
+    entering decoder layer j (the output of layer j - 1, before any final norm).
+    SGLang reads the same config field one layer deeper (id j: the stream leaving
+    layer j), so a head trained for vLLM's ids serves SGLang with each id minus one
+    (docs/engines.md "EAGLE-3 on vLLM"). Empty: the engines' default
+    (2, n // 2, n - 3), the same layers in both.
+
+    `draft_vocab_size` < `vocab_size`: the head scores a subset of the target's
+    tokens; its weights carry `d2t` (draft id -> target id offset) and `t2d`.
+    """
+
+    draft_vocab_size: int = 0
+    aux_layer_ids: list[int] = field(default_factory=list)
+    target_hidden_size: int | None = None  # None: the head's own hidden_size
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "config.json") -> Eagle3Config:
+        archs = data.get("architectures") or []
+        if not set(archs) & set(EAGLE3_ARCHITECTURES):
+            raise UserError(
+                f"{source}: field 'architectures' is {archs!r}; an EAGLE-3 head needs "
+                f"{EAGLE3_ARCHITECTURE!r}"
+            )
+        eagle = data.get("eagle_config") or {}
+        ids = data.get("eagle_aux_hidden_state_layer_ids") or eagle.get(
+            "eagle_aux_hidden_state_layer_ids"
+        )
+        if ids is not None and not all(isinstance(i, int) and i >= 0 for i in ids):
+            raise UserError(f"{source}: eagle_aux_hidden_state_layer_ids must be non-negative ints")
+        fields = _common_fields(data, source)
+        if fields["num_hidden_layers"] != 1:
+            raise UserError(f"{source}: an EAGLE-3 head has one layer (num_hidden_layers 1)")
+        return cls(
+            family="llama",
+            draft_vocab_size=int(data.get("draft_vocab_size") or fields["vocab_size"]),
+            aux_layer_ids=[int(i) for i in ids or []],
+            target_hidden_size=data.get("target_hidden_size"),
+            **fields,
+        )
+
+    def to_hf_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "architectures": [EAGLE3_ARCHITECTURE],
+            "model_type": "llama",
+            "hidden_act": "silu",
+            "draft_vocab_size": self.draft_vocab_size,
+            "eagle_config": {"use_aux_hidden_state": True},
+            "pretraining_tp": 1,
+        }
+        if self.aux_layer_ids:
+            out["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = list(self.aux_layer_ids)
+        if self.target_hidden_size not in (None, self.hidden_size):
+            out["target_hidden_size"] = self.target_hidden_size
+        out.update(_common_hf_fields(self))
+        return out
+
+    def layer_ids(self, num_target_layers: int) -> list[int]:
+        """The aux ids in force for a target of that depth (the engines' default if unset)."""
+        n = num_target_layers
+        return list(self.aux_layer_ids) or [2, n // 2, n - 3]
+
+    def check_target(self, target: ModelConfig, source: str = "EAGLE-3 config.json") -> None:
+        """The head must fit the target whose features and vocabulary it uses."""
+        width = self.target_hidden_size or self.hidden_size
+        if width != target.hidden_size:
+            raise UserError(
+                f"{source}: the target's hidden_size is {target.hidden_size}, the head "
+                f"expects {width}; the head belongs to another target"
+            )
+        if self.vocab_size != target.vocab_size:
+            raise UserError(
+                f"{source}: vocab_size {self.vocab_size} differs from the target's "
+                f"{target.vocab_size}; the head belongs to another target"
+            )
+        bad = [i for i in self.layer_ids(target.num_hidden_layers) if i > target.num_hidden_layers]
+        if bad:
+            raise UserError(
+                f"{source}: eagle_aux_hidden_state_layer_ids {bad} exceed the target's "
+                f"{target.num_hidden_layers} layers"
+            )
+
+
 def _common_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
     """The decoder fields shared by both families and the drafter."""
     for name in _REQUIRED:
@@ -240,6 +331,7 @@ def _rope(data: dict[str, Any], source: str) -> tuple[float, dict[str, Any] | No
 
 def _common_hf_fields(cfg: ModelConfig) -> dict[str, Any]:
     skip = {"family", "block_size", "target_layer_ids", "mask_token_id", "num_target_layers"}
+    skip |= {"draft_vocab_size", "aux_layer_ids", "target_hidden_size"}
     out = {k: v for k, v in asdict(cfg).items() if k not in skip}
     if cfg.family == "qwen3" or isinstance(cfg, DrafterConfig):
         out.pop("mlp_bias")

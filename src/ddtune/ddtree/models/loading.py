@@ -1,4 +1,4 @@
-"""Load and save Hugging Face model folders for the target decoder and the DFlash drafter.
+"""Load and save Hugging Face model folders: the target decoder, DFlash drafter, EAGLE-3 head.
 
 A folder holds `config.json`, `model.safetensors` (or a sharded
 `model.safetensors.index.json`), and for a target also `tokenizer.json` and
@@ -18,8 +18,15 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from ddtune.ddtree.models.config import DrafterConfig, ModelConfig, read_json, write_json
+from ddtune.ddtree.models.config import (
+    DrafterConfig,
+    Eagle3Config,
+    ModelConfig,
+    read_json,
+    write_json,
+)
 from ddtune.ddtree.models.drafter import DFlashDrafter
+from ddtune.ddtree.models.eagle3 import Eagle3Head
 from ddtune.ddtree.models.model import Decoder
 from ddtune.errors import UserError
 
@@ -76,6 +83,41 @@ def save_drafter(drafter: DFlashDrafter, cfg: DrafterConfig, folder: str | Path)
     cfg.save(folder / "config.json")
     _save_weights(drafter, folder / WEIGHTS, set())
     return folder
+
+
+def load_eagle3(folder: str | Path, dtype: torch.dtype = torch.float32) -> Eagle3Head:
+    """The EAGLE-3 head of a folder (`head.cfg` holds its config); d2t/t2d stay integer."""
+    folder = _folder(folder)
+    cfg = Eagle3Config.from_file(folder / "config.json")
+    head = Eagle3Head(cfg)
+    _load_weights(head, folder, set())
+    return _float_to(head, dtype).eval()
+
+
+def save_eagle3(
+    head: Eagle3Head, cfg: Eagle3Config, folder: str | Path, dtype: torch.dtype = torch.bfloat16
+) -> Path:
+    """config.json and model.safetensors (floats in `dtype`; d2t int64, t2d bool), in the
+    names released EAGLE-3 heads use (`midlayer.*`, `fc`, `norm`, `lm_head`, `d2t`, `t2d`)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = str(dtype).removeprefix("torch.")
+    Eagle3Config(**{**vars(cfg), "torch_dtype": name}).save(folder / "config.json")
+    state = {
+        k: (v.to(dtype) if v.is_floating_point() else v).detach().contiguous()
+        for k, v in head.state_dict().items()
+    }
+    save_file(state, str(folder / WEIGHTS), metadata={"format": "pt"})
+    return folder
+
+
+def _float_to(module: nn.Module, dtype: torch.dtype) -> Eagle3Head:
+    """Floating parameters and buffers to `dtype`; integer and bool buffers as they are."""
+    for tensor in [*module.parameters(), *module.buffers()]:
+        if tensor.is_floating_point():
+            tensor.data = tensor.data.to(dtype)
+    assert isinstance(module, Eagle3Head)
+    return module
 
 
 def read_generation_config(folder: str | Path) -> dict[str, Any]:
