@@ -32,7 +32,7 @@ read the same table. No engine imports here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,16 @@ DRAFTER = "drafter"  # the draft model path, a knob of the methods that need one
 # methods whose rounds follow from the target's T = 0 answers alone (no draft model): a
 # forecast of them needs no trace (`ddtune.trace.ngram`)
 FROM_OUTPUTS = ("ar", "ngram")
+# chain methods: a draft at position i does not depend on K, so at topk 1 one run at the
+# largest num_steps predicts every smaller one (`ddtune.trace.chains`)
+CHAIN_METHODS = ("eagle", "eagle3", "mtp")
+
+
+def needs_trace(methods: Iterable[str], counts_drafts: bool) -> list[str]:
+    """The methods a prediction needs a trace for: all but those the baseline's answers
+    predict and, on an engine that counts acceptance per draft position, the chains."""
+    untraced = {*FROM_OUTPUTS, *(CHAIN_METHODS if counts_drafts else ())}
+    return sorted(set(methods) - untraced)
 
 
 @dataclass(frozen=True)
@@ -440,6 +450,8 @@ __all__ = [
     "ALIASES",
     "DRAFTER",
     "FROM_OUTPUTS",
+    "CHAIN_METHODS",
+    "needs_trace",
     "METHOD_ENGINES",
     "LEGACY",
     "METHODS",

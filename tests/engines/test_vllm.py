@@ -118,6 +118,10 @@ def test_recorded_counters_give_the_acceptance_length(fixture):
     value, note = VLLM.counter_acceptance(before, after)
     assert value == pytest.approx(1 + 22 / 8)  # 22 accepted tokens over 8 drafts
     assert "8 drafts" in note
+    drafts, per_position = VLLM.draft_counts(before, after) or (0, ())
+    assert drafts == 8 and sum(per_position) == 22  # what a chain's forecast reads
+    assert list(per_position) == sorted(per_position, reverse=True)
+    assert VLLM.counts_drafts and VLLM.draft_counts(None, after) is None
 
 
 def test_readiness_compares_the_process_command_line_with_the_launch(fixture, witness):

@@ -62,6 +62,8 @@ class BenchResult:
     # `[bench] token_paths`: per short/long request its prompt and T = 0 answer ids
     token_paths: list[dict[str, Any]] | None = None
     forward_probes: list[dict[str, Any]] | None = None  # [{"tokens", "seconds"}]
+    # a counting engine (vLLM): {"drafts", "accepted_per_position"} over the measured requests
+    draft_counts: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -525,6 +525,8 @@ def _aggregate(
     value, note = acc.run_acceptance(engine, per_request, before, after)
     if note:
         result.notes.append(note)
+    if (counts := engine.draft_counts(before, after)) is not None:
+        result.draft_counts = {"drafts": counts[0], "accepted_per_position": list(counts[1])}
     aggregates["acceptance_length"] = value
     aggregates.update(workload_acceptance(result.samples, per_request))
     request_values = [v for v, _ in per_request if v is not None]

@@ -256,6 +256,15 @@ class ServerEngine(ABC):
         """Acceptance from `metrics_path` counters read before and after the run, with a note."""
         return None, self.no_acceptance_note
 
+    counts_drafts: ClassVar[bool] = False  # `draft_counts` answers (chains without a trace)
+
+    def draft_counts(
+        self, before: dict[str, float] | None, after: dict[str, float] | None
+    ) -> tuple[int, tuple[int, ...]] | None:
+        """(rounds drafted, rounds accepted at each draft position) over the run, from the
+        counters; what `ddtune.trace.chains` predicts chains from (None: not counted)."""
+        return None
+
     # ---- a trace's replay (`ddtune.trace`) -------------------------------------------
 
     drafts_every_round: ClassVar[bool] = False  # vLLM: K drafts every round, whatever remains

@@ -401,6 +401,17 @@ class VllmEngine(OpenAIEngine):
     ) -> tuple[float | None, str]:
         return counter_acceptance(before, after)
 
+    counts_drafts = True
+
+    def draft_counts(
+        self, before: dict[str, float] | None, after: dict[str, float] | None
+    ) -> tuple[int, tuple[int, ...]] | None:
+        if before is None or after is None:
+            return None
+        drafts = _counter(after, VLLM_DRAFTS) - _counter(before, VLLM_DRAFTS)
+        shares = per_position_acceptance(before, after, drafts) if drafts > 0 else []
+        return (round(drafts), tuple(round(s * drafts) for s in shares)) if shares else None
+
     drafts_every_round = True
 
     def trace_acceptance(self, rounds: Sequence[RoundTrace]) -> float | None:

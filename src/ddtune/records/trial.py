@@ -43,6 +43,8 @@ class TrialRecord:
     # measured for a forecast (bench/forecast_inputs.py)
     token_paths: list[dict[str, Any]] | None = None
     forward_probes: list[dict[str, Any]] | None = None
+    # a counting engine's {"drafts", "accepted_per_position"}: a chain's run predicts smaller K
+    draft_counts: dict[str, Any] | None = None
     # conditions keys: "hardware" (dict), "hardware_fingerprint" (str),
     # "prompt_set_hash" (str), "server_identity" (dict)
 

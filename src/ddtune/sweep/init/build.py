@@ -23,7 +23,7 @@ from typing import Any
 
 from ddtune.engines import get_engine
 from ddtune.errors import UserError
-from ddtune.methods import FROM_OUTPUTS, METHODS
+from ddtune.methods import METHODS, needs_trace
 from ddtune.sweep.init.method_space import SpaceChoice, method_space
 from ddtune.sweep.init.more_methods import Wanted, running_method, with_methods
 from ddtune.sweep.init.parse import ParsedLaunch, engine_options, find_engine, parse_launch
@@ -164,13 +164,13 @@ def _sweep_table(source: LaunchSource, launch: ParsedLaunch, choice: SpaceChoice
 def _strategy(launch: ParsedLaunch, choice: SpaceChoice) -> tuple[str, str]:
     """ "predict" where nothing but the baseline's own answers is needed to predict (n-gram on an
     engine that sends token ids), else "race" with what predicting would take."""
-    methods = _methods(choice)
-    if methods <= set(FROM_OUTPUTS) and get_engine(launch.engine).returns_token_ids:
+    methods, engine = _methods(choice), get_engine(launch.engine)
+    traced = ", ".join(needs_trace(methods, engine.counts_drafts))
+    if not traced and engine.returns_token_ids:
         return "predict", (
-            "the baseline's T = 0 answers predict every n-gram config; only the ones that "
-            "could win are started, to confirm"
+            "the baseline's T = 0 answers predict every n-gram config (a chain's largest "
+            "num_steps, every smaller one); only the ones that could win are started, to confirm"
         )
-    traced = ", ".join(sorted(methods - set(FROM_OUTPUTS)))
     return "race", (
         "drops configs that are clearly worse, keeps measuring the close ones; fewer starts: "
         f'strategy = "predict" with a trace of {traced} (`ddtune trace record --spec SPEC '

@@ -75,6 +75,7 @@ def _fill_result(store: TrialReader, record: TrialRecord, result: sqlite3.Row) -
     record.load = read_load(store.db, result["attempt_id"], bench.load_result)
     record.workloads = bench.workloads  # per suite / traffic (older stores: none)
     record.token_paths, record.forward_probes = bench.token_paths, bench.forward_probes
+    record.draft_counts = bench.draft_counts
     record.temperature = float(bench.temperature or bench.matrix.get("temperature") or 0.0)
     hardware = json.loads(attempt["hardware_json"]) or bench.hardware
     record.conditions = {

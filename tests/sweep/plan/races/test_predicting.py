@@ -14,9 +14,12 @@ from simulated_service import (
     run_start_race,
 )
 
+from ddtune.params import DecodeParams
 from ddtune.sweep.plan.races.by_start import FinishedBench, StartSettings
 from ddtune.sweep.plan.races.predicting import PredictRace
-from ddtune.trace.forecast import Forecast
+from ddtune.trace.chains import ChainCounts
+from ddtune.trace.chains.forecast import ChainRun, chains_forecast
+from ddtune.trace.forecast import Forecast, config_cost
 from ddtune.trace.round_cost import Shape
 
 WORKLOADS = ("short", "long")
@@ -167,3 +170,59 @@ def test_a_baseline_without_token_paths_races_every_config_and_says_why():
     assert race.forecast is None and "recorded no token paths" in (race.fallback or "")
     assert all(e.starts >= 1 for e in race.efforts.values())  # pass 1 starts every config
     assert service.starts >= len(race.contenders)
+
+
+# --- chains: the largest num_steps's counts predict every smaller one ------------------
+
+SHARES = (0.9, 0.85, 0.3, 0.2, 0.1)  # rounds accepted at draft position i, of all rounds
+
+
+def chain_params(k: int) -> DecodeParams:
+    return DecodeParams.from_wire({"method": "eagle3", "method_knobs": {"num_steps": k}})
+
+
+def _chain_run(seed: int):
+    """ar + EAGLE-3 at K = 1..5: K2 fastest, K3 4% behind; ar's answers and K5's counts predict."""
+    taus = {f"K{k}": 1 + sum(SHARES[:k]) for k in range(1, 6)}
+    step_s = {f"K{k}": forward(k + 1) + 0.15 * STEP * k for k in range(1, 6)}  # + K head steps
+    tps = {"ar": dict.fromkeys(WORKLOADS, 1 / STEP)}
+    tps |= {x: dict.fromkeys(WORKLOADS, taus[x] / step_s[x]) for x in taus}
+    objective = {x: math.sqrt(t["short"] * t["long"]) for x, t in tps.items()}
+    configs = {"ar": DecodeParams("ar"), **{f"K{k}": chain_params(k) for k in range(1, 6)}}
+    cost = config_cost(configs)
+    ar_shape = {w: Shape("ar", 1.0, 1, 0.0, None) for w in WORKLOADS}
+    answers = Forecast({"ar": ar_shape}, {"ar": None}, cost, source="the baseline's outputs")
+    counts = ChainCounts(1000, tuple(round(1000 * s) for s in SHARES))
+    chain = chains_forecast(configs, {"K5": ChainRun(counts, dict.fromkeys(WORKLOADS, taus["K5"]))})
+    service = SimulatedService(
+        objective, PRODUCTION_NOISE, seed, costs=PRODUCTION_COSTS, workloads=tps
+    )
+    race = PredictRace(tuple(configs), "ar", settings(), seed, awaiting=True, anchors=("K5",))
+    add, queues = race.add, []
+
+    def with_forecast(result: FinishedBench) -> None:
+        if result.start == result.bench == 1 and result.label in ("ar", "K5"):
+            result = replace(result, forecast=answers if result.label == "ar" else chain)
+        add(result)
+        queues.append(list(race.queue))
+
+    race.add = with_forecast  # type: ignore[method-assign]
+    measured = {x: dict.fromkeys(WORKLOADS, t) for x, t in {"ar": 1.0, **taus}.items()}
+    done = run_start_race(service, list(configs), "ar", settings(), seed, race, measured, forward)
+    assert isinstance(done, PredictRace)
+    return done, objective, service, queues
+
+
+def test_a_chains_largest_k_starts_after_the_baseline_and_predicts_the_rest():
+    for seed in range(3):
+        race, objective, service, queues = _chain_run(seed)
+        assert queues[0][:1] == ["K5"]  # the baseline's bench in: the anchor next
+        assert race.forecast is not None and set(race.forecast.shapes) == set(objective)
+        assert "counts" in race.forecast.source and "outputs" in race.forecast.source
+        verdict = race.verdict(race.forecast.cost)
+        assert verdict.status in ("separated", "equivalent")
+        best = max(objective, key=objective.__getitem__)
+        members = [verdict.label, *verdict.equivalent]
+        assert all(objective[m] * 1.03 >= objective[best] for m in members)
+        assert service.starts <= 4  # the baseline, K5, the predicted winner (and one more)
+        assert any(e.reason == "predicted" for e in race.eliminated.values())

@@ -11,6 +11,7 @@ from ddtune.params import DecodeParams
 from ddtune.records import TrialRecord
 from ddtune.sweep.plan import parse_spec, prepare
 from ddtune.sweep.plan.strategies.predict import PROBE_TOKENS, PredictingRace
+from ddtune.sweep.plan.strategies.predict_path import outputs_path
 from ddtune.trace.forecast import paths_forecast
 
 NGRAM = """
@@ -100,3 +101,46 @@ def test_the_baseline_record_brings_the_forecast_and_the_probes():
     shape = result.forecast.shapes[k4]["short"]
     assert shape.mode == "ngram" and shape.acceptance > 2  # the answer repeats the prompt
     assert 1 < shape.verify_tokens <= 5 and shape.tokens_per_round > 1
+
+
+EAGLE3 = """
+[sweep]
+name = "e3"
+strategy = "predict"
+baseline = { method = "ar" }
+[space]
+method = ["eagle3"]
+[space.eagle3]
+num_steps = [1, 2, 3]
+drafter = ["/heads/eagle3"]
+"""
+
+
+def test_a_chain_space_on_vllm_needs_no_trace_its_largest_steps_predicts_the_rest():
+    sweep = prepare(parse(EAGLE3), None)
+    strategy = sweep.strategy
+    assert isinstance(strategy, PredictingRace) and strategy.forecast is None
+    labels = {c.label(): c.params for c, _ in sweep.spec.all_configs()}
+    top = next(x for x in labels if "num_steps=3" in x)
+    assert set(strategy.anchors.values()) == {top}
+    assert any(top in line for line in strategy.pass_words())
+    path = outputs_path(sweep.spec, None)
+    assert path is not None and [x for x, _ in path.starts][:2] == ["ar", top]
+    assert len(path.starts) == 3  # the baseline, the largest K, the predicted winner
+    record = TrialRecord(
+        2,
+        top,
+        labels[top],
+        False,
+        1,
+        "done",
+        metrics={"short_tps": 60.0, "long_tps": 50.0, "throughput_tps": 55.0}
+        | {"short_acceptance_length": 3.2, "long_acceptance_length": 2.8},
+        draft_counts={"drafts": 100, "accepted_per_position": [90, 70, 50]},
+    )
+    forecast = strategy._result(record, 0.2, True, 60.0).forecast
+    assert forecast is not None and set(forecast.shapes) == set(labels) - {"ar"}
+    one = next(x for x in labels if "num_steps=1" in x)
+    assert 1.0 < forecast.shapes[one]["short"].acceptance < 3.2  # (tau - 1) scaled by 0.9 / 2.1
+    with pytest.raises(UserError, match=r"sweep\.trace.*required.*for eagle3"):
+        parse(EAGLE3, engine="sglang")  # SGLang counts no acceptance per draft position

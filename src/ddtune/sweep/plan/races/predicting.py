@@ -58,6 +58,7 @@ import numpy as np
 
 from ddtune.records import Elimination, PredictedConfig
 from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace, Step
+from ddtune.trace.chains.forecast import merged
 from ddtune.trace.forecast import Forecast
 from ddtune.trace.round_cost import CostModel, ForwardProbe, Observation, Shape
 
@@ -86,6 +87,10 @@ class PredictRace(StartRace):
     pinned: list[str] = field(default_factory=list)  # pass 1's first starts (rule 2)
     fallback: str | None = None  # why the forecast was dropped (the service's other models)
     awaiting: bool = False  # the forecast comes with the baseline's first bench (n-gram)
+    # ... and with these configs' first benches (a chain group's largest K: its counts)
+    anchors: tuple[str, ...] = ()
+    partial: Forecast | None = None  # what the benches awaited have said so far
+    heard: set[str] = field(default_factory=set)  # ... and which of them
     probing: bool = False  # the baseline's first bench times forwards: no pins but it
 
     # --- pass 1: who is worth a start ------------------------------------------------
@@ -121,6 +126,25 @@ class PredictRace(StartRace):
             return
         self.forecast = forecast
         self._predicted_order()
+
+    def _part_arrives(self, label: str, forecast: Forecast | None) -> None:
+        """A bench the forecast awaits is in: the baseline's (its answers) or a chain group's
+        largest K (its counts). The anchors start next; once all are heard, pass 1 is
+        ordered by what they said together."""
+        if forecast is not None:
+            self.partial = forecast if self.partial is None else merged(self.partial, forecast)
+        self.heard.add(label)
+        pending = [a for a in self.anchors if a not in self.heard and a in self.alive]
+        if pending:
+            fresh = [a for a in pending if a not in self.queue]
+            self.order, self.queue = [*self.order, *fresh], [*self.queue, *fresh]
+            return
+        why = (
+            "the benches it awaited recorded nothing to predict from (token paths, counts)"
+            if self.anchors
+            else "the baseline's bench recorded no token paths to predict from"
+        )
+        self._arrives(self.partial, None if self.partial else why)
 
     def _drop_dominated(self) -> None:
         assert self.forecast is not None
@@ -203,9 +227,8 @@ class PredictRace(StartRace):
             self._probed(result.probes)
         elif self.probing and step.label == self.baseline and step.bench == 1:
             self._unprobed()
-        if self.awaiting and step.label == self.baseline:
-            why = "the baseline's bench recorded no token paths to predict from"
-            self._arrives(result.forecast, None if result.forecast else why)
+        if self.awaiting and (step.label == self.baseline or step.label in self.anchors):
+            self._part_arrives(step.label, result.forecast)
         if result.unpredicted is not None:
             self.fall_back(f"{step.label}: {result.unpredicted}")
         start = self.efforts[step.label].starts
@@ -311,12 +334,23 @@ class PredictRace(StartRace):
         if not (self._confirmed_by_prediction(leader) or self._accepted_as_predicted(leader)):
             return []
         assert self.forecast is not None
-        out = []
-        for x in self.alive:
-            if x in (leader, self.baseline) or x not in self.forecast.shapes:
+        measured = [
+            x
+            for x in self.alive
+            if x not in (leader, self.baseline) and x in self.forecast.shapes
+            if self.efforts[x].starts  # not started: rule 3's to judge
+        ]
+        for x in measured:  # a cheaper one within the tolerance of the leader: the answer
+            if self.forecast.cost(x) >= self.forecast.cost(leader) or not (
+                self._confirmed_by_prediction(x) or self._accepted_as_predicted(x)
+            ):
                 continue
-            if not self.efforts[x].starts:
-                continue  # not started: rule 3's to judge
+            ratio = self._best_ratio(leader, x)
+            if ratio < 1 + self.settings.tolerance:
+                detail = self._out_words(leader, x, ratio) + f"; both measured, {x} as predicted"
+                return [Elimination(leader, self.pass_no, "worse", detail)]
+        out = []
+        for x in measured:
             ratio = self._best_ratio(x, leader)
             if not self._could_win(x, leader, {x: ratio}):
                 detail = (

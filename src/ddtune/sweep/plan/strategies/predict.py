@@ -16,7 +16,7 @@ import dataclasses
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.engines import get_engine
-from ddtune.methods import FROM_OUTPUTS
+from ddtune.methods import needs_trace
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.sweep.plan.costs import TrialCosts
 from ddtune.sweep.plan.predictions import spec_forecast, stored_forecast
@@ -32,7 +32,9 @@ from ddtune.sweep.spec.schema import SpecDocument
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import SweepMode
 from ddtune.sweep.store.rows import SweepRow, TrialRow
-from ddtune.trace.forecast import identity_mismatch, paths_forecast
+from ddtune.trace.chains import ChainCounts
+from ddtune.trace.chains.forecast import ChainRun, chain_anchors, chains_forecast
+from ddtune.trace.forecast import Forecast, identity_mismatch, paths_forecast
 from ddtune.trace.round_cost import WORKLOADS, ForwardProbe
 
 PREDICT_LATER = (
@@ -105,6 +107,8 @@ class PredictingRace(RestartBoundRace):
         self.forecast = None if spec.trace is None else stored_forecast(spec, mode)
         self.from_outputs = self.forecast is None  # the baseline's answers will predict
         self.params = {config.label(): config.params for config, _ in spec.all_configs()}
+        # ... with each chain group's largest K (its counts predict the smaller ones)
+        self.anchors = chain_anchors(self.params) if self.from_outputs else {}
         super().__init__(spec, mode)
 
     def _new_race(self) -> StartRace:
@@ -117,6 +121,7 @@ class PredictingRace(RestartBoundRace):
             self.spec.seed,
             forecast=self.forecast,
             awaiting=self.forecast is None,
+            anchors=tuple(dict.fromkeys(self.anchors.values())),
             probing=probes_forward(self.spec),
         )
 
@@ -149,6 +154,8 @@ class PredictingRace(RestartBoundRace):
         forecast = self.forecast
         if forecast is None and record.token_paths:  # the baseline's answers predict
             forecast = paths_forecast(record.token_paths, self.params, self.spec.objective)
+        elif forecast is None and self.anchors.get(record.label) == record.label:
+            forecast = self._chains(record, dict(tau))
         probes = tuple(ForwardProbe(p["tokens"], p["seconds"]) for p in record.forward_probes or ())
         return dataclasses.replace(
             result,
@@ -159,6 +166,14 @@ class PredictingRace(RestartBoundRace):
             forecast=forecast if self.forecast is None else None,
         )
 
+    def _chains(self, record: TrialRecord, tau: dict[str, float]) -> Forecast | None:
+        """A chain group's largest K: its counts predict the group (None: not counted)."""
+        counts = record.draft_counts
+        if not counts or record.repeat != 1 or not tau:
+            return None
+        run = ChainRun(ChainCounts(counts["drafts"], tuple(counts["accepted_per_position"])), tau)
+        return chains_forecast(self.params, {record.label: run}, self.spec.objective)
+
     def pass_words(self) -> list[str]:
         """`sweep plan`: who starts, in the user's words (`RestartBoundRace.how_it_runs`)."""
         source = (
@@ -167,6 +182,12 @@ class PredictingRace(RestartBoundRace):
             else "the baseline's T = 0 answers, recorded as token ids by its first bench, fix "
             "every n-gram config's acceptance exactly (vLLM's lookup replayed on them)"
         )
+        if self.anchors:
+            largest = ", ".join(dict.fromkeys(self.anchors.values()))
+            source += (
+                f"; the largest num_steps of each chain ({largest}) starts next, and its "
+                "acceptance counted per draft position estimates every smaller num_steps"
+            )
         pins = (
             "its first bench also times forwards over 1 to 64 tokens on the running server "
             "(what a round's verify costs, without a restart), then"
@@ -196,10 +217,12 @@ class PredictingRace(RestartBoundRace):
         race = self.state()
         if isinstance(race, PredictRace):
             context.predictions, context.fallback = race.predictions(), race.fallback
-            source = self.forecast.source if self.forecast is not None else None
-            context.predicted_from = (
-                f"the trace {source}" if source else "the baseline's T = 0 answers"
-            )
+            if self.forecast is not None:
+                context.predicted_from = f"the trace {self.forecast.source}"
+            elif race.forecast is not None:  # the baseline's answers (and chains' counts)
+                context.predicted_from = race.forecast.source
+            else:
+                context.predicted_from = "the baseline's T = 0 answers"
             context.notes.append(_predicted_words(race))
         return context
 
@@ -227,16 +250,16 @@ class RacingUnpredicted(RestartBoundRace):
 def _check_outputs_predict(doc: SpecDocument) -> None:
     """Without a trace, only methods the baseline's own answers predict (n-gram), at T = 0, on
     an engine that answers with token ids."""
-    methods = _methods(doc)
-    traced = sorted(methods - set(FROM_OUTPUTS))
+    engine = get_engine(str(doc.service.get("engine") or doc.service.get("kind") or "ddtune"))
+    traced = needs_trace(_methods(doc), engine.counts_drafts)
     if traced:
         fail(
             "sweep.trace",
             f'is required by strategy = "predict" for {", ".join(traced)}: the trace folder to '
             "predict from (record it with `ddtune trace record --spec SPEC --out DIR`); n-gram "
-            "needs none (the baseline's answers predict it)",
+            "needs none (the baseline's answers predict it), nor do chains (EAGLE, EAGLE-3, "
+            "MTP) on vLLM (the largest K's counts predict the rest)",
         )
-    engine = get_engine(str(doc.service.get("engine") or doc.service.get("kind") or "ddtune"))
     if not engine.returns_token_ids:
         fail(
             "sweep.strategy",

@@ -19,13 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddtune.engines import get_engine
-from ddtune.methods import FROM_OUTPUTS
+from ddtune.methods import needs_trace
 from ddtune.sweep.plan.costs import Estimate, TrialCosts, timed
 from ddtune.sweep.plan.races.by_start import prior_benches
 from ddtune.sweep.plan.races.predicting import PredictRace
 from ddtune.sweep.plan.strategies.restart_bound import start_settings
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.modes import SweepMode
+from ddtune.trace.chains.forecast import chain_anchors
 from ddtune.trace.forecast import Forecast
 
 BASELINE_ROLE = "the baseline: what a plain step costs"
@@ -35,9 +36,10 @@ ONLY_ROLE = "fixes what a round costs"
 BEST_ROLE = "could be the fastest, by the prediction"
 UNKNOWN_ROLE = "the trace does not predict it: it gets a start as in a race"
 OUTPUTS_ROLE = (
-    "the baseline: its T = 0 answers predict every n-gram config exactly, its timed forwards "
-    "what a round costs"
+    "the baseline: its timed forwards fix what a round costs (and its T = 0 answers every "
+    "n-gram config's acceptance, exactly)"
 )
+ANCHOR_ROLE = "a chain's largest num_steps: its counts per draft position predict the smaller"
 WINNER = "the config its answers predict fastest"
 
 
@@ -57,9 +59,11 @@ def probes_forward(spec: SweepSpec) -> bool:
 
 
 def predicts_from_outputs(spec: SweepSpec) -> bool:
-    """No trace needed: every config's rounds follow from the baseline's T = 0 answers."""
+    """No trace needed: every config's rounds follow from the baseline's T = 0 answers (and,
+    on an engine that counts drafts per position, chains from their largest K's run)."""
     methods = {c.params.method or c.params.mode for c, _ in spec.all_configs()}
-    return spec.trace is None and methods <= set(FROM_OUTPUTS) and probes_forward(spec)
+    counts = get_engine(spec.service.engine).counts_drafts
+    return spec.trace is None and not needs_trace(methods, counts) and probes_forward(spec)
 
 
 def outputs_path(spec: SweepSpec, costs: TrialCosts | None) -> PredictedPath | None:
@@ -68,15 +72,21 @@ def outputs_path(spec: SweepSpec, costs: TrialCosts | None) -> PredictedPath | N
     if not predicts_from_outputs(spec) or unpredictable(spec) is not None:
         return None
     race = _first_pass(spec, None, costs)
-    starts = ((race.baseline or "the baseline", OUTPUTS_ROLE), (WINNER, BEST_ROLE))
-    return PredictedPath(starts, {}, None if costs is None else _estimate(race, 2, True, costs))
+    configs = {c.label(): c.params for c, _ in spec.all_configs()}
+    anchors = [(x, ANCHOR_ROLE) for x in dict.fromkeys(chain_anchors(configs).values())]
+    starts = ((race.baseline or "the baseline", OUTPUTS_ROLE), *anchors, (WINNER, BEST_ROLE))
+    estimate = None if costs is None else _estimate(race, len(starts), True, costs)
+    return PredictedPath(starts, {}, estimate)
 
 
 def unpredictable(spec: SweepSpec, forecast: Forecast | None = None) -> str | None:
     """Why strategy "predict" could not predict this sweep (from `forecast`, where given);
     None when it could."""
     if spec.trace is None and not predicts_from_outputs(spec):
-        return "the spec has no [sweep] trace (only n-gram spaces are predicted without one)"
+        return (
+            "the spec has no [sweep] trace (only n-gram spaces, and chains on vLLM, are "
+            "predicted without one)"
+        )
     if forecast is not None and not _predicts_a_config(spec, forecast):
         return "the trace predicts none of the sweep's configs but the baseline"
     if spec.bench.temperature != 0:
