@@ -67,4 +67,4 @@ def test_live_ngram_predict_sweep_starts_few_and_predicts_tau(tmp_path):
     report = sweep_report(store_path, tmp_path / "report")
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
-    assert "The baseline's T = 0 answers fixed every config's rounds" in text
+    assert "The baseline's T = 0 answers predicted every config's rounds" in text

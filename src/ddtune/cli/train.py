@@ -140,7 +140,12 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="measure pass@1, perplexity and acceptance lengths")
     p.add_argument("--target", type=Path, required=True)
     p.add_argument("--drafter", type=Path, default=None)
-    p.add_argument("--eagle3", type=Path, default=None, help="an EAGLE-3 head: tau at K = 1..5")
+    p.add_argument(
+        "--eagle3",
+        type=Path,
+        default=None,
+        help="an EAGLE-3 head: its acceptance length (tokens committed per verify round, the bonus token included) at K = 1..5 draft tokens",
+    )
     p.add_argument("--tasks", type=Path, default=None, help="HumanEval JSONL (default: bundled)")
     p.add_argument("--budgets", default="8,16,32,64")
     p.add_argument("--prompts", type=int, default=12, help="held-out prompts for acceptance")

@@ -71,7 +71,7 @@ def _lead(summary: ReportSummary) -> str:
         else ""
     )
     return (
-        f"{context.predicted_from[:1].upper()}{context.predicted_from[1:]} fixed every "
+        f"{context.predicted_from[:1].upper()}{context.predicted_from[1:]} predicted every "
         "config's rounds (T = 0); a round-cost model "
         f"fitted on the measured trials gave each its tok/s. {len(started)} of "
         f"{len(context.predictions)} configs were measured.{landed} 'agrees' compares each "

@@ -52,6 +52,7 @@ from ddtune.sweep.plan.predictions import PlanPredictions, plan_predictions
 from ddtune.sweep.plan.strategies.predict_path import (
     PredictedPath,
     outputs_path,
+    outputs_words,
     predicted_path,
     unpredictable,
 )
@@ -204,9 +205,8 @@ def _outputs_blocks(sweep: Sweep, path: PredictedPath) -> list[Block]:
     cost = starts if path.estimate is None else f"~{starts}, ~{_hours(path.estimate)}"
     return [
         Paragraph(
-            "predicted from the baseline's T = 0 answers once its first bench is in: every "
-            "n-gram config exactly (no trace needed), what a round costs from the forwards it "
-            "times on the running server"
+            f"predicted without a trace: {outputs_words(sweep.spec)}; what a round costs from "
+            "the forwards the baseline's first bench times on the running server"
         ),
         Paragraph(
             f"predict, then confirm: {cost} if the predictions hold (a close call or a miss: a "

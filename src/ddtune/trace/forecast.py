@@ -151,8 +151,8 @@ def paths_forecast(
             workloads = {p.workload for p in paths}
             shapes[label] = {w: Shape("ar", 1.0, 1, 0.0, None) for w in sorted(workloads)}
     acceptance = {x: _pooled_tau(by) for x, by in shapes.items()}
-    groups = dict.fromkeys(shapes, "the baseline's outputs")
-    source = "the baseline's T = 0 outputs"
+    groups = dict.fromkeys(shapes, "the baseline's answers")
+    source = "the baseline's T = 0 answers"
     return Forecast(shapes, acceptance, config_cost(configs), objective, {}, source, groups)
 
 

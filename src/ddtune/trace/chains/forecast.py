@@ -82,7 +82,7 @@ def chains_forecast(
     acceptance = {
         x: sum(s.acceptance or 0 for s in by.values()) / len(by) for x, by in shapes.items()
     }
-    source = "the largest K's per-position counts"
+    source = "the largest num_steps's counts per draft position (an estimate)"
     return Forecast(shapes, acceptance, config_cost(configs), objective, {}, source, groups)
 
 

@@ -191,7 +191,7 @@ def _chain_run(seed: int):
     configs = {"ar": DecodeParams("ar"), **{f"K{k}": chain_params(k) for k in range(1, 6)}}
     cost = config_cost(configs)
     ar_shape = {w: Shape("ar", 1.0, 1, 0.0, None) for w in WORKLOADS}
-    answers = Forecast({"ar": ar_shape}, {"ar": None}, cost, source="the baseline's outputs")
+    answers = Forecast({"ar": ar_shape}, {"ar": None}, cost, source="the baseline's answers")
     counts = ChainCounts(1000, tuple(round(1000 * s) for s in SHARES))
     chain = chains_forecast(configs, {"K5": ChainRun(counts, dict.fromkeys(WORKLOADS, taus["K5"]))})
     service = SimulatedService(
@@ -218,7 +218,7 @@ def test_a_chains_largest_k_starts_after_the_baseline_and_predicts_the_rest():
         race, objective, service, queues = _chain_run(seed)
         assert queues[0][:1] == ["K5"]  # the baseline's bench in: the anchor next
         assert race.forecast is not None and set(race.forecast.shapes) == set(objective)
-        assert "counts" in race.forecast.source and "outputs" in race.forecast.source
+        assert "counts" in race.forecast.source and "answers" in race.forecast.source
         verdict = race.verdict(race.forecast.cost)
         assert verdict.status in ("separated", "equivalent")
         best = max(objective, key=objective.__getitem__)

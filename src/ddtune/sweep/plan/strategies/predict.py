@@ -23,7 +23,7 @@ from ddtune.sweep.plan.predictions import spec_forecast, stored_forecast
 from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace
 from ddtune.sweep.plan.races.predicting import PredictRace
 from ddtune.sweep.plan.strategies.base import Strategy, in_passes
-from ddtune.sweep.plan.strategies.predict_path import probes_forward
+from ddtune.sweep.plan.strategies.predict_path import outputs_words, probes_forward
 from ddtune.sweep.plan.strategies.race import Race
 from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace
 from ddtune.sweep.spec.checks import fail
@@ -81,7 +81,14 @@ class Predict(Race):
         if spec.bench.temperature != 0:
             return super().choose_mode(spec, costs)
         start_s, bench_s = (costs.start_s, costs.bench_s) if costs is not None else (None, None)
-        source = "the trace" if spec.trace is not None else "the baseline's T = 0 answers"
+        chains = chain_anchors({c.label(): c.params for c, _ in spec.all_configs()})
+        source = (
+            "the trace"
+            if spec.trace is not None
+            else "the largest num_steps's counts per draft position"
+            if chains
+            else "the baseline's T = 0 answers"
+        )
         why = (
             f"strategy predict: {source} choose which configs start, a restart-bound race confirms"
         )
@@ -179,15 +186,8 @@ class PredictingRace(RestartBoundRace):
         source = (
             "the trace fixes every config's acceptance"
             if self.forecast is not None
-            else "the baseline's T = 0 answers, recorded as token ids by its first bench, fix "
-            "every n-gram config's acceptance exactly (vLLM's lookup replayed on them)"
+            else outputs_words(self.spec)
         )
-        if self.anchors:
-            largest = ", ".join(dict.fromkeys(self.anchors.values()))
-            source += (
-                f"; the largest num_steps of each chain ({largest}) starts next, and its "
-                "acceptance counted per draft position estimates every smaller num_steps"
-            )
         pins = (
             "its first bench also times forwards over 1 to 64 tokens on the running server "
             "(what a round's verify costs, without a restart), then"

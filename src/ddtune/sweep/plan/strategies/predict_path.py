@@ -79,6 +79,25 @@ def outputs_path(spec: SweepSpec, costs: TrialCosts | None) -> PredictedPath | N
     return PredictedPath(starts, {}, estimate)
 
 
+def outputs_words(spec: SweepSpec) -> str:
+    """What predicts a sweep without a trace, in words: the baseline's answers (n-gram) and
+    each chain's largest num_steps (its counts per draft position)."""
+    configs = {c.label(): c.params for c, _ in spec.all_configs()}
+    parts = []
+    if any(p.method == "ngram" for p in configs.values()):
+        parts.append(
+            "the baseline's T = 0 answers, recorded as token ids by its first bench, fix every "
+            "n-gram config's acceptance exactly (vLLM's lookup replayed on them)"
+        )
+    if anchors := list(dict.fromkeys(chain_anchors(configs).values())):
+        parts.append(
+            f"the largest num_steps of each chain ({', '.join(anchors)}) starts after the "
+            "baseline, and its acceptance counted per draft position estimates every smaller "
+            "num_steps (an estimate: the check at each start says how close)"
+        )
+    return "; ".join(parts) or "the baseline's T = 0 answers"
+
+
 def unpredictable(spec: SweepSpec, forecast: Forecast | None = None) -> str | None:
     """Why strategy "predict" could not predict this sweep (from `forecast`, where given);
     None when it could."""
@@ -163,6 +182,7 @@ def _estimate(race: PredictRace, starts: int, kept: bool, costs: TrialCosts) -> 
 __all__ = [
     "PredictedPath",
     "outputs_path",
+    "outputs_words",
     "predicted_path",
     "predicts_from_outputs",
     "probes_forward",
