@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ddtune.report.lossless import check_losslessness, load_compare
-from ddtune.sweep.spec.parse import read_spec
+from ddtune.sweep.plan import read_spec
 from ddtune.sweep.store.db import Store
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -283,9 +283,15 @@ def race_cases(spec: SweepSpec, costs: TrialCosts, configs: int) -> dict[str, Es
 
 def race_span(spec: SweepSpec, costs: TrialCosts, configs: int) -> Span:
     """`race_cases` as a `Span` (a pass-by-pass race has no median case)."""
-    k = spec.passes_per_start
+    k = spec.passes_per_start  # (starts of k passes each: a last start may serve fewer)
     best, worst = race_estimates(
-        configs, spec.min_repeats // k, spec.repeats // k, costs, k, spec.max_trials, spec.max_hours
+        configs,
+        -(-spec.min_repeats // k),
+        -(-spec.repeats // k),
+        costs,
+        k,
+        spec.max_trials,
+        spec.max_hours,
     )
     return Span(best, worst)
 
