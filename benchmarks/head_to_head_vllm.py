@@ -169,21 +169,32 @@ def run_ddtune(args: argparse.Namespace, out: Path) -> Outcome:
     starts = re.search(r"restart-bound race: \d+ pass\(es\), (\d+) start\(s\)", said)
     rows = list(csv.DictReader((store.parent / "report" / "results.csv").open()))
     lines = [
-        f"{r['label']}: {r.get('throughput_tps') or '-'} tok/s, acceptance "
-        f"{r.get('acceptance_length') or '-'}, T = 0 vs plain: {r.get('lossless') or '-'}"
+        f"{r['label']}: {_cell(r, 'throughput_tps_mean', '.1f')} tok/s "
+        f"[{_cell(r, 'throughput_tps_low', '.1f')}, {_cell(r, 'throughput_tps_high', '.1f')}] "
+        f"over {r.get('done') or 0} bench(es), acceptance {_cell(r, 'acceptance_length_mean', '.3f')}, "
+        f"T = 0 vs plain: {r.get('lossless') or '-'}"
         for r in rows
     ]
-    k = re.search(r"num_draft_tokens=(\d+)", answer)
-    most = re.search(r"prompt_lookup_max=(\d+)", answer)
+    named = re.match(r"Throughput: (?:Leaning )?([^:;]+?)(?::| is | —|$)", answer)
+    leader = named.group(1) if named else ""  # the answer's config (or the one it leans to)
+    k = re.search(r"num_draft_tokens=(\d+)", leader)
+    most = re.search(r"prompt_lookup_max=(\d+)", leader)
     pick = (int(k.group(1)), int(most.group(1))) if k and most else None
     return Outcome(wall, int(starts.group(1)) if starts else -1, answer, {}, lines, pick)
+
+
+def _cell(row: dict, key: str, spec: str) -> str:
+    value = row.get(key)
+    return "-" if value in (None, "") else format(float(value), spec)
 
 
 def agreement(vllm: Outcome, ddtune: Outcome, tolerance: float) -> str:
     """Do the answers agree: the same config, or ddtune's within its tolerance of vLLM's best on
     vLLM's own means?"""
-    if not vllm.means or ddtune.pick is None:
-        return "not comparable (a tool named no n-gram config)"
+    if not vllm.means:
+        return "not comparable (vLLM's sweep measured nothing)"
+    if ddtune.pick is None:
+        return "no: ddtune names (or leans to) plain decoding; vLLM's sweep has no plain run"
     best = max(vllm.means, key=vllm.means.__getitem__)
     if ddtune.pick == best:
         return f"yes: both name {_name(best)}"
