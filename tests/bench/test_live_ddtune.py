@@ -150,7 +150,9 @@ def test_token_paths_are_the_streamed_answers_and_probes_time_each_length(
     paths = result.token_paths
     assert paths is not None and [p["workload"] for p in paths] == ["short", "short", "long"]
     assert [p["count"] for p in paths] == [2, 2, 1]  # short repeats twice: one path each
-    assert all(len(p["output_ids"]) == 12 and len(p["prompt_ids"]) > 50 for p in paths)
+    # 16 tokens past max_tokens: what a last round that drafts past the answer's end sees
+    assert all(len(p["output_ids"]) == 12 + 16 and len(p["prompt_ids"]) > 50 for p in paths)
+    assert all(p["max_tokens"] == 12 for p in paths)
     streamed = [s["text"] for s in result.samples if s["workload"] == "long"]
     reply = httpx.post(
         f"{live_server}/v1/completions",

@@ -18,45 +18,22 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.sweep.plan import prepare
-from ddtune.sweep.plan.strategies.predict import PredictingRace
-from ddtune.sweep.store.db import Store
-
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import REPO, live_example, sweep_report, sweep_run  # noqa: E402
+from vllm_setup import REPO, predicted_sweep, sweep_report  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "vllm-eagle3-predict-cpu.toml"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
 
 
 def test_live_eagle3_predict_sweep_starts_few_and_estimates_tau(tmp_path):
-    spec_path, spec, store_path = live_example(EXAMPLE, 18749, tmp_path)
-    assert len(spec.all_configs()) == 6 and spec.trace is None
-    elapsed = sweep_run(spec_path, store_path, timeout=5000)
-
-    store = Store(store_path, create=False)
-    try:
-        sweep = prepare(spec, store)
-        strategy = sweep.strategy
-        assert isinstance(strategy, PredictingRace)
-        sweep_id = store.sweep_row(spec.name)["id"]
-        race = strategy.state(store, sweep_id)
-        records = store.trial_records(sweep_id)
-    finally:
-        store.close()
-    starts = sum(e.starts for e in race.efforts.values())
-    verdict = race.verdict(race.forecast.cost if race.forecast else str)
+    spec, store_path, elapsed, race, records, starts, verdict = predicted_sweep(
+        EXAMPLE, tmp_path, configs=6
+    )
     order = list(dict.fromkeys(r.label for r in sorted(records, key=lambda r: r.trial_id)))
     print(
         f"\nEAGLE-3 predict sweep: {elapsed:.0f} s, {starts} start(s) in the order {order}, "
         f"{verdict.status} {verdict.label}; stop: {race.stop}"
     )
-    assert race.forecast is not None and race.fallback is None
-    # how many starts a verdict takes is the machine's noise (docs/benchmarks.md "Head to
-    # head"); what the forecast saves is not: configs it put out never started
-    never = [x for x, e in race.eliminated.items() if e.reason in ("predicted", "dominated")]
-    assert never and all(race.efforts[x].starts == 0 for x in never)
-    assert starts < len(spec.all_configs()) * spec.repeats
     top = next(x for x in order if "num_steps=5" in x)
     assert order.index(top) == 1  # the largest num_steps right after the baseline
     anchor = next(r for r in records if r.label == top and r.status == "done")

@@ -18,44 +18,21 @@ from pathlib import Path
 
 import pytest
 
-from ddtune.sweep.plan import prepare
-from ddtune.sweep.plan.strategies.predict import PredictingRace
-from ddtune.sweep.store.db import Store
-
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import REPO, live_example, sweep_report, sweep_run  # noqa: E402
+from vllm_setup import REPO, predicted_sweep, sweep_report  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "vllm-ngram-predict-cpu.toml"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
 
 
 def test_live_ngram_predict_sweep_starts_few_and_predicts_tau(tmp_path):
-    spec_path, spec, store_path = live_example(EXAMPLE, 18749, tmp_path)
-    assert len(spec.all_configs()) == 9 and spec.trace is None
-    elapsed = sweep_run(spec_path, store_path, timeout=5000)
-
-    store = Store(store_path, create=False)
-    try:
-        sweep = prepare(spec, store)
-        strategy = sweep.strategy
-        assert isinstance(strategy, PredictingRace)
-        sweep_id = store.sweep_row(spec.name)["id"]
-        race = strategy.state(store, sweep_id)
-        records = store.trial_records(sweep_id)
-    finally:
-        store.close()
-    starts = sum(e.starts for e in race.efforts.values())
-    verdict = race.verdict(race.forecast.cost if race.forecast else str)
+    spec, store_path, elapsed, race, records, starts, verdict = predicted_sweep(
+        EXAMPLE, tmp_path, configs=9
+    )
     print(
         f"\nn-gram predict sweep: {elapsed:.0f} s, {starts} start(s), {verdict.status} "
         f"{verdict.label}; stop: {race.stop}"
     )
-    assert race.forecast is not None and race.fallback is None
-    # how many starts a verdict takes is the machine's noise (docs/benchmarks.md "Head to
-    # head"); what the forecast saves is not: configs it put out never started
-    never = [x for x, e in race.eliminated.items() if e.reason in ("predicted", "dominated")]
-    assert never and all(race.efforts[x].starts == 0 for x in never)
-    assert starts < len(spec.all_configs()) * spec.repeats
     baseline = next(r for r in records if r.is_baseline and r.repeat == 1)
     assert baseline.token_paths and baseline.forward_probes
     measured = [r for r in records if r.status == "done" and not r.is_baseline]

@@ -232,6 +232,36 @@ def sweep_run(spec: Path, store: Path, timeout: float) -> float:
     return seconds
 
 
+def predicted_sweep(example: Path, folder: Path, configs: int):  # noqa: ANN201
+    """Run a strategy "predict" example without a trace; (spec, seconds, the race as it
+    ended, the trials' records, its starts, its verdict) for the live predict tests."""
+    from ddtune.sweep.plan import prepare
+    from ddtune.sweep.plan.strategies.predict import PredictingRace
+    from ddtune.sweep.store.db import Store
+
+    spec_path, spec, store_path = live_example(example, 18749, folder)
+    assert len(spec.all_configs()) == configs and spec.trace is None
+    elapsed = sweep_run(spec_path, store_path, timeout=5000)
+    store = Store(store_path, create=False)
+    try:
+        strategy = prepare(spec, store).strategy
+        assert isinstance(strategy, PredictingRace)
+        sweep_id = store.sweep_row(spec.name)["id"]
+        race = strategy.state(store, sweep_id)
+        records = store.trial_records(sweep_id)
+    finally:
+        store.close()
+    starts = sum(e.starts for e in race.efforts.values())
+    verdict = race.verdict(race.forecast.cost if race.forecast else str)
+    assert race.forecast is not None and race.fallback is None
+    # how many starts a verdict takes is the machine's noise (docs/benchmarks.md "Head to
+    # head"); what the forecast saves is not: configs it put out never started
+    never = [x for x, e in race.eliminated.items() if e.reason in ("predicted", "dominated")]
+    assert never and all(race.efforts[x].starts == 0 for x in never)
+    assert starts < len(spec.all_configs()) * spec.repeats
+    return spec, store_path, elapsed, race, records, starts, verdict
+
+
 def sweep_report(store: Path, out: Path) -> subprocess.CompletedProcess[str]:
     """`ddtune sweep report --store STORE --out OUT`, output captured."""
     argv = [str(DDTUNE), "sweep", "report", "--store", str(store), "--out", str(out)]

@@ -51,6 +51,17 @@ def test_replay_counts_drafts_as_vllm_does():
     assert counts.tokens == 7 and counts.tokens_per_step == pytest.approx(3.5)
 
 
+def test_a_last_round_past_max_tokens_counts_whole_only_with_the_lookahead():
+    """vLLM counts the last round's accepted drafts whole, past max_tokens: a path cut at
+    max_tokens undercounts them (why a bench records its paths 16 tokens longer)."""
+    prompt, generated = [1, 2, 3, 4], [1, 2, 3, 4, 1, 2, 3, 4, 1, 2]
+    r = rule(low=1, high=2, k=3)
+    cut = replay_ngram(np.array(prompt + generated[:6]), 4, finish=6, max_tokens=6, rule=r)
+    ahead = replay_ngram(np.array(prompt + generated), 4, finish=10, max_tokens=6, rule=r)
+    # step 2 drafts 2 3 4 from 5 made: the cut path knows only "2", the longer one all three
+    assert (cut.accepted, ahead.accepted) == (4, 6) and cut.drafts == ahead.drafts == 2
+
+
 def test_steps_without_a_proposal_are_not_drafts():
     tokens = np.array([1, 2, 3, 4, 5, 6, 7])  # nothing repeats
     counts = replay_ngram(tokens, 2, finish=5, max_tokens=5, rule=rule())

@@ -23,6 +23,7 @@ without a restart. Results: `BenchResult.token_paths`, `BenchResult.forward_prob
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -36,6 +37,7 @@ from ddtune.params import SamplingParams
 PATH_WORKLOADS = ("short", "long")  # the throughput workloads a forecast predicts
 PROBE_REPEATS = 3  # prompts timed per probed length
 FAILURES = (httpx.HTTPError, ValueError, KeyError, TypeError, IndexError)
+LOOKAHEAD = 16  # tokens past max_tokens a path records: the most a last round may draft
 
 
 def record_paths(
@@ -57,8 +59,7 @@ def record_paths(
     paths, failures = [], []
     for spec, *again in sends.values():
         try:
-            request = engine.ids_request(base_url, spec.prompt, spec.greedy(ignore_eos), model)
-            choice = _post(client, *request)
+            choice = _greedy_ids(client, base_url, engine, model, spec, ignore_eos)
             prompt, output = _ids(choice, "prompt_token_ids"), _ids(choice, "token_ids")
         except FAILURES as exc:
             failures.append(f"{spec.workload} request {spec.index}: {type(exc).__name__}: {exc}")
@@ -68,6 +69,25 @@ def record_paths(
             | {"max_tokens": spec.max_tokens, "count": 1 + len(again)}
         )
     return paths, _note("token paths", failures, len(sends))
+
+
+def _greedy_ids(
+    client: httpx.Client,
+    base_url: str,
+    engine: ServerEngine,
+    model: str | None,
+    spec: RequestSpec,
+    ignore_eos: bool,
+) -> dict[str, Any]:
+    """The request asked again at T = 0, `LOOKAHEAD` tokens longer: a round that ends the
+    answer counts its drafts whole (vLLM's counters do), so the path must show what lies past
+    `max_tokens`; where that does not fit the context, as the bench asked it."""
+    sampling = spec.greedy(ignore_eos)
+    longer = dataclasses.replace(sampling, max_new_tokens=spec.max_tokens + LOOKAHEAD)
+    try:
+        return _post(client, *engine.ids_request(base_url, spec.prompt, longer, model))
+    except ValueError:
+        return _post(client, *engine.ids_request(base_url, spec.prompt, sampling, model))
 
 
 def probe_forward(
