@@ -98,11 +98,13 @@ def run_bench(
         with _progress(progress) as bar:
             _run_all(send, plan.warmup, 1, bar, "warmup")  # 3.
             before = acc.read_counters(client, plan.base_url, plan.engine)  # 4.
-            records, counted = _run_measured(send, client, plan, bar)  # 5.
+            records, counted, drafted = _run_measured(send, client, plan, bar)  # 5.
             after = acc.read_counters(client, plan.base_url, plan.engine)  # 6.
             result = finish_bench(
                 plan, client, identity, records, (before, after), started, bar, counted
             )
+            if result.draft_counts is not None and drafted:
+                result.draft_counts["workloads"] = drafted
     result.duration_s = time.perf_counter() - t0
     return result
 
@@ -416,13 +418,14 @@ def _run_measured(
     client: httpx.Client,
     plan: BenchPlan,
     bar: Progress | None,
-) -> tuple[list[StreamRecord], dict[str, float | None]]:
+) -> tuple[list[StreamRecord], dict[str, float | None], dict[str, dict[str, Any]]]:
     """The measured requests, workload by workload; where the engine counts acceptance on the
     server (vLLM), its counters are read between workloads, so each gets its own: the
-    requests' own (short, long, coding, ...) and each suite's over its requests."""
+    requests' own (short, long, coding, ...) and each suite's over its requests (its
+    acceptance length, and its rounds accepted per draft position)."""
     engine, concurrency = plan.engine, plan.matrix.concurrency
     if engine.metrics_path is None:
-        return _run_all(send, plan.measured, concurrency, bar, "requests"), {}
+        return _run_all(send, plan.measured, concurrency, bar, "requests"), {}, {}
     records: list[StreamRecord] = []
     read = [acc.read_counters(client, plan.base_url, engine)]
     spans: dict[str, list[int]] = {}  # workload or suite -> the groups it spans
@@ -437,7 +440,12 @@ def _run_measured(
         name: engine.counter_acceptance(read[groups[0]], read[groups[-1] + 1])[0]
         for name, groups in spans.items()
     }
-    return records, counted
+    drafted = {  # ... and its rounds accepted per draft position (chains: `trace/chains`)
+        name: {"drafts": found[0], "accepted_per_position": list(found[1])}
+        for name, groups in spans.items()
+        if (found := engine.draft_counts(read[groups[0]], read[groups[-1] + 1])) is not None
+    }
+    return records, counted, drafted
 
 
 def _samples(

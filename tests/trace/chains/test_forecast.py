@@ -69,3 +69,15 @@ def test_merged_forecasts_keep_both_sources():
 def test_chains_need_no_trace_only_where_the_engine_counts_per_position():
     assert needs_trace({"ar", "ngram", "eagle3", "mtp"}, counts_drafts=True) == []
     assert needs_trace({"ar", "eagle3", "ddtree"}, counts_drafts=False) == ["ddtree", "eagle3"]
+
+
+def test_a_workloads_own_counts_give_its_own_estimate():
+    """Counted per workload, each workload's τ at a smaller K is its own estimate (the
+    pooled scaling would carry one workload's shape onto the other)."""
+    short, long = ChainCounts(100, (90, 80, 70, 60)), ChainCounts(100, (80, 50, 30, 20))
+    pooled = ChainCounts(200, (170, 130, 100, 80))
+    run = ChainRun(pooled, {"short": short.tau, "long": long.tau}, {"short": short, "long": long})
+    forecast = chains_forecast(CONFIGS, {"k4": run})
+    assert forecast.shapes["k1"]["long"].acceptance == pytest.approx(1.8)  # 1 + 80 / 100
+    assert forecast.shapes["k3"]["short"].acceptance == pytest.approx(1 + 2.4)
+    assert forecast.shapes["k4"]["long"].acceptance == pytest.approx(long.tau)

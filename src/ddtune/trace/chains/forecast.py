@@ -15,7 +15,7 @@ its first start and corrects the group by the misses.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ddtune.methods import CHAIN_METHODS
 from ddtune.params import DecodeParams
@@ -30,6 +30,8 @@ class ChainRun:
 
     counts: ChainCounts
     tau: Mapping[str, float]  # workload -> τ measured (the engine's counters)
+    # workload -> its own counts (then its τ at every K is its own estimate, not scaled)
+    by_workload: Mapping[str, ChainCounts] = field(default_factory=dict)
 
 
 def chain_group(params: DecodeParams) -> tuple[object, ...] | None:
@@ -73,11 +75,7 @@ def chains_forecast(
         run, steps = runs.get(anchor), _steps(configs[label])
         if run is None or steps > run.counts.k:  # (positions the engine did not count)
             continue
-        pooled = predict_tau(run.counts, steps).tau
-        scale = (pooled - 1) / (run.counts.tau - 1) if run.counts.tau > 1 else 1.0
-        shapes[label] = {
-            w: _shape(1 + (tau - 1) * scale, steps) for w, tau in sorted(run.tau.items())
-        }
+        shapes[label] = {w: _shape(_tau(run, w, steps), steps) for w in sorted(run.tau)}
         groups[label] = f"the counts of {anchor}"
     acceptance = {
         x: sum(s.acceptance or 0 for s in by.values()) / len(by) for x, by in shapes.items()
@@ -98,6 +96,17 @@ def merged(first: Forecast, second: Forecast) -> Forecast:
         sources,
         {**first.groups, **second.groups},
     )
+
+
+def _tau(run: ChainRun, workload: str, steps: int) -> float:
+    """τ at `steps` on `workload`: from its own counts where they reach that far, else its
+    measured τ scaled as the pooled estimate scales."""
+    own = run.by_workload.get(workload)
+    if own is not None and steps <= own.k:
+        return predict_tau(own, steps).tau
+    pooled = predict_tau(run.counts, steps).tau
+    scale = (pooled - 1) / (run.counts.tau - 1) if run.counts.tau > 1 else 1.0
+    return 1 + (run.tau[workload] - 1) * scale
 
 
 def _shape(tau: float, steps: int) -> Shape:

@@ -136,11 +136,13 @@ def test_a_chain_space_on_vllm_needs_no_trace_its_largest_steps_predicts_the_res
         "done",
         metrics={"short_tps": 60.0, "long_tps": 50.0, "throughput_tps": 55.0}
         | {"short_acceptance_length": 3.2, "long_acceptance_length": 2.8},
-        draft_counts={"drafts": 100, "accepted_per_position": [90, 70, 50]},
+        draft_counts={"drafts": 100, "accepted_per_position": [90, 70, 50]}
+        | {"workloads": {"long": {"drafts": 40, "accepted_per_position": [30, 24, 18]}}},
     )
     forecast = strategy._result(record, 0.2, True, 60.0).forecast
     assert forecast is not None and set(forecast.shapes) == set(labels) - {"ar"}
     one = next(x for x in labels if "num_steps=1" in x)
     assert 1.0 < forecast.shapes[one]["short"].acceptance < 3.2  # (tau - 1) scaled by 0.9 / 2.1
+    assert forecast.shapes[one]["long"].acceptance == pytest.approx(1.75)  # its own: 1 + 30 / 40
     with pytest.raises(UserError, match=r"sweep\.trace.*required.*for eagle3"):
         parse(EAGLE3, engine="sglang")  # SGLang counts no acceptance per draft position

@@ -178,7 +178,8 @@ class PredictingRace(RestartBoundRace):
         counts = record.draft_counts
         if not counts or record.repeat != 1 or not tau:
             return None
-        run = ChainRun(ChainCounts(counts["drafts"], tuple(counts["accepted_per_position"])), tau)
+        by = {w: _counts(c) for w, c in (counts.get("workloads") or {}).items() if c.get("drafts")}
+        run = ChainRun(_counts(counts), tau, by)
         return chains_forecast(self.params, {record.label: run}, self.spec.objective)
 
     def pass_words(self) -> list[str]:
@@ -245,6 +246,11 @@ class RacingUnpredicted(RestartBoundRace):
         context = super().context(store, sweep)
         context.notes.append(ABOVE_T0.format(self.spec.bench.temperature))
         return context
+
+
+def _counts(stored: dict) -> ChainCounts:
+    """A bench's stored `draft_counts` (its run's, or one workload's) as chain counts."""
+    return ChainCounts(int(stored["drafts"]), tuple(stored["accepted_per_position"]))
 
 
 def _check_outputs_predict(doc: SpecDocument) -> None:
