@@ -35,7 +35,7 @@ def spec_forecast(spec: SweepSpec) -> Forecast:
     trace = Trace.read(spec.trace)
     check_requests(trace, spec.bench)
     trace_binding(spec)
-    params = {config.label(): config.params for config, _ in spec.all_configs()}
+    params = spec.params_by_label()
     return build_forecast(trace, params, get_engine(spec.service.engine), spec.objective)
 
 
@@ -43,7 +43,7 @@ def stored_forecast(spec: SweepSpec, mode: SweepMode) -> Forecast:
     """The forecast kept with the sweep (`store/modes.py`), else the trace's now."""
     if mode.forecast is None:
         return spec_forecast(spec)
-    params = {config.label(): config.params for config, _ in spec.all_configs()}
+    params = spec.params_by_label()
     return Forecast.from_json(mode.forecast, config_cost(params))
 
 

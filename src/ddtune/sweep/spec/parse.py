@@ -165,6 +165,10 @@ class SweepSpec:
         head = [(self.baseline, True)] if self.baseline else []
         return head + [(c, False) for c in self.configs]
 
+    def params_by_label(self) -> dict[str, DecodeParams]:
+        """Each config's label and its parameters, baseline first."""
+        return {config.label(): config.params for config, _ in self.all_configs()}
+
 
 def read_with(path: str | Path, strategies: Mapping[str, StrategyRules]) -> SweepSpec:
     """`parse_with` of the file at `path` (`ddtune.sweep.plan.read_spec` passes the table)."""

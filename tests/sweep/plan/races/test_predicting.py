@@ -58,14 +58,26 @@ def settings() -> StartSettings:
     return StartSettings(tolerance=0.03, most_benches=4, start_s=480.0, bench_s=75.0)
 
 
-def run(seed: int, tau_factor: float = 1.0, probed: bool = True):
-    shapes, tps = landscape()
+def _service(tps: dict[str, dict[str, float]], seed: int):  # noqa: ANN202
+    """The simulated service whose configs run at `tps`, and their objectives."""
     objective = {x: math.sqrt(t["short"] * t["long"]) for x, t in tps.items()}
-    cost = lambda label: (label != "ar", int(label[1:].split()[0]) if label != "ar" else 0, label)  # noqa: E731
-    forecast = Forecast(shapes, {x: s["short"].acceptance for x, s in shapes.items()}, cost)
     service = SimulatedService(
         objective, PRODUCTION_NOISE, seed, costs=PRODUCTION_COSTS, workloads=tps
     )
+    return objective, service
+
+
+def _world(seed: int):  # noqa: ANN202
+    """(shapes, objectives, the exact forecast, the service) of `landscape`."""
+    shapes, tps = landscape()
+    objective, service = _service(tps, seed)
+    cost = lambda label: (label != "ar", int(label[1:].split()[0]) if label != "ar" else 0, label)  # noqa: E731
+    forecast = Forecast(shapes, {x: s["short"].acceptance for x, s in shapes.items()}, cost)
+    return shapes, objective, forecast, service
+
+
+def run(seed: int, tau_factor: float = 1.0, probed: bool = True):
+    shapes, objective, forecast, service = _world(seed)
     labels = list(objective)
     race = PredictRace(tuple(labels), "ar", settings(), seed, forecast=forecast)
     seen: list[FinishedBench] = []
@@ -133,13 +145,7 @@ def test_other_weights_fall_back_at_once():
 
 def _awaiting_run(seed: int, forecast_comes: bool):
     """`run`, but the forecast arrives with the baseline's first bench (n-gram: its answers)."""
-    shapes, tps = landscape()
-    objective = {x: math.sqrt(t["short"] * t["long"]) for x, t in tps.items()}
-    cost = lambda label: (label != "ar", int(label[1:].split()[0]) if label != "ar" else 0, label)  # noqa: E731
-    forecast = Forecast(shapes, {x: s["short"].acceptance for x, s in shapes.items()}, cost)
-    service = SimulatedService(
-        objective, PRODUCTION_NOISE, seed, costs=PRODUCTION_COSTS, workloads=tps
-    )
+    shapes, objective, forecast, service = _world(seed)
     labels = list(objective)
     race = PredictRace(tuple(labels), "ar", settings(), seed, awaiting=True)
     assert race.queue == ["ar"] and race.next().label == "ar"
@@ -187,16 +193,13 @@ def _chain_run(seed: int):
     step_s = {f"K{k}": forward(k + 1) + 0.15 * STEP * k for k in range(1, 6)}  # + K head steps
     tps = {"ar": dict.fromkeys(WORKLOADS, 1 / STEP)}
     tps |= {x: dict.fromkeys(WORKLOADS, taus[x] / step_s[x]) for x in taus}
-    objective = {x: math.sqrt(t["short"] * t["long"]) for x, t in tps.items()}
+    objective, service = _service(tps, seed)
     configs = {"ar": DecodeParams("ar"), **{f"K{k}": chain_params(k) for k in range(1, 6)}}
     cost = config_cost(configs)
     ar_shape = {w: Shape("ar", 1.0, 1, 0.0, None) for w in WORKLOADS}
     answers = Forecast({"ar": ar_shape}, {"ar": None}, cost, source="the baseline's answers")
     counts = ChainCounts(1000, tuple(round(1000 * s) for s in SHARES))
     chain = chains_forecast(configs, {"K5": ChainRun(counts, dict.fromkeys(WORKLOADS, taus["K5"]))})
-    service = SimulatedService(
-        objective, PRODUCTION_NOISE, seed, costs=PRODUCTION_COSTS, workloads=tps
-    )
     race = PredictRace(tuple(configs), "ar", settings(), seed, awaiting=True, anchors=("K5",))
     add, queues = race.add, []
 

@@ -81,7 +81,7 @@ class Predict(Race):
         if spec.bench.temperature != 0:
             return super().choose_mode(spec, costs)
         start_s, bench_s = (costs.start_s, costs.bench_s) if costs is not None else (None, None)
-        chains = chain_anchors({c.label(): c.params for c, _ in spec.all_configs()})
+        chains = chain_anchors(spec.params_by_label())
         source = (
             "the trace"
             if spec.trace is not None
@@ -113,7 +113,7 @@ class PredictingRace(RestartBoundRace):
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
         self.forecast = None if spec.trace is None else stored_forecast(spec, mode)
         self.from_outputs = self.forecast is None  # the baseline's answers will predict
-        self.params = {config.label(): config.params for config, _ in spec.all_configs()}
+        self.params = spec.params_by_label()
         # ... with each chain group's largest K (its counts predict the smaller ones)
         self.anchors = chain_anchors(self.params) if self.from_outputs else {}
         super().__init__(spec, mode)

@@ -72,7 +72,7 @@ def outputs_path(spec: SweepSpec, costs: TrialCosts | None) -> PredictedPath | N
     if not predicts_from_outputs(spec) or unpredictable(spec) is not None:
         return None
     race = _first_pass(spec, None, costs)
-    configs = {c.label(): c.params for c, _ in spec.all_configs()}
+    configs = spec.params_by_label()
     anchors = [(x, ANCHOR_ROLE) for x in dict.fromkeys(chain_anchors(configs).values())]
     starts = ((race.baseline or "the baseline", OUTPUTS_ROLE), *anchors, (WINNER, BEST_ROLE))
     estimate = None if costs is None else _estimate(race, len(starts), True, costs)
@@ -82,7 +82,7 @@ def outputs_path(spec: SweepSpec, costs: TrialCosts | None) -> PredictedPath | N
 def outputs_words(spec: SweepSpec) -> str:
     """What predicts a sweep without a trace, in words: the baseline's answers (n-gram) and
     each chain's largest num_steps (its counts per draft position)."""
-    configs = {c.label(): c.params for c, _ in spec.all_configs()}
+    configs = spec.params_by_label()
     parts = []
     if any(p.method == "ngram" for p in configs.values()):
         parts.append(
