@@ -83,7 +83,7 @@ expected_bench_s = 40
 
 [service.env]
 VLLM_CPU_KVCACHE_SPACE = "1"
-VLLM_CPU_OMP_THREADS_BIND = "nobind"
+VLLM_CPU_OMP_THREADS_BIND = "1"         # compute on core 1; core 0 left to the API server and the client
 HF_HUB_OFFLINE = "1"
 
 [service.timeouts]

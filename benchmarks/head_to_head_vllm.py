@@ -45,7 +45,7 @@ BENCH_SERVE = (
     "from vllm.benchmarks.serve import add_cli_args, main; p = P(); add_cli_args(p); "
     "main(p.parse_args())"
 )
-ENV = "VLLM_SERVER_DEV_MODE=1 VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1"
+ENV = "VLLM_SERVER_DEV_MODE=1 VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=1 HF_HUB_OFFLINE=1"
 
 
 def ngram(k: int, most: int) -> dict:

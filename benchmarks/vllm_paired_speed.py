@@ -66,7 +66,7 @@ def start(spec: dict[str, Any] | None, port: int, log: Path) -> subprocess.Popen
         served_model_name="target",
         cpu_kvcache_gib=1,
     )
-    env = {**os.environ, **env, "VLLM_CPU_OMP_THREADS_BIND": "nobind", "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, **env, "VLLM_CPU_OMP_THREADS_BIND": "1", "HF_HUB_OFFLINE": "1"}
     with log.open("wb") as out:
         return subprocess.Popen(
             ["nice", "-n", "10", *argv],

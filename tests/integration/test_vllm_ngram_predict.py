@@ -103,7 +103,7 @@ def start_ngram(python: Path, target: Path, context: int, setting: tuple[int, in
     argv, env = vllm_argv(
         target, spec, port, extra, python=str(python), served_model_name="t", cpu_kvcache_gib=1
     )
-    env = {**os.environ, **env, "VLLM_CPU_OMP_THREADS_BIND": "nobind", "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, **env, "VLLM_CPU_OMP_THREADS_BIND": "1", "HF_HUB_OFFLINE": "1"}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [*nice_prefix(), *argv],

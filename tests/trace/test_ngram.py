@@ -163,3 +163,27 @@ def test_a_bench_s_token_paths_forecast_every_ngram_config_exactly():
     assert shape.verify_tokens == 1 + counts.drafted_tokens / counts.steps
     assert counts.steps and counts.tau is not None and counts.tau > 2  # the answer repeats
     assert forecast.shapes["ar"]["short"].tokens_per_round == 1.0
+
+
+def test_the_pooled_acceptance_counts_every_draft_as_vllms_counters_do():
+    """Over two workloads with different numbers of drafts, the forecast's τ for all requests
+    is 1 + accepted / drafts over both (what the service's counters measure), not the mean of
+    the workloads' τ (a workload with one lucky draft would weigh as much as one with many)."""
+    from ddtune.params import DecodeParams
+    from ddtune.trace.forecast import paths_forecast
+    from ddtune.trace.ngram import NgramRule, paths_of_bench, predict_ngram
+
+    rich = [3, 1, 4, 1, 5, 9, 2, 6] * 4  # repeats: many drafts
+    poor = [*range(10, 40), 10, 11]  # one repeat at the end: one draft, one token of it kept
+    token_paths = [
+        {"workload": "short", "prompt_ids": rich, "output_ids": rich[:20], "max_tokens": 20},
+        {"workload": "long", "prompt_ids": poor, "output_ids": [12, 99, 98, 97], "max_tokens": 4},
+    ]
+    knobs = (("num_draft_tokens", 3), ("prompt_lookup_max", 2))
+    ngram = DecodeParams("ar", 0, 1, None, method="ngram", method_knobs=knobs)
+    forecast = paths_forecast([p | {"context": 256} for p in token_paths], {"ng": ngram})
+    counts = predict_ngram(paths_of_bench(token_paths), NgramRule(2, 2, 3, 256))
+    assert counts["short"].drafts != counts["long"].drafts
+    by = [s.acceptance for s in forecast.shapes["ng"].values()]
+    assert forecast.acceptance["ng"] == counts["all"].tau
+    assert forecast.acceptance["ng"] != sum(by) / len(by)  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ from ddtune.errors import UserError
 from ddtune.params import DecodeParams, window_to_wire
 from ddtune.report.summarize import cost_key
 from ddtune.trace.binding import traced_identity
-from ddtune.trace.ngram import ngram_rule, ngram_shapes, paths_of_bench
+from ddtune.trace.ngram import ngram_rule, ngram_shapes, paths_of_bench, predict_ngram
 from ddtune.trace.predict import Trace
 from ddtune.trace.round_cost import Shape
 from ddtune.trace.sources import requests_from_matrix
@@ -143,22 +143,19 @@ def paths_forecast(
     longest = max((len(p.tokens) for p in paths), default=0)
     max_model_len = int(context or longest + 1)
     shapes: dict[str, dict[str, Shape]] = {}
+    acceptance: dict[str, float | None] = {}  # pooled as the counters pool: over every draft
     for label, params in configs.items():
         rule = ngram_rule(params, max_model_len)
         if rule is not None:
-            shapes[label] = ngram_shapes(paths, rule)
+            counts = predict_ngram(paths, rule)
+            shapes[label], acceptance[label] = ngram_shapes(counts), counts["all"].tau or 1.0
         elif params.mode == "ar" and params.method in (None, "ar"):
             workloads = {p.workload for p in paths}
             shapes[label] = {w: Shape("ar", 1.0, 1, 0.0, None) for w in sorted(workloads)}
-    acceptance = {x: _pooled_tau(by) for x, by in shapes.items()}
+            acceptance[label] = None
     groups = dict.fromkeys(shapes, "the baseline's answers")
     source = "the baseline's T = 0 answers"
     return Forecast(shapes, acceptance, config_cost(configs), objective, {}, source, groups)
-
-
-def _pooled_tau(shapes: Mapping[str, Shape]) -> float | None:
-    taus = [s.acceptance for s in shapes.values() if s.acceptance is not None]
-    return sum(taus) / len(taus) if taus else None
 
 
 def config_cost(configs: Mapping[str, DecodeParams]) -> Callable[[str], Any]:

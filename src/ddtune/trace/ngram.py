@@ -272,10 +272,9 @@ def ngram_rule(params: DecodeParams, max_model_len: int) -> NgramRule | None:
     return NgramRule(low, high, k, max_model_len)
 
 
-def ngram_shapes(paths: Sequence[GreedyPath], rule: NgramRule) -> dict[str, Shape]:
-    """Per workload: the rounds `rule` makes of the greedy paths. A round is a step (one with
+def ngram_shapes(counts: Mapping[str, NgramCounts]) -> dict[str, Shape]:
+    """Per workload: the rounds of `predict_ngram`'s counts. A round is a step (one with
     no proposal verifies its one token); `acceptance` is τ as vLLM's counters give it."""
-    counts = predict_ngram(paths, rule)
     return {
         workload: Shape(
             "ngram",

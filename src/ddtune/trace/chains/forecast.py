@@ -71,15 +71,14 @@ def chains_forecast(
     anchor; the configs of other methods are left out."""
     shapes: dict[str, dict[str, Shape]] = {}
     groups: dict[str, str] = {}
+    acceptance: dict[str, float | None] = {}  # pooled as the counters pool: every workload's
     for label, anchor in chain_anchors(configs).items():
         run, steps = runs.get(anchor), _steps(configs[label])
         if run is None or steps > run.counts.k:  # (positions the engine did not count)
             continue
         shapes[label] = {w: _shape(_tau(run, w, steps), steps) for w in sorted(run.tau)}
         groups[label] = f"the counts of {anchor}"
-    acceptance = {
-        x: sum(s.acceptance or 0 for s in by.values()) / len(by) for x, by in shapes.items()
-    }
+        acceptance[label] = predict_tau(run.counts, steps).tau
     source = "the largest num_steps's counts per draft position (an estimate)"
     return Forecast(shapes, acceptance, config_cost(configs), objective, {}, source, groups)
 
