@@ -140,14 +140,18 @@ def pooled_decode_rate(rows: list[dict[str, Any]]) -> float | None:
 
     A ratio of sums, not a mean of per-request rates, and streams sent at once are left
     out while any other stream was timed: one such request would otherwise read as
-    tens of thousands of tokens/s. (When every stream came at once, as from a server
-    that answers instantly, they are all that is known and they count.)
+    tens of thousands of tokens/s. When every stream came at once (a front end that held
+    the whole answer back, or a server that answers instantly), their decode happened
+    before the first chunk: they count over their whole time, request to last token (a
+    rate no higher than the true one, where the burst's would be 100 times it).
     """
     timed = [s for s in rows if s.get("decode_tps")]
     steady = [s for s in timed if not s.get("sent_at_once")]
-    timed = steady or timed
-    seconds = sum((s["output_tokens"] - 1) / s["decode_tps"] for s in timed)
-    return sum(s["output_tokens"] - 1 for s in timed) / seconds if seconds > 0 else None
+    if steady:
+        seconds = sum((s["output_tokens"] - 1) / s["decode_tps"] for s in steady)
+    else:
+        steady, seconds = timed, sum(s["e2e_s"] for s in timed)
+    return sum(s["output_tokens"] - 1 for s in steady) / seconds if seconds > 0 else None
 
 
 def _mean(values: Any) -> float | None:
