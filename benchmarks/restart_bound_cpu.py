@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from ddtune.params import DecodeParams
+from ddtune.report.summarize import cost_key
 from ddtune.sweep.plan import parse_spec
 from ddtune.sweep.store.db import Store
 
@@ -152,8 +154,33 @@ def main() -> None:
             share = float(f["wall_s"]) / float(grid["wall_s"])  # type: ignore[arg-type]
             print(
                 f"{name} wall / grid wall = {share:.0%}; same winner: "
-                f"{f['winner'] == grid['winner']}"
+                f"{f['winner'] == grid['winner']}{_by_the_grid(f['winner'], grid, dirs['grid'])}"
             )
+
+
+def _by_the_grid(pick: object, grid: dict[str, object], folder: Path) -> str:
+    """Where the picks differ, the pick as the grid measured it: its throughput over the
+    grid's leader, and whether the tolerance's rule (within it, the cheaper config is the
+    answer) makes it the grid's answer too."""
+    leader = grid["winner"] or grid["leader"]
+    if pick is None or pick == leader:
+        return ""
+    report = json.loads((folder / "report" / "results.json").read_text())["report"]
+    configs = {c["label"]: c for c in report["configs"]}
+    if pick not in configs or leader not in configs:
+        return ""
+    mean = {x: configs[x]["metrics"]["throughput_tps"]["mean"] for x in (pick, leader)}
+    ratio = mean[pick] / mean[leader]
+    tolerance = float(report["options"]["tolerance"])
+    cheaper = cost_key(DecodeParams.from_wire(configs[pick]["params"])) < cost_key(
+        DecodeParams.from_wire(configs[leader]["params"])
+    )
+    verdict = (
+        "within the tolerance and cheaper: the grid's answer by that rule"
+        if cheaper and ratio >= 1 - tolerance
+        else "not the grid's answer"
+    )
+    return f" ({pick} at {ratio:.3f}x of {leader} by the grid's means: {verdict})"
 
 
 if __name__ == "__main__":
