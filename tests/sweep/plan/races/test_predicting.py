@@ -229,3 +229,36 @@ def test_a_chains_largest_k_starts_after_the_baseline_and_predicts_the_rest():
         assert all(objective[m] * 1.03 >= objective[best] for m in members)
         assert service.starts <= 4  # the baseline, K5, the predicted winner (and one more)
         assert any(e.reason == "predicted" for e in race.eliminated.values())
+
+
+def test_a_drafter_window_not_measured_is_not_judged_by_the_prior():
+    """The window-64 configs attend 64 positions on both workloads (prompts are longer):
+    their starts cannot tell what the drafter costs a position from what the method costs a
+    round, so the window-none configs (100 and 300 positions, 2% more tokens a round, the
+    drafter free on this service) are not predicted out before one of them ran (judged by
+    the prior, a window-none config stays below the 3% a dearer config must beat the leader
+    by, and none starts); once one did, the rest are judged by it."""
+    shapes = {"ar": {w: Shape("ar", 1.0, 1, 0.0, 1.0) for w in WORKLOADS}}
+    tps = {"ar": {w: 1 / STEP for w in WORKLOADS}}
+    positions = {"short": 100.0, "long": 300.0}
+    for b in (4, 8, 16):
+        for window in (64, None):
+            label, r = f"b{b} w{window or 'none'}", tokens(b, 4) * (1.0 if window else 1.02)
+            seen = {w: 64.0 if window else positions[w] for w in WORKLOADS}
+            shapes[label] = {
+                w: Shape("ddtree", r, b + 1, seen[w] / positions[w], r, drafter_positions=seen[w])
+                for w in WORKLOADS
+            }
+            tps[label] = {w: r / seconds(b) for w in WORKLOADS}  # the drafter: free here
+    for seed in range(3):
+        objective, service = _service(tps, seed)
+        labels = list(objective)
+        cost = lambda x: (x != "ar", int(x[1:].split()[0]) if x != "ar" else 0, x)  # noqa: E731
+        forecast = Forecast(shapes, {x: s["short"].acceptance for x, s in shapes.items()}, cost)
+        race = PredictRace(tuple(labels), "ar", settings(), seed, forecast=forecast)
+        measured = {x: {w: s.acceptance or 1.0 for w, s in by.items()} for x, by in shapes.items()}
+        run_start_race(service, labels, "ar", settings(), seed, race, measured, forward)
+        wide = [x for x in labels if x.endswith("wnone")]
+        started = [x for x in wide if race.efforts[x].starts]
+        assert started  # one window-none config ran
+        assert any(x in race.eliminated for x in wide if x not in started)  # the rest judged

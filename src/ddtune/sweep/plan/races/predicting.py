@@ -22,8 +22,9 @@ race decides as the uninterrupted one:
    leader, over the model's draws (`PRUNE_LEVEL`), could not make it the answer:
    a config dearer than the leader must beat it by more than the tolerance (within
    it, the cheaper of two is the answer), a cheaper one must come within the
-   tolerance. Only once a config of its method was measured: before that, what the
-   method adds to a round is the prior's guess.
+   tolerance. Only once a config of its method was measured, and its drafter's number of
+   attended positions, or two different ones (the cost a position): before that, what
+   the method or the drafter adds to a round is the prior's guess.
 4. The check, at a config's first start: its measured acceptance against its
    prediction (within `TAU_TOLERANCE` and what the other configs' corrections leave
    open) and its measured objective against what the
@@ -311,12 +312,16 @@ class PredictRace(StartRace):
         if any(not self.efforts[x].starts for x in self.pinned if x in self.alive):
             return  # the pins first: the cost's slope is still open
         measured = {_mode(self.forecast, x) for x, _ in self.tps}
+        seen = {p for x, _ in self.tps for p in _drafter_positions(self.forecast, x)}
         high = {
             x: self._best_ratio(x, leader)
             for x in [*self.queue, *self.left_out]
             if x != self.baseline and not self.efforts[x].starts
             if x in self.forecast.shapes and _mode(self.forecast, x) in measured
-        }  # a method not measured yet: what it adds to a round is still the prior's guess
+            if len(seen) >= 2 or _drafter_positions(self.forecast, x) <= seen
+        }  # a method not measured yet: what it adds to a round is still the prior's guess;
+        # nor is what a drafter costs a position, until measured at two different numbers of
+        # positions (at one, it is confounded with the method's own part of a round)
         self._admit([x for x in self.left_out if x in high and self._could_win(x, leader, high)])
         gone = [
             Elimination(x, self.pass_no, "predicted", self._out_words(x, leader, high[x]))
@@ -605,6 +610,13 @@ def _exp_mean(rows: list[dict[str, float]]) -> dict[str, float]:
 def _upper(logs: np.ndarray) -> float:
     """The `PRUNE_LEVEL` upper point of draws of a log."""
     return math.exp(float(np.percentile(logs, 100 * (1 - (1 - PRUNE_LEVEL) / 2))))
+
+
+def _drafter_positions(forecast: Forecast, label: str) -> set[float]:
+    """The numbers of context positions `label`'s drafter attends, one per workload (its
+    share of the context where the forecast knows no positions); none without a drafter."""
+    shapes = forecast.shapes.get(label, {}).values()
+    return {round(s.drafter_positions or s.drafter_share, 6) for s in shapes} - {0.0}
 
 
 def _mode(forecast: Forecast, label: str) -> str | None:
