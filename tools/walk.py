@@ -165,7 +165,7 @@ strategy = "race"
 min_repeats = 2
 repeats = 4
 seed = 0
-baseline = { mode = "ar", budget = 0 }
+baseline = { mode = "ar" }
 
 [[configs]]
 mode = "ddtree"
