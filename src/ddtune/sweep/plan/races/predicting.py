@@ -403,7 +403,9 @@ class PredictRace(StartRace):
         return words
 
     def _leader(self) -> str | None:
-        """The measured leader (the best mean of its starts' means), where the model knows it."""
+        """The measured leader, where the model knows it: the best of the measured configs by
+        the cost model's objective (its own τ, each start's level an effect of its own, so one
+        lucky start does not make a leader); with one measured, the best mean of its starts."""
         assert self.forecast is not None
         measured = {x: g for x, g in self.groups.items() if x in self.alive and g}
         if not measured or self.components is None:
@@ -412,6 +414,12 @@ class PredictRace(StartRace):
             x: [sum(v for v, _ in start) / len(start) for start in g if start]
             for x, g in measured.items()
         }
+        known = [x for x in means if x in self.forecast.shapes]
+        if self.model is not None and len(known) >= 2:  # the model's level: a start's luck out
+            fitted = {
+                x: float(np.median(self.model.objective(x, self.forecast.objective))) for x in known
+            }
+            return max(known, key=fitted.__getitem__)
         best = max(means, key=lambda x: sum(means[x]) / len(means[x]))
         return best if best in self.forecast.shapes else None
 
