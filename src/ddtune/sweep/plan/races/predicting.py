@@ -410,16 +410,16 @@ class PredictRace(StartRace):
         measured = {x: g for x, g in self.groups.items() if x in self.alive and g}
         if not measured or self.components is None:
             return None
-        means = {
-            x: [sum(v for v, _ in start) / len(start) for start in g if start]
-            for x, g in measured.items()
-        }
-        known = [x for x in means if x in self.forecast.shapes]
+        known = [x for x in measured if x in self.forecast.shapes]
         if self.model is not None and len(known) >= 2:  # the model's level: a start's luck out
             fitted = {
                 x: float(np.median(self.model.objective(x, self.forecast.objective))) for x in known
             }
             return max(known, key=fitted.__getitem__)
+        means = {
+            x: [sum(v for v, _ in start) / len(start) for start in g if start]
+            for x, g in measured.items()
+        }
         best = max(means, key=lambda x: sum(means[x]) / len(means[x]))
         return best if best in self.forecast.shapes else None
 
