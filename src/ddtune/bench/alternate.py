@@ -35,6 +35,7 @@ from ddtune.bench.matrix import BenchMatrix
 from ddtune.bench.result import BenchResult
 from ddtune.bench.runner import (
     BenchPlan,
+    Measured,
     bench_client,
     finish_bench,
     plan_bench,
@@ -103,7 +104,7 @@ def _finish(arm: Arm, plan: BenchPlan, client: httpx.Client, started_at: float) 
     started = time.perf_counter()
     try:
         identity = snapshot_identity(client, plan.base_url, plan.engine)  # under its config
-        arm.result = finish_bench(plan, client, identity, arm.records, (None, None), started_at)
+        arm.result = finish_bench(plan, client, identity, Measured(arm.records), started_at)
         arm.result.notes.append(
             "request-interleaved: each request alternated with the pass's configs"
         )

@@ -6,8 +6,9 @@ Steps:
    each named suite's seeded subset and the sampled traffic (`bench/suites/`).
 3. Send the warmup requests (at most 32 tokens each; excluded from every figure).
 4. Kinds that count acceptance on the server (vLLM): read the counters.
-5. Send the measured requests (concurrency from the matrix), timed from the stream.
-6. Read those counters again; acceptance from the difference (else per response).
+5. Send the measured requests (concurrency from the matrix), timed from the stream,
+   workload by workload; such a kind's counters are read again after each workload.
+6. Acceptance from the counters' differences (else per response).
    At T=0 on a kind that supports logprobs: the logit gaps (`ddtune.bench.logit_gaps`).
 7. Run the coding samples' and HumanEval's tests in the sandbox, check GSM8K's answers.
 8. Samples, aggregates (per workload, and the mix) and T=0 outputs into one `BenchResult`.
@@ -23,7 +24,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from itertools import groupby
 from typing import Any
@@ -78,6 +79,20 @@ class BenchPlan:
         return hashlib.sha256(both.encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Measured:
+    """Steps 4-5: the measured `records` (in `plan.measured` order) and, where the engine counts
+    acceptance on the server, its counters read before and after them; per workload (and per
+    suite), the acceptance its own counters' difference gave and its rounds accepted per draft
+    position."""
+
+    records: list[StreamRecord]
+    before: dict[str, float] | None = None
+    after: dict[str, float] | None = None
+    counted: dict[str, float | None] = field(default_factory=dict)
+    drafted: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
 def run_bench(
     base_url: str,
     matrix: BenchMatrix,
@@ -97,14 +112,8 @@ def run_bench(
         send = sender(client, plan)
         with _progress(progress) as bar:
             _run_all(send, plan.warmup, 1, bar, "warmup")  # 3.
-            before = acc.read_counters(client, plan.base_url, plan.engine)  # 4.
-            records, counted, drafted = _run_measured(send, client, plan, bar)  # 5.
-            after = acc.read_counters(client, plan.base_url, plan.engine)  # 6.
-            result = finish_bench(
-                plan, client, identity, records, (before, after), started, bar, counted
-            )
-            if result.draft_counts is not None and drafted:
-                result.draft_counts["workloads"] = drafted
+            measured = _run_measured(send, client, plan, bar)  # 4, 5.
+            result = finish_bench(plan, client, identity, measured, started, bar)
     result.duration_s = time.perf_counter() - t0
     return result
 
@@ -136,17 +145,13 @@ def finish_bench(
     plan: BenchPlan,
     client: httpx.Client,
     identity: dict[str, Any] | None,
-    records: list[StreamRecord],
-    counters: tuple[dict[str, float] | None, dict[str, float] | None],
+    measured: Measured,
     started_at: float,
     bar: Progress | None = None,
-    counted: dict[str, float | None] | None = None,
 ) -> BenchResult:
-    """Steps 6-9 once the measured `records` (in `plan.measured` order) are in;
-    `counters`: the kind's acceptance counters before and after them (or Nones);
-    `counted`: per workload, the acceptance its own counter difference gave (vLLM)."""
+    """Steps 6-9 once the measured requests are in."""
     engine, matrix = plan.engine, plan.matrix
-    specs, samples = _samples(engine, plan.measured, records)
+    specs, samples = _samples(engine, plan.measured, measured.records)
     gaps, gap_note = _gaps(client, plan.base_url, engine, plan.model, specs, samples, matrix)
     paths, probes, measure_notes = _forecast_inputs(client, plan)
     coding = _run_coding(samples, specs, plan.tasks, matrix, bar)  # 7.
@@ -180,8 +185,8 @@ def finish_bench(
     if gap_note:
         result.notes.append(gap_note)
     result.notes += measure_notes
-    _aggregate(result, engine, records_in_order(records), *counters, coding)
-    for workload, value in (counted or {}).items():  # a counting engine: each one's counters
+    _aggregate(result, engine, measured, coding)
+    for workload, value in measured.counted.items():  # a counting engine: each one's counters
         if workload in result.workloads:
             result.workloads[workload]["acceptance_length"] = value
         if result.aggregates.get(f"{workload}_acceptance_length", value) is None:
@@ -418,14 +423,13 @@ def _run_measured(
     client: httpx.Client,
     plan: BenchPlan,
     bar: Progress | None,
-) -> tuple[list[StreamRecord], dict[str, float | None], dict[str, dict[str, Any]]]:
+) -> Measured:
     """The measured requests, workload by workload; where the engine counts acceptance on the
-    server (vLLM), its counters are read between workloads, so each gets its own: the
-    requests' own (short, long, coding, ...) and each suite's over its requests (its
-    acceptance length, and its rounds accepted per draft position)."""
+    server (vLLM), its counters are read before, between and after the workloads, so each gets
+    its own: the requests' own (short, long, coding, ...) and each suite's over its requests."""
     engine, concurrency = plan.engine, plan.matrix.concurrency
     if engine.metrics_path is None:
-        return _run_all(send, plan.measured, concurrency, bar, "requests"), {}, {}
+        return Measured(_run_all(send, plan.measured, concurrency, bar, "requests"))
     records: list[StreamRecord] = []
     read = [acc.read_counters(client, plan.base_url, engine)]
     spans: dict[str, list[int]] = {}  # workload or suite -> the groups it spans
@@ -445,7 +449,7 @@ def _run_measured(
         for name, groups in spans.items()
         if (found := engine.draft_counts(read[groups[0]], read[groups[-1] + 1])) is not None
     }
-    return records, counted, drafted
+    return Measured(records, read[0], read[-1], counted, drafted)
 
 
 def _samples(
@@ -523,18 +527,18 @@ def _run_coding(
 def _aggregate(
     result: BenchResult,
     engine: ServerEngine,
-    records: list[StreamRecord],
-    before: dict[str, float] | None,
-    after: dict[str, float] | None,
+    measured: Measured,
     coding: list[list[bool]],
 ) -> None:
     aggregates: dict[str, Any] = throughput_aggregates(result.samples)
-    per_request = [engine.response_acceptance(r) for r in records]
-    value, note = acc.run_acceptance(engine, per_request, before, after)
+    per_request = [engine.response_acceptance(r) for r in records_in_order(measured.records)]
+    value, note = acc.run_acceptance(engine, per_request, measured.before, measured.after)
     if note:
         result.notes.append(note)
-    if (counts := engine.draft_counts(before, after)) is not None:
+    if (counts := engine.draft_counts(measured.before, measured.after)) is not None:
         result.draft_counts = {"drafts": counts[0], "accepted_per_position": list(counts[1])}
+        if measured.drafted:
+            result.draft_counts["workloads"] = measured.drafted
     aggregates["acceptance_length"] = value
     aggregates.update(workload_acceptance(result.samples, per_request))
     request_values = [v for v, _ in per_request if v is not None]

@@ -252,6 +252,30 @@ def applied_said(result: Outcome | Rollback, plan: DropinPlan, what: str) -> lis
     ]
 
 
+def apply_lasting(
+    spec: ServiceSpec,
+    params: DecodeParams,
+    user_vars: Mapping[str, Any],
+    origin: str,
+    workdir: Path,
+    what: str,
+    dry_run: bool,
+    argv: list[str] | None = None,
+    files: Mapping[Path, str] | None = None,
+) -> tuple[list[str], int]:
+    """`sweep apply` on systemd, end to end: refused while a sweep runs on the unit; with
+    `dry_run`, what it would write; else the drop-in applied (`apply_dropin`). The lines to
+    print and the exit code."""
+    plan = applied_dropin(spec)
+    refuse_during_sweep(spec, plan)
+    text = dropin_text(spec, params, user_vars, origin, argv=argv)
+    if dry_run:
+        return plan.would_apply(text, files or {}), 0
+    folder = workdir / "apply" / plan.unit
+    result = apply_dropin(spec, plan, text, params, user_vars, folder, argv, files)
+    return applied_said(result, plan, what), 0 if result.ready else 1
+
+
 def revert_dropin(spec: ServiceSpec, plan: DropinPlan, workdir: Path) -> Outcome:
     """Put the previous applied drop-in back (or none: the unit's own configuration)."""
     if not plan.path.exists():
@@ -298,6 +322,7 @@ __all__ = [
     "applied_dropin",
     "applied_said",
     "apply_dropin",
+    "apply_lasting",
     "dropin_text",
     "refuse_during_sweep",
     "revert_dropin",

@@ -36,14 +36,7 @@ from ddtune.engines.launch import build, command_line, engine_of, env_words
 from ddtune.engines.parser_probe import EngineInfo
 from ddtune.errors import UserError
 from ddtune.services import Outcome, ServiceSpec, build_controller
-from ddtune.services.applied_dropin import (
-    applied_dropin,
-    applied_said,
-    apply_dropin,
-    dropin_text,
-    refuse_during_sweep,
-    revert_dropin,
-)
+from ddtune.services.applied_dropin import applied_dropin, apply_lasting, revert_dropin
 from ddtune.sweep.checks.engine_check import check_engine
 from ddtune.sweep.plan.strategies.race import sweep_configs
 from ddtune.sweep.reporting import analyze_stored, stored_spec
@@ -128,16 +121,10 @@ def _apply_systemd(
     console: Console,
     source: str,
 ) -> int:
-    plan = applied_dropin(service)
-    refuse_during_sweep(service, plan)
-    text = dropin_text(service, config.params, config.user_vars(), source)
-    if dry_run:
-        return _print_lines(plan.would_apply(text), 0, console)
-    folder = workdir / "apply" / plan.unit
-    result = apply_dropin(service, plan, text, config.params, config.user_vars(), folder)
-    return _print_lines(
-        applied_said(result, plan, config.label()), 0 if result.ready else 1, console
+    lines, code = apply_lasting(
+        service, config.params, config.user_vars(), source, workdir, config.label(), dry_run
     )
+    return _print_lines(lines, code, console)
 
 
 def _print_lines(lines: list[str], code: int, console: Console) -> int:

@@ -33,13 +33,7 @@ from ddtune.engines.launch import command_line
 from ddtune.engines.schedule import Schedule, read_schedule
 from ddtune.errors import UserError
 from ddtune.services import ServiceSpec
-from ddtune.services.applied_dropin import (
-    applied_dropin,
-    applied_said,
-    apply_dropin,
-    dropin_text,
-    refuse_during_sweep,
-)
+from ddtune.services.applied_dropin import applied_dropin, apply_lasting
 from ddtune.services.scheduled import ScheduledLaunch, scheduled_launch
 from ddtune.sweep.checks.engine_check import check_engine
 from ddtune.sweep.reporting import analyze_stored, stored_spec
@@ -103,17 +97,19 @@ def _systemd(
     console: Console,
     source: str,
 ) -> int:
-    plan = applied_dropin(service)
-    refuse_during_sweep(service, plan)
     tier = launch.tier
-    text = dropin_text(service, tier.params, tier.vars, source, argv=launch.argv)
-    if dry_run:
-        return _said(plan.would_apply(text, launch.files), 0, console)
-    folder = workdir / "apply" / plan.unit
-    result = apply_dropin(
-        service, plan, text, tier.params, tier.vars, folder, launch.argv, launch.files
+    lines, code = apply_lasting(
+        service,
+        tier.params,
+        tier.vars,
+        source,
+        workdir,
+        "the schedule",
+        dry_run,
+        launch.argv,
+        launch.files,
     )
-    return _said(applied_said(result, plan, "the schedule"), 0 if result.ready else 1, console)
+    return _said(lines, code, console)
 
 
 def _said(lines: list[str], code: int, console: Console) -> int:

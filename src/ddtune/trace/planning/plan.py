@@ -174,7 +174,7 @@ class TracePlan:
         ]
         for device in self.devices:
             out.append(
-                f"  {device.name}: {_bytes(placed[device.name])} of "
+                f"  {device.name}: {_bytes(placed[device.name])} needed, "
                 f"{_bytes(device.free_bytes)} free"
             )
         per_k = 1000 * work / max(self.continuation, 1)
