@@ -35,12 +35,14 @@ def test_on_pass_runs_once_per_pass_and_at_the_end(tmp_path: Path, spec_text) ->
         first, second = [[t for t in store.trials(sweep_id) if t["repeat"] == p] for p in (1, 2)]
         for trial in first:  # one by one: finished, then counted
             store.finish_trial(trial["id"], "failed")  # finished (the count says done: a tally)
-            summary.count(store, trial, "done")
+            summary.tally(store, trial, "done")
+            summary.landed(store, trial)
         assert calls == [(2, False)]
         for trial in second:  # a request-interleaved pass: all finished, then counted
             store.finish_trial(trial["id"], "failed")
         for trial in second:
-            summary.count(store, trial, "done")
+            summary.tally(store, trial, "done")
+            summary.landed(store, trial)
         assert calls == [(2, False), (3, False)]  # when the pass was complete in the store
         summary.report(store, final=True)
         assert calls == [(2, False), (3, False), (4, True)]
@@ -62,11 +64,13 @@ def test_a_trial_added_to_an_ended_pass_runs_on_pass_again(tmp_path: Path, spec_
         summary.sweep = prepare(spec, store)
         (trial,) = store.trials(sweep_id)
         store.finish_trial(trial["id"], "failed")
-        summary.count(store, trial, "done")
+        summary.tally(store, trial, "done")
+        summary.landed(store, trial)
         store.add_trials(sweep_id, first[1:])  # the race plans the next bench of pass 1
         (added,) = store.trials(sweep_id, ("pending",))
         store.finish_trial(added["id"], "failed")
-        summary.count(store, added, "done")
+        summary.tally(store, added, "done")
+        summary.landed(store, added)
         assert calls == [(1, False), (2, False)]
     finally:
         store.close()

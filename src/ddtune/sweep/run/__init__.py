@@ -3,7 +3,7 @@
 loop         the local trial loop (`run_sweep`, `TrialLoop`)
 attempt      one attempt of one trial: what a slot executes, what the driver stores
 interleaved  a pass whose configs take turns request by request (hot services)
-common       the run summary, exit codes, signals and the hardware note
+common       the run summary, exit codes and signals
 ray/         the Ray backend: trials on a pool of service slots
 
 `run_sweep` is imported on first use: a Ray slot or `sweep watch` that needs
@@ -22,8 +22,4 @@ if TYPE_CHECKING:
 
 __getattr__ = lazy_names(__name__, {"run_sweep": "loop"})
 
-__all__ = [
-    "RunSummary",
-    "default_store_path",
-    "run_sweep",
-]
+__all__ = ["RunSummary", "default_store_path", "run_sweep"]

@@ -1,11 +1,8 @@
-"""What every sweep loop shares: the run summary, exit codes, signals and the hardware note.
+"""What every sweep loop shares: the run summary, exit codes and signals.
 
 The local loop (`loop.py`) and the Ray driver (`ray/driver.py`) both count
-finished trials into one `RunSummary`, whose `exit_code` is the command's:
-0 every trial asked for is done and none of the sweep is failed; 1 some
-trials failed (now, or earlier and not retried); 2 bad input (spec,
-arguments, store; printed by the CLI); 3 interrupted (Ctrl-C or SIGTERM);
-4 blocked by a process on the port that ddtune never stops.
+finished trials into one `RunSummary`, whose `exit_code` is the command's
+(docs/sweeps.md "Exit codes"), and stop the same way (`stopping`).
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -41,6 +38,10 @@ class SweepInterrupted(KeyboardInterrupt):
 
 class SweepBlocked(Exception):
     """An attempt found the port held by a process ddtune never stops: retrying cannot help."""
+
+
+class ServiceBroken(Exception):
+    """The breaker: the baseline failed as the configs did; the sweep stops (exit 1), resumable."""
 
 
 @dataclass
@@ -82,7 +83,7 @@ class RunSummary:
 
     @property
     def exit_code(self) -> int:
-        """See the module docstring: 0 done, 1 failed, 3 interrupted, 4 blocked."""
+        """0 done, 1 failed, 3 interrupted, 4 blocked: see docs/sweeps.md "Exit codes"."""
         if self.interrupted:
             return EXIT_INTERRUPTED
         if self.blocked:
@@ -90,11 +91,6 @@ class RunSummary:
         if self.broken:
             return EXIT_FAILED
         return EXIT_FAILED if self.failed or self.failed_before else EXIT_DONE
-
-    def count(self, store: Store, trial: TrialRow, status: str) -> None:
-        """One finished trial, tallied (`tally`) and landed in its pass (`landed`)."""
-        self.tally(store, trial, status)
-        self.landed(store, trial)
 
     def landed(self, store: Store, trial: TrialRow) -> None:
         """A trial finished: when its pass has no unfinished trial and more finished ones
@@ -138,8 +134,9 @@ class RunSummary:
             f"{title}: {self.done} trial(s) done now, {self.already_done} earlier, "
             f"{self.failed} failed, of {self.planned}; {self.seconds:.0f} s; store {self.store_path}"
         )
-        if self.failure_classes:
-            console.print(f"  failure classes: {escape(failure_counts(self.failure_classes))}")
+        if self.failure_classes:  # `crashed(2): 2, port_in_use: 1`, most frequent first
+            counts = ", ".join(f"{n}: {c}" for n, c in self.failure_classes.most_common())
+            console.print(f"  failure classes: {escape(counts)}")
         for line in self.failures:
             console.print(f"  [red]failed[/] {escape(line)}")
         if self.failed_before:
@@ -151,13 +148,6 @@ class RunSummary:
 
 def default_store_path(spec: SweepSpec) -> Path:
     return Path("runs") / spec.name / "store.sqlite"
-
-
-def hardware_now() -> dict[str, Any]:
-    """Recorded with every attempt, failed ones included."""
-    from ddtune.bench.hardware import hardware_fingerprint
-
-    return hardware_fingerprint()
 
 
 @contextmanager
@@ -174,6 +164,13 @@ def signals_raise() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def failure_counts(classes: Counter[str]) -> str:
-    """`crashed(2): 2, port_in_use: 1`, most frequent first."""
-    return ", ".join(f"{name}: {count}" for name, count in classes.most_common())
+@contextmanager
+def stopping(summary: RunSummary, interrupt: Callable[[], None]) -> Iterator[None]:
+    """A loop's run, SIGTERM raised as Ctrl-C; a stop (Ctrl-C, a held port, the breaker) is
+    noted in `summary` (`RunSummary.stop`), then `interrupt()` marks the trials in flight."""
+    try:
+        with signals_raise():
+            yield
+    except (KeyboardInterrupt, SweepBlocked, ServiceBroken) as exc:
+        summary.stop(exc)
+        interrupt()

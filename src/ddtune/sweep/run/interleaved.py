@@ -2,12 +2,9 @@
 
     statuses = run_interleaved_pass(loop, controller, trials, phase)
 
-On a shared machine the CPU runs faster or slower from one second to the
-next, so a pass that benches its configs one after another gives each config
-its own few seconds of machine; the comparison between two configs carries
-the difference. Alternating requests between the configs spreads every
-config over the whole pass instead (the demo's race: a trial off by 2.3-4.8%
-in turns against 9.7% back to back the same hour; docs/benchmarks.md "The demo").
+On a shared machine the CPU speed drifts from second to second: configs in turns
+share the whole pass instead of each its own few seconds (a trial off by 2.3-4.8%
+against 9.7% back to back the same hour; docs/benchmarks.md "The demo").
 
 1. Per trial, in the pass order: a new attempt and the full readiness protocol
    (`become_ready`: the POST, same instance, new generation, health,
@@ -26,8 +23,7 @@ the key for other services. See docs/sweeps.md "Sweep".
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -100,7 +96,8 @@ def _retried(
     """After its first attempt here: done, or the rest of its attempts alone."""
     if error is None:
         return "done"
-    loop.policy.say_failed(trial, 1, error, loop.policy.attempts())
+    if loop.policy.after(trial, 1, error) is None:
+        return "failed"
     return loop.trial(controller, trial, phase, first=2)
 
 
@@ -163,17 +160,7 @@ def _instance(outcome: Outcome) -> str | None:
 def _bench_in_turns(
     loop: TrialLoop, controller: HotController, ready: list[_Ready], serving: Switched
 ) -> list[Arm]:
-    with _switches(controller, serving) as switch_to:
-        arms = [Arm(switch_to(loop.store.trial_config(r.trial).params)) for r in ready]
-        base_url = ready[0].outcome.base_url
-        return run_alternated(base_url, loop.spec.bench, loop.spec.service.engine, arms)
-
-
-@contextmanager
-def _switches(
-    controller: HotController, serving: Switched
-) -> Iterator[Callable[[DecodeParams], Callable[[], str]]]:
-    """`switch_to(params)`: a function that switches the server to `params`, checked."""
+    """Each arm switches the server to its trial's config (checked) before each request."""
     last: list[Switched] = [serving]
     with httpx.Client(timeout=controller.spec.timeouts.request, trust_env=False) as client:
 
@@ -184,7 +171,9 @@ def _switches(
 
             return switch
 
-        yield switch_to
+        arms = [Arm(switch_to(loop.store.trial_config(r.trial).params)) for r in ready]
+        base_url = ready[0].outcome.base_url
+        return run_alternated(base_url, loop.spec.bench, loop.spec.service.engine, arms)
 
 
 __all__ = ["run_interleaved_pass"]

@@ -20,11 +20,9 @@
    `interleave = "request"`: a pass's trials as one unit (`interleaved.py`);
    a pass's last trial finished: `on_pass(store, False)` (the live report).
 
-Exit codes (`RunSummary.exit_code`): 0 every trial asked for is done and none of
-the sweep is failed; 1 some trials failed, or the service fails whatever the
-config (the breaker); 2 bad input or a launch command the engine refused (step
-0); 3 interrupted; 4 blocked by a process on the port. Every failure line says
-class + detail + log path. See docs/sweeps.md "Sweep".
+Exit codes (`RunSummary.exit_code`, docs/sweeps.md "Exit codes"): 0 done, 1 failed
+or the breaker, 2 bad input (step 0), 3 interrupted, 4 a held port. Every failure
+line says class + detail + log path. See docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations
@@ -48,8 +46,8 @@ from ddtune.sweep.plan.costs import live_eta
 from ddtune.sweep.plan.prepare import Sweep, prepare
 from ddtune.sweep.plan.strategies import Strategy
 from ddtune.sweep.run.attempt import Phase, become_ready, execute_attempt
-from ddtune.sweep.run.common import RESUMABLE, RunSummary, SweepBlocked, signals_raise
-from ddtune.sweep.run.policy import AttemptPolicy, ServiceBroken
+from ddtune.sweep.run.common import RESUMABLE, RunSummary, stopping
+from ddtune.sweep.run.policy import AttemptPolicy
 from ddtune.sweep.spec.parse import Config, SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.files import attempt_dir
@@ -98,7 +96,8 @@ def run_sweep(
         console.print(escape(sweep.estimate_text()))
         if todo or strategy is not None:
             loop = trial_loop(spec, store, store_path.parent.resolve(), console, summary)
-            loop.restore_at_end = restore_at_end
+            if isinstance(loop, TrialLoop):  # a Ray slot restores whatever ended the run
+                loop.restore_at_end = restore_at_end
             loop.bench_for = sweep.strategy.bench_for  # what each trial's bench measures
             more = None if strategy is None else partial(strategy.next_batch, store, sweep_id)
             loop.run(todo, more)  # 2, 3
@@ -189,34 +188,32 @@ class TrialLoop:
 
     def _loop(self, controller: Controller, todo: list[TrialRow], more: More | None) -> None:
         current: list[int] = []  # the trials in flight: one, or a request-interleaved pass
-        try:
-            with signals_raise(), self._progress() as progress:
-                task = progress.add_task(
-                    "sweep", total=len(todo), phase="starting", trial="", eta=""
-                )
 
-                def phase(text: str) -> None:
-                    progress.update(task, phase=text)
-
-                batch, started, ran = todo or (more() if more else []), time.monotonic(), 0
-                while batch:
-                    eta = live_eta(started, ran, len(batch), more)
-                    progress.update(task, total=ran + len(batch), eta=eta)
-                    for unit in self._units(batch):
-                        current = [trial["id"] for trial in unit]
-                        progress.update(task, trial=_unit_label(unit))
-                        statuses = self._run_unit(controller, unit, phase)
-                        current, ran = [], ran + len(unit)
-                        for trial, status in zip(unit, statuses, strict=True):
-                            self._finished(controller, trial, status, phase)
-                        left = int(progress.tasks[0].total or 0) - ran
-                        eta = live_eta(started, ran, left, more)
-                        progress.update(task, advance=len(unit), eta=eta)
-                    batch = more() if more else []
-        except (KeyboardInterrupt, SweepBlocked, ServiceBroken) as exc:
-            self.summary.stop(exc)
+        def interrupt() -> None:
             for trial_id in current:
                 self.store.finish_trial(trial_id, "interrupted")
+
+        with stopping(self.summary, interrupt), self._progress() as progress:
+            task = progress.add_task("sweep", total=len(todo), phase="starting", trial="", eta="")
+
+            def phase(text: str) -> None:
+                progress.update(task, phase=text)
+
+            batch, started, ran = todo or (more() if more else []), time.monotonic(), 0
+            while batch:
+                eta = live_eta(started, ran, len(batch), more)
+                progress.update(task, total=ran + len(batch), eta=eta)
+                for unit in self._units(batch):
+                    current = [trial["id"] for trial in unit]
+                    progress.update(task, trial=_unit_label(unit))
+                    statuses = self._run_unit(controller, unit, phase)
+                    current, ran = [], ran + len(unit)
+                    for trial, status in zip(unit, statuses, strict=True):
+                        self._finished(controller, trial, status, phase)
+                    left = int(progress.tasks[0].total or 0) - ran
+                    eta = live_eta(started, ran, left, more)
+                    progress.update(task, advance=len(unit), eta=eta)
+                batch = more() if more else []
 
     def _finished(self, controller: Controller, trial: TrialRow, status: str, phase: Phase) -> None:
         """Counted; at the breaker's threshold the baseline starts as a control."""
@@ -258,20 +255,18 @@ class TrialLoop:
 
     def trial(self, controller: Controller, trial: TrialRow, phase: Phase, first: int = 1) -> str:
         """Attempts `first`.. of one trial; returns its final status (done | failed)."""
-        config = self.store.trial_config(trial)
-        attempts = self.policy.attempts()
-        for used in range(first, attempts + 1):
+        config, used = self.store.trial_config(trial), first
+        while True:
             if used > 1:
                 self.policy.back_off(used - 1, phase)
             attempt_id, number = self.store.begin_attempt(trial["id"])
             folder = attempt_dir(self.workdir, trial["id"], trial["label"], trial["repeat"], number)
-            folder.mkdir(parents=True, exist_ok=True)
             error = self._attempt(controller, trial, config, attempt_id, folder, phase)
             if error is None:
                 return "done"
-            self.policy.say_failed(trial, used, error, attempts)
-        self.store.finish_trial(trial["id"], "failed")
-        return "failed"
+            if self.policy.after(trial, used, error) is None:
+                return "failed"
+            used += 1
 
     def _attempt(
         self,
@@ -287,12 +282,6 @@ class TrialLoop:
         reuses the running server instead of reconfiguring."""
         key = (trial["label"], block_of(trial["repeat"], self.spec.passes_per_start))
         reuse = self._serving[1] if self._serving and self._serving[0] == key else None
-        ready: list[Outcome] = []
-
-        def on_ready(outcome: Outcome) -> None:
-            ready.append(outcome)
-            self.policy.note_ready(attempt_id, folder, outcome)
-
         report = execute_attempt(
             controller,
             self.bench_for(trial, self.spec.bench),
@@ -300,12 +289,12 @@ class TrialLoop:
             config,
             folder,
             phase,
-            on_ready=on_ready,
+            on_ready=partial(self.policy.note_ready, attempt_id, folder),
             reuse=reuse,
         )
         error = self.policy.settle(trial, attempt_id, folder, report)
-        if self.spec.passes_per_start > 1:
-            self._serving = (key, ready[0]) if error is None and ready else None
+        if self.spec.passes_per_start > 1:  # done: READY, and on_ready had this outcome
+            self._serving = (key, report.outcome) if error is None else None
         return error
 
 

@@ -1,32 +1,24 @@
 """What every loop does with an attempt: store it, retry it, stop at a held port, the breaker.
 
     policy = AttemptPolicy(spec, store, console, summary)
-    for used in range(1, policy.attempts() + 1):        # the retry's, or 1 while a streak is open
-        policy.back_off(used - 1, phase)                # from the 2nd: retry.backoff, doubled
-        error = policy.settle(trial, attempt_id, folder, report)  # stored; None: the trial is done
-    if policy.finished(trial, status):                  # counted; True: the breaker tripped
-        control = policy.control_start()                # the baseline to start as a control
-        policy.control_result(outcome_of(control))      # READY: cleared; else ServiceBroken
+    error = policy.settle(trial, attempt_id, folder, report)  # stored; None: the trial is done
+    wait = policy.after(trial, used, error)     # said; the backoff, or None: the trial failed
+    policy.back_off(used, phase)                # retry.backoff, doubled after each failure
+    if policy.finished(trial, status):          # counted; True: the breaker tripped
+        control = policy.control_start()        # the baseline to start as a control
+        policy.control_result(outcome_of(control))  # READY: cleared; else ServiceBroken
 
 The local loop (`loop.py`), a request-interleaved pass (`interleaved.py`) and
 the Ray driver (`ray/driver.py`) all go through it; it is the one writer of
 attempts into the store. `settle` raises `SweepBlocked` when a process ddtune
 never stops holds the port (retries cannot help; exit 4).
 
-The breaker (`[sweep] breaker`, default 3; 0: off): the same failure class on
-consecutive configs is the service's, not the configs'. A trial that fails
-after all its attempts opens (or extends) a streak of its class; a trial that
-is done, or fails with another class, ends it. While a streak is open each
-next config gets one attempt (a fault of the service is not paid for twice per
-config), and its failures are held back from the run's tally. At `threshold`
-configs in a row the baseline starts as a control (unless its own trial is in
-the streak: it failed already). READY: the configs really fail, the streak is
-counted and cleared. Not READY: the service fails whatever the config;
-`ServiceBroken` stops the sweep (exit 1), the streak's trials go back to
-pending (the same command reruns them once the fault is fixed) and they are
-never counted. A service that fails every start costs, with the default retry
-of 2 and breaker 3: 2 + 1 + 1 starts of trials, 1 of the control (none when the
-baseline's trial was one of the three): at most 5.
+The breaker (docs/engines.md "Safe on a production service"): a trial that fails
+after all its attempts opens (or extends) a streak of its class; a done trial, or
+another class, ends it. An open streak gives each config one attempt and holds its
+failures back from the run's tally: a READY control counts them, a failed one
+(`ServiceBroken`, exit 1) puts the trials back to pending, never counted. No control
+starts when the baseline's own trial is in the streak: it failed already.
 """
 
 from __future__ import annotations
@@ -42,7 +34,7 @@ from rich.markup import escape
 
 from ddtune.services.outcome import Outcome
 from ddtune.sweep.run.attempt import AttemptReport
-from ddtune.sweep.run.common import RunSummary, SweepBlocked, hardware_now
+from ddtune.sweep.run.common import RunSummary, ServiceBroken, SweepBlocked
 from ddtune.sweep.store.rows import AttemptRow, TrialRow
 
 if TYPE_CHECKING:
@@ -51,10 +43,6 @@ if TYPE_CHECKING:
 
 TAIL_LINES = 3  # log lines quoted in the breaker's stop line
 T = TypeVar("T")
-
-
-class ServiceBroken(Exception):
-    """The baseline failed as the configs did: the sweep stops (exit 1), resumable."""
 
 
 @dataclass
@@ -91,16 +79,14 @@ class AttemptPolicy:
     def __init__(
         self, spec: SweepSpec, store: Store, console: Console, summary: RunSummary
     ) -> None:
+        from ddtune.bench.hardware import hardware_fingerprint
+
         self.spec, self.store, self.console, self.summary = spec, store, console, summary
         self.retry = spec.retry
-        self.hardware = hardware_now()  # recorded with every attempt, failed ones included
+        self.hardware = hardware_fingerprint()  # recorded with every attempt, failed ones too
         self.breaker: Breaker[TrialRow] = Breaker(spec.breaker)
 
     # --- one trial's attempts ----------------------------------------------------------
-
-    def attempts(self) -> int:
-        """A trial's attempts: the whole retry, or one while a streak is open."""
-        return self.breaker.attempts(self.retry.attempts)
 
     def backoff_s(self, used: int) -> float:
         """The wait before attempt `used + 1`: retry.backoff, doubled after each failure."""
@@ -147,11 +133,18 @@ class AttemptPolicy:
         self.store.record_result(trial["id"], attempt_id, report.bench, **seen)
         return None
 
-    def say_failed(self, trial: TrialRow, used: int, error: str, attempts: int) -> None:
+    def after(self, trial: TrialRow, used: int, error: str) -> float | None:
+        """Attempt `used` failed with `error` (said here): the wait before the next attempt
+        while attempts are left; else None, and the trial is finished as failed."""
+        attempts = self.breaker.attempts(self.retry.attempts)  # 1 while a streak is open
         self.console.print(
             f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
             f"attempt {used}/{attempts} failed[/]: {escape(error)}"
         )
+        if used < attempts:
+            return self.backoff_s(used)
+        self.store.finish_trial(trial["id"], "failed")
+        return None
 
     # --- finished trials and the breaker -------------------------------------------------
 
@@ -241,4 +234,4 @@ def _stopped_line(failure: str, outcome: Outcome) -> str:
     )
 
 
-__all__ = ["AttemptPolicy", "Breaker", "ServiceBroken"]
+__all__ = ["AttemptPolicy", "Breaker"]

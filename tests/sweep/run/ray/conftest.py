@@ -29,11 +29,13 @@ def write_spec(
     budgets: tuple[int, ...] = (4, 8),
     configs: str = "",
     cluster: str = 'address = "local"',
-    token_delay: float = 0.05,
+    token_delay: float | str = 0.05,
     attempts: int = 2,
     name: str = "sleepy",
+    sweep: str = "",
 ) -> Path:
-    """A sweep of `budgets` × `repeats` trials against sleepy_server.py."""
+    """A sweep of `budgets` × `repeats` trials against sleepy_server.py; `sweep` adds lines
+    to the [sweep] table (e.g. a baseline)."""
     free_port = spec_text.free_port
     slot_tables = "".join(
         f'\n[[cluster.slots]]\nname = "s{i}"\nservice = {{ port = {free_port()} }}\n'
@@ -48,6 +50,7 @@ def write_spec(
         name = "{name}"
         repeats = {repeats}
         order = "interleaved"
+        {sweep}
 
         {space}
         {configs}

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import signal
+import socket
 import threading
 import time
 
@@ -22,7 +23,7 @@ from ddtune.services.controllers.process import scope_prefix
 from ddtune.services.procs import find_instance
 from ddtune.sweep.export import export_json
 from ddtune.sweep.plan import read_spec
-from ddtune.sweep.run.common import EXIT_INTERRUPTED
+from ddtune.sweep.run.common import EXIT_BLOCKED, EXIT_FAILED, EXIT_INTERRUPTED
 from ddtune.sweep.run.loop import run_sweep
 from ddtune.sweep.status import status_table
 from ddtune.sweep.store.db import Store
@@ -193,5 +194,71 @@ def test_sigterm_interrupts_the_trials_in_flight_and_closes_every_slot(
     got, slots = outcome_of(tmp_path / "s.sqlite")
     statuses = sorted(t["status"] for t in got.values())
     assert statuses.count("interrupted") == 2 and "running" not in statuses
+    assert all(r["state"] == "stopped" for r in slots)
+    assert not leftovers(tmp_path, "s0") and not leftovers(tmp_path, "s1")
+
+
+FAILING = "".join(  # five configs whose server exits 2 on its arguments: crashed(2)
+    f'[[configs]]\nmode = "ddtree"\nbudget = {b}\ntopk = 2\nvars = {{ delay = "bogus" }}\n'
+    for b in (2, 4, 6, 8, 10)
+)
+BASELINE = 'baseline = { mode = "ar" }'
+
+
+def test_the_breaker_starts_a_control_on_a_slot_and_the_sweep_goes_on(
+    tmp_path, sleepy_spec, thread_pool
+):
+    """Configs that fail on their own: the control start of the baseline is READY."""
+    thread_pool()
+    out = io.StringIO()
+    spec = read_spec(sleepy_spec(tmp_path, budgets=(), configs=FAILING, repeats=1, sweep=BASELINE))
+    summary = run_sweep(spec, tmp_path / "s.sqlite", Console(file=out, width=200))
+    text = " ".join(out.getvalue().split())
+    assert (summary.done, summary.failed, summary.exit_code) == (1, 5, EXIT_FAILED), text
+    assert "breaker: starting the baseline as a control" in text
+    assert "the baseline is READY, so these configs fail on their own" in text
+    assert "whatever the config" not in text and summary.broken is None
+    assert any((tmp_path / "control").iterdir())  # the control's folder
+    _, slots = outcome_of(tmp_path / "s.sqlite")
+    assert all(r["state"] == "stopped" for r in slots)
+    assert not leftovers(tmp_path, "s0") and not leftovers(tmp_path, "s1")
+
+
+def test_the_breaker_stops_a_sweep_whose_service_fails_whatever_the_config(
+    tmp_path, sleepy_spec, thread_pool
+):
+    thread_pool()
+    spec = read_spec(
+        sleepy_spec(
+            tmp_path, budgets=(), configs=FAILING, repeats=1, sweep=BASELINE, token_delay="bogus"
+        )
+    )
+    summary = run_sweep(spec, tmp_path / "s.sqlite", quiet())
+    assert summary.exit_code == EXIT_FAILED and not summary.interrupted and not summary.blocked
+    assert summary.broken and "the service fails whatever the config: crashed(2)" in summary.broken
+    got, slots = outcome_of(tmp_path / "s.sqlite")
+    statuses = {t["status"] for t in got.values()}
+    assert "failed" not in statuses and "running" not in statuses  # the streak reopened
+    assert all(r["state"] == "stopped" for r in slots)
+    assert not leftovers(tmp_path, "s0") and not leftovers(tmp_path, "s1")
+
+
+def test_a_port_held_by_a_foreign_process_stops_the_sweep_with_exit_4(
+    tmp_path, sleepy_spec, thread_pool
+):
+    thread_pool()
+    spec = read_spec(sleepy_spec(tmp_path))
+    port = next(s.service.port for s in spec.cluster.slots if s.name == "s0")
+    with socket.socket() as squatter:  # this test process: not a ddtune process, never stopped
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        summary = run_sweep(spec, tmp_path / "s.sqlite", quiet())
+    assert summary.exit_code == EXIT_BLOCKED and not summary.interrupted, summary
+    assert summary.blocked and summary.blocked.startswith("slot s0: port_in_use — ")
+    got, slots = outcome_of(tmp_path / "s.sqlite")
+    statuses = [t["status"] for t in got.values()]
+    assert "interrupted" in statuses and "running" not in statuses and "failed" not in statuses
+    blocked = [t for t in got.values() if ("failed", "port_in_use") in t["attempts"]]
+    assert [t["slots"] for t in blocked] == [["s0"]]
     assert all(r["state"] == "stopped" for r in slots)
     assert not leftovers(tmp_path, "s0") and not leftovers(tmp_path, "s1")

@@ -10,6 +10,4 @@ See docs/sweeps.md "Scale out".
 
 from ddtune.sweep.run.ray.driver import SlotLoop
 
-__all__ = [
-    "SlotLoop",
-]
+__all__ = ["SlotLoop"]

@@ -3,30 +3,13 @@
     SlotLoop(spec, store, workdir, console, summary).run(todo)
 
 The driver plans nothing itself (the runner gives it the trials to run, in
-order) and is the only writer of the store. Each slot runs one attempt at a
-time, next to its service (`slot.py`, in a Ray actor: `pool.py`).
-
-    schedule "by_pass"   a pass (the trials of one repeat) stays on one slot;
-                         idle slots take the next unclaimed pass
-    schedule "by_trial"  the next trial goes to the next idle slot
-    failed attempt       retried on the same slot after the backoff, within
-                         `retry.attempts`; then the trial is failed (the one
-                         `AttemptPolicy` of every loop: `run/policy.py`)
-    breaker              the same failure on consecutive configs: the next idle
-                         slot starts the baseline as a control; failing too,
-                         the sweep stops (exit 1), resumable
-    slot lost            (its actor or node died) the attempt is stored as
-                         `node_lost` with what was known, the trial goes back
-                         to the queue for another slot (not counted against
-                         `retry.attempts`), the slot is retired and rejoins
-                         when the pool can start it again
-    fewer live slots     than `cluster.min_slots`: the sweep stops (UserError)
-    Ctrl-C / SIGTERM     trials in flight become `interrupted`; every slot puts its
-                         service back as it found it (`SlotRunner.close`)
-    port blocked         (a process ddtune never stops holds a slot's port) the sweep
-                         stops as on the local backend (`RunSummary.blocked`, exit 4)
-
-See docs/sweeps.md "Scale out".
+order) and is the only writer of the store: every attempt goes through the one
+`AttemptPolicy` (`run/policy.py`: retry on the same slot, a held port, the
+breaker, whose control start goes to the next idle slot). Each slot runs one
+attempt at a time, next to its service (`slot.py`, in a Ray actor: `pool.py`),
+and puts the service back as it found it at the end (`SlotRunner.close`).
+Scheduling (`by_pass`, `by_trial`), a lost slot (`node_lost`, requeued, the
+slot retired until it rejoins), `min_slots`, Ctrl-C: see docs/sweeps.md "Scale out".
 """
 
 from __future__ import annotations
@@ -45,8 +28,8 @@ from ddtune.errors import UserError
 from ddtune.services.outcome import Outcome
 from ddtune.services.session import signals_ignored
 from ddtune.sweep.run.attempt import AttemptReport
-from ddtune.sweep.run.common import RunSummary, SweepBlocked, signals_raise
-from ddtune.sweep.run.policy import AttemptPolicy, ServiceBroken
+from ddtune.sweep.run.common import RunSummary, SweepBlocked, stopping
+from ddtune.sweep.run.policy import AttemptPolicy
 from ddtune.sweep.run.ray.slot import AttemptTask, Event, Finished, Lost, Progress, SlotInfo
 from ddtune.sweep.run.ray.view import SlotProgress
 from ddtune.sweep.store.files import attempt_dir
@@ -121,7 +104,6 @@ class SlotLoop:
         self.view: SlotProgress | None = None
         self.policy = AttemptPolicy(spec, store, console, summary)
         self.control: Config | None = None  # the breaker's control start, due on an idle slot
-        self.restore_at_end = True  # each slot restores its service whatever ended the run
         self.bench_for: Callable[[TrialRow, BenchMatrix], BenchMatrix] = lambda _, m: m
 
     # --- the loop ------------------------------------------------------------------
@@ -138,14 +120,10 @@ class SlotLoop:
         self.queue = list(todo)
         pool = self.pool_factory(self.spec, self.root, str(self.store.path.resolve()))
         try:
-            with signals_raise(), SlotProgress(self.console, len(todo)) as self.view:
+            stop = stopping(self.summary, self._interrupt_in_flight)
+            with stop, SlotProgress(self.console, len(todo)) as self.view:
                 self._start(pool)
                 self._loop(pool)
-        except (KeyboardInterrupt, SweepBlocked, ServiceBroken) as exc:
-            self.summary.stop(
-                exc
-            )  # Ctrl-C, a port held by a process ddtune never stops, the breaker
-            self._interrupt_in_flight()
         except UserError:
             self._interrupt_in_flight()
             raise
@@ -155,10 +133,10 @@ class SlotLoop:
 
     def _start(self, pool: SlotPool) -> None:
         for slot in self.spec.cluster.slots:
-            self._save(slot.name, state="starting", detail=None)
+            self._set(slot.name, state="starting", detail=None)
         live, failed = pool.start()
         for name, why in failed.items():
-            self._save(name, state="retired", detail=why)
+            self._set(name, state="retired", detail=why)
             self.console.print(f"[red]slot {escape(name)} did not start[/]: {escape(why)}")
         for name, info in live.items():
             self._join(name, info)
@@ -186,8 +164,9 @@ class SlotLoop:
             self.slots[name] = SlotState(info)
         for note in info.notes:
             self.console.print(f"[yellow]{escape(note)}[/]")
-        self._save(name, state="idle", node=info.node, pid=info.pid, detail=None, trial_id=None)
-        self._show(name, "idle")
+        self._set(
+            name, "idle", state="idle", node=info.node, pid=info.pid, detail=None, trial_id=None
+        )
 
     # --- handing out trials ----------------------------------------------------------
 
@@ -196,7 +175,7 @@ class SlotLoop:
         if slot.state not in ("idle", "backoff") or slot.task is not None:
             return
         if self.control is not None:
-            self._submit_control(pool, name, self.control)
+            self._submit(pool, name, None)
             return
         if slot.retry is not None:
             trial, not_before = slot.retry
@@ -222,35 +201,36 @@ class SlotLoop:
                     return self.queue.pop(index)
         return None
 
-    def _submit(self, pool: SlotPool, name: str, trial: TrialRow) -> None:
+    def _submit(self, pool: SlotPool, name: str, trial: TrialRow | None) -> None:
+        """An attempt of `trial` on slot `name`; None: the breaker's control, the baseline
+        started (READY or not)."""
         slot = self.slots[name]
-        attempt_id, number = self.store.begin_attempt(trial["id"])
-        slot_store.record_attempt_slot(self.store, attempt_id, name, slot.info.node)
-        path = attempt_dir(Path(), trial["id"], trial["label"], trial["repeat"], number)
-        task = AttemptTask(
-            trial["id"],
-            attempt_id,
-            number,
-            trial["label"],
-            trial["repeat"],
-            self.store.trial_config(trial).to_wire(),
-            str(path),
-            bench=_bench_change(self.bench_for(trial, self.spec.bench), self.spec.bench),
-        )
-        slot.task, slot.state = InFlight(trial, attempt_id, self.workdir / path), "busy"
-        self._save(name, state="busy", trial_id=trial["id"], phase="submitted")
-        self._show(name, "submitted", trial)
-        pool.submit(name, task)
-
-    def _submit_control(self, pool: SlotPool, name: str, config: Config) -> None:
-        """The breaker's control: the baseline started (READY or not) on slot `name`."""
-        self.control = None
-        slot = self.slots[name]
-        path = Path("control") / f"after-{len(self.queue)}-left-{int(time.time())}"
-        task = AttemptTask(0, 0, 1, config.label(), 0, config.to_wire(), str(path), control=True)
-        slot.task, slot.state = InFlight(None, 0, self.workdir / path), "busy"
-        self._save(name, state="busy", trial_id=None, phase="control start of the baseline")
-        self._show(name, "control start of the baseline")
+        if trial is None:
+            config, self.control = self.control, None
+            assert config is not None
+            path = Path("control") / f"after-{len(self.queue)}-left-{int(time.time())}"
+            task = AttemptTask(
+                0, 0, 1, config.label(), 0, config.to_wire(), str(path), control=True
+            )
+            phase = "control start of the baseline"
+        else:
+            attempt_id, number = self.store.begin_attempt(trial["id"])
+            slot_store.record_attempt_slot(self.store, attempt_id, name, slot.info.node)
+            path = attempt_dir(Path(), trial["id"], trial["label"], trial["repeat"], number)
+            task = AttemptTask(
+                trial["id"],
+                attempt_id,
+                number,
+                trial["label"],
+                trial["repeat"],
+                self.store.trial_config(trial).to_wire(),
+                str(path),
+                bench=_bench_change(self.bench_for(trial, self.spec.bench), self.spec.bench),
+            )
+            phase = "submitted"
+        slot.task, slot.state = InFlight(trial, task.attempt_id, self.workdir / path), "busy"
+        trial_id = None if trial is None else trial["id"]
+        self._set(name, phase, trial, state="busy", trial_id=trial_id, phase=phase)
         pool.submit(name, task)
 
     # --- what comes back ---------------------------------------------------------------
@@ -272,14 +252,13 @@ class SlotLoop:
             task.noted, task.known = True, event.ready
         if event.phase != task.phase:
             task.phase = event.phase
-            self._save(name, phase=event.phase)
-            self._show(name, event.phase, task.trial)
+            self._set(name, event.phase, task.trial, phase=event.phase)
 
     def _finished(self, name: str, slot: SlotState, report: AttemptReport) -> None:
         task, slot.task, slot.state = slot.task, None, "idle"
         assert task is not None
         if task.trial is None:  # the breaker's control: READY clears it, else ServiceBroken
-            self._save(name, state="idle", trial_id=None, phase=None)
+            self._set(name, state="idle", trial_id=None, phase=None)
             self.policy.control_result(report.outcome)
             return
         trial = task.trial
@@ -289,20 +268,14 @@ class SlotLoop:
             self.store.finish_trial(trial["id"], "interrupted")
             raise
         used = self.used[trial["id"]] = self.used.get(trial["id"], 0) + 1
-        attempts = self.policy.attempts()
         if error is None:
             slot.done += 1
             self._count(trial, "done", name)
-        elif used < attempts:
-            slot.retry = (trial, time.monotonic() + self.policy.backoff_s(used))
-            slot.state = "backoff"
-            self.policy.say_failed(trial, used, error, attempts)
+        elif (wait := self.policy.after(trial, used, error)) is not None:
+            slot.retry, slot.state = (trial, time.monotonic() + wait), "backoff"
         else:
-            self.policy.say_failed(trial, used, error, attempts)
-            self.store.finish_trial(trial["id"], "failed")
             self._count(trial, "failed", name)
-        self._save(name, state=slot.state, trial_id=None, phase=None, done=slot.done)
-        self._show(name, slot.state)
+        self._set(name, slot.state, state=slot.state, trial_id=None, phase=None, done=slot.done)
 
     def _lost(self, name: str, slot: SlotState, detail: str) -> None:
         """The slot died mid-attempt: store what is known, requeue, retire the slot."""
@@ -330,8 +303,7 @@ class SlotLoop:
             self._requeue(slot.retry[0], 0)
             slot.retry = None
         self.owners = {p: s for p, s in self.owners.items() if s != name}
-        self._save(name, state="retired", trial_id=None, phase=None, detail=line)
-        self._show(name, "retired")
+        self._set(name, "retired", state="retired", trial_id=None, phase=None, detail=line)
         self._check_min_slots({name: line})
 
     def _requeue(self, trial: TrialRow, lost: int) -> None:
@@ -373,14 +345,15 @@ class SlotLoop:
         for note in pool.close():
             self.console.print(f"[yellow]{escape(note)}[/]")
         for name in {s.name for s in self.spec.cluster.slots} | set(self.slots):
-            self._save(name, state="stopped", trial_id=None, phase=None)
+            self._set(name, state="stopped", trial_id=None, phase=None)
 
-    def _save(self, name: str, **fields: Any) -> None:
+    def _set(
+        self, name: str, shown: str | None = None, trial: TrialRow | None = None, **fields: Any
+    ) -> None:
+        """The slot's row in the store (`fields`); `shown`: its phase in the progress view."""
         slot_store.set_slot(self.store, self.summary.sweep_id, name, **fields)
-
-    def _show(self, name: str, phase: str, trial: TrialRow | None = None) -> None:
-        if self.view is not None:
-            self.view.show(name, phase, trial)
+        if shown is not None and self.view is not None:
+            self.view.show(name, shown, trial)
 
 
 def _ray_pool(spec: SweepSpec, root: Path, store: str) -> SlotPool:

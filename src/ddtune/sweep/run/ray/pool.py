@@ -4,19 +4,11 @@
     live, failed = pool.start()   # connect, check every placement, start the actors
     pool.submit("gpu0", task); events = pool.poll(0.5); pool.rejoin(["gpu1"]); pool.close()
 
-Connecting: `address = "local"` starts a cluster in this process (`[cluster.local]`),
-"auto" finds the one `ray start` left on this machine, "host:port" / "ray://host:port"
-name one. An address that does not answer is an error within `start_timeout`
-(a TCP probe before `ray.init`, which itself retries for minutes), and nothing
-is started. A driver that already called `ray.init` uses that session as it is.
-
-Placement: every slot's `placement` (node_ip, labels, custom resources; none =
-the driver's node) must match a live node, or the sweep stops before any actor
-starts, naming the slot. Each actor is pinned to its node
-(`NodeAffinitySchedulingStrategy`, not soft) and reserves the slot's custom
-resources; it holds a `SlotRunner` (the slot's controller and bench). An actor
-or node that dies shows as `Lost` on the attempt it was running.
-See docs/sweeps.md "Scale out".
+Each actor is a `SlotRunner` (the slot's controller and bench), pinned to the node
+its placement chose (`NodeAffinitySchedulingStrategy`, not soft), reserving the
+slot's custom resources; an actor or node that dies shows as `Lost` on the attempt
+it was running. A driver that already called `ray.init` uses that session as it is.
+Addresses, the probe, placement and their errors: see docs/sweeps.md "Scale out".
 """
 
 from __future__ import annotations
@@ -60,33 +52,6 @@ def import_ray() -> Any:
         ) from None
 
 
-class SlotActor:
-    """The body of a slot's Ray actor: a `SlotRunner` (module-level, so workers import it)."""
-
-    def __init__(
-        self,
-        slot: Slot,
-        bench: Any,
-        root: str,
-        sweep: str,
-        store: str,
-        baseline: dict[str, Any] | None = None,
-    ) -> None:
-        self.runner = SlotRunner(slot.name, slot.service, bench, root, sweep, store, baseline)
-
-    def info(self) -> SlotInfo:
-        return self.runner.info()
-
-    def state(self) -> dict[str, Any]:
-        return self.runner.state()
-
-    def run(self, task: AttemptTask) -> Any:
-        return self.runner.run(task)
-
-    def close(self) -> list[str]:
-        return self.runner.close()
-
-
 class RayPool:
     """The `SlotPool` of `driver.py` on Ray; see the module docstring."""
 
@@ -109,11 +74,8 @@ class RayPool:
         nodes = place(self.ray, list(self.slots.values()))  # raises before any actor starts
         for name, node in nodes.items():
             self._launch(name, node)
-        deadline = time.monotonic() + self.table.start_timeout
-        live: dict[str, SlotInfo] = {}
         failed: dict[str, str] = {}
-        while self.starting and time.monotonic() < deadline:
-            live.update(self._collect_started(failed, timeout=0.5))
+        live = self._await_started(failed)
         for name in list(self.starting):
             failed[name] = self._give_up(name, "did not start")
         return live, failed
@@ -122,7 +84,7 @@ class RayPool:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         slot = self.slots[name]
-        actor_class = self.ray.remote(SlotActor).options(
+        actor_class = self.ray.remote(SlotRunner).options(
             num_cpus=0,
             max_concurrency=4,  # run() on one thread, state() and close() beside it
             max_restarts=0,
@@ -130,10 +92,17 @@ class RayPool:
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
         )
         baseline = None if self.spec.baseline is None else self.spec.baseline.to_wire()
-        actor = actor_class.remote(
-            slot, self.spec.bench, str(self.root), self.spec.name, self.store, baseline
-        )
+        args = (self.spec.bench, str(self.root), self.spec.name, self.store, baseline)
+        actor = actor_class.remote(name, slot.service, *args)  # SlotRunner's arguments
         self.starting[name] = (actor, actor.info.remote(), time.monotonic())
+
+    def _await_started(self, failed: dict[str, str]) -> dict[str, SlotInfo]:
+        """The slots starting now, as each comes up (or fails), within `start_timeout`."""
+        deadline = time.monotonic() + self.table.start_timeout
+        live: dict[str, SlotInfo] = {}
+        while self.starting and time.monotonic() < deadline:
+            live.update(self._collect_started(failed, timeout=0.5))
+        return live
 
     def _collect_started(self, failed: dict[str, str], timeout: float) -> dict[str, SlotInfo]:
         refs = {ref: name for name, (_, ref, _) in self.starting.items()}
@@ -255,12 +224,7 @@ class RayPool:
                 self._launch(name, place(self.ray, [slot])[name])
             except UserError:
                 continue  # its node is gone, and its services with it
-        notes: list[str] = []
-        deadline = time.monotonic() + self.table.start_timeout
-        while self.starting and time.monotonic() < deadline:
-            for info in self._collect_started({}, timeout=0.5).values():
-                notes += info.notes
-        return notes
+        return [note for info in self._await_started({}).values() for note in info.notes]
 
 
 def connect(ray: Any, table: ClusterTable, name: str) -> bool:
@@ -273,16 +237,23 @@ def connect(ray: Any, table: ClusterTable, name: str) -> bool:
         "logging_level": logging.WARNING,
         "namespace": f"ddtune-{name}",
     }
-    if table.address == "local":
+    address = table.address
+    if address == "local":
         local = table.local
         if local is not None:
             options.update(num_cpus=local.num_cpus, resources=local.resources or None)
             options.update(labels=local.labels or None)
-        _init(ray, "local", options)
-        return True
-    address = _resolve(table.address)
-    _probe(address, table.start_timeout)
-    _init(ray, address, options)
+    else:
+        address = _resolve(address)
+        _probe(address, table.start_timeout)
+    try:  # in this (the main) thread: Ray ties the processes it starts to the thread that
+        # started them, so a helper thread would take the cluster with it
+        ray.init(address=address, **options)
+    except Exception as exc:
+        raise UserError(
+            f"cluster.address: could not join Ray at {address!r}: {_short(exc)}",
+            key="cluster.address",
+        ) from None
     return True
 
 
@@ -315,18 +286,6 @@ def _probe(address: str, timeout: float) -> None:
         raise UserError(
             f"cluster.address: the Ray cluster at {address} does not answer ({exc}); "
             "start it (ray start --head) or fix the address",
-            key="cluster.address",
-        ) from None
-
-
-def _init(ray: Any, address: str, options: dict[str, Any]) -> None:
-    """`ray.init` in this (the main) thread: Ray ties the processes it starts to the
-    thread that started them, so a helper thread would take the cluster with it."""
-    try:
-        ray.init(address=address, **options)
-    except Exception as exc:
-        raise UserError(
-            f"cluster.address: could not join Ray at {address!r}: {_short(exc)}",
             key="cluster.address",
         ) from None
 
@@ -368,10 +327,8 @@ def _fits(node: dict[str, Any], placement: Placement, here: str) -> bool:
 
 def _describe_node(node: dict[str, Any]) -> str:
     labels = {k: v for k, v in (node.get("Labels") or {}).items() if not k.startswith("ray.io/")}
-    custom = sorted(
-        k for k in node.get("Resources") or {} if k not in ("CPU", "GPU", "memory") and ":" not in k
-    )
-    custom = [k for k in custom if k != "object_store_memory"]
+    builtin = ("CPU", "GPU", "memory", "object_store_memory")
+    custom = sorted(k for k in node.get("Resources") or {} if k not in builtin and ":" not in k)
     return f"{node['NodeManagerAddress']} labels {labels} resources {custom}"
 
 
@@ -380,4 +337,4 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
-__all__ = ["RayPool", "SlotActor", "connect", "import_ray", "place"]
+__all__ = ["RayPool", "connect", "import_ray", "place"]
