@@ -268,3 +268,43 @@ max_tokens = 100
         "  bench per trial: 10 of HumanEval's 164, seeded (bench.seed = 0), ~30 s; "
         "5 of MT-Bench's 80 (2 turns each: 10 requests), seeded (bench.seed = 0), ~30 s"
     )
+
+
+def test_the_live_page_says_what_a_strategy_may_add_after_the_planned_trials(spec_text):
+    """`eta_more`: a race (pass by pass or restart-bound) its most trials to its limits, a
+    search its budget, a grid nothing; nothing before the first report."""
+    from types import SimpleNamespace
+
+    from ddtune.records import Elimination, SweepContext
+
+    exits = [Elimination(f"x{i}", 3, "worse", "") for i in range(2)]
+    context = SweepContext("race", passes=3, exits=exits)
+    running = SimpleNamespace(configs=[None] * 9, context=context)
+    stopped = SimpleNamespace(configs=[None] * 9, context=SweepContext("race", stop="tie"))
+    more = "if the race runs to its limits (it stops as soon as it decides)"
+    for spec in (
+        spec_text.parse(RACE, COSTS),
+        spec_text.parse(RACE.replace("restart_bound = false", "restart_bound = true"), COSTS),
+    ):
+        strategy = prepare(spec, None).strategy
+        assert strategy.races
+        assert strategy.eta_more(None, 480.0, 0, 27) == ""
+        assert strategy.eta_more(running, 480.0, 0, 27) == (
+            f"; then at most 35 more trial(s) (~4.7 h) {more}"
+        )
+        assert strategy.eta_more(running, 480.0, 4, 27) == (
+            f"; then at most 28 more trial(s) (~3.7 h) {more}"
+        )
+        assert strategy.eta_more(stopped, 480.0, 0, 27) == "; the race has stopped"
+    grid = spec_text.parse(
+        RACE.replace('strategy = "race"\nmin_repeats = 3\n', "").replace(
+            "restart_bound = false\n", ""
+        ),
+        COSTS,
+    )
+    assert prepare(grid, None).strategy.eta_more(running, 480.0, 0, 27) == ""
+    search = prepare(spec_text.parse(OPTUNA, COSTS), None).strategy
+    for summary in (None, running):
+        assert search.eta_more(summary, 480.0, 0, 27) == (
+            "; the search proposes more trials until its budget is spent"
+        )
