@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.records import SweepContext
-from ddtune.sweep.plan.costs import Estimate, Span, TrialCosts
+from ddtune.sweep.plan.costs import Estimate, Span, TrialCosts, race_more
 from ddtune.sweep.spec.checks import fail
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.spec.schema import SpecDocument, SweepTable
@@ -134,8 +134,11 @@ class Strategy:
     def eta_more(
         self, summary: ReportSummary | None, per_trial: float, left: int, total: int
     ) -> str:
-        """The live page: what may come after the trials planned now ("" when nothing)."""
-        return ""
+        """The live page: what may come after the trials planned now ("" when nothing): a
+        race's most trials to its limits, within its budgets."""
+        if summary is None or not self.races:
+            return ""
+        return race_more(self.spec, summary, per_trial, left, total)
 
 
 def run_spec(spec: SweepSpec, mode: SweepMode) -> SweepSpec:

@@ -16,7 +16,6 @@ the race runs as `RestartBoundRace`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext
 from ddtune.sweep.plan.costs import (
@@ -24,7 +23,6 @@ from ddtune.sweep.plan.costs import (
     Span,
     TrialCosts,
     race_cases,
-    race_more,
     race_settings,
     race_span,
     uncapped,
@@ -47,9 +45,6 @@ from ddtune.sweep.spec.schema import SpecDocument
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode
 from ddtune.sweep.store.rows import SweepRow, TrialRow
-
-if TYPE_CHECKING:
-    from ddtune.report.result import ReportSummary
 
 Configs = Sequence[tuple[Config, bool]]  # (config, is_baseline)
 
@@ -160,11 +155,6 @@ class Race(Strategy):
         exits = list(state.eliminated.values())
         objective = self.spec.objective
         return SweepContext("race", objective, state.passes_done, state.stop, exits, race=True)
-
-    def eta_more(
-        self, summary: ReportSummary | None, per_trial: float, left: int, total: int
-    ) -> str:
-        return "" if summary is None else race_more(self.spec, summary, per_trial, left, total)
 
 
 def sweep_configs(store: Store, sweep_id: int) -> list[tuple[Config, bool]]:

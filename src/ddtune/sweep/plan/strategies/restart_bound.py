@@ -27,7 +27,6 @@ attempt restarted the server (`store/modes.py: trial_times`); the rules are
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from ddtune.errors import UserError
 from ddtune.records import SweepContext, TrialRecord
@@ -38,7 +37,6 @@ from ddtune.sweep.plan.costs import (
     Span,
     TrialCosts,
     race_cases,
-    race_more,
     start_race_estimates,
     uncapped,
 )
@@ -50,9 +48,6 @@ from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, trial_times
 from ddtune.sweep.store.rows import SweepRow, TrialRow
-
-if TYPE_CHECKING:
-    from ddtune.report.result import ReportSummary
 
 RESTART_BOUND_LATER = (
     "; a restart-bound race plans one bench at a time from the results (pass 1 starts every "
@@ -167,11 +162,6 @@ class RestartBoundRace(Strategy):
         context.efforts, context.verdict = efforts, verdict
         context.notes.append(f"Restart-bound race ({self.mode.reason}): {_words(race)}")
         return context
-
-    def eta_more(
-        self, summary: ReportSummary | None, per_trial: float, left: int, total: int
-    ) -> str:
-        return "" if summary is None else race_more(self.spec, summary, per_trial, left, total)
 
     def _new_race(self) -> StartRace:
         labels = tuple(config.label() for config, _ in self.configs)
