@@ -59,6 +59,12 @@ class Span:
     worst: Estimate
     median: Estimate | None = None
 
+    def cases(self, name: str) -> dict[str, Estimate]:
+        """The named cases `sweep plan` prints: `name`'s best case, expected (median) where
+        known, and worst case."""
+        cases = {"best case": self.best, "expected (median)": self.median, "worst case": self.worst}
+        return {f"{name}, {case}": e for case, e in cases.items() if e is not None}
+
 
 def estimate(starts: int, costs: TrialCosts, passes_per_start: int = 1) -> Estimate:
     """`starts` server starts, each benched `passes_per_start` times."""
@@ -275,14 +281,9 @@ def race_settings(spec: SweepSpec) -> RaceSettings:
     )
 
 
-def race_cases(spec: SweepSpec, costs: TrialCosts, configs: int) -> dict[str, Estimate]:
-    """A race of `configs` configs: its best case (it decides at `min_repeats`), its worst."""
-    span = race_span(spec, costs, configs)
-    return {"race, best case": span.best, "race, worst case": span.worst}
-
-
 def race_span(spec: SweepSpec, costs: TrialCosts, configs: int) -> Span:
-    """`race_cases` as a `Span` (a pass-by-pass race has no median case)."""
+    """A race of `configs` configs: its best case (it decides at `min_repeats`) and its
+    worst (a pass-by-pass race has no median case)."""
     k = spec.passes_per_start  # (starts of k passes each: a last start may serve fewer)
     best, worst = race_estimates(
         configs,
@@ -351,7 +352,6 @@ __all__ = [
     "grid_estimate",
     "live_eta",
     "measured_costs",
-    "race_cases",
     "race_estimates",
     "race_more",
     "race_settings",

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.stats.intervals import fisher_exact_two_sided
-from ddtune.sweep.plan.costs import RACE_ALPHA, Estimate, TrialCosts, estimate, race_cases
+from ddtune.sweep.plan.costs import RACE_ALPHA, Estimate, TrialCosts, estimate, race_span
 from ddtune.sweep.plan.fold import Finished
 from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.strategies.base import Strategy, in_passes
@@ -146,11 +146,10 @@ class Optuna(Strategy):
         """The search's trials, then the race over its best configs (and the baseline)."""
         spec = self.spec
         if spec.optuna is None:
-            return race_cases(spec, costs, len(spec.all_configs()))
+            return race_span(spec, costs, len(spec.all_configs())).cases("race")
         confirmed = spec.optuna.confirm_top + (1 if spec.baseline else 0)
-        return {"search": estimate(spec.optuna.n_trials, costs)} | {
-            f"confirm {key}": value for key, value in race_cases(spec, costs, confirmed).items()
-        }
+        confirm = race_span(spec, costs, confirmed).cases("confirm race")
+        return {"search": estimate(spec.optuna.n_trials, costs)} | confirm
 
     def how_it_runs(self) -> list[str]:
         spec, optuna = self.spec, self.spec.optuna

@@ -22,7 +22,6 @@ from ddtune.sweep.plan.costs import (
     Estimate,
     Span,
     TrialCosts,
-    race_cases,
     race_settings,
     race_span,
     uncapped,
@@ -127,7 +126,7 @@ class Race(Strategy):
         )
 
     def estimates(self, costs: TrialCosts) -> dict[str, Estimate]:
-        return race_cases(self.spec, costs, len(self.configs))
+        return race_span(self.spec, costs, len(self.configs)).cases("race")
 
     def span(self, costs: TrialCosts, capped: bool = True) -> Span:
         return race_span(self.spec if capped else uncapped(self.spec), costs, len(self.configs))

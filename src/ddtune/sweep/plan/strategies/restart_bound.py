@@ -36,7 +36,7 @@ from ddtune.sweep.plan.costs import (
     Estimate,
     Span,
     TrialCosts,
-    race_cases,
+    race_span,
     start_race_estimates,
     uncapped,
 )
@@ -119,10 +119,10 @@ class RestartBoundRace(Strategy):
         by_pass = dataclasses.replace(
             spec, passes_per_start=min(spec.passes_per_start, spec.repeats)
         )
-        return start_cases(spec, costs, self.mode) | {
-            f"the pass-by-pass race (restart_bound = false), {key.removeprefix('race, ')}": value
-            for key, value in race_cases(by_pass, costs, len(spec.all_configs())).items()
-        }
+        by_pass_span = race_span(by_pass, costs, len(spec.all_configs()))
+        return start_span(spec, costs, self.mode).cases("restart-bound race") | by_pass_span.cases(
+            "the pass-by-pass race (restart_bound = false)"
+        )
 
     def span(self, costs: TrialCosts, capped: bool = True) -> Span:
         return start_span(self.spec if capped else uncapped(self.spec), costs, self.mode)
@@ -212,15 +212,9 @@ def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
     )
 
 
-def start_cases(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
-    """A restart-bound race's best case, expected (median) and worst case."""
-    span = start_span(spec, costs, mode)
-    cases = {"best case": span.best, "expected (median)": span.median, "worst case": span.worst}
-    return {f"restart-bound race, {name}": e for name, e in cases.items() if e is not None}
-
-
 def start_span(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> Span:
-    """`start_cases` as a `Span`: its expected case is the median (a typical landscape)."""
+    """A restart-bound race's best case, expected (median: a typical landscape) and worst
+    case."""
     settings = start_settings(
         spec, dataclasses.replace(mode, start_s=costs.start_s, bench_s=costs.bench_s)
     )
@@ -295,7 +289,6 @@ __all__ = [
     "RESTART_BOUND_LATER",
     "RestartBoundRace",
     "race_mode",
-    "start_cases",
     "start_settings",
     "start_span",
 ]
