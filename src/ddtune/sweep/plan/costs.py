@@ -16,14 +16,13 @@ import dataclasses
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ddtune.sweep.plan.races.by_pass import RaceSettings
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import Store
-from ddtune.sweep.store.modes import SweepMode
 
 if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
@@ -226,35 +225,6 @@ def _how_much(spec: SweepSpec, name: str, requests: int) -> str:
     return f"{whole} {title}'s {size}{each}{seeded}"
 
 
-def estimate_text(
-    spec: SweepSpec,
-    costs: TrialCosts | None,
-    mode: SweepMode | None,
-    cases: Mapping[str, Estimate],
-    notes: Sequence[str] = (),
-) -> str:
-    """What `sweep plan` and `sweep run` print first: the costs, `notes`, how a race runs
-    (`mode`; None: no race) and why, then the strategy's cases."""
-    head = f"sweep {spec.name}: strategy {spec.strategy}, {len(spec.all_configs())} config(s)"
-    if spec.interleave == "request":
-        head += ", each pass's configs in turns request by request"
-    if costs is None:
-        head += " (no cost estimate: set [service] expected_start_s and expected_bench_s)"
-    else:
-        head += f"; per trial {costs.start_s:.0f} s start + {costs.bench_s:.0f} s bench"
-        head += f" ({costs.source})"
-    lines = [head, *(f"  note: {note}" for note in notes)]
-    if mode is not None:
-        kind = "restart-bound" if mode.restart_bound else "pass by pass"
-        lines.append(f"  race mode: {kind}: {mode.reason}")
-    for name, e in cases.items():
-        lines.append(
-            f"  {name}: {e.trials} trial(s), {e.restarts} {restart_word(spec)}, "
-            f"~{format_duration(e.seconds)}"
-        )
-    return "\n".join(lines)
-
-
 def restart_word(spec: SweepSpec) -> str:
     """What starts each trial's server config: a restart, or a hot reconfigure in place."""
     return "hot reconfigure(s)" if spec.service.control == "hot" else "restart(s)"
@@ -347,7 +317,6 @@ __all__ = [
     "TrialCosts",
     "bench_text",
     "estimate",
-    "estimate_text",
     "format_duration",
     "grid_estimate",
     "live_eta",
