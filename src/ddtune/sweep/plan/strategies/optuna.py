@@ -15,7 +15,6 @@ the best `confirm_top` configs and the baseline race in the sweep
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext, TrialRecord
@@ -63,6 +62,8 @@ class Optuna(Strategy):
 
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
         super().__init__(spec, mode)
+        assert spec.optuna is not None and spec.search is not None  # checked by parse_spec
+        self.optuna, self.space = spec.optuna, spec.search
         self.race: Race | None = None  # the confirming race, once the search is done
         self._search: Search | None = None
         self._finished: Finished | None = None
@@ -72,11 +73,9 @@ class Optuna(Strategy):
         if self._search is None:
             from ddtune.sweep.plan.study import Search
 
-            spec, optuna = self.spec, self.spec.optuna
-            assert spec.search is not None and optuna is not None  # checked by parse_spec
-            seed = spec.seed if optuna.seed is None else optuna.seed
-            path = study_path(store.path)
-            self._search = Search(spec.search, path, study_name=spec.name, seed=seed)
+            seed = self.spec.seed if self.optuna.seed is None else self.optuna.seed
+            path = store.path.with_name(store.path.stem + ".optuna.sqlite")
+            self._search = Search(self.space, path, study_name=self.spec.name, seed=seed)
         return self._search
 
     def next_batch(self, store: Store, sweep_id: int) -> list[TrialRow]:
@@ -96,8 +95,7 @@ class Optuna(Strategy):
 
     def outcome(self) -> str:
         told = 0 if self._search is None else len(self._search.completed())
-        assert self.spec.optuna is not None
-        text = f"search: {told} completed trial(s) of {self.spec.optuna.n_trials}"
+        text = f"search: {told} completed trial(s) of {self.optuna.n_trials}"
         return text if self.race is None else f"{text}; confirm {self.race.outcome()}"
 
     def _tell_finished(self, store: Store, sweep_id: int) -> None:
@@ -114,8 +112,7 @@ class Optuna(Strategy):
                 search.tell(proposal.number, value, pass_rate_constraint(record, records))
 
     def _search_done(self, store: Store, sweep_id: int) -> bool:
-        spec, optuna = self.spec, self.spec.optuna
-        assert optuna is not None
+        spec, optuna = self.spec, self.optuna
         if self.search(store).running():
             return False
         finished = len(store.trials(sweep_id, ("done", "failed")))
@@ -128,8 +125,7 @@ class Optuna(Strategy):
 
     def _confirm_race(self, store: Store) -> Race:
         """The best `confirm_top` configs and the baseline, raced in `<name>.confirm`."""
-        spec, optuna = self.spec, self.spec.optuna
-        assert optuna is not None
+        spec, optuna = self.spec, self.optuna
         configs = [(c, True) for c in [spec.baseline] if c is not None]
         for proposal in self.search(store).best(optuna.confirm_top):
             config = Config(proposal.params, tuple(sorted(proposal.vars.items())))
@@ -144,16 +140,12 @@ class Optuna(Strategy):
 
     def estimates(self, costs: TrialCosts) -> dict[str, Estimate]:
         """The search's trials, then the race over its best configs (and the baseline)."""
-        spec = self.spec
-        if spec.optuna is None:
-            return race_span(spec, costs, len(spec.all_configs())).cases("race")
-        confirmed = spec.optuna.confirm_top + (1 if spec.baseline else 0)
-        confirm = race_span(spec, costs, confirmed).cases("confirm race")
-        return {"search": estimate(spec.optuna.n_trials, costs)} | confirm
+        confirmed = self.optuna.confirm_top + (1 if self.spec.baseline else 0)
+        confirm = race_span(self.spec, costs, confirmed).cases("confirm race")
+        return {"search": estimate(self.optuna.n_trials, costs)} | confirm
 
     def how_it_runs(self) -> list[str]:
-        spec, optuna = self.spec, self.spec.optuna
-        assert optuna is not None  # checked by parse_spec
+        spec, optuna = self.spec, self.optuna
         base = " and the baseline" if spec.baseline is not None else ""
         return [
             "A search: Optuna proposes one config at a time from the [space] ranges and the "
@@ -184,10 +176,6 @@ class Optuna(Strategy):
         self, summary: ReportSummary | None, per_trial: float, left: int, total: int
     ) -> str:
         return "; the search proposes more trials until its budget is spent"
-
-
-def study_path(store_path: Path) -> Path:
-    return store_path.with_name(store_path.stem + ".optuna.sqlite")
 
 
 def _trial_of(store: Store, sweep_id: int, proposal: Proposal) -> TrialRow:
@@ -222,4 +210,4 @@ def pass_rate_constraint(record: TrialRecord, records: dict[int, TrialRecord]) -
     return RACE_ALPHA - fisher_exact_two_sided(*counts, *best)
 
 
-__all__ = ["CONFIRM_SUFFIX", "Optuna", "pass_rate_constraint", "study_path"]
+__all__ = ["CONFIRM_SUFFIX", "Optuna", "pass_rate_constraint"]
