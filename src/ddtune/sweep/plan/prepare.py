@@ -73,10 +73,6 @@ class Sweep:
             )
         return "\n".join(lines)
 
-    def blocked(self, sweep: SweepRow) -> bool:
-        """Does the report analyse the passes of `sweep` (this spec's, in the store) as blocks?"""
-        return self.strategy.blocked(sweep)
-
     @cached_property
     def forecast(self) -> Forecast | None:
         """What `[sweep] trace` predicts (read once); None without a trace."""
