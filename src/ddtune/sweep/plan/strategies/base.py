@@ -189,11 +189,6 @@ def bench_words(spec: SweepSpec) -> list[str]:
     ]
 
 
-def baseline_words(spec: SweepSpec) -> str:
-    """', the baseline (ar) among them' (nothing without a baseline)."""
-    return "" if spec.baseline is None else f", the baseline ({spec.baseline.label()}) among them"
-
-
 def refuse_search_settings(doc: SpecDocument) -> None:
     """`[optuna]` and `{low, high}` ranges belong to a search."""
     if doc.optuna is not None:
@@ -222,7 +217,6 @@ __all__ = [
     "RACE_ONLY",
     "RACE_REPEATS",
     "Strategy",
-    "baseline_words",
     "bench_words",
     "in_passes",
     "order_words",
