@@ -163,9 +163,16 @@ def _capped(
 
 
 def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:
-    """Measured medians from `store` (any sweep in it), else the spec's expected seconds."""
+    """Measured medians from `store` (any sweep in it: stop + start-to-READY seconds of fresh
+    starts, bench seconds of done attempts), else the spec's expected seconds."""
     if store is not None:
-        starts, benches = measured_timings(store)
+        starts, benches = [], []
+        for timings in store.done_timings():
+            if "bench_s" in timings:
+                benches.append(float(timings["bench_s"]))
+            if "start_to_ready_s" in timings:
+                ready = float(timings["start_to_ready_s"])
+                starts.append(ready + float(timings.get("stop_to_quiet_s", 0)))
         source = f"measured: median of {len(benches)} trial(s) in {store.path}"
         measured = measured_costs(starts, benches, source)
         if measured is not None:
@@ -174,19 +181,6 @@ def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:
     if start is None or bench is None:
         return None
     return TrialCosts(start, bench, "[service] expected_start_s / expected_bench_s")
-
-
-def measured_timings(store: Store) -> tuple[list[float], list[float]]:
-    """(stop + start-to-READY seconds of fresh starts, bench seconds) of done attempts."""
-    starts, benches = [], []
-    for timings in store.done_timings():
-        if "bench_s" in timings:
-            benches.append(float(timings["bench_s"]))
-        if "start_to_ready_s" in timings:
-            starts.append(
-                float(timings["start_to_ready_s"]) + float(timings.get("stop_to_quiet_s", 0))
-            )
-    return starts, benches
 
 
 def bench_text(spec: SweepSpec, costs: TrialCosts | None) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from ddtune.records import MIX_TPS, TrialRecord
 from ddtune.report.summarize import THROUGHPUT, record_values
 from ddtune.stats.blocked import block_of
+from ddtune.sweep.plan.fold import FINISHED
 from ddtune.sweep.plan.races.by_pass import PassResult
 
 OBJECTIVE_METRICS = {  # [sweep] objective -> the per-trial value it optimises (higher is better)
@@ -24,8 +25,6 @@ OBJECTIVE_METRICS = {  # [sweep] objective -> the per-trial value it optimises (
     "speedup": THROUGHPUT,  # ratio to the baseline per pass: paired, the baseline cancels
     "mix": MIX_TPS,  # tok/s over the bench's workloads, weighted by [bench] mix
 }
-FINISHED = ("done", "failed")
-
 
 def objective_value(record: TrialRecord, objective: str) -> float | None:
     """The objective of one done trial; None for unfinished/failed trials or missing metrics."""

@@ -23,8 +23,7 @@ class Grid(Strategy):
         for name in RACE_ONLY:
             if name in doc.sweep.model_fields_set:
                 fail(f"sweep.{name}", 'only applies to strategy = "race" or "optuna"')
-        if doc.sweep.passes_per_start > 1:
-            passes_divide(doc, [("repeats", cls.repeats(doc.sweep))])
+        passes_divide(doc, [("repeats", cls.repeats(doc.sweep))])
 
     def first_trials(self) -> list[PlannedTrial]:
         spec = self.spec

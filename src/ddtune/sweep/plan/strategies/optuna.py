@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.stats.intervals import fisher_exact_two_sided
 from ddtune.sweep.plan.costs import RACE_ALPHA, Estimate, TrialCosts, estimate, race_span
-from ddtune.sweep.plan.fold import Finished
+from ddtune.sweep.plan.fold import FINISHED, Finished
 from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.strategies.base import Strategy, in_passes
 from ddtune.sweep.plan.strategies.race import Race
@@ -57,8 +57,7 @@ class Optuna(Strategy):
             )
         if doc.space is None:
             fail("space", 'strategy = "optuna" needs a [space] with ranges or lists to search')
-        if doc.sweep.passes_per_start > 1:
-            passes_divide(doc, [("repeats", repeats), ("min_repeats", doc.sweep.min_repeats)])
+        passes_divide(doc, [("repeats", repeats), ("min_repeats", doc.sweep.min_repeats)])
 
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
         super().__init__(spec, mode)
@@ -87,7 +86,7 @@ class Optuna(Strategy):
                 break
             proposal = search.ask()
             row = _trial_of(store, sweep_id, proposal)
-            if row["status"] not in ("done", "failed"):
+            if row["status"] not in FINISHED:
                 return [row]
         confirm = store.sweep_id(self.spec.name + CONFIRM_SUFFIX)
         assert confirm is not None
@@ -107,7 +106,7 @@ class Optuna(Strategy):
         records = {r.repeat: r for r in self._finished.records}
         for proposal in search.running():
             record = records.get(proposal.number + 1)
-            if record is not None and record.status in ("done", "failed"):
+            if record is not None and record.status in FINISHED:
                 value = objective_value(record, self.spec.objective)
                 search.tell(proposal.number, value, pass_rate_constraint(record, records))
 
@@ -115,7 +114,7 @@ class Optuna(Strategy):
         spec, optuna = self.spec, self.optuna
         if self.search(store).running():
             return False
-        finished = len(store.trials(sweep_id, ("done", "failed")))
+        finished = len(store.trials(sweep_id, FINISHED))
         if finished >= optuna.n_trials:
             return True
         if spec.max_trials is not None and finished >= spec.max_trials:
