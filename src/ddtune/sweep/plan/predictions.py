@@ -14,11 +14,12 @@ a cost model of measured trials (`ddtune.trace.round_cost`). See docs/traces.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ddtune.engines import get_engine
-from ddtune.records import SweepContext
+from ddtune.records import SweepContext, TrialRecord
 from ddtune.sweep.plan.races.predicting import predicted_configs
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import Store
@@ -79,7 +80,10 @@ class PlanPredictions:
 def plan_predictions(spec: SweepSpec, forecast: Forecast, store: Store | None) -> PlanPredictions:
     """`sweep plan` of a spec with a trace: every config's predicted τ and, once a store of
     the same service has measured trials, its tok/s, ranked; the dominated ones."""
-    observations = store_observations(store, forecast) if store is not None else []
+    records: list[TrialRecord] = []
+    if store is not None:
+        records = [r for i in store.sweep_ids() for r in trial_records(store, i)]
+    observations = store_observations(records, forecast)
     model = CostModel(forecast.shapes, observations, spec.seed)
     labels = [c.label() for c, _ in spec.all_configs()]
     source = f"predicted from the trace {spec.trace} (T = 0"
@@ -115,32 +119,27 @@ def traced_context(
 ) -> None:
     """A grid's or a plain race's report with `[sweep] trace`: each config's predicted τ and
     tok/s (a cost model of this sweep's measured trials) beside the measurements."""
-    model = CostModel(forecast.shapes, store_observations(store, forecast, sweep_id), spec.seed)
-    done = {r.label for r in trial_records(store, sweep_id) if r.status == "done"}
+    records = trial_records(store, sweep_id)
+    model = CostModel(forecast.shapes, store_observations(records, forecast), spec.seed)
+    done = {r.label for r in records if r.status == "done"}
     statuses = {
         c.label(): "started" if c.label() in done else "not started" for c, _ in spec.all_configs()
     }
     context.predictions = predicted_configs(forecast, model, statuses, seed=spec.seed)
 
 
-def store_observations(
-    store: Store, forecast: Forecast, sweep_id: int | None = None
-) -> list[Observation]:
-    """One observation per done trial and workload of configs the forecast knows (of one
-    sweep, or of every sweep in the store)."""
+def store_observations(records: Iterable[TrialRecord], forecast: Forecast) -> list[Observation]:
+    """One observation per done trial and workload of configs the forecast knows."""
     out = []
-    ids = [sweep_id] if sweep_id is not None else store.sweep_ids()
-    for sid in ids:
-        for record in trial_records(store, sid):
-            shapes = forecast.shapes.get(record.label)
-            if record.status != "done" or shapes is None:
-                continue
-            for w, shape in shapes.items():
-                tps = record.metrics.get(f"{w}_tps")
-                if isinstance(tps, int | float) and tps > 0:
-                    out.append(
-                        Observation(record.label, w, shape.tokens_per_round / tps, record.trial_id)
-                    )
+    for record in records:
+        shapes = forecast.shapes.get(record.label)
+        if record.status != "done" or shapes is None:
+            continue
+        for w, shape in shapes.items():
+            tps = record.metrics.get(f"{w}_tps")
+            if isinstance(tps, int | float) and tps > 0:
+                seconds = shape.tokens_per_round / tps
+                out.append(Observation(record.label, w, seconds, record.trial_id))
     return out
 
 
