@@ -35,6 +35,7 @@ from rich.padding import Padding
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from ddtune.bench.suites.plan import bench_shares, share_text
 from ddtune.records import TrialRecord
 from ddtune.report.render.document import (
     Block,
@@ -48,7 +49,7 @@ from ddtune.report.render.document import (
 from ddtune.services.engine_check import check_launches
 from ddtune.sweep.checks import check_before_stopping, planned_launches
 from ddtune.sweep.plan import Sweep, prepare
-from ddtune.sweep.plan.costs import Estimate, Span, bench_text, format_duration, restart_word
+from ddtune.sweep.plan.costs import Estimate, Span, TrialCosts, format_duration, restart_word
 from ddtune.sweep.plan.predictions import store_observations
 from ddtune.sweep.plan.strategies.predict_path import (
     PredictedPath,
@@ -114,6 +115,18 @@ def plan_view(
 
 def _bench(sweep: Sweep) -> list[Block]:
     return [Paragraph(bench_text(sweep.spec, sweep.costs).strip())]
+
+
+def bench_text(spec: SweepSpec, costs: TrialCosts | None) -> str:
+    """One bench's expected seconds per workload: the bench's expected (or measured) time
+    split by each workload's share of the tokens it generates at most."""
+    shares = bench_shares(spec.bench)
+    tokens = sum(t for _, t in shares.values()) or 1
+    parts = []
+    for name, (requests, most) in shares.items():
+        seconds = "" if costs is None else f", ~{costs.bench_s * most / tokens:.0f} s"
+        parts.append(f"{share_text(spec.bench, name, requests)}{seconds}")
+    return "  bench per trial: " + "; ".join(parts)
 
 
 # --- Limits ---------------------------------------------------------------------------

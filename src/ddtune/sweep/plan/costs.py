@@ -183,42 +183,6 @@ def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:
     return TrialCosts(start, bench, "[service] expected_start_s / expected_bench_s")
 
 
-def bench_text(spec: SweepSpec, costs: TrialCosts | None) -> str:
-    """One bench's expected seconds per workload: the bench's expected (or measured) time
-    split by each workload's share of the tokens it generates at most."""
-    from ddtune.bench.suites.plan import bench_shares
-
-    shares = bench_shares(spec.bench)
-    tokens = sum(t for _, t in shares.values()) or 1
-    parts = []
-    for name, (requests, most) in shares.items():
-        seconds = "" if costs is None else f", ~{costs.bench_s * most / tokens:.0f} s"
-        parts.append(f"{_how_much(spec, name, requests)}{seconds}")
-    return "  bench per trial: " + "; ".join(parts)
-
-
-SUITE_TITLES = {"humaneval": "HumanEval", "mt-bench": "MT-Bench", "gsm8k": "GSM8K"}
-SUITE_TITLES["agent-sessions"] = "the agent sessions"
-
-
-def _how_much(spec: SweepSpec, name: str, requests: int) -> str:
-    """`20 of HumanEval's 164, seeded`: how much of a suite one trial runs."""
-    from ddtune.bench.suites.names import BUNDLED, SIZES, TURNS
-    from ddtune.bench.suites.plan import bundled_text
-
-    if name == BUNDLED:
-        return bundled_text(spec.bench)
-    if name not in SIZES:
-        return f"{name} {requests} request(s)"
-    size, turns = SIZES[name], TURNS.get(name, 1)
-    items = requests // turns
-    title = SUITE_TITLES.get(name, name)
-    whole = "all" if items >= size else f"{items} of"
-    each = f" ({turns} turns each: {requests} requests)" if turns > 1 else ""
-    seeded = "" if items >= size else f", seeded (bench.seed = {spec.bench.seed})"
-    return f"{whole} {title}'s {size}{each}{seeded}"
-
-
 def restart_word(spec: SweepSpec) -> str:
     """What starts each trial's server config: a restart, or a hot reconfigure in place."""
     return "hot reconfigure(s)" if spec.service.control == "hot" else "restart(s)"
@@ -309,7 +273,6 @@ __all__ = [
     "Estimate",
     "Span",
     "TrialCosts",
-    "bench_text",
     "estimate",
     "format_duration",
     "grid_estimate",
