@@ -11,9 +11,9 @@ from rich.console import Console
 
 from ddtune.cli import main
 from ddtune.report.render.document import Paragraph, Section, Table
-from ddtune.sweep.plan import prepare
+from ddtune.sweep.plan import prepare, read_spec
 from ddtune.sweep.plan.costs import format_duration
-from ddtune.sweep.plan_view import SHOWN, SHOWN_TRIALS, plan_text, plan_view
+from ddtune.sweep.plan_view import SHOWN, SHOWN_TRIALS, bench_text, plan_text, plan_view
 
 COSTS = "expected_start_s = 420\nexpected_bench_s = 60\n"
 RACE = """
@@ -301,7 +301,6 @@ def traced(tmp_path_factory):
 
 
 def test_predict_then_confirm_beside_the_restart_bound_race(traced, tmp_path, capsys):
-    from ddtune.sweep.plan import read_spec
     from ddtune.sweep.plan.strategies.predict_path import predicted_path
 
     path = traced()
@@ -346,3 +345,36 @@ def test_above_t0_a_trace_predicts_no_path_and_says_why(traced, tmp_path, capsys
     out = capsys.readouterr().out
     assert "no prediction path: the bench runs at T = 0.7; a trace predicts T = 0 only" in out
     assert "predict, then confirm:" not in out
+
+
+def test_sweep_plan_splits_a_bench_by_workload(tmp_path) -> None:  # noqa: ANN001
+    spec_path = tmp_path / "spec.toml"
+    spec_path.write_text(
+        """
+[sweep]
+name = "split"
+repeats = 1
+baseline = { mode = "ar" }
+[service]
+control = "process"
+engine = "ddtune"
+command = ["{python}", "-m", "ddtune.cli", "serve", "--port", "{port}", "--mode", "{mode}"]
+port = 18799
+expected_start_s = 5
+expected_bench_s = 60
+[bench]
+suite = ["humaneval", "mt-bench"]
+[bench.suites.humaneval]
+limit = 10
+max_tokens = 100
+[bench.suites.mt-bench]
+limit = 5
+max_tokens = 100
+"""
+    )
+    text = bench_text(read_spec(spec_path), prepare(read_spec(spec_path), None).costs)
+    # 10 x 100 tokens and 5 questions x 2 turns x 100 tokens: half of the 60 s each
+    assert text == (
+        "  bench per trial: 10 of HumanEval's 164, seeded (bench.seed = 0), ~30 s; "
+        "5 of MT-Bench's 80 (2 turns each: 10 requests), seeded (bench.seed = 0), ~30 s"
+    )

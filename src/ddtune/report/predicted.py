@@ -17,15 +17,9 @@ from __future__ import annotations
 from ddtune.records import PredictedConfig
 from ddtune.report.render.document import Block, Cell, Paragraph, Section, Table
 from ddtune.report.result import ReportSummary
-from ddtune.report.summarize import THROUGHPUT, ConfigSummary
+from ddtune.report.summarize import OBJECTIVE_METRICS, THROUGHPUT, ConfigSummary
 
 TAU_MISS = 0.05
-OBJECTIVE_METRIC = {
-    "throughput": THROUGHPUT,
-    "speedup": THROUGHPUT,
-    "long_context": "long_tps",
-    "short_context": "short_tps",
-}
 TITLE = "Predicted vs measured"
 
 
@@ -33,7 +27,9 @@ def predicted_section(summary: ReportSummary) -> Section:
     context = summary.context
     if not context.predictions:
         return Section(TITLE, [])
-    metric = OBJECTIVE_METRIC.get(context.objective, THROUGHPUT)
+    # a mix is predicted as the geometric mean over workloads (`CostModel.objective`): throughput
+    mix = context.objective == "mix"
+    metric = THROUGHPUT if mix else OBJECTIVE_METRICS.get(context.objective, THROUGHPUT)
     by_label = {s.label: s for s in summary.configs}
     rows = [_row(p, by_label.get(p.label), metric) for p in context.predictions]
     headers = [

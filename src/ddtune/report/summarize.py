@@ -39,6 +39,13 @@ MEAN_METRICS = (
 )
 REPORTED_METRICS = tuple(m for m in MEAN_METRICS if m != THROUGHPUT)  # read from records
 RATIO_METRICS = ("short_tps", "long_tps", THROUGHPUT, MIX_TPS)
+OBJECTIVE_METRICS = {  # [sweep] objective -> the per-trial value it optimises (higher is better)
+    "throughput": THROUGHPUT,  # geometric mean of short_tps and long_tps
+    "long_context": "long_tps",
+    "short_context": "short_tps",
+    "speedup": THROUGHPUT,  # ratio to the baseline per pass: paired, the baseline cancels
+    "mix": MIX_TPS,  # tok/s over the bench's workloads, weighted by [bench] mix
+}
 WORKLOAD_MEANS = ("tps", "acceptance_length", "ttft_s", "e2e_s")  # per workload, as "<name>/tps"
 
 

@@ -35,6 +35,8 @@ from rich.padding import Padding
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from ddtune.bench.suites.plan import bench_shares, share_text
+from ddtune.records import TrialRecord
 from ddtune.report.render.document import (
     Block,
     Bullets,
@@ -47,8 +49,8 @@ from ddtune.report.render.document import (
 from ddtune.services.engine_check import check_launches
 from ddtune.sweep.checks import check_before_stopping, planned_launches
 from ddtune.sweep.plan import Sweep, prepare
-from ddtune.sweep.plan.costs import Estimate, Span, bench_text, format_duration, restart_word
-from ddtune.sweep.plan.predictions import PlanPredictions, plan_predictions
+from ddtune.sweep.plan.costs import Estimate, Span, TrialCosts, format_duration, restart_word
+from ddtune.sweep.plan.predictions import store_observations
 from ddtune.sweep.plan.strategies.predict_path import (
     PredictedPath,
     outputs_path,
@@ -58,6 +60,9 @@ from ddtune.sweep.plan.strategies.predict_path import (
 )
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.records import trial_records
+from ddtune.trace.forecast import Forecast
+from ddtune.trace.round_cost import CostModel
 
 SHOWN = 20  # configs in the table unless --all
 SHOWN_TRIALS = 30  # trials listed unless --all
@@ -110,6 +115,18 @@ def plan_view(
 
 def _bench(sweep: Sweep) -> list[Block]:
     return [Paragraph(bench_text(sweep.spec, sweep.costs).strip())]
+
+
+def bench_text(spec: SweepSpec, costs: TrialCosts | None) -> str:
+    """One bench's expected seconds per workload: the bench's expected (or measured) time
+    split by each workload's share of the tokens it generates at most."""
+    shares = bench_shares(spec.bench)
+    tokens = sum(t for _, t in shares.values()) or 1
+    parts = []
+    for name, (requests, most) in shares.items():
+        seconds = "" if costs is None else f", ~{costs.bench_s * most / tokens:.0f} s"
+        parts.append(f"{share_text(spec.bench, name, requests)}{seconds}")
+    return "  bench per trial: " + "; ".join(parts)
 
 
 # --- Limits ---------------------------------------------------------------------------
@@ -181,6 +198,61 @@ def _cut(uncut: Span, fits: Fits) -> str:
 
 
 # --- Predicted ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfigPrediction:
+    """One config as `sweep plan` shows it: its predicted τ, its tok/s once a store of the
+    same service measured trials, and the config that dominates it (never started)."""
+
+    label: str
+    tau: float | None
+    tps: str | None  # "123.4 [100.0, 140.2]": the round-cost model's 95% interval
+    dominated_by: str | None
+
+
+@dataclass(frozen=True)
+class PlanPredictions:
+    source: str  # what the figures come from, in words
+    configs: list[ConfigPrediction]  # the best predicted first
+    note: str | None = None  # why the sweep races anyway (above T = 0)
+
+
+def plan_predictions(spec: SweepSpec, forecast: Forecast, store: Store | None) -> PlanPredictions:
+    """`sweep plan` of a spec with a trace: every config's predicted τ and, once a store of
+    the same service has measured trials, its tok/s, ranked; the dominated ones."""
+    records: list[TrialRecord] = []
+    if store is not None:
+        records = [r for i in store.sweep_ids() for r in trial_records(store, i)]
+    observations = store_observations(records, forecast)
+    model = CostModel(forecast.shapes, observations, spec.seed)
+    labels = [c.label() for c, _ in spec.all_configs()]
+    source = f"predicted from the trace {spec.trace} (T = 0"
+    source += (
+        f"; tok/s from a round-cost model of {len(observations)} measured start-workload(s) "
+        f"in {store.path})"
+        if observations and store is not None
+        else "; tok/s once trials are measured: ranked by tau, the acceptance length)"
+    )
+
+    def key(x: str) -> float:
+        if observations:
+            return -model.interval(x, spec.objective).point
+        return -(forecast.acceptance.get(x) or 1.0)
+
+    rows = [
+        ConfigPrediction(
+            label,
+            forecast.acceptance.get(label),
+            model.interval(label, spec.objective).text() if observations else None,
+            next((a for a in labels if forecast.dominates(a, label)), None),
+        )
+        for label in sorted(labels, key=key)
+    ]
+    note = None
+    if spec.bench.temperature != 0:
+        note = "the bench is not at T = 0: a trace predicts T = 0 only, so the sweep races"
+    return PlanPredictions(source, rows, note)
 
 
 def predicted_sections(sweep: Sweep, store: Store | None, everything: bool) -> list[Section]:

@@ -58,7 +58,7 @@ def report_setup(
     spec = prepared.run_spec  # restart-bound: one start serves up to `most_benches` trials
     derived = {
         "tolerance": spec.tolerance,
-        "blocked": prepared.blocked(sweep),
+        "blocked": prepared.strategy.blocked(sweep),
         "passes_per_start": spec.passes_per_start,
         "interleave": spec.interleave,
     }

@@ -234,37 +234,41 @@ def test_pass_rate_constraint_marks_significantly_worse_trials_infeasible():
     assert pass_rate_constraint(no_coding, records) is None
 
 
-def test_sweep_plan_splits_a_bench_by_workload(tmp_path) -> None:  # noqa: ANN001
-    from ddtune.sweep.plan import read_spec
-    from ddtune.sweep.plan.costs import bench_text
+def test_the_live_page_says_what_a_strategy_may_add_after_the_planned_trials(spec_text):
+    """`eta_more`: a race (pass by pass or restart-bound) its most trials to its limits, a
+    search its budget, a grid nothing; nothing before the first report."""
+    from types import SimpleNamespace
 
-    spec_path = tmp_path / "spec.toml"
-    spec_path.write_text(
-        """
-[sweep]
-name = "split"
-repeats = 1
-baseline = { mode = "ar" }
-[service]
-control = "process"
-engine = "ddtune"
-command = ["{python}", "-m", "ddtune.cli", "serve", "--port", "{port}", "--mode", "{mode}"]
-port = 18799
-expected_start_s = 5
-expected_bench_s = 60
-[bench]
-suite = ["humaneval", "mt-bench"]
-[bench.suites.humaneval]
-limit = 10
-max_tokens = 100
-[bench.suites.mt-bench]
-limit = 5
-max_tokens = 100
-"""
+    from ddtune.records import Elimination, SweepContext
+
+    exits = [Elimination(f"x{i}", 3, "worse", "") for i in range(2)]
+    context = SweepContext("race", passes=3, exits=exits)
+    running = SimpleNamespace(configs=[None] * 9, context=context)
+    stopped = SimpleNamespace(configs=[None] * 9, context=SweepContext("race", stop="tie"))
+    more = "if the race runs to its limits (it stops as soon as it decides)"
+    for spec in (
+        spec_text.parse(RACE, COSTS),
+        spec_text.parse(RACE.replace("restart_bound = false", "restart_bound = true"), COSTS),
+    ):
+        strategy = prepare(spec, None).strategy
+        assert strategy.races
+        assert strategy.eta_more(None, 480.0, 0, 27) == ""
+        assert strategy.eta_more(running, 480.0, 0, 27) == (
+            f"; then at most 35 more trial(s) (~4.7 h) {more}"
+        )
+        assert strategy.eta_more(running, 480.0, 4, 27) == (
+            f"; then at most 28 more trial(s) (~3.7 h) {more}"
+        )
+        assert strategy.eta_more(stopped, 480.0, 0, 27) == "; the race has stopped"
+    grid = spec_text.parse(
+        RACE.replace('strategy = "race"\nmin_repeats = 3\n', "").replace(
+            "restart_bound = false\n", ""
+        ),
+        COSTS,
     )
-    text = bench_text(read_spec(spec_path), prepare(read_spec(spec_path), None).costs)
-    # 10 x 100 tokens and 5 questions x 2 turns x 100 tokens: half of the 60 s each
-    assert text == (
-        "  bench per trial: 10 of HumanEval's 164, seeded (bench.seed = 0), ~30 s; "
-        "5 of MT-Bench's 80 (2 turns each: 10 requests), seeded (bench.seed = 0), ~30 s"
-    )
+    assert prepare(grid, None).strategy.eta_more(running, 480.0, 0, 27) == ""
+    search = prepare(spec_text.parse(OPTUNA, COSTS), None).strategy
+    for summary in (None, running):
+        assert search.eta_more(summary, 480.0, 0, 27) == (
+            "; the search proposes more trials until its budget is spent"
+        )

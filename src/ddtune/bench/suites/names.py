@@ -20,6 +20,12 @@ AGENT_SESSIONS = "agent-sessions"
 SUITE_NAMES = (BUNDLED, HUMANEVAL, MT_BENCH, GSM8K, AGENT_SESSIONS)
 SIZES = {HUMANEVAL: 164, MT_BENCH: 80, GSM8K: 100, AGENT_SESSIONS: 48}  # items per suite
 TURNS = {MT_BENCH: 2}  # requests per item (MT-Bench: two turns)
+SUITE_TITLES = {  # how `sweep plan` names a suite ("10 of HumanEval's 164")
+    HUMANEVAL: "HumanEval",
+    MT_BENCH: "MT-Bench",
+    GSM8K: "GSM8K",
+    AGENT_SESSIONS: "the agent sessions",
+}
 TRAFFIC = "traffic"
 WORKLOAD_NAMES = (*SUITE_NAMES, TRAFFIC)
 

@@ -30,6 +30,7 @@ from ddtune.bench.suites.names import (
     HUMANEVAL,
     MT_BENCH,
     SIZES,
+    SUITE_TITLES,
     TRAFFIC,
     TURNS,
 )
@@ -118,6 +119,22 @@ def bundled_text(matrix: BenchMatrix) -> str:
         )
         parts.append(tasks + (f", {coding.n_samples} samples each" if coding.n_samples > 1 else ""))
     return "bundled: " + (" and ".join(parts) or "nothing")
+
+
+def share_text(matrix: BenchMatrix, name: str, requests: int) -> str:
+    """`10 of HumanEval's 164, seeded (bench.seed = 0)`: how much of workload `name` one bench
+    of `matrix` runs, `requests` requests of it (`bench_shares`)."""
+    if name == BUNDLED:
+        return bundled_text(matrix)
+    if name not in SIZES:
+        return f"{name} {requests} request(s)"
+    size, turns = SIZES[name], TURNS.get(name, 1)
+    items = requests // turns
+    title = SUITE_TITLES.get(name, name)
+    whole = "all" if items >= size else f"{items} of"
+    each = f" ({turns} turns each: {requests} requests)" if turns > 1 else ""
+    seeded = "" if items >= size else f", seeded (bench.seed = {matrix.seed})"
+    return f"{whole} {title}'s {size}{each}{seeded}"
 
 
 def bench_shares(matrix: BenchMatrix) -> dict[str, tuple[int, int]]:

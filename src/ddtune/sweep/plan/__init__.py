@@ -19,20 +19,14 @@ Every strategy plans from the store, so a resumed sweep decides as an
 uninterrupted one would.
 """
 
-from ddtune.sweep.plan.costs import estimate_text
 from ddtune.sweep.plan.prepare import Sweep, plan_spec, prepare
-from ddtune.sweep.plan.strategies import STRATEGIES, Strategy, parse_spec, read_spec
-from ddtune.sweep.plan.trial_order import block_order, plan_trials
+from ddtune.sweep.plan.strategies import STRATEGIES, parse_spec, read_spec
 
 __all__ = [
     "STRATEGIES",
-    "Strategy",
     "Sweep",
-    "block_order",
-    "estimate_text",
     "parse_spec",
     "plan_spec",
-    "plan_trials",
     "prepare",
     "read_spec",
 ]

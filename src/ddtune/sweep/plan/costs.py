@@ -16,14 +16,13 @@ import dataclasses
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ddtune.sweep.plan.races.by_pass import RaceSettings
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import Store
-from ddtune.sweep.store.modes import SweepMode
 
 if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
@@ -58,6 +57,12 @@ class Span:
     best: Estimate
     worst: Estimate
     median: Estimate | None = None
+
+    def cases(self, name: str) -> dict[str, Estimate]:
+        """The named cases `sweep plan` prints: `name`'s best case, expected (median) where
+        known, and worst case."""
+        cases = {"best case": self.best, "expected (median)": self.median, "worst case": self.worst}
+        return {f"{name}, {case}": e for case, e in cases.items() if e is not None}
 
 
 def estimate(starts: int, costs: TrialCosts, passes_per_start: int = 1) -> Estimate:
@@ -158,9 +163,16 @@ def _capped(
 
 
 def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:
-    """Measured medians from `store` (any sweep in it), else the spec's expected seconds."""
+    """Measured medians from `store` (any sweep in it: stop + start-to-READY seconds of fresh
+    starts, bench seconds of done attempts), else the spec's expected seconds."""
     if store is not None:
-        starts, benches = measured_timings(store)
+        starts, benches = [], []
+        for timings in store.done_timings():
+            if "bench_s" in timings:
+                benches.append(float(timings["bench_s"]))
+            if "start_to_ready_s" in timings:
+                ready = float(timings["start_to_ready_s"])
+                starts.append(ready + float(timings.get("stop_to_quiet_s", 0)))
         source = f"measured: median of {len(benches)} trial(s) in {store.path}"
         measured = measured_costs(starts, benches, source)
         if measured is not None:
@@ -169,84 +181,6 @@ def trial_costs(spec: SweepSpec, store: Store | None) -> TrialCosts | None:
     if start is None or bench is None:
         return None
     return TrialCosts(start, bench, "[service] expected_start_s / expected_bench_s")
-
-
-def measured_timings(store: Store) -> tuple[list[float], list[float]]:
-    """(stop + start-to-READY seconds of fresh starts, bench seconds) of done attempts."""
-    starts, benches = [], []
-    for timings in store.done_timings():
-        if "bench_s" in timings:
-            benches.append(float(timings["bench_s"]))
-        if "start_to_ready_s" in timings:
-            starts.append(
-                float(timings["start_to_ready_s"]) + float(timings.get("stop_to_quiet_s", 0))
-            )
-    return starts, benches
-
-
-def bench_text(spec: SweepSpec, costs: TrialCosts | None) -> str:
-    """One bench's expected seconds per workload: the bench's expected (or measured) time
-    split by each workload's share of the tokens it generates at most."""
-    from ddtune.bench.suites.plan import bench_shares
-
-    shares = bench_shares(spec.bench)
-    tokens = sum(t for _, t in shares.values()) or 1
-    parts = []
-    for name, (requests, most) in shares.items():
-        seconds = "" if costs is None else f", ~{costs.bench_s * most / tokens:.0f} s"
-        parts.append(f"{_how_much(spec, name, requests)}{seconds}")
-    return "  bench per trial: " + "; ".join(parts)
-
-
-SUITE_TITLES = {"humaneval": "HumanEval", "mt-bench": "MT-Bench", "gsm8k": "GSM8K"}
-SUITE_TITLES["agent-sessions"] = "the agent sessions"
-
-
-def _how_much(spec: SweepSpec, name: str, requests: int) -> str:
-    """`20 of HumanEval's 164, seeded`: how much of a suite one trial runs."""
-    from ddtune.bench.suites.names import BUNDLED, SIZES, TURNS
-    from ddtune.bench.suites.plan import bundled_text
-
-    if name == BUNDLED:
-        return bundled_text(spec.bench)
-    if name not in SIZES:
-        return f"{name} {requests} request(s)"
-    size, turns = SIZES[name], TURNS.get(name, 1)
-    items = requests // turns
-    title = SUITE_TITLES.get(name, name)
-    whole = "all" if items >= size else f"{items} of"
-    each = f" ({turns} turns each: {requests} requests)" if turns > 1 else ""
-    seeded = "" if items >= size else f", seeded (bench.seed = {spec.bench.seed})"
-    return f"{whole} {title}'s {size}{each}{seeded}"
-
-
-def estimate_text(
-    spec: SweepSpec,
-    costs: TrialCosts | None,
-    mode: SweepMode | None,
-    cases: Mapping[str, Estimate],
-    notes: Sequence[str] = (),
-) -> str:
-    """What `sweep plan` and `sweep run` print first: the costs, `notes`, how a race runs
-    (`mode`; None: no race) and why, then the strategy's cases."""
-    head = f"sweep {spec.name}: strategy {spec.strategy}, {len(spec.all_configs())} config(s)"
-    if spec.interleave == "request":
-        head += ", each pass's configs in turns request by request"
-    if costs is None:
-        head += " (no cost estimate: set [service] expected_start_s and expected_bench_s)"
-    else:
-        head += f"; per trial {costs.start_s:.0f} s start + {costs.bench_s:.0f} s bench"
-        head += f" ({costs.source})"
-    lines = [head, *(f"  note: {note}" for note in notes)]
-    if mode is not None:
-        kind = "restart-bound" if mode.restart_bound else "pass by pass"
-        lines.append(f"  race mode: {kind}: {mode.reason}")
-    for name, e in cases.items():
-        lines.append(
-            f"  {name}: {e.trials} trial(s), {e.restarts} {restart_word(spec)}, "
-            f"~{format_duration(e.seconds)}"
-        )
-    return "\n".join(lines)
 
 
 def restart_word(spec: SweepSpec) -> str:
@@ -275,14 +209,9 @@ def race_settings(spec: SweepSpec) -> RaceSettings:
     )
 
 
-def race_cases(spec: SweepSpec, costs: TrialCosts, configs: int) -> dict[str, Estimate]:
-    """A race of `configs` configs: its best case (it decides at `min_repeats`), its worst."""
-    span = race_span(spec, costs, configs)
-    return {"race, best case": span.best, "race, worst case": span.worst}
-
-
 def race_span(spec: SweepSpec, costs: TrialCosts, configs: int) -> Span:
-    """`race_cases` as a `Span` (a pass-by-pass race has no median case)."""
+    """A race of `configs` configs: its best case (it decides at `min_repeats`) and its
+    worst (a pass-by-pass race has no median case)."""
     k = spec.passes_per_start  # (starts of k passes each: a last start may serve fewer)
     best, worst = race_estimates(
         configs,
@@ -344,14 +273,11 @@ __all__ = [
     "Estimate",
     "Span",
     "TrialCosts",
-    "bench_text",
     "estimate",
-    "estimate_text",
     "format_duration",
     "grid_estimate",
     "live_eta",
     "measured_costs",
-    "race_cases",
     "race_estimates",
     "race_more",
     "race_settings",

@@ -12,19 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ddtune.records import MIX_TPS, TrialRecord
-from ddtune.report.summarize import THROUGHPUT, record_values
+from ddtune.records import TrialRecord
+from ddtune.report.summarize import OBJECTIVE_METRICS, record_values
 from ddtune.stats.blocked import block_of
+from ddtune.sweep.plan.fold import FINISHED
 from ddtune.sweep.plan.races.by_pass import PassResult
-
-OBJECTIVE_METRICS = {  # [sweep] objective -> the per-trial value it optimises (higher is better)
-    "throughput": THROUGHPUT,  # geometric mean of short_tps and long_tps
-    "long_context": "long_tps",
-    "short_context": "short_tps",
-    "speedup": THROUGHPUT,  # ratio to the baseline per pass: paired, the baseline cancels
-    "mix": MIX_TPS,  # tok/s over the bench's workloads, weighted by [bench] mix
-}
-FINISHED = ("done", "failed")
 
 
 def objective_value(record: TrialRecord, objective: str) -> float | None:
@@ -93,7 +85,6 @@ def _geomean(values: Sequence[float]) -> float:
 
 
 __all__ = [
-    "OBJECTIVE_METRICS",
     "blocked_samples",
     "block_of",
     "objective_value",

@@ -3,7 +3,7 @@ measurements, and what strategy "predict" decides from.
 
     forecast = spec_forecast(spec)                  # the trace read and checked (UserError: exit 2)
     forecast = stored_forecast(spec, mode)          # the one kept with the sweep, else the trace's
-    shown = plan_predictions(spec, forecast, store)  # `sweep plan`: τ, tok/s, the dominated
+    observations = store_observations(records, forecast)  # seconds per round, done trials
     traced_context(spec, forecast, store, id, ctx)  # the report of a grid or a race with a trace
 
 A trace predicts only the requests its bench sends (`check_requests`) and the
@@ -14,11 +14,11 @@ a cost model of measured trials (`ddtune.trace.round_cost`). See docs/traces.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
 from ddtune.engines import get_engine
-from ddtune.records import SweepContext
+from ddtune.records import SweepContext, TrialRecord
 from ddtune.sweep.plan.races.predicting import predicted_configs
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import Store
@@ -58,96 +58,36 @@ def trace_binding(spec: SweepSpec) -> list[str]:
     return bind_trace(read_header(Path(spec.trace)), spec_models(spec), spec.trace)
 
 
-@dataclass(frozen=True)
-class ConfigPrediction:
-    """One config as `sweep plan` shows it: its predicted τ, its tok/s once a store of the
-    same service measured trials, and the config that dominates it (never started)."""
-
-    label: str
-    tau: float | None
-    tps: str | None  # "123.4 [100.0, 140.2]": the round-cost model's 95% interval
-    dominated_by: str | None
-
-
-@dataclass(frozen=True)
-class PlanPredictions:
-    source: str  # what the figures come from, in words
-    configs: list[ConfigPrediction]  # the best predicted first
-    note: str | None = None  # why the sweep races anyway (above T = 0)
-
-
-def plan_predictions(spec: SweepSpec, forecast: Forecast, store: Store | None) -> PlanPredictions:
-    """`sweep plan` of a spec with a trace: every config's predicted τ and, once a store of
-    the same service has measured trials, its tok/s, ranked; the dominated ones."""
-    observations = store_observations(store, forecast) if store is not None else []
-    model = CostModel(forecast.shapes, observations, spec.seed)
-    labels = [c.label() for c, _ in spec.all_configs()]
-    source = f"predicted from the trace {spec.trace} (T = 0"
-    source += (
-        f"; tok/s from a round-cost model of {len(observations)} measured start-workload(s) "
-        f"in {store.path})"
-        if observations and store is not None
-        else "; tok/s once trials are measured: ranked by tau, the acceptance length)"
-    )
-
-    def key(x: str) -> float:
-        if observations:
-            return -model.interval(x, spec.objective).point
-        return -(forecast.acceptance.get(x) or 1.0)
-
-    rows = [
-        ConfigPrediction(
-            label,
-            forecast.acceptance.get(label),
-            model.interval(label, spec.objective).text() if observations else None,
-            next((a for a in labels if forecast.dominates(a, label)), None),
-        )
-        for label in sorted(labels, key=key)
-    ]
-    note = None
-    if spec.bench.temperature != 0:
-        note = "the bench is not at T = 0: a trace predicts T = 0 only, so the sweep races"
-    return PlanPredictions(source, rows, note)
-
-
 def traced_context(
     spec: SweepSpec, forecast: Forecast, store: Store, sweep_id: int, context: SweepContext
 ) -> None:
     """A grid's or a plain race's report with `[sweep] trace`: each config's predicted τ and
     tok/s (a cost model of this sweep's measured trials) beside the measurements."""
-    model = CostModel(forecast.shapes, store_observations(store, forecast, sweep_id), spec.seed)
-    done = {r.label for r in trial_records(store, sweep_id) if r.status == "done"}
+    records = trial_records(store, sweep_id)
+    model = CostModel(forecast.shapes, store_observations(records, forecast), spec.seed)
+    done = {r.label for r in records if r.status == "done"}
     statuses = {
         c.label(): "started" if c.label() in done else "not started" for c, _ in spec.all_configs()
     }
     context.predictions = predicted_configs(forecast, model, statuses, seed=spec.seed)
 
 
-def store_observations(
-    store: Store, forecast: Forecast, sweep_id: int | None = None
-) -> list[Observation]:
-    """One observation per done trial and workload of configs the forecast knows (of one
-    sweep, or of every sweep in the store)."""
+def store_observations(records: Iterable[TrialRecord], forecast: Forecast) -> list[Observation]:
+    """One observation per done trial and workload of configs the forecast knows."""
     out = []
-    ids = [sweep_id] if sweep_id is not None else store.sweep_ids()
-    for sid in ids:
-        for record in trial_records(store, sid):
-            shapes = forecast.shapes.get(record.label)
-            if record.status != "done" or shapes is None:
-                continue
-            for w, shape in shapes.items():
-                tps = record.metrics.get(f"{w}_tps")
-                if isinstance(tps, int | float) and tps > 0:
-                    out.append(
-                        Observation(record.label, w, shape.tokens_per_round / tps, record.trial_id)
-                    )
+    for record in records:
+        shapes = forecast.shapes.get(record.label)
+        if record.status != "done" or shapes is None:
+            continue
+        for w, shape in shapes.items():
+            tps = record.metrics.get(f"{w}_tps")
+            if isinstance(tps, int | float) and tps > 0:
+                seconds = shape.tokens_per_round / tps
+                out.append(Observation(record.label, w, seconds, record.trial_id))
     return out
 
 
 __all__ = [
-    "ConfigPrediction",
-    "PlanPredictions",
-    "plan_predictions",
     "spec_forecast",
     "store_observations",
     "stored_forecast",

@@ -20,7 +20,7 @@ from functools import cached_property
 
 from ddtune.errors import UserError
 from ddtune.records import SweepContext
-from ddtune.sweep.plan.costs import Estimate, TrialCosts, estimate_text, trial_costs
+from ddtune.sweep.plan.costs import Estimate, TrialCosts, format_duration, restart_word, trial_costs
 from ddtune.sweep.plan.predictions import spec_forecast, trace_binding, traced_context
 from ddtune.sweep.plan.strategies import STRATEGIES, Strategy
 from ddtune.sweep.spec.parse import SweepSpec
@@ -51,13 +51,27 @@ class Sweep:
         return {} if self.costs is None else self.strategy.estimates(self.costs)
 
     def estimate_text(self) -> str:
-        """What `sweep plan` and `sweep run` print first."""
-        mode = self.mode if self.strategy.races else None
-        return estimate_text(self.spec, self.costs, mode, self.estimates(), self.notes)
-
-    def blocked(self, sweep: SweepRow) -> bool:
-        """Does the report analyse the passes of `sweep` (this spec's, in the store) as blocks?"""
-        return self.strategy.blocked(sweep)
+        """What `sweep plan` and `sweep run` print first: the costs, the notes, how a race
+        runs (its mode) and why, then the strategy's cases."""
+        spec, costs = self.spec, self.costs
+        head = f"sweep {spec.name}: strategy {spec.strategy}, {len(spec.all_configs())} config(s)"
+        if spec.interleave == "request":
+            head += ", each pass's configs in turns request by request"
+        if costs is None:
+            head += " (no cost estimate: set [service] expected_start_s and expected_bench_s)"
+        else:
+            head += f"; per trial {costs.start_s:.0f} s start + {costs.bench_s:.0f} s bench"
+            head += f" ({costs.source})"
+        lines = [head, *(f"  note: {note}" for note in self.notes)]
+        if self.strategy.races:
+            kind = "restart-bound" if self.mode.restart_bound else "pass by pass"
+            lines.append(f"  race mode: {kind}: {self.mode.reason}")
+        for name, e in self.estimates().items():
+            lines.append(
+                f"  {name}: {e.trials} trial(s), {e.restarts} {restart_word(spec)}, "
+                f"~{format_duration(e.seconds)}"
+            )
+        return "\n".join(lines)
 
     @cached_property
     def forecast(self) -> Forecast | None:

@@ -37,21 +37,14 @@ class Search:
     """An Optuna study (TPE) over a `SearchSpace`, stored in SQLite (None: in memory)."""
 
     def __init__(
-        self,
-        space: SearchSpace,
-        storage: Path | None,
-        *,
-        study_name: str,
-        seed: int = 0,
-        maximize: bool = True,
-        n_startup_trials: int = 10,
+        self, space: SearchSpace, storage: Path | None, *, study_name: str, seed: int = 0
     ) -> None:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        self.space, self.seed, self.n_startup = space, seed, n_startup_trials
+        self.space, self.seed = space, seed
         self.study = optuna.create_study(
             study_name=study_name,
             storage=None if storage is None else f"sqlite:///{Path(storage)}",
-            direction="maximize" if maximize else "minimize",
+            direction="maximize",
             load_if_exists=True,
             sampler=self._sampler(0),
         )
@@ -81,12 +74,12 @@ class Search:
             self.study.tell(number, value)
 
     def running(self) -> list[Proposal]:
-        states = (optuna.trial.TrialState.RUNNING,)
-        return [self._proposal(t) for t in self.study.get_trials(deepcopy=False, states=states)]
+        """The trials asked but not told."""
+        return [self._proposal(t) for t in self._trials(optuna.trial.TrialState.RUNNING)]
 
     def completed(self) -> list[tuple[Proposal, float]]:
-        states = (optuna.trial.TrialState.COMPLETE,)
-        trials = self.study.get_trials(deepcopy=False, states=states)
+        """The trials told a value, and their values."""
+        trials = self._trials(optuna.trial.TrialState.COMPLETE)
         return [(self._proposal(t), float(t.value)) for t in trials if t.value is not None]
 
     def best(self, k: int) -> list[Proposal]:
@@ -96,15 +89,17 @@ class Search:
             if self._feasible(proposal.number) and value > 0:
                 key = (proposal.params, repr(sorted(proposal.vars.items())))
                 groups.setdefault(key, []).append((proposal, value))
-        sign = 1.0 if self.study.direction == optuna.study.StudyDirection.MAXIMIZE else -1.0
         ranked = sorted(
             groups.values(),
-            key=lambda g: (-sign * math.fsum(math.log(v) for _, v in g) / len(g), g[0][0].number),
+            key=lambda g: (-math.fsum(math.log(v) for _, v in g) / len(g), g[0][0].number),
         )
         return [g[0][0] for g in ranked[:k]]
 
+    def _trials(self, state: optuna.trial.TrialState) -> list[optuna.trial.FrozenTrial]:
+        return self.study.get_trials(deepcopy=False, states=(state,))
+
     def _proposal(self, trial: optuna.trial.FrozenTrial) -> Proposal:
-        params, user = self.space.suggest(optuna.trial.FixedTrial(_fixed_values(trial)))
+        params, user = self.space.suggest(optuna.trial.FixedTrial(dict(trial.params)))
         return Proposal(trial.number, params, user)
 
     def _feasible(self, number: int) -> bool:
@@ -120,15 +115,11 @@ class Search:
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return optuna.samplers.TPESampler(
                 seed=(self.seed * 1_000_003 + number) % 2**32,
-                n_startup_trials=self.n_startup,
+                n_startup_trials=10,
                 multivariate=True,
                 group=True,
                 constant_liar=False,
             )
-
-
-def _fixed_values(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
-    return dict(trial.params)
 
 
 __all__ = ["Proposal", "Search", "SearchSpace"]

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.records import SweepContext
-from ddtune.sweep.plan.costs import Estimate, Span, TrialCosts
+from ddtune.sweep.plan.costs import Estimate, Span, TrialCosts, race_more
 from ddtune.sweep.spec.checks import fail
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.spec.schema import SpecDocument, SweepTable
@@ -134,8 +134,11 @@ class Strategy:
     def eta_more(
         self, summary: ReportSummary | None, per_trial: float, left: int, total: int
     ) -> str:
-        """The live page: what may come after the trials planned now ("" when nothing)."""
-        return ""
+        """The live page: what may come after the trials planned now ("" when nothing): a
+        race's most trials to its limits, within its budgets."""
+        if summary is None or not self.races:
+            return ""
+        return race_more(self.spec, summary, per_trial, left, total)
 
 
 def run_spec(spec: SweepSpec, mode: SweepMode) -> SweepSpec:
@@ -186,11 +189,6 @@ def bench_words(spec: SweepSpec) -> list[str]:
     ]
 
 
-def baseline_words(spec: SweepSpec) -> str:
-    """', the baseline (ar) among them' (nothing without a baseline)."""
-    return "" if spec.baseline is None else f", the baseline ({spec.baseline.label()}) among them"
-
-
 def refuse_search_settings(doc: SpecDocument) -> None:
     """`[optuna]` and `{low, high}` ranges belong to a search."""
     if doc.optuna is not None:
@@ -219,7 +217,6 @@ __all__ = [
     "RACE_ONLY",
     "RACE_REPEATS",
     "Strategy",
-    "baseline_words",
     "bench_words",
     "in_passes",
     "order_words",

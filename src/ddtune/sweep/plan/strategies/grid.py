@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 from ddtune.sweep.plan.costs import Estimate, Span, TrialCosts, grid_estimate
-from ddtune.sweep.plan.strategies.base import (
-    RACE_ONLY,
-    Strategy,
-    baseline_words,
-    bench_words,
-    order_words,
-)
+from ddtune.sweep.plan.strategies.base import RACE_ONLY, Strategy, bench_words, order_words
 from ddtune.sweep.plan.trial_order import plan_trials
 from ddtune.sweep.spec.checks import fail, passes_divide
 from ddtune.sweep.spec.schema import SpecDocument, SweepTable
@@ -29,8 +23,7 @@ class Grid(Strategy):
         for name in RACE_ONLY:
             if name in doc.sweep.model_fields_set:
                 fail(f"sweep.{name}", 'only applies to strategy = "race" or "optuna"')
-        if doc.sweep.passes_per_start > 1:
-            passes_divide(doc, [("repeats", cls.repeats(doc.sweep))])
+        passes_divide(doc, [("repeats", cls.repeats(doc.sweep))])
 
     def first_trials(self) -> list[PlannedTrial]:
         spec = self.spec
@@ -52,7 +45,9 @@ class Grid(Strategy):
         spec = self.spec
         n = len(spec.all_configs())
         head = f"Every config in every pass: {spec.repeats} passes of {n} configs"
-        return [head + baseline_words(spec) + ".", order_words(spec), *bench_words(spec)]
+        if spec.baseline is not None:
+            head += f", the baseline ({spec.baseline.label()}) among them"
+        return [head + ".", order_words(spec), *bench_words(spec)]
 
 
 __all__ = ["Grid"]

@@ -15,13 +15,12 @@ the best `confirm_top` configs and the baseline race in the sweep
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.stats.intervals import fisher_exact_two_sided
-from ddtune.sweep.plan.costs import RACE_ALPHA, Estimate, TrialCosts, estimate, race_cases
-from ddtune.sweep.plan.fold import Finished
+from ddtune.sweep.plan.costs import RACE_ALPHA, Estimate, TrialCosts, estimate, race_span
+from ddtune.sweep.plan.fold import FINISHED, Finished
 from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.strategies.base import Strategy, in_passes
 from ddtune.sweep.plan.strategies.race import Race
@@ -58,11 +57,12 @@ class Optuna(Strategy):
             )
         if doc.space is None:
             fail("space", 'strategy = "optuna" needs a [space] with ranges or lists to search')
-        if doc.sweep.passes_per_start > 1:
-            passes_divide(doc, [("repeats", repeats), ("min_repeats", doc.sweep.min_repeats)])
+        passes_divide(doc, [("repeats", repeats), ("min_repeats", doc.sweep.min_repeats)])
 
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
         super().__init__(spec, mode)
+        assert spec.optuna is not None and spec.search is not None  # checked by parse_spec
+        self.optuna, self.space = spec.optuna, spec.search
         self.race: Race | None = None  # the confirming race, once the search is done
         self._search: Search | None = None
         self._finished: Finished | None = None
@@ -72,11 +72,9 @@ class Optuna(Strategy):
         if self._search is None:
             from ddtune.sweep.plan.study import Search
 
-            spec, optuna = self.spec, self.spec.optuna
-            assert spec.search is not None and optuna is not None  # checked by parse_spec
-            seed = spec.seed if optuna.seed is None else optuna.seed
-            path = study_path(store.path)
-            self._search = Search(spec.search, path, study_name=spec.name, seed=seed)
+            seed = self.spec.seed if self.optuna.seed is None else self.optuna.seed
+            path = store.path.with_name(store.path.stem + ".optuna.sqlite")
+            self._search = Search(self.space, path, study_name=self.spec.name, seed=seed)
         return self._search
 
     def next_batch(self, store: Store, sweep_id: int) -> list[TrialRow]:
@@ -88,7 +86,7 @@ class Optuna(Strategy):
                 break
             proposal = search.ask()
             row = _trial_of(store, sweep_id, proposal)
-            if row["status"] not in ("done", "failed"):
+            if row["status"] not in FINISHED:
                 return [row]
         confirm = store.sweep_id(self.spec.name + CONFIRM_SUFFIX)
         assert confirm is not None
@@ -96,8 +94,7 @@ class Optuna(Strategy):
 
     def outcome(self) -> str:
         told = 0 if self._search is None else len(self._search.completed())
-        assert self.spec.optuna is not None
-        text = f"search: {told} completed trial(s) of {self.spec.optuna.n_trials}"
+        text = f"search: {told} completed trial(s) of {self.optuna.n_trials}"
         return text if self.race is None else f"{text}; confirm {self.race.outcome()}"
 
     def _tell_finished(self, store: Store, sweep_id: int) -> None:
@@ -109,16 +106,15 @@ class Optuna(Strategy):
         records = {r.repeat: r for r in self._finished.records}
         for proposal in search.running():
             record = records.get(proposal.number + 1)
-            if record is not None and record.status in ("done", "failed"):
+            if record is not None and record.status in FINISHED:
                 value = objective_value(record, self.spec.objective)
                 search.tell(proposal.number, value, pass_rate_constraint(record, records))
 
     def _search_done(self, store: Store, sweep_id: int) -> bool:
-        spec, optuna = self.spec, self.spec.optuna
-        assert optuna is not None
+        spec, optuna = self.spec, self.optuna
         if self.search(store).running():
             return False
-        finished = len(store.trials(sweep_id, ("done", "failed")))
+        finished = len(store.trials(sweep_id, FINISHED))
         if finished >= optuna.n_trials:
             return True
         if spec.max_trials is not None and finished >= spec.max_trials:
@@ -128,8 +124,7 @@ class Optuna(Strategy):
 
     def _confirm_race(self, store: Store) -> Race:
         """The best `confirm_top` configs and the baseline, raced in `<name>.confirm`."""
-        spec, optuna = self.spec, self.spec.optuna
-        assert optuna is not None
+        spec, optuna = self.spec, self.optuna
         configs = [(c, True) for c in [spec.baseline] if c is not None]
         for proposal in self.search(store).best(optuna.confirm_top):
             config = Config(proposal.params, tuple(sorted(proposal.vars.items())))
@@ -144,17 +139,12 @@ class Optuna(Strategy):
 
     def estimates(self, costs: TrialCosts) -> dict[str, Estimate]:
         """The search's trials, then the race over its best configs (and the baseline)."""
-        spec = self.spec
-        if spec.optuna is None:
-            return race_cases(spec, costs, len(spec.all_configs()))
-        confirmed = spec.optuna.confirm_top + (1 if spec.baseline else 0)
-        return {"search": estimate(spec.optuna.n_trials, costs)} | {
-            f"confirm {key}": value for key, value in race_cases(spec, costs, confirmed).items()
-        }
+        confirmed = self.optuna.confirm_top + (1 if self.spec.baseline else 0)
+        confirm = race_span(self.spec, costs, confirmed).cases("confirm race")
+        return {"search": estimate(self.optuna.n_trials, costs)} | confirm
 
     def how_it_runs(self) -> list[str]:
-        spec, optuna = self.spec, self.spec.optuna
-        assert optuna is not None  # checked by parse_spec
+        spec, optuna = self.spec, self.optuna
         base = " and the baseline" if spec.baseline is not None else ""
         return [
             "A search: Optuna proposes one config at a time from the [space] ranges and the "
@@ -185,10 +175,6 @@ class Optuna(Strategy):
         self, summary: ReportSummary | None, per_trial: float, left: int, total: int
     ) -> str:
         return "; the search proposes more trials until its budget is spent"
-
-
-def study_path(store_path: Path) -> Path:
-    return store_path.with_name(store_path.stem + ".optuna.sqlite")
 
 
 def _trial_of(store: Store, sweep_id: int, proposal: Proposal) -> TrialRow:
@@ -223,4 +209,4 @@ def pass_rate_constraint(record: TrialRecord, records: dict[int, TrialRecord]) -
     return RACE_ALPHA - fisher_exact_two_sided(*counts, *best)
 
 
-__all__ = ["CONFIRM_SUFFIX", "Optuna", "pass_rate_constraint", "study_path"]
+__all__ = ["CONFIRM_SUFFIX", "Optuna", "pass_rate_constraint"]

@@ -16,15 +16,12 @@ the race runs as `RestartBoundRace`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ddtune.records import SweepContext
 from ddtune.sweep.plan.costs import (
     Estimate,
     Span,
     TrialCosts,
-    race_cases,
-    race_more,
     race_settings,
     race_span,
     uncapped,
@@ -47,9 +44,6 @@ from ddtune.sweep.spec.schema import SpecDocument
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode
 from ddtune.sweep.store.rows import SweepRow, TrialRow
-
-if TYPE_CHECKING:
-    from ddtune.report.result import ReportSummary
 
 Configs = Sequence[tuple[Config, bool]]  # (config, is_baseline)
 
@@ -132,7 +126,7 @@ class Race(Strategy):
         )
 
     def estimates(self, costs: TrialCosts) -> dict[str, Estimate]:
-        return race_cases(self.spec, costs, len(self.configs))
+        return race_span(self.spec, costs, len(self.configs)).cases("race")
 
     def span(self, costs: TrialCosts, capped: bool = True) -> Span:
         return race_span(self.spec if capped else uncapped(self.spec), costs, len(self.configs))
@@ -160,11 +154,6 @@ class Race(Strategy):
         exits = list(state.eliminated.values())
         objective = self.spec.objective
         return SweepContext("race", objective, state.passes_done, state.stop, exits, race=True)
-
-    def eta_more(
-        self, summary: ReportSummary | None, per_trial: float, left: int, total: int
-    ) -> str:
-        return "" if summary is None else race_more(self.spec, summary, per_trial, left, total)
 
 
 def sweep_configs(store: Store, sweep_id: int) -> list[tuple[Config, bool]]:

@@ -27,7 +27,6 @@ attempt restarted the server (`store/modes.py: trial_times`); the rules are
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from ddtune.errors import UserError
 from ddtune.records import SweepContext, TrialRecord
@@ -37,8 +36,7 @@ from ddtune.sweep.plan.costs import (
     Estimate,
     Span,
     TrialCosts,
-    race_cases,
-    race_more,
+    race_span,
     start_race_estimates,
     uncapped,
 )
@@ -50,9 +48,6 @@ from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, trial_times
 from ddtune.sweep.store.rows import SweepRow, TrialRow
-
-if TYPE_CHECKING:
-    from ddtune.report.result import ReportSummary
 
 RESTART_BOUND_LATER = (
     "; a restart-bound race plans one bench at a time from the results (pass 1 starts every "
@@ -124,10 +119,10 @@ class RestartBoundRace(Strategy):
         by_pass = dataclasses.replace(
             spec, passes_per_start=min(spec.passes_per_start, spec.repeats)
         )
-        return start_cases(spec, costs, self.mode) | {
-            f"the pass-by-pass race (restart_bound = false), {key.removeprefix('race, ')}": value
-            for key, value in race_cases(by_pass, costs, len(spec.all_configs())).items()
-        }
+        by_pass_span = race_span(by_pass, costs, len(spec.all_configs()))
+        return start_span(spec, costs, self.mode).cases("restart-bound race") | by_pass_span.cases(
+            "the pass-by-pass race (restart_bound = false)"
+        )
 
     def span(self, costs: TrialCosts, capped: bool = True) -> Span:
         return start_span(self.spec if capped else uncapped(self.spec), costs, self.mode)
@@ -167,11 +162,6 @@ class RestartBoundRace(Strategy):
         context.efforts, context.verdict = efforts, verdict
         context.notes.append(f"Restart-bound race ({self.mode.reason}): {_words(race)}")
         return context
-
-    def eta_more(
-        self, summary: ReportSummary | None, per_trial: float, left: int, total: int
-    ) -> str:
-        return "" if summary is None else race_more(self.spec, summary, per_trial, left, total)
 
     def _new_race(self) -> StartRace:
         labels = tuple(config.label() for config, _ in self.configs)
@@ -222,15 +212,9 @@ def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
     )
 
 
-def start_cases(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
-    """A restart-bound race's best case, expected (median) and worst case."""
-    span = start_span(spec, costs, mode)
-    cases = {"best case": span.best, "expected (median)": span.median, "worst case": span.worst}
-    return {f"restart-bound race, {name}": e for name, e in cases.items() if e is not None}
-
-
 def start_span(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> Span:
-    """`start_cases` as a `Span`: its expected case is the median (a typical landscape)."""
+    """A restart-bound race's best case, expected (median: a typical landscape) and worst
+    case."""
     settings = start_settings(
         spec, dataclasses.replace(mode, start_s=costs.start_s, bench_s=costs.bench_s)
     )
@@ -305,7 +289,6 @@ __all__ = [
     "RESTART_BOUND_LATER",
     "RestartBoundRace",
     "race_mode",
-    "start_cases",
     "start_settings",
     "start_span",
 ]
