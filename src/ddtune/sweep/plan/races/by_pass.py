@@ -2,24 +2,8 @@
 
 Pure and deterministic: `replay` takes the finished passes (what the store
 holds) and returns the same `RaceState` every time, so a resumed race plans
-its next pass exactly as the uninterrupted one would have. Rules
-(docs/sweeps.md "Sweep"):
-
-- passes 1..min_passes run every contender; from pass `min_passes` on, after
-  each pass:
-  1. a contender with fewer than 2 completed trials leaves (`failed`);
-  2. a contender whose pooled pass rate is below the best alive one with a
-     Holm-corrected Fisher p < alpha leaves (`pass_rate`);
-  3. the leader is the alive contender with the best geometric mean; each other
-     is compared with it by a paired t-test on per-pass log ratios (Welch when
-     fewer than 2 passes are shared) and leaves (`worse`) when the
-     Holm-corrected p < alpha and it is behind;
-- stop when one contender is left (`one_left`), all alive ones are within
-  `tolerance` of the leader by TOST (`equivalent`), `max_passes` passes ran
-  (`max_passes`), or the next pass would exceed `max_trials` (`max_trials`) or
-  `max_hours` at the mean trial time so far (`max_hours`);
-- the baseline runs in every pass (the block reference), even after it leaves
-  the race as a contender. Failed trials never count as measurements.
+its next pass exactly as the uninterrupted one would have. Rules: the race rules of
+docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations

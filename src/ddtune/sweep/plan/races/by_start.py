@@ -5,33 +5,8 @@ restart_bound`, chosen by `strategies/restart_bound.py`), a pass of the pass-by-
 race buys one measurement per restart. This race decides bench by bench instead. Its state is
 a fold of the finished benches (`StartRace.add`), so a resumed race plans
 exactly what the uninterrupted one would (`replay`); `next()` says what runs
-next. Rules (docs/sweeps.md "Restart-bound races"):
-
-1. Passes: pass 1 starts every config once, in the seeded shuffle of the block
-   design (`grid.block_order`); pass p + 1 starts the configs still in the race
-   in the reverse order of pass p (a fold-over: a steady drift lands on both
-   ends alike). The baseline is a config like any other: pass 1 measures it.
-   Anchors: once `anchor_every` other starts ran since the leader's last one
-   while configs of the pass still wait, the leader starts again (a reference
-   start: the drift's witness inside a long pass, and a second start the
-   leader needs anyway).
-2. Benches on one start: after each bench the start goes on while its config
-   is in the race, no bench failed and fewer than `benches_per_start` ran
-   (two-stage sampling over the pooled bench and start variances and the costs;
-   at most `most_benches`; at least 2 until some start has 2, so the bench
-   spread is measured, not assumed). A config found clearly out after any bench stops
-   there (the sequential test: the same Holm test as 3, run early).
-3. After every start, the mixed model (`ddtune.stats.mixed`: config + drift in
-   time + start effect + bench noise; the start variance pooled over configs,
-   a stated conservative prior until second starts estimate it) gives each
-   config's effect; a config leaves (`worse`) when the leader beats it with a
-   Holm-corrected p < alpha (0.02 a look), (`failed`) when its start completed
-   no bench. Only a leader seen on 2+ starts eliminates (its lead may be one
-   lucky start, or one fast moment of the machine).
-4. After every bench, pass rates (Fisher vs the best, Holm) act at once (`pass_rate`).
-5. Stop: one config left (`one_left`); every config left within `tolerance` of
-   the leader by TOST (`equivalent`, not before `min_passes` passes);
-   `max_passes` passes; or the next start would pass `max_trials` / `max_hours`.
+next. Rules 1-5 (the `rule N` in method docstrings): docs/sweeps.md
+"Restart-bound races".
 """
 
 from __future__ import annotations

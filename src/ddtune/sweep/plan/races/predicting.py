@@ -7,45 +7,8 @@ model that learns (`ddtune.trace.round_cost.CostModel`), refitted after every st
 with the forward probes of the running baseline where the engine allows them.
 `PredictRace` is a `StartRace` (every rule of `by_start.py` holds for the configs
 it starts) with five more, all a pure fold of the finished benches, so a resumed
-race decides as the uninterrupted one:
-
-1. Dominated (before anything runs): a round never costs less with more verify
-   tokens or a wider drafter window, so a config whose rounds commit no more tokens
-   than another's on every workload, at no fewer verify tokens and no narrower
-   window, can never be faster: it leaves (`dominated`), never started.
-2. Order: the baseline first (what a plain step costs); without forward probes
-   also the fewest and the most verify tokens (they pin the cost's slope); then
-   always the config whose predicted objective could be highest (the 97.5% point
-   of its draws).
-3. After every start the cost model is refitted; a config not started leaves
-   (`predicted`) when even the optimistic point of its ratio to the measured
-   leader, over the model's draws (`PRUNE_LEVEL`), could not make it the answer:
-   a config dearer than the leader must beat it by more than the tolerance (within
-   it, the cheaper of two is the answer), a cheaper one must come within the
-   tolerance. Only once a config of its method was measured, and its drafter's number of
-   attended positions, or two different ones (the cost a position): before that, what
-   the method or the drafter adds to a round is the prior's guess.
-4. The check, at a config's first start: its measured acceptance against its
-   prediction (within `TAU_TOLERANCE` and what the other configs' corrections leave
-   open) and its measured objective against what the
-   model fitted without it predicts (`CHECK_LEVEL`, a start's own noise included;
-   from the second config of a method on, and once that interval is narrow enough to
-   check anything: `CHECK_SPAN`). A leader that passed is confirmed by
-   its prediction: it eliminates without a second start, and a measured config
-   that passed too leaves when the model (fitted to every start) puts it below the
-   leader by more than the tolerance, as an unstarted one would. A miss bends the prediction, never throws it away: the acceptance
-   a config measured corrects its group's predictions (a trace records each window
-   on its own), configs of groups not yet measured take the mean correction with a
-   spread as large as the misses seen, and the cost model refits with the miss; a
-   config predicted out comes back while its new optimistic prediction beats the
-   leader. A leader that missed needs a second start, as in the restart-bound race.
-5. A close call keeps its start: a config the model puts within twice the tolerance of
-   the best prediction gets every bench a start may hold (`passes_per_start`), as a
-   second start would cost more. Pass 1 ends when nothing left could beat the leader;
-   later passes start only the configs measured and still in the race (second starts
-   for close contenders).
-
-See docs/sweeps.md "Predict, then confirm".
+race decides as the uninterrupted one. Rules 1-5 (the `rule N` in method
+docstrings): docs/sweeps.md "Predict, then confirm".
 """
 
 from __future__ import annotations
@@ -97,6 +60,9 @@ class PredictRace(StartRace):
     # --- pass 1: who is worth a start ------------------------------------------------
 
     def _open_pass(self) -> None:
+        """Pass 1 from the forecast (rules 1 and 2); it ends when nothing left could beat the
+        leader, and later passes start only the configs measured and still in the race
+        (second starts for close contenders)."""
         if self.pass_no == 0 and self.awaiting and self.baseline is not None:
             self.pass_no = 1  # the baseline alone, until its answers predict the rest
             self.order, self.queue, self.pinned = [self.baseline], [self.baseline], []
@@ -511,8 +477,10 @@ class PredictRace(StartRace):
         return words
 
     def _objective_words(self, label: str) -> str | None:
-        """The measured objective against the model fitted without it, once another config
-        of its method was measured (before that, the prediction is the prior's)."""
+        """The measured objective against what the model fitted without it predicts
+        (`CHECK_LEVEL`, a start's own noise included), from the second config of a method on
+        (before that, the prediction is the prior's) and once that interval is narrow enough
+        to check anything (`CHECK_SPAN`)."""
         assert self.forecast is not None
         logs = [v for start in self.groups.get(label, []) for v, _ in start]
         mode = _mode(self.forecast, label)

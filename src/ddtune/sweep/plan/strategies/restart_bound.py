@@ -4,24 +4,8 @@
     race = RestartBoundRace(spec, mode)    # what a race runs as when restart-bound
     rows = race.next_batch(store, id)      # the next trial from the finished ones; [] = stopped
 
-`[sweep] restart_bound = true / false` pins the mode. Left at "auto" (the
-default), a race is restart-bound when a restart (stop + start to READY) takes
-at least as long as one bench: the trial is then mostly restart, and deciding
-start by start spends them where they buy information. Not restart-bound: a
-hot service (a reconfigure in place is no restart), configs taking turns by
-request, the Ray backend (a start is reused in this process only), or no costs
-known. `benchmarks/restart_bound.py` measured the restart-bound race ahead of
-the pass-by-pass race down to a restart of 1/10 of a bench on the production
-landscape. The mode is stored with the sweep when it is created (`store/modes.py`).
-
-It plans nothing ahead: every trial comes from the results. A trial is one
-bench: bench b of the config's start s is stored as repeat (s - 1) ·
-most_benches + b, so the runner benches the start still serving when the next
-trial has the same config and start, and restarts otherwise. Each finished
-trial is folded in as it lands (`fold.py`) with its objective, its coding
-counts, when it ended (hours since the sweep's first attempt) and whether its
-attempt restarted the server (`store/modes.py: trial_times`); the rules are
-`races/by_start.py`'s. See docs/sweeps.md "Restart-bound races".
+The mode, how a trial is stored and what each finished one carries: docs/sweeps.md
+"Restart-bound races"; the rules are `races/by_start.py`'s.
 """
 
 from __future__ import annotations
