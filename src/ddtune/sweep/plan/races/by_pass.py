@@ -9,12 +9,17 @@ docs/sweeps.md "Sweep".
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ddtune.records import Elimination
 from ddtune.stats.blocked import BlockedOptions, compare, leader_of
-from ddtune.stats.intervals import fisher_exact_two_sided, holm_adjust, tost_equivalence
+from ddtune.stats.intervals import (
+    RatioInterval,
+    fisher_exact_two_sided,
+    holm_adjust,
+    tost_equivalence,
+)
 
 STOP_REASONS = ("one_left", "equivalent", "max_passes", "max_trials", "max_hours")
 
@@ -131,18 +136,57 @@ def _objective_step(
     leader: str, alive: Mapping[str, Mapping[int, float]], pass_no: int, settings: RaceSettings
 ) -> list[Elimination]:
     options = BlockedOptions(alpha=settings.alpha, maximize=settings.maximize)
-    others = [label for label in alive if label != leader]
-    ratios = [compare(alive[leader], alive[label], options) for label in others]
-    raw = [1.0 if r.p_value is None else r.p_value for r in ratios]
-    removed = []
-    for label, ratio, p in zip(others, ratios, holm_adjust(raw), strict=True):
-        if p < settings.alpha and ratio.log_estimate > 0:
-            detail = (
-                f"{leader} / {label} = {ratio.ratio:.3f} [{ratio.low:.3f}, {ratio.high:.3f}] "
-                f"({ratio.method}, {ratio.n} passes), Holm p = {p:.3g}"
-            )
-            removed.append(Elimination(label, pass_no, "worse", detail, p))
-    return removed
+    contrasts = {x: compare(alive[leader], alive[x], options) for x in alive if x != leader}
+    return holm_worse(
+        contrasts,
+        pass_no,
+        settings.alpha,
+        lambda label, ratio, p: ratio_words(
+            leader, label, ratio, f"{ratio.method}, {ratio.n} passes", p
+        ),
+    )
+
+
+def holm_worse(
+    contrasts: Mapping[str, RatioInterval],
+    pass_no: int,
+    alpha: float,
+    words: Callable[[str, RatioInterval, float], str],
+) -> list[Elimination]:
+    """The configs the leader beats (`worse`): `contrasts` holds the leader over each, their p
+    values Holm-adjusted together (none: 1); out where p < alpha and the leader is ahead, with
+    `words(label, ratio, p)` as the detail."""
+    raw = [1.0 if ratio.p_value is None else ratio.p_value for ratio in contrasts.values()]
+    return [
+        Elimination(label, pass_no, "worse", words(label, ratio, p), p)
+        for (label, ratio), p in zip(contrasts.items(), holm_adjust(raw), strict=True)
+        if p < alpha and ratio.log_estimate > 0
+    ]
+
+
+def ratio_words(
+    leader: str, label: str, ratio: RatioInterval, how: str, p: float, correction: str = "Holm"
+) -> str:
+    """A `worse` elimination's detail: the leader over `label`, its interval where it has one,
+    how it was estimated and the corrected p."""
+    interval = f" [{ratio.low:.3f}, {ratio.high:.3f}]" if ratio.low is not None else ""
+    return f"{leader} / {label} = {ratio.ratio:.3f}{interval} ({how}), {correction} p = {p:.3g}"
+
+
+def all_equivalent(
+    leader: str,
+    labels: Iterable[str],
+    contrast: Callable[[str, str], RatioInterval],
+    tolerance: float,
+    alpha: float,
+) -> bool:
+    """Is every config of `labels` but the leader within `tolerance` of it (TOST at `alpha`
+    on `contrast(leader, label)`)?"""
+    return all(
+        tost_equivalence(contrast(leader, label), tolerance, alpha).equivalent
+        for label in labels
+        if label != leader
+    )
 
 
 def pass_rate_step(
@@ -190,14 +234,14 @@ def _stop_reason(state: RaceState, passes: Sequence[PassResult]) -> str | None:
 def _all_equivalent(state: RaceState, samples: Mapping[str, Mapping[int, float]]) -> bool:
     if state.leader is None:
         return False
-    options = BlockedOptions(alpha=state.settings.alpha, maximize=state.settings.maximize)
-    lead = samples[state.leader]
-    return all(
-        tost_equivalence(
-            compare(lead, samples[label], options), state.settings.tolerance, options.alpha
-        ).equivalent
-        for label in state.alive
-        if label != state.leader
+    settings = state.settings
+    options = BlockedOptions(alpha=settings.alpha, maximize=settings.maximize)
+    return all_equivalent(
+        state.leader,
+        state.alive,
+        lambda a, b: compare(samples[a], samples[b], options),
+        settings.tolerance,
+        settings.alpha,
     )
 
 
@@ -226,6 +270,9 @@ __all__ = [
     "RaceSettings",
     "RaceState",
     "RaceStep",
+    "all_equivalent",
+    "holm_worse",
     "pass_rate_step",
+    "ratio_words",
     "replay",
 ]

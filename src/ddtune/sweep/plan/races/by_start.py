@@ -18,7 +18,6 @@ from typing import Any
 
 from ddtune.records import Elimination
 from ddtune.stats.blocked import BlockedOptions, Verdict, verdict_of
-from ddtune.stats.intervals import holm_adjust, tost_equivalence
 from ddtune.stats.mixed import (
     Component,
     Components,
@@ -30,7 +29,12 @@ from ddtune.stats.mixed import (
     estimate_components,
     fit_effects,
 )
-from ddtune.sweep.plan.races.by_pass import pass_rate_step
+from ddtune.sweep.plan.races.by_pass import (
+    all_equivalent,
+    holm_worse,
+    pass_rate_step,
+    ratio_words,
+)
 from ddtune.sweep.plan.trial_order import block_order
 from ddtune.trace.forecast import Forecast
 from ddtune.trace.round_cost import ForwardProbe
@@ -259,7 +263,7 @@ class StartRace:
         p = min(1.0, raw * (len(measured) - 1))
         if p >= self.settings.alpha or ratio.log_estimate <= 0:
             return None
-        detail = _detail(leader, step.label, ratio, p, "Bonferroni")
+        detail = ratio_words(leader, step.label, ratio, "mixed model", p, "Bonferroni")
         detail += f"; after bench {step.bench} of start {step.start} (sequential test)"
         return Elimination(step.label, self.pass_no, "worse", detail, p)
 
@@ -293,18 +297,15 @@ class StartRace:
         measured = [label for label in self.alive if fit is not None and label in fit.labels]
         if fit is None or len(measured) < 2:
             return []
-        self.leader = max(measured, key=fit.effect)
-        if not self._confirmed(self.leader):
+        leader = self.leader = max(measured, key=fit.effect)
+        if not self._confirmed(leader):
             return []
-        others = [label for label in measured if label != self.leader]
-        ratios = [fit.contrast(self.leader, label) for label in others]
-        raw = [1.0 if r.p_value is None else r.p_value for r in ratios]
-        removed = []
-        for label, ratio, p in zip(others, ratios, holm_adjust(raw), strict=True):
-            if p < self.settings.alpha and ratio.log_estimate > 0:
-                detail = _detail(self.leader, label, ratio, p)
-                removed.append(Elimination(label, self.pass_no, "worse", detail, p))
-        return removed
+        return holm_worse(
+            {x: fit.contrast(leader, x) for x in measured if x != leader},
+            self.pass_no,
+            self.settings.alpha,
+            lambda label, ratio, p: ratio_words(leader, label, ratio, "mixed model", p),
+        )
 
     def _confirmed(self, leader: str) -> bool:
         """A leader seen on one start only may owe its lead to that start or that moment."""
@@ -328,12 +329,8 @@ class StartRace:
         fit, leader = self.fit, self.leader
         if fit is None or leader is None or any(x not in fit.labels for x in self.alive):
             return False
-        return all(
-            tost_equivalence(
-                fit.contrast(leader, label), self.settings.tolerance, self.settings.alpha
-            ).equivalent
-            for label in self.alive
-            if label != leader
+        return all_equivalent(
+            leader, self.alive, fit.contrast, self.settings.tolerance, self.settings.alpha
         )
 
     # --- the model's inputs -----------------------------------------------------------
@@ -399,13 +396,6 @@ def _named(step: Step | tuple[str, int, int] | None) -> str:
         return "nothing (it had stopped)"
     label, start, bench = (step.label, step.start, step.bench) if isinstance(step, Step) else step
     return f"bench {bench} of start {start} of {label}"
-
-
-def _detail(leader: str, label: str, ratio: Any, p: float, correction: str = "Holm") -> str:
-    interval = f" [{ratio.low:.3f}, {ratio.high:.3f}]" if ratio.low is not None else ""
-    return (
-        f"{leader} / {label} = {ratio.ratio:.3f}{interval} (mixed model), {correction} p = {p:.3g}"
-    )
 
 
 __all__ = [
