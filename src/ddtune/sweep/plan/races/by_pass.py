@@ -21,8 +21,6 @@ from ddtune.stats.intervals import (
     tost_equivalence,
 )
 
-STOP_REASONS = ("one_left", "equivalent", "max_passes", "max_trials", "max_hours")
-
 
 @dataclass(frozen=True)
 class RaceSettings:
@@ -71,6 +69,8 @@ class RaceState:
     seconds_done: float = 0.0
     leader: str | None = None
     stop: str | None = None
+    samples: dict[str, dict[int, float]] = field(default_factory=dict)  # label -> pass -> value
+    coding: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> passed, total
 
     def scheduled(self) -> list[str]:
         """Configs of the next pass in contender order (baseline + alive); [] once stopped."""
@@ -94,21 +94,28 @@ def replay(
         if state.stop is not None:
             raise ValueError(f"pass {pass_no} ran after the race stopped ({state.stop})")
         _record(state, result)
-        removed = _step(state, passes[:pass_no]) if pass_no >= settings.min_passes else []
+        removed = _step(state) if pass_no >= settings.min_passes else []
         state.history.append(RaceStep(pass_no, state.leader, tuple(state.alive), tuple(removed)))
-        state.stop = _stop_reason(state, passes[:pass_no])
+        state.stop = _stop_reason(state)
     return state
 
 
 def _record(state: RaceState, result: PassResult) -> None:
+    """Fold in one pass: failed trials count as trials, never as measurements (only
+    positive, finite values do); the coding counts pool."""
     state.passes_done += 1
     state.trials_done += len(result.values)
     state.seconds_done += result.seconds
+    for label, value in result.values.items():
+        if value is not None and math.isfinite(value) and value > 0:
+            state.samples.setdefault(label, {})[state.passes_done] = value
+    for label, (passed, total) in result.coding.items():
+        pooled = state.coding.get(label, (0, 0))
+        state.coding[label] = (pooled[0] + passed, pooled[1] + total)
 
 
-def _step(state: RaceState, passes: Sequence[PassResult]) -> list[Elimination]:
-    pass_no = len(passes)
-    samples = _samples(passes)
+def _step(state: RaceState) -> list[Elimination]:
+    pass_no, samples = state.passes_done, state.samples
     removed = [
         Elimination(label, pass_no, "failed", f"{len(samples.get(label, {}))} completed trial(s)")
         for label in state.alive
@@ -116,7 +123,7 @@ def _step(state: RaceState, passes: Sequence[PassResult]) -> list[Elimination]:
     ]
     _drop(state, removed)
     removed += _drop(
-        state, pass_rate_step(state.alive, _coding(passes), pass_no, state.settings.alpha)
+        state, pass_rate_step(state.alive, state.coding, pass_no, state.settings.alpha)
     )
     alive = {label: samples[label] for label in state.alive}
     state.leader = leader_of(alive, state.settings.maximize) if alive else None
@@ -209,7 +216,7 @@ def pass_rate_step(
     return removed
 
 
-def _stop_reason(state: RaceState, passes: Sequence[PassResult]) -> str | None:
+def _stop_reason(state: RaceState) -> str | None:
     """Why the race stops after these passes, or None; never before `min_passes`
     (the first `min_passes` passes are planned together, so every one of them runs)."""
     settings = state.settings
@@ -217,7 +224,7 @@ def _stop_reason(state: RaceState, passes: Sequence[PassResult]) -> str | None:
         return None
     if len(state.alive) <= 1:
         return "one_left"
-    if _all_equivalent(state, _samples(passes)):
+    if _all_equivalent(state):
         return "equivalent"
     if state.passes_done >= settings.max_passes:
         return "max_passes"
@@ -231,10 +238,10 @@ def _stop_reason(state: RaceState, passes: Sequence[PassResult]) -> str | None:
     return None
 
 
-def _all_equivalent(state: RaceState, samples: Mapping[str, Mapping[int, float]]) -> bool:
+def _all_equivalent(state: RaceState) -> bool:
     if state.leader is None:
         return False
-    settings = state.settings
+    settings, samples = state.settings, state.samples
     options = BlockedOptions(alpha=settings.alpha, maximize=settings.maximize)
     return all_equivalent(
         state.leader,
@@ -245,27 +252,7 @@ def _all_equivalent(state: RaceState, samples: Mapping[str, Mapping[int, float]]
     )
 
 
-def _samples(passes: Sequence[PassResult]) -> dict[str, dict[int, float]]:
-    """label -> pass number -> value, completed (positive, finite) trials only."""
-    out: dict[str, dict[int, float]] = {}
-    for pass_no, result in enumerate(passes, start=1):
-        for label, value in result.values.items():
-            if value is not None and math.isfinite(value) and value > 0:
-                out.setdefault(label, {})[pass_no] = value
-    return out
-
-
-def _coding(passes: Sequence[PassResult]) -> dict[str, tuple[int, int]]:
-    pooled: dict[str, tuple[int, int]] = {}
-    for result in passes:
-        for label, (passed, total) in result.coding.items():
-            p, t = pooled.get(label, (0, 0))
-            pooled[label] = (p + passed, t + total)
-    return pooled
-
-
 __all__ = [
-    "STOP_REASONS",
     "PassResult",
     "RaceSettings",
     "RaceState",
