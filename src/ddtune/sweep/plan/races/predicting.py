@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +33,7 @@ TAU_TOLERANCE = 0.05  # measured acceptance this far from the prediction is a mi
 SPREAD_FLOOR = 0.02  # the least log-spread of a correction a group has not measured
 GROUP_SPREAD = 0.01  # ... and of one its group measured (a measured τ's own noise)
 Z_PRUNE = 1.959964  # the same level for what an acceptance correction may still be off
+LEFT_OUT = {"dominated": "dominated", "predicted": "predicted out"}  # exit reason -> status
 
 
 @dataclass
@@ -117,10 +118,7 @@ class PredictRace(StartRace):
         assert self.forecast is not None
         gone = []
         for b in self.alive:
-            if b == self.baseline or b not in self.forecast.shapes:
-                continue
-            known = [a for a in self.alive if a in self.forecast.shapes]
-            better = next((a for a in known if self.forecast.dominates(a, b)), None)
+            better = None if b == self.baseline else dominator(self.forecast, b, self.alive)
             if better is not None:
                 detail = f"dominated by {better}: as many tokens a round or more, a round as cheap"
                 gone.append(Elimination(b, 1, "dominated", detail + " or cheaper (forecast)"))
@@ -129,16 +127,15 @@ class PredictRace(StartRace):
     def _pins(self) -> list[str]:
         """The baseline; without probes, the fewest and the most verify tokens (rule 2)."""
         assert self.forecast is not None
-        shapes = self.forecast.shapes
         rest = [x for x in self.alive if x != self.baseline]
-        head = [self.baseline] if self.baseline in self.alive else []
-        known = [x for x in rest if x in shapes]
+        head = [x for x in self.alive if x == self.baseline]
+        known = [x for x in rest if x in self.forecast.shapes]
         if known and len(self.probes) < 2 and not self.probing:
-            tokens = {x: max(s.verify_tokens for s in shapes[x].values()) for x in known}
+            tokens = {x: most_verify_tokens(self.forecast, x) for x in known}
             ends = [min(known, key=tokens.__getitem__), max(known, key=tokens.__getitem__)]
             head += list(dict.fromkeys(ends))
-        self.pinned = [x for x in head if x is not None]
-        return self.pinned + [x for x in rest if x not in head]
+        self.pinned = head
+        return head + [x for x in rest if x not in head]
 
     def _probed(self, probes: Sequence[ForwardProbe]) -> None:
         """Forward costs measured on a running server (the baseline's): the cost's slope is
@@ -182,7 +179,7 @@ class PredictRace(StartRace):
         known = [x for x in self.alive if x in self.forecast.shapes]
         if label not in known or label == self.baseline or len(known) < 2:
             return False
-        mid = {x: float(np.median(self.model.objective(x, self.forecast.objective))) for x in known}
+        mid = self._mid(known)
         best = max(mid.values())
         return mid[label] * (1 + 2 * self.settings.tolerance) >= best
 
@@ -302,7 +299,7 @@ class PredictRace(StartRace):
         model holds their own starts (each start's level its own effect), so one start
         each decides, as it pools every start; the baseline stays the reference the
         restart-bound rules judge."""
-        if not (self._confirmed_by_prediction(leader) or self._accepted_as_predicted(leader)):
+        if not self._spoke_for(leader):
             return []
         assert self.forecast is not None
         measured = [
@@ -312,9 +309,7 @@ class PredictRace(StartRace):
             if self.efforts[x].starts  # not started: rule 3's to judge
         ]
         for x in measured:  # a cheaper one within the tolerance of the leader: the answer
-            if self.forecast.cost(x) >= self.forecast.cost(leader) or not (
-                self._confirmed_by_prediction(x) or self._accepted_as_predicted(x)
-            ):
+            if self.forecast.cost(x) >= self.forecast.cost(leader) or not self._spoke_for(x):
                 continue
             ratio = self._best_ratio(leader, x)
             if ratio < 1 + self.settings.tolerance:
@@ -329,10 +324,6 @@ class PredictRace(StartRace):
                 )
                 out.append(Elimination(x, self.pass_no, "worse", detail))
         return out
-
-    def _confirmed_by_prediction(self, label: str) -> bool:
-        """Measured as predicted, each check made without it (`_recheck`)."""
-        return self.forecast is not None and label in self.confirmed
 
     def _could_win(self, label: str, leader: str, high: Mapping[str, float]) -> bool:
         assert self.forecast is not None
@@ -359,6 +350,12 @@ class PredictRace(StartRace):
             draws = draws + np.random.default_rng(self.seed).normal(0.0, sd, size=draws.shape)
         return draws
 
+    def _mid(self, labels: Sequence[str]) -> dict[str, float]:
+        """The cost model's median objective of each of `labels`."""
+        assert self.model is not None and self.forecast is not None
+        objective = self.forecast.objective
+        return {x: float(np.median(self.model.objective(x, objective))) for x in labels}
+
     def _out_words(self, label: str, leader: str, ratio: float) -> str:
         words = (
             f"predicted at most {ratio:.1%} of {leader}'s objective ({PRUNE_LEVEL:.0%} bound "
@@ -378,10 +375,7 @@ class PredictRace(StartRace):
             return None
         known = [x for x in measured if x in self.forecast.shapes]
         if self.model is not None and len(known) >= 2:  # the model's level: a start's luck out
-            fitted = {
-                x: float(np.median(self.model.objective(x, self.forecast.objective))) for x in known
-            }
-            return max(known, key=fitted.__getitem__)
+            return max(known, key=self._mid(known).__getitem__)
         means = {
             x: [sum(v for v, _ in start) / len(start) for start in g if start]
             for x, g in measured.items()
@@ -407,24 +401,32 @@ class PredictRace(StartRace):
         """Configs predicted out come back to pass 1's queue (rule 4)."""
         for label in back:
             exit_ = self.eliminated.get(label)
-            if exit_ is None or exit_.reason != "predicted" or self.pass_no != 1:
-                continue
-            del self.eliminated[label]
-            self.alive.append(label)
-            self.queue.append(label)
-            self.order.append(label)
+            if exit_ is not None and exit_.reason == "predicted" and self.pass_no == 1:
+                self._readmit(label)
+
+    def _readmit(self, label: str) -> None:
+        """`label`, left out, races again: back in the race, last in this pass."""
+        del self.eliminated[label]
+        self.alive.append(label)
+        self.queue.append(label)
+        self.order.append(label)
 
     # --- the check (rule 4) ----------------------------------------------------------
 
     def _confirmed(self, leader: str) -> bool:
-        """A leader the forecast spoke for needs no second start (rule 4): measured as
-        predicted, or (the first of its method, whose level only it measured) its
-        acceptance as predicted; the start variance stays in every test it makes."""
-        spoke = self._confirmed_by_prediction(leader) or self._accepted_as_predicted(leader)
-        return spoke or super()._confirmed(leader)
+        """A leader the forecast spoke for needs no second start (rule 4); the start variance
+        stays in every test it makes."""
+        return self._spoke_for(leader) or super()._confirmed(leader)
 
-    def _accepted_as_predicted(self, label: str) -> bool:
-        words = self._acceptance_words(label) if self.forecast is not None else None
+    def _spoke_for(self, label: str) -> bool:
+        """Did the forecast speak for `label` (rule 4)? Measured as predicted, each check made
+        without it (`_recheck`), or (the first of its method, whose level only it measured)
+        its acceptance as predicted."""
+        if self.forecast is None:
+            return False
+        if label in self.confirmed:
+            return True
+        words = self._acceptance_words(label)
         return words is not None and "apart" not in words and label not in self.missed
 
     def _note_acceptance(self, label: str, measured: dict[str, float]) -> None:
@@ -510,10 +512,7 @@ class PredictRace(StartRace):
         self.fallback = why
         self.forecast = None
         for label in [x for x in self.left_out if x in self.eliminated]:
-            del self.eliminated[label]
-            self.alive.append(label)
-            self.queue.append(label)
-            self.order.append(label)
+            self._readmit(label)
         self.checked.clear()
         self.confirmed.clear()
 
@@ -525,13 +524,10 @@ class PredictRace(StartRace):
         if self.forecast is None:
             return []
         statuses = {}
-        for label in self.contenders:
-            if label not in self.forecast.shapes:
-                continue
+        for label in [x for x in self.contenders if x in self.forecast.shapes]:
             exit_ = self.eliminated.get(label)
-            statuses[label] = "started" if self.efforts[label].starts else "not started"
-            if exit_ is not None and exit_.reason in ("dominated", "predicted"):
-                statuses[label] = "dominated" if exit_.reason == "dominated" else "predicted out"
+            started = "started" if self.efforts[label].starts else "not started"
+            statuses[label] = LEFT_OUT.get(exit_.reason if exit_ is not None else "", started)
         model = self.model or self._fit()
         return predicted_configs(self.forecast, model, statuses, self.checked, self.seed)
 
@@ -556,6 +552,21 @@ def predicted_configs(
             PredictedConfig(label, forecast.acceptance.get(label), (mid, low, high), status, check)
         )
     return out
+
+
+def dominator(forecast: Forecast, label: str, labels: Iterable[str]) -> str | None:
+    """The first of `labels` whose rounds dominate `label`'s (rule 1: as many tokens a round
+    or more, a round as cheap or cheaper); None where none does or the forecast knows no
+    rounds of `label`."""
+    if label not in forecast.shapes:
+        return None
+    known = (x for x in labels if x in forecast.shapes)
+    return next((x for x in known if forecast.dominates(x, label)), None)
+
+
+def most_verify_tokens(forecast: Forecast, label: str) -> float:
+    """The most tokens one of `label`'s rounds verifies, over the workloads."""
+    return max(shape.verify_tokens for shape in forecast.shapes[label].values())
 
 
 def _scaled(shape: Shape, factor: float) -> Shape:
@@ -604,4 +615,12 @@ def _geo(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-__all__ = ["CHECK_LEVEL", "PRUNE_LEVEL", "TAU_TOLERANCE", "PredictRace", "predicted_configs"]
+__all__ = [
+    "CHECK_LEVEL",
+    "PRUNE_LEVEL",
+    "TAU_TOLERANCE",
+    "PredictRace",
+    "dominator",
+    "most_verify_tokens",
+    "predicted_configs",
+]
