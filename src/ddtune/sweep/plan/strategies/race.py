@@ -39,7 +39,11 @@ from ddtune.sweep.plan.strategies.base import (
     order_words,
     refuse_search_settings,
 )
-from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace, race_mode
+from ddtune.sweep.plan.strategies.restart_bound import (
+    RestartBoundRace,
+    contenders_of,
+    race_mode,
+)
 from ddtune.sweep.plan.trial_order import plan_block, plan_trials
 from ddtune.sweep.spec.checks import passes_divide
 from ddtune.sweep.spec.parse import Config, SweepSpec
@@ -117,9 +121,7 @@ class Race(Strategy):
         records = self._finished.records if self._finished is not None else []
         seconds = {} if store is None or sweep_id is None else store.trial_seconds(sweep_id)
         passes = pass_results(records, self.spec.objective, self.spec.passes_per_start, seconds)
-        labels = [config.label() for config, _ in self.configs]
-        baseline = next((c.label() for c, is_base in self.configs if is_base), None)
-        return replay(labels, baseline, passes, self.settings)
+        return replay(*contenders_of(self.configs), passes, self.settings)
 
     def outcome(self) -> str:
         state = self.state()

@@ -11,6 +11,7 @@ The mode, how a trial is stored and what each finished one carries: docs/sweeps.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ddtune.errors import UserError
@@ -30,7 +31,7 @@ from ddtune.sweep.plan.fold import Finished
 from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace, StartSettings, prior_benches
 from ddtune.sweep.plan.strategies.base import Strategy, start_words
-from ddtune.sweep.spec.parse import SweepSpec
+from ddtune.sweep.spec.parse import Config, SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, trial_times
 from ddtune.sweep.store.rows import SweepRow, TrialRow
@@ -38,18 +39,16 @@ from ddtune.sweep.store.rows import SweepRow, TrialRow
 if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
 
-RESTART_BOUND_LATER = (
-    "; a restart-bound race plans one bench at a time from the results (pass 1 starts every "
-    "config once, later passes only the configs still in the race)"
-)
-
 
 class RestartBoundRace(Strategy):
     """What strategy "race" (and "predict") runs as when restart-bound (module docstring)."""
 
     name = "restart-bound race"
     races = True
-    later = RESTART_BOUND_LATER
+    later = (
+        "; a restart-bound race plans one bench at a time from the results (pass 1 starts every "
+        "config once, later passes only the configs still in the race)"
+    )
 
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
         super().__init__(spec, mode)
@@ -158,9 +157,7 @@ class RestartBoundRace(Strategy):
         return "" if summary is None else race_more(self.spec, summary, per_trial, left, total)
 
     def _new_race(self) -> StartRace:
-        labels = tuple(config.label() for config, _ in self.configs)
-        baseline = next((c.label() for c, is_base in self.configs if is_base), None)
-        return StartRace(labels, baseline, self.settings, self.spec.seed)
+        return StartRace(*contenders_of(self.configs), self.settings, self.spec.seed)
 
     def _fold(self, store: Store, result: FinishedBench) -> None:
         assert self._race is not None
@@ -187,6 +184,12 @@ class RestartBoundRace(Strategy):
             seconds,
             fresh,
         )
+
+
+def contenders_of(configs: Sequence[tuple[Config, bool]]) -> tuple[tuple[str, ...], str | None]:
+    """A race's contenders (its configs' labels, in order) and its baseline's label."""
+    labels = tuple(config.label() for config, _ in configs)
+    return labels, next((c.label() for c, is_base in configs if is_base), None)
 
 
 def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
@@ -286,8 +289,8 @@ def _words(race: StartRace) -> str:
 
 
 __all__ = [
-    "RESTART_BOUND_LATER",
     "RestartBoundRace",
+    "contenders_of",
     "race_mode",
     "start_cases",
     "start_settings",
