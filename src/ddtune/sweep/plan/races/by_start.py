@@ -182,13 +182,15 @@ class StartRace:
         """Fold in one finished trial; it must be the one `next()` planned."""
         step = self.next()
         ran = (result.label, result.start, result.bench)
-        if step is None or ran != (step.label, step.start, step.bench):
-            raise ValueError(f"{_named(ran)} ran where the race planned {_named(step)}")
+        planned = None if step is None else (step.label, step.start, step.bench)
+        if step is None or ran != planned:
+            raise ValueError(f"{_named(ran)} ran where the race planned {_named(planned)}")
         self._record(step, result)
         self._drop(pass_rate_step(self.alive, self.coding, self.pass_no, self.settings.alpha))
         self.current = step if self._goes_on(step, result) else None
-        if self.current is None:
-            self._end_start(step)
+        if self.current is None:  # the start is over
+            self._refit(step)
+            self._settle()
 
     # --- bookkeeping ---------------------------------------------------------------
 
@@ -268,10 +270,6 @@ class StartRace:
         return Elimination(step.label, self.pass_no, "worse", detail, p)
 
     # --- after a start: the model, eliminations, the pass, the stop ------------------
-
-    def _end_start(self, step: Step) -> None:
-        self._refit(step)
-        self._settle()
 
     def _refit(self, step: Step) -> None:
         """After a start: a start with no bench fails its config; the model; eliminations."""
@@ -391,10 +389,10 @@ def replay(
     return race
 
 
-def _named(step: Step | tuple[str, int, int] | None) -> str:
-    if step is None:
+def _named(trial: tuple[str, int, int] | None) -> str:
+    if trial is None:
         return "nothing (it had stopped)"
-    label, start, bench = (step.label, step.start, step.bench) if isinstance(step, Step) else step
+    label, start, bench = trial
     return f"bench {bench} of start {start} of {label}"
 
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from ddtune.errors import UserError
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.summarize import cost_key
-from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.costs import (
     Estimate,
     Span,
@@ -107,7 +106,9 @@ class RestartBoundRace(Strategy):
         by_pass = dataclasses.replace(
             spec, passes_per_start=min(spec.passes_per_start, spec.repeats)
         )
-        return start_cases(spec, costs, self.mode) | {
+        span = start_span(spec, costs, self.mode)
+        cases = {"best case": span.best, "expected (median)": span.median, "worst case": span.worst}
+        return {f"restart-bound race, {name}": e for name, e in cases.items() if e is not None} | {
             f"the pass-by-pass race (restart_bound = false), {key.removeprefix('race, ')}": value
             for key, value in race_cases(by_pass, costs, len(spec.all_configs())).items()
         }
@@ -173,11 +174,11 @@ class RestartBoundRace(Strategy):
     def _result(
         self, record: TrialRecord, hours: float, fresh: bool, seconds: float
     ) -> FinishedBench:
-        k = self.settings.most_benches
+        start, bench = divmod(record.repeat - 1, self.settings.most_benches)
         return FinishedBench(
             record.label,
-            block_of(record.repeat, k),
-            (record.repeat - 1) % k + 1,
+            start + 1,
+            bench + 1,
             objective_value(record, self.spec.objective),
             record.coding,
             hours,
@@ -209,15 +210,9 @@ def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
     )
 
 
-def start_cases(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> dict[str, Estimate]:
-    """A restart-bound race's best case, expected (median) and worst case."""
-    span = start_span(spec, costs, mode)
-    cases = {"best case": span.best, "expected (median)": span.median, "worst case": span.worst}
-    return {f"restart-bound race, {name}": e for name, e in cases.items() if e is not None}
-
-
 def start_span(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> Span:
-    """`start_cases` as a `Span`: its expected case is the median (a typical landscape)."""
+    """A restart-bound race's best case, expected case (the median: a typical landscape) and
+    worst case."""
     settings = start_settings(
         spec, dataclasses.replace(mode, start_s=costs.start_s, bench_s=costs.bench_s)
     )
@@ -292,7 +287,6 @@ __all__ = [
     "RestartBoundRace",
     "contenders_of",
     "race_mode",
-    "start_cases",
     "start_settings",
     "start_span",
 ]
