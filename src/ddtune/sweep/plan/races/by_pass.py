@@ -126,10 +126,23 @@ def _step(state: RaceState) -> list[Elimination]:
         state, pass_rate_step(state.alive, state.coding, pass_no, state.settings.alpha)
     )
     alive = {label: samples[label] for label in state.alive}
-    state.leader = leader_of(alive, state.settings.maximize) if alive else None
-    if state.leader is not None:
-        removed += _drop(state, _objective_step(state.leader, alive, pass_no, state.settings))
+    leader = state.leader = leader_of(alive, state.settings.maximize) if alive else None
+    if leader is not None:
+        contrast = _contrast(state)
+        worse = holm_worse(
+            {x: contrast(leader, x) for x in alive if x != leader},
+            pass_no,
+            state.settings.alpha,
+            lambda label, r, p: ratio_words(leader, label, r, f"{r.method}, {r.n} passes", p),
+        )
+        removed += _drop(state, worse)
     return removed
+
+
+def _contrast(state: RaceState) -> Callable[[str, str], RatioInterval]:
+    """One config over another by their passes (paired over the passes both completed)."""
+    options = BlockedOptions(alpha=state.settings.alpha, maximize=state.settings.maximize)
+    return lambda a, b: compare(state.samples[a], state.samples[b], options)
 
 
 def _drop(state: RaceState, removed: list[Elimination]) -> list[Elimination]:
@@ -137,21 +150,6 @@ def _drop(state: RaceState, removed: list[Elimination]) -> list[Elimination]:
         state.alive.remove(elimination.label)
         state.eliminated[elimination.label] = elimination
     return removed
-
-
-def _objective_step(
-    leader: str, alive: Mapping[str, Mapping[int, float]], pass_no: int, settings: RaceSettings
-) -> list[Elimination]:
-    options = BlockedOptions(alpha=settings.alpha, maximize=settings.maximize)
-    contrasts = {x: compare(alive[leader], alive[x], options) for x in alive if x != leader}
-    return holm_worse(
-        contrasts,
-        pass_no,
-        settings.alpha,
-        lambda label, ratio, p: ratio_words(
-            leader, label, ratio, f"{ratio.method}, {ratio.n} passes", p
-        ),
-    )
 
 
 def holm_worse(
@@ -224,7 +222,10 @@ def _stop_reason(state: RaceState) -> str | None:
         return None
     if len(state.alive) <= 1:
         return "one_left"
-    if _all_equivalent(state):
+    leader = state.leader
+    if leader is not None and all_equivalent(
+        leader, state.alive, _contrast(state), settings.tolerance, settings.alpha
+    ):
         return "equivalent"
     if state.passes_done >= settings.max_passes:
         return "max_passes"
@@ -236,20 +237,6 @@ def _stop_reason(state: RaceState) -> str | None:
         if state.seconds_done + per_trial * next_trials > settings.max_hours * 3600:
             return "max_hours"
     return None
-
-
-def _all_equivalent(state: RaceState) -> bool:
-    if state.leader is None:
-        return False
-    settings, samples = state.settings, state.samples
-    options = BlockedOptions(alpha=settings.alpha, maximize=settings.maximize)
-    return all_equivalent(
-        state.leader,
-        state.alive,
-        lambda a, b: compare(samples[a], samples[b], options),
-        settings.tolerance,
-        settings.alpha,
-    )
 
 
 __all__ = [
