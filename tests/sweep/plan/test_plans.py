@@ -4,6 +4,8 @@ failed trial), its best confirmed by a race; cost estimates and `sweep plan`."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from simulated_service import NoiseModel, SimulatedService
 
@@ -52,7 +54,7 @@ def _rate(label: str) -> float:
     return 100.0 - 2.5 * abs(budget - 16) ** 0.8 - 6.0 * abs(topk - 4)
 
 
-def _finish(store: Store, row, value: float | None) -> None:
+def _finish(store: Store, row, value: float | None, timings: dict | None = None) -> None:
     attempt_id, _ = store.begin_attempt(row["id"])
     if value is None:
         store.fail_attempt(attempt_id, "crashed(1)", "simulated failure")
@@ -60,7 +62,7 @@ def _finish(store: Store, row, value: float | None) -> None:
         return
     bench = {"aggregates": {"short_tps": value, "long_tps": value}, "samples": [], "outputs": []}
     store.record_result(
-        row["id"], attempt_id, BenchResult.from_dict(bench), timings={"bench_s": 60.0}
+        row["id"], attempt_id, BenchResult.from_dict(bench), timings=timings or {"bench_s": 60.0}
     )
 
 
@@ -104,6 +106,27 @@ def test_race_plans_each_pass_from_the_store_and_stops(tmp_path, spec_text):
         assert again.state(store, sweep_id).history == state.history
         assert again.next_batch(store, sweep_id) == []
         assert "stopped" in race.outcome()
+    finally:
+        store.close()
+
+
+def test_a_race_stopped_by_max_hours_says_so(tmp_path, spec_text):
+    """`state()` and `outcome()` after the run read the passes with their stored seconds: a
+    race that `max_hours` stopped says so (not "not yet", as if every pass took 0 s)."""
+    spec = spec_text.parse(RACE.replace("repeats = 8\n", "repeats = 8\nmax_hours = 1\n"), COSTS)
+    store = Store(tmp_path / "store.sqlite")
+    try:
+        sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan_spec(spec))
+        race = prepare(spec, store).strategy
+        assert isinstance(race, Race)
+        offset = {c.label(): i for i, (c, _) in enumerate(spec.all_configs())}
+        swing = (1.0, -1.0, 0.5)  # per pass, shifted by config: neither separated nor equivalent
+        for row in store.trials(sweep_id, ("pending",)):  # 27 trials of 10 min: 4.5 h
+            value = 100.0 * math.exp(0.1 * swing[(offset[row["label"]] + row["repeat"]) % 3])
+            _finish(store, row, value, timings={"spent_s": 600.0})
+        assert race.next_batch(store, sweep_id) == []
+        assert race.state().stop == "max_hours" and len(race.state().alive) > 1
+        assert "stopped: max_hours" in race.outcome()
     finally:
         store.close()
 

@@ -2,37 +2,24 @@
 
 Pure and deterministic: `replay` takes the finished passes (what the store
 holds) and returns the same `RaceState` every time, so a resumed race plans
-its next pass exactly as the uninterrupted one would have. Rules
-(docs/sweeps.md "Sweep"):
-
-- passes 1..min_passes run every contender; from pass `min_passes` on, after
-  each pass:
-  1. a contender with fewer than 2 completed trials leaves (`failed`);
-  2. a contender whose pooled pass rate is below the best alive one with a
-     Holm-corrected Fisher p < alpha leaves (`pass_rate`);
-  3. the leader is the alive contender with the best geometric mean; each other
-     is compared with it by a paired t-test on per-pass log ratios (Welch when
-     fewer than 2 passes are shared) and leaves (`worse`) when the
-     Holm-corrected p < alpha and it is behind;
-- stop when one contender is left (`one_left`), all alive ones are within
-  `tolerance` of the leader by TOST (`equivalent`), `max_passes` passes ran
-  (`max_passes`), or the next pass would exceed `max_trials` (`max_trials`) or
-  `max_hours` at the mean trial time so far (`max_hours`);
-- the baseline runs in every pass (the block reference), even after it leaves
-  the race as a contender. Failed trials never count as measurements.
+its next pass exactly as the uninterrupted one would have. Rules: the race rules of
+docs/sweeps.md "Sweep".
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ddtune.records import Elimination
 from ddtune.stats.blocked import BlockedOptions, compare, leader_of
-from ddtune.stats.intervals import fisher_exact_two_sided, holm_adjust, tost_equivalence
-
-STOP_REASONS = ("one_left", "equivalent", "max_passes", "max_trials", "max_hours")
+from ddtune.stats.intervals import (
+    RatioInterval,
+    fisher_exact_two_sided,
+    holm_adjust,
+    tost_equivalence,
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +69,8 @@ class RaceState:
     seconds_done: float = 0.0
     leader: str | None = None
     stop: str | None = None
+    samples: dict[str, dict[int, float]] = field(default_factory=dict)  # label -> pass -> value
+    coding: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> passed, total
 
     def scheduled(self) -> list[str]:
         """Configs of the next pass in contender order (baseline + alive); [] once stopped."""
@@ -105,21 +94,28 @@ def replay(
         if state.stop is not None:
             raise ValueError(f"pass {pass_no} ran after the race stopped ({state.stop})")
         _record(state, result)
-        removed = _step(state, passes[:pass_no]) if pass_no >= settings.min_passes else []
+        removed = _step(state) if pass_no >= settings.min_passes else []
         state.history.append(RaceStep(pass_no, state.leader, tuple(state.alive), tuple(removed)))
-        state.stop = _stop_reason(state, passes[:pass_no])
+        state.stop = _stop_reason(state)
     return state
 
 
 def _record(state: RaceState, result: PassResult) -> None:
+    """Fold in one pass: failed trials count as trials, never as measurements (only
+    positive, finite values do); the coding counts pool."""
     state.passes_done += 1
     state.trials_done += len(result.values)
     state.seconds_done += result.seconds
+    for label, value in result.values.items():
+        if value is not None and math.isfinite(value) and value > 0:
+            state.samples.setdefault(label, {})[state.passes_done] = value
+    for label, (passed, total) in result.coding.items():
+        pooled = state.coding.get(label, (0, 0))
+        state.coding[label] = (pooled[0] + passed, pooled[1] + total)
 
 
-def _step(state: RaceState, passes: Sequence[PassResult]) -> list[Elimination]:
-    pass_no = len(passes)
-    samples = _samples(passes)
+def _step(state: RaceState) -> list[Elimination]:
+    pass_no, samples = state.passes_done, state.samples
     removed = [
         Elimination(label, pass_no, "failed", f"{len(samples.get(label, {}))} completed trial(s)")
         for label in state.alive
@@ -127,13 +123,26 @@ def _step(state: RaceState, passes: Sequence[PassResult]) -> list[Elimination]:
     ]
     _drop(state, removed)
     removed += _drop(
-        state, pass_rate_step(state.alive, _coding(passes), pass_no, state.settings.alpha)
+        state, pass_rate_step(state.alive, state.coding, pass_no, state.settings.alpha)
     )
     alive = {label: samples[label] for label in state.alive}
-    state.leader = leader_of(alive, state.settings.maximize) if alive else None
-    if state.leader is not None:
-        removed += _drop(state, _objective_step(state.leader, alive, pass_no, state.settings))
+    leader = state.leader = leader_of(alive, state.settings.maximize) if alive else None
+    if leader is not None:
+        contrast = _contrast(state)
+        worse = holm_worse(
+            {x: contrast(leader, x) for x in alive if x != leader},
+            pass_no,
+            state.settings.alpha,
+            lambda label, r, p: ratio_words(leader, label, r, f"{r.method}, {r.n} passes", p),
+        )
+        removed += _drop(state, worse)
     return removed
+
+
+def _contrast(state: RaceState) -> Callable[[str, str], RatioInterval]:
+    """One config over another by their passes (paired over the passes both completed)."""
+    options = BlockedOptions(alpha=state.settings.alpha, maximize=state.settings.maximize)
+    return lambda a, b: compare(state.samples[a], state.samples[b], options)
 
 
 def _drop(state: RaceState, removed: list[Elimination]) -> list[Elimination]:
@@ -143,22 +152,46 @@ def _drop(state: RaceState, removed: list[Elimination]) -> list[Elimination]:
     return removed
 
 
-def _objective_step(
-    leader: str, alive: Mapping[str, Mapping[int, float]], pass_no: int, settings: RaceSettings
+def holm_worse(
+    contrasts: Mapping[str, RatioInterval],
+    pass_no: int,
+    alpha: float,
+    words: Callable[[str, RatioInterval, float], str],
 ) -> list[Elimination]:
-    options = BlockedOptions(alpha=settings.alpha, maximize=settings.maximize)
-    others = [label for label in alive if label != leader]
-    ratios = [compare(alive[leader], alive[label], options) for label in others]
-    raw = [1.0 if r.p_value is None else r.p_value for r in ratios]
-    removed = []
-    for label, ratio, p in zip(others, ratios, holm_adjust(raw), strict=True):
-        if p < settings.alpha and ratio.log_estimate > 0:
-            detail = (
-                f"{leader} / {label} = {ratio.ratio:.3f} [{ratio.low:.3f}, {ratio.high:.3f}] "
-                f"({ratio.method}, {ratio.n} passes), Holm p = {p:.3g}"
-            )
-            removed.append(Elimination(label, pass_no, "worse", detail, p))
-    return removed
+    """The configs the leader beats (`worse`): `contrasts` holds the leader over each, their p
+    values Holm-adjusted together (none: 1); out where p < alpha and the leader is ahead, with
+    `words(label, ratio, p)` as the detail."""
+    raw = [1.0 if ratio.p_value is None else ratio.p_value for ratio in contrasts.values()]
+    return [
+        Elimination(label, pass_no, "worse", words(label, ratio, p), p)
+        for (label, ratio), p in zip(contrasts.items(), holm_adjust(raw), strict=True)
+        if p < alpha and ratio.log_estimate > 0
+    ]
+
+
+def ratio_words(
+    leader: str, label: str, ratio: RatioInterval, how: str, p: float, correction: str = "Holm"
+) -> str:
+    """A `worse` elimination's detail: the leader over `label`, its interval where it has one,
+    how it was estimated and the corrected p."""
+    interval = f" [{ratio.low:.3f}, {ratio.high:.3f}]" if ratio.low is not None else ""
+    return f"{leader} / {label} = {ratio.ratio:.3f}{interval} ({how}), {correction} p = {p:.3g}"
+
+
+def all_equivalent(
+    leader: str,
+    labels: Iterable[str],
+    contrast: Callable[[str, str], RatioInterval],
+    tolerance: float,
+    alpha: float,
+) -> bool:
+    """Is every config of `labels` but the leader within `tolerance` of it (TOST at `alpha`
+    on `contrast(leader, label)`)?"""
+    return all(
+        tost_equivalence(contrast(leader, label), tolerance, alpha).equivalent
+        for label in labels
+        if label != leader
+    )
 
 
 def pass_rate_step(
@@ -181,7 +214,7 @@ def pass_rate_step(
     return removed
 
 
-def _stop_reason(state: RaceState, passes: Sequence[PassResult]) -> str | None:
+def _stop_reason(state: RaceState) -> str | None:
     """Why the race stops after these passes, or None; never before `min_passes`
     (the first `min_passes` passes are planned together, so every one of them runs)."""
     settings = state.settings
@@ -189,7 +222,10 @@ def _stop_reason(state: RaceState, passes: Sequence[PassResult]) -> str | None:
         return None
     if len(state.alive) <= 1:
         return "one_left"
-    if _all_equivalent(state, _samples(passes)):
+    leader = state.leader
+    if leader is not None and all_equivalent(
+        leader, state.alive, _contrast(state), settings.tolerance, settings.alpha
+    ):
         return "equivalent"
     if state.passes_done >= settings.max_passes:
         return "max_passes"
@@ -203,45 +239,14 @@ def _stop_reason(state: RaceState, passes: Sequence[PassResult]) -> str | None:
     return None
 
 
-def _all_equivalent(state: RaceState, samples: Mapping[str, Mapping[int, float]]) -> bool:
-    if state.leader is None:
-        return False
-    options = BlockedOptions(alpha=state.settings.alpha, maximize=state.settings.maximize)
-    lead = samples[state.leader]
-    return all(
-        tost_equivalence(
-            compare(lead, samples[label], options), state.settings.tolerance, options.alpha
-        ).equivalent
-        for label in state.alive
-        if label != state.leader
-    )
-
-
-def _samples(passes: Sequence[PassResult]) -> dict[str, dict[int, float]]:
-    """label -> pass number -> value, completed (positive, finite) trials only."""
-    out: dict[str, dict[int, float]] = {}
-    for pass_no, result in enumerate(passes, start=1):
-        for label, value in result.values.items():
-            if value is not None and math.isfinite(value) and value > 0:
-                out.setdefault(label, {})[pass_no] = value
-    return out
-
-
-def _coding(passes: Sequence[PassResult]) -> dict[str, tuple[int, int]]:
-    pooled: dict[str, tuple[int, int]] = {}
-    for result in passes:
-        for label, (passed, total) in result.coding.items():
-            p, t = pooled.get(label, (0, 0))
-            pooled[label] = (p + passed, t + total)
-    return pooled
-
-
 __all__ = [
-    "STOP_REASONS",
     "PassResult",
     "RaceSettings",
     "RaceState",
     "RaceStep",
+    "all_equivalent",
+    "holm_worse",
     "pass_rate_step",
+    "ratio_words",
     "replay",
 ]

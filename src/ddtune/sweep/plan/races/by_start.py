@@ -5,33 +5,8 @@ restart_bound`, chosen by `strategies/restart_bound.py`), a pass of the pass-by-
 race buys one measurement per restart. This race decides bench by bench instead. Its state is
 a fold of the finished benches (`StartRace.add`), so a resumed race plans
 exactly what the uninterrupted one would (`replay`); `next()` says what runs
-next. Rules (docs/sweeps.md "Restart-bound races"):
-
-1. Passes: pass 1 starts every config once, in the seeded shuffle of the block
-   design (`grid.block_order`); pass p + 1 starts the configs still in the race
-   in the reverse order of pass p (a fold-over: a steady drift lands on both
-   ends alike). The baseline is a config like any other: pass 1 measures it.
-   Anchors: once `anchor_every` other starts ran since the leader's last one
-   while configs of the pass still wait, the leader starts again (a reference
-   start: the drift's witness inside a long pass, and a second start the
-   leader needs anyway).
-2. Benches on one start: after each bench the start goes on while its config
-   is in the race, no bench failed and fewer than `benches_per_start` ran
-   (two-stage sampling over the pooled bench and start variances and the costs;
-   at most `most_benches`; at least 2 until some start has 2, so the bench
-   spread is measured, not assumed). A config found clearly out after any bench stops
-   there (the sequential test: the same Holm test as 3, run early).
-3. After every start, the mixed model (`ddtune.stats.mixed`: config + drift in
-   time + start effect + bench noise; the start variance pooled over configs,
-   a stated conservative prior until second starts estimate it) gives each
-   config's effect; a config leaves (`worse`) when the leader beats it with a
-   Holm-corrected p < alpha (0.02 a look), (`failed`) when its start completed
-   no bench. Only a leader seen on 2+ starts eliminates (its lead may be one
-   lucky start, or one fast moment of the machine).
-4. After every bench, pass rates (Fisher vs the best, Holm) act at once (`pass_rate`).
-5. Stop: one config left (`one_left`); every config left within `tolerance` of
-   the leader by TOST (`equivalent`, not before `min_passes` passes);
-   `max_passes` passes; or the next start would pass `max_trials` / `max_hours`.
+next. Rules 1-5 (the `rule N` in method docstrings): docs/sweeps.md
+"Restart-bound races".
 """
 
 from __future__ import annotations
@@ -43,7 +18,6 @@ from typing import Any
 
 from ddtune.records import Elimination
 from ddtune.stats.blocked import BlockedOptions, Verdict, verdict_of
-from ddtune.stats.intervals import holm_adjust, tost_equivalence
 from ddtune.stats.mixed import (
     Component,
     Components,
@@ -55,7 +29,12 @@ from ddtune.stats.mixed import (
     estimate_components,
     fit_effects,
 )
-from ddtune.sweep.plan.races.by_pass import pass_rate_step
+from ddtune.sweep.plan.races.by_pass import (
+    all_equivalent,
+    holm_worse,
+    pass_rate_step,
+    ratio_words,
+)
 from ddtune.sweep.plan.trial_order import block_order
 from ddtune.trace.forecast import Forecast
 from ddtune.trace.round_cost import ForwardProbe
@@ -203,13 +182,15 @@ class StartRace:
         """Fold in one finished trial; it must be the one `next()` planned."""
         step = self.next()
         ran = (result.label, result.start, result.bench)
-        if step is None or ran != (step.label, step.start, step.bench):
-            raise ValueError(f"{_named(ran)} ran where the race planned {_named(step)}")
+        planned = None if step is None else (step.label, step.start, step.bench)
+        if step is None or ran != planned:
+            raise ValueError(f"{_named(ran)} ran where the race planned {_named(planned)}")
         self._record(step, result)
         self._drop(pass_rate_step(self.alive, self.coding, self.pass_no, self.settings.alpha))
         self.current = step if self._goes_on(step, result) else None
-        if self.current is None:
-            self._end_start(step)
+        if self.current is None:  # the start is over
+            self._refit(step)
+            self._settle()
 
     # --- bookkeeping ---------------------------------------------------------------
 
@@ -284,15 +265,11 @@ class StartRace:
         p = min(1.0, raw * (len(measured) - 1))
         if p >= self.settings.alpha or ratio.log_estimate <= 0:
             return None
-        detail = _detail(leader, step.label, ratio, p, "Bonferroni")
+        detail = ratio_words(leader, step.label, ratio, "mixed model", p, "Bonferroni")
         detail += f"; after bench {step.bench} of start {step.start} (sequential test)"
         return Elimination(step.label, self.pass_no, "worse", detail, p)
 
     # --- after a start: the model, eliminations, the pass, the stop ------------------
-
-    def _end_start(self, step: Step) -> None:
-        self._refit(step)
-        self._settle()
 
     def _refit(self, step: Step) -> None:
         """After a start: a start with no bench fails its config; the model; eliminations."""
@@ -318,18 +295,15 @@ class StartRace:
         measured = [label for label in self.alive if fit is not None and label in fit.labels]
         if fit is None or len(measured) < 2:
             return []
-        self.leader = max(measured, key=fit.effect)
-        if not self._confirmed(self.leader):
+        leader = self.leader = max(measured, key=fit.effect)
+        if not self._confirmed(leader):
             return []
-        others = [label for label in measured if label != self.leader]
-        ratios = [fit.contrast(self.leader, label) for label in others]
-        raw = [1.0 if r.p_value is None else r.p_value for r in ratios]
-        removed = []
-        for label, ratio, p in zip(others, ratios, holm_adjust(raw), strict=True):
-            if p < self.settings.alpha and ratio.log_estimate > 0:
-                detail = _detail(self.leader, label, ratio, p)
-                removed.append(Elimination(label, self.pass_no, "worse", detail, p))
-        return removed
+        return holm_worse(
+            {x: fit.contrast(leader, x) for x in measured if x != leader},
+            self.pass_no,
+            self.settings.alpha,
+            lambda label, ratio, p: ratio_words(leader, label, ratio, "mixed model", p),
+        )
 
     def _confirmed(self, leader: str) -> bool:
         """A leader seen on one start only may owe its lead to that start or that moment."""
@@ -353,12 +327,8 @@ class StartRace:
         fit, leader = self.fit, self.leader
         if fit is None or leader is None or any(x not in fit.labels for x in self.alive):
             return False
-        return all(
-            tost_equivalence(
-                fit.contrast(leader, label), self.settings.tolerance, self.settings.alpha
-            ).equivalent
-            for label in self.alive
-            if label != leader
+        return all_equivalent(
+            leader, self.alive, fit.contrast, self.settings.tolerance, self.settings.alpha
         )
 
     # --- the model's inputs -----------------------------------------------------------
@@ -419,18 +389,11 @@ def replay(
     return race
 
 
-def _named(step: Step | tuple[str, int, int] | None) -> str:
-    if step is None:
+def _named(trial: tuple[str, int, int] | None) -> str:
+    if trial is None:
         return "nothing (it had stopped)"
-    label, start, bench = (step.label, step.start, step.bench) if isinstance(step, Step) else step
+    label, start, bench = trial
     return f"bench {bench} of start {start} of {label}"
-
-
-def _detail(leader: str, label: str, ratio: Any, p: float, correction: str = "Holm") -> str:
-    interval = f" [{ratio.low:.3f}, {ratio.high:.3f}]" if ratio.low is not None else ""
-    return (
-        f"{leader} / {label} = {ratio.ratio:.3f}{interval} (mixed model), {correction} p = {p:.3g}"
-    )
 
 
 __all__ = [

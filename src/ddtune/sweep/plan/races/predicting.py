@@ -7,52 +7,15 @@ model that learns (`ddtune.trace.round_cost.CostModel`), refitted after every st
 with the forward probes of the running baseline where the engine allows them.
 `PredictRace` is a `StartRace` (every rule of `by_start.py` holds for the configs
 it starts) with five more, all a pure fold of the finished benches, so a resumed
-race decides as the uninterrupted one:
-
-1. Dominated (before anything runs): a round never costs less with more verify
-   tokens or a wider drafter window, so a config whose rounds commit no more tokens
-   than another's on every workload, at no fewer verify tokens and no narrower
-   window, can never be faster: it leaves (`dominated`), never started.
-2. Order: the baseline first (what a plain step costs); without forward probes
-   also the fewest and the most verify tokens (they pin the cost's slope); then
-   always the config whose predicted objective could be highest (the 97.5% point
-   of its draws).
-3. After every start the cost model is refitted; a config not started leaves
-   (`predicted`) when even the optimistic point of its ratio to the measured
-   leader, over the model's draws (`PRUNE_LEVEL`), could not make it the answer:
-   a config dearer than the leader must beat it by more than the tolerance (within
-   it, the cheaper of two is the answer), a cheaper one must come within the
-   tolerance. Only once a config of its method was measured, and its drafter's number of
-   attended positions, or two different ones (the cost a position): before that, what
-   the method or the drafter adds to a round is the prior's guess.
-4. The check, at a config's first start: its measured acceptance against its
-   prediction (within `TAU_TOLERANCE` and what the other configs' corrections leave
-   open) and its measured objective against what the
-   model fitted without it predicts (`CHECK_LEVEL`, a start's own noise included;
-   from the second config of a method on, and once that interval is narrow enough to
-   check anything: `CHECK_SPAN`). A leader that passed is confirmed by
-   its prediction: it eliminates without a second start, and a measured config
-   that passed too leaves when the model (fitted to every start) puts it below the
-   leader by more than the tolerance, as an unstarted one would. A miss bends the prediction, never throws it away: the acceptance
-   a config measured corrects its group's predictions (a trace records each window
-   on its own), configs of groups not yet measured take the mean correction with a
-   spread as large as the misses seen, and the cost model refits with the miss; a
-   config predicted out comes back while its new optimistic prediction beats the
-   leader. A leader that missed needs a second start, as in the restart-bound race.
-5. A close call keeps its start: a config the model puts within twice the tolerance of
-   the best prediction gets every bench a start may hold (`passes_per_start`), as a
-   second start would cost more. Pass 1 ends when nothing left could beat the leader;
-   later passes start only the configs measured and still in the race (second starts
-   for close contenders).
-
-See docs/sweeps.md "Predict, then confirm".
+race decides as the uninterrupted one. Rules 1-5 (the `rule N` in method
+docstrings): docs/sweeps.md "Predict, then confirm".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +33,7 @@ TAU_TOLERANCE = 0.05  # measured acceptance this far from the prediction is a mi
 SPREAD_FLOOR = 0.02  # the least log-spread of a correction a group has not measured
 GROUP_SPREAD = 0.01  # ... and of one its group measured (a measured τ's own noise)
 Z_PRUNE = 1.959964  # the same level for what an acceptance correction may still be off
+LEFT_OUT = {"dominated": "dominated", "predicted": "predicted out"}  # exit reason -> status
 
 
 @dataclass
@@ -97,6 +61,9 @@ class PredictRace(StartRace):
     # --- pass 1: who is worth a start ------------------------------------------------
 
     def _open_pass(self) -> None:
+        """Pass 1 from the forecast (rules 1 and 2); it ends when nothing left could beat the
+        leader, and later passes start only the configs measured and still in the race
+        (second starts for close contenders)."""
         if self.pass_no == 0 and self.awaiting and self.baseline is not None:
             self.pass_no = 1  # the baseline alone, until its answers predict the rest
             self.order, self.queue, self.pinned = [self.baseline], [self.baseline], []
@@ -151,10 +118,7 @@ class PredictRace(StartRace):
         assert self.forecast is not None
         gone = []
         for b in self.alive:
-            if b == self.baseline or b not in self.forecast.shapes:
-                continue
-            known = [a for a in self.alive if a in self.forecast.shapes]
-            better = next((a for a in known if self.forecast.dominates(a, b)), None)
+            better = None if b == self.baseline else dominator(self.forecast, b, self.alive)
             if better is not None:
                 detail = f"dominated by {better}: as many tokens a round or more, a round as cheap"
                 gone.append(Elimination(b, 1, "dominated", detail + " or cheaper (forecast)"))
@@ -163,16 +127,15 @@ class PredictRace(StartRace):
     def _pins(self) -> list[str]:
         """The baseline; without probes, the fewest and the most verify tokens (rule 2)."""
         assert self.forecast is not None
-        shapes = self.forecast.shapes
         rest = [x for x in self.alive if x != self.baseline]
-        head = [self.baseline] if self.baseline in self.alive else []
-        known = [x for x in rest if x in shapes]
+        head = [x for x in self.alive if x == self.baseline]
+        known = [x for x in rest if x in self.forecast.shapes]
         if known and len(self.probes) < 2 and not self.probing:
-            tokens = {x: max(s.verify_tokens for s in shapes[x].values()) for x in known}
+            tokens = {x: most_verify_tokens(self.forecast, x) for x in known}
             ends = [min(known, key=tokens.__getitem__), max(known, key=tokens.__getitem__)]
             head += list(dict.fromkeys(ends))
-        self.pinned = [x for x in head if x is not None]
-        return self.pinned + [x for x in rest if x not in head]
+        self.pinned = head
+        return head + [x for x in rest if x not in head]
 
     def _probed(self, probes: Sequence[ForwardProbe]) -> None:
         """Forward costs measured on a running server (the baseline's): the cost's slope is
@@ -216,7 +179,7 @@ class PredictRace(StartRace):
         known = [x for x in self.alive if x in self.forecast.shapes]
         if label not in known or label == self.baseline or len(known) < 2:
             return False
-        mid = {x: float(np.median(self.model.objective(x, self.forecast.objective))) for x in known}
+        mid = self._mid(known)
         best = max(mid.values())
         return mid[label] * (1 + 2 * self.settings.tolerance) >= best
 
@@ -336,7 +299,7 @@ class PredictRace(StartRace):
         model holds their own starts (each start's level its own effect), so one start
         each decides, as it pools every start; the baseline stays the reference the
         restart-bound rules judge."""
-        if not (self._confirmed_by_prediction(leader) or self._accepted_as_predicted(leader)):
+        if not self._spoke_for(leader):
             return []
         assert self.forecast is not None
         measured = [
@@ -346,9 +309,7 @@ class PredictRace(StartRace):
             if self.efforts[x].starts  # not started: rule 3's to judge
         ]
         for x in measured:  # a cheaper one within the tolerance of the leader: the answer
-            if self.forecast.cost(x) >= self.forecast.cost(leader) or not (
-                self._confirmed_by_prediction(x) or self._accepted_as_predicted(x)
-            ):
+            if self.forecast.cost(x) >= self.forecast.cost(leader) or not self._spoke_for(x):
                 continue
             ratio = self._best_ratio(leader, x)
             if ratio < 1 + self.settings.tolerance:
@@ -363,10 +324,6 @@ class PredictRace(StartRace):
                 )
                 out.append(Elimination(x, self.pass_no, "worse", detail))
         return out
-
-    def _confirmed_by_prediction(self, label: str) -> bool:
-        """Measured as predicted, each check made without it (`_recheck`)."""
-        return self.forecast is not None and label in self.confirmed
 
     def _could_win(self, label: str, leader: str, high: Mapping[str, float]) -> bool:
         assert self.forecast is not None
@@ -393,6 +350,12 @@ class PredictRace(StartRace):
             draws = draws + np.random.default_rng(self.seed).normal(0.0, sd, size=draws.shape)
         return draws
 
+    def _mid(self, labels: Sequence[str]) -> dict[str, float]:
+        """The cost model's median objective of each of `labels`."""
+        assert self.model is not None and self.forecast is not None
+        objective = self.forecast.objective
+        return {x: float(np.median(self.model.objective(x, objective))) for x in labels}
+
     def _out_words(self, label: str, leader: str, ratio: float) -> str:
         words = (
             f"predicted at most {ratio:.1%} of {leader}'s objective ({PRUNE_LEVEL:.0%} bound "
@@ -412,10 +375,7 @@ class PredictRace(StartRace):
             return None
         known = [x for x in measured if x in self.forecast.shapes]
         if self.model is not None and len(known) >= 2:  # the model's level: a start's luck out
-            fitted = {
-                x: float(np.median(self.model.objective(x, self.forecast.objective))) for x in known
-            }
-            return max(known, key=fitted.__getitem__)
+            return max(known, key=self._mid(known).__getitem__)
         means = {
             x: [sum(v for v, _ in start) / len(start) for start in g if start]
             for x, g in measured.items()
@@ -441,24 +401,32 @@ class PredictRace(StartRace):
         """Configs predicted out come back to pass 1's queue (rule 4)."""
         for label in back:
             exit_ = self.eliminated.get(label)
-            if exit_ is None or exit_.reason != "predicted" or self.pass_no != 1:
-                continue
-            del self.eliminated[label]
-            self.alive.append(label)
-            self.queue.append(label)
-            self.order.append(label)
+            if exit_ is not None and exit_.reason == "predicted" and self.pass_no == 1:
+                self._readmit(label)
+
+    def _readmit(self, label: str) -> None:
+        """`label`, left out, races again: back in the race, last in this pass."""
+        del self.eliminated[label]
+        self.alive.append(label)
+        self.queue.append(label)
+        self.order.append(label)
 
     # --- the check (rule 4) ----------------------------------------------------------
 
     def _confirmed(self, leader: str) -> bool:
-        """A leader the forecast spoke for needs no second start (rule 4): measured as
-        predicted, or (the first of its method, whose level only it measured) its
-        acceptance as predicted; the start variance stays in every test it makes."""
-        spoke = self._confirmed_by_prediction(leader) or self._accepted_as_predicted(leader)
-        return spoke or super()._confirmed(leader)
+        """A leader the forecast spoke for needs no second start (rule 4); the start variance
+        stays in every test it makes."""
+        return self._spoke_for(leader) or super()._confirmed(leader)
 
-    def _accepted_as_predicted(self, label: str) -> bool:
-        words = self._acceptance_words(label) if self.forecast is not None else None
+    def _spoke_for(self, label: str) -> bool:
+        """Did the forecast speak for `label` (rule 4)? Measured as predicted, each check made
+        without it (`_recheck`), or (the first of its method, whose level only it measured)
+        its acceptance as predicted."""
+        if self.forecast is None:
+            return False
+        if label in self.confirmed:
+            return True
+        words = self._acceptance_words(label)
         return words is not None and "apart" not in words and label not in self.missed
 
     def _note_acceptance(self, label: str, measured: dict[str, float]) -> None:
@@ -511,8 +479,10 @@ class PredictRace(StartRace):
         return words
 
     def _objective_words(self, label: str) -> str | None:
-        """The measured objective against the model fitted without it, once another config
-        of its method was measured (before that, the prediction is the prior's)."""
+        """The measured objective against what the model fitted without it predicts
+        (`CHECK_LEVEL`, a start's own noise included), from the second config of a method on
+        (before that, the prediction is the prior's) and once that interval is narrow enough
+        to check anything (`CHECK_SPAN`)."""
         assert self.forecast is not None
         logs = [v for start in self.groups.get(label, []) for v, _ in start]
         mode = _mode(self.forecast, label)
@@ -542,10 +512,7 @@ class PredictRace(StartRace):
         self.fallback = why
         self.forecast = None
         for label in [x for x in self.left_out if x in self.eliminated]:
-            del self.eliminated[label]
-            self.alive.append(label)
-            self.queue.append(label)
-            self.order.append(label)
+            self._readmit(label)
         self.checked.clear()
         self.confirmed.clear()
 
@@ -557,13 +524,10 @@ class PredictRace(StartRace):
         if self.forecast is None:
             return []
         statuses = {}
-        for label in self.contenders:
-            if label not in self.forecast.shapes:
-                continue
+        for label in [x for x in self.contenders if x in self.forecast.shapes]:
             exit_ = self.eliminated.get(label)
-            statuses[label] = "started" if self.efforts[label].starts else "not started"
-            if exit_ is not None and exit_.reason in ("dominated", "predicted"):
-                statuses[label] = "dominated" if exit_.reason == "dominated" else "predicted out"
+            started = "started" if self.efforts[label].starts else "not started"
+            statuses[label] = LEFT_OUT.get(exit_.reason if exit_ is not None else "", started)
         model = self.model or self._fit()
         return predicted_configs(self.forecast, model, statuses, self.checked, self.seed)
 
@@ -588,6 +552,21 @@ def predicted_configs(
             PredictedConfig(label, forecast.acceptance.get(label), (mid, low, high), status, check)
         )
     return out
+
+
+def dominator(forecast: Forecast, label: str, labels: Iterable[str]) -> str | None:
+    """The first of `labels` whose rounds dominate `label`'s (rule 1: as many tokens a round
+    or more, a round as cheap or cheaper); None where none does or the forecast knows no
+    rounds of `label`."""
+    if label not in forecast.shapes:
+        return None
+    known = (x for x in labels if x in forecast.shapes)
+    return next((x for x in known if forecast.dominates(x, label)), None)
+
+
+def most_verify_tokens(forecast: Forecast, label: str) -> float:
+    """The most tokens one of `label`'s rounds verifies, over the workloads."""
+    return max(shape.verify_tokens for shape in forecast.shapes[label].values())
 
 
 def _scaled(shape: Shape, factor: float) -> Shape:
@@ -636,4 +615,12 @@ def _geo(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-__all__ = ["CHECK_LEVEL", "PRUNE_LEVEL", "TAU_TOLERANCE", "PredictRace", "predicted_configs"]
+__all__ = [
+    "CHECK_LEVEL",
+    "PRUNE_LEVEL",
+    "TAU_TOLERANCE",
+    "PredictRace",
+    "dominator",
+    "most_verify_tokens",
+    "predicted_configs",
+]

@@ -25,7 +25,7 @@ from ddtune.sweep.plan.races.predicting import PredictRace
 from ddtune.sweep.plan.strategies.base import Strategy, in_passes
 from ddtune.sweep.plan.strategies.predict_path import outputs_words, probes_forward
 from ddtune.sweep.plan.strategies.race import Race
-from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace
+from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace, contenders_of
 from ddtune.sweep.spec.checks import fail
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.spec.schema import SpecDocument
@@ -37,11 +37,6 @@ from ddtune.trace.chains.forecast import ChainRun, chain_anchors, chains_forecas
 from ddtune.trace.forecast import Forecast, identity_mismatch, paths_forecast
 from ddtune.trace.round_cost import WORKLOADS, ForwardProbe
 
-PREDICT_LATER = (
-    "; a predicting race plans one bench at a time from the results: the baseline first (its "
-    "timed forwards fix what a verify costs), then only configs the forecast says could "
-    "still win (the dominated ones never), to confirm"
-)
 ABOVE_T0 = (
     "A trace predicts T = 0 only; the bench ran at T = {}, so every config raced as in a "
     "restart-bound race."
@@ -108,7 +103,11 @@ class PredictingRace(RestartBoundRace):
     trace) built from the baseline's first bench as it is folded in."""
 
     name = "predicting race"
-    later = PREDICT_LATER
+    later = (
+        "; a predicting race plans one bench at a time from the results: the baseline first (its "
+        "timed forwards fix what a verify costs), then only configs the forecast says could "
+        "still win (the dominated ones never), to confirm"
+    )
 
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
         self.forecast = None if spec.trace is None else stored_forecast(spec, mode)
@@ -119,11 +118,8 @@ class PredictingRace(RestartBoundRace):
         super().__init__(spec, mode)
 
     def _new_race(self) -> StartRace:
-        labels = tuple(config.label() for config, _ in self.configs)
-        baseline = next((c.label() for c, is_base in self.configs if is_base), None)
         return PredictRace(
-            labels,
-            baseline,
+            *contenders_of(self.configs),
             self.settings,
             self.spec.seed,
             forecast=self.forecast,
@@ -147,16 +143,8 @@ class PredictingRace(RestartBoundRace):
         result = super()._result(record, hours, fresh, seconds)
         if record.status != "done":
             return result
-        tps = tuple(
-            (w, float(v))
-            for w in WORKLOADS
-            if isinstance(v := record.metrics.get(f"{w}_tps"), int | float) and v > 0
-        )
-        tau = tuple(
-            (w, float(v))
-            for w in WORKLOADS
-            if isinstance(v := record.metrics.get(f"{w}_acceptance_length"), int | float)
-        )
+        tps = tuple((w, v) for w, v in _per_workload(record, "tps") if v > 0)
+        tau = _per_workload(record, "acceptance_length")
         identity = record.conditions.get("server_identity") or {}
         forecast = self.forecast
         if forecast is None and record.token_paths:  # the baseline's answers predict
@@ -228,24 +216,32 @@ class PredictingRace(RestartBoundRace):
         return context
 
 
-class RaceUnpredicted(Race):
-    """Strategy predict above T = 0, pass by pass: a race, and the report says why."""
+class _AboveT0(Strategy):
+    """Strategy predict above T = 0: a race, and the report says why."""
+
+    def context(self, store: Store, sweep: SweepRow) -> SweepContext:
+        context = super().context(store, sweep)
+        context.notes.append(ABOVE_T0.format(self.spec.bench.temperature))
+        return context
+
+
+class RaceUnpredicted(_AboveT0, Race):
+    """Strategy predict above T = 0, pass by pass."""
 
     name = "predict"
 
-    def context(self, store: Store, sweep: SweepRow) -> SweepContext:
-        context = super().context(store, sweep)
-        context.notes.append(ABOVE_T0.format(self.spec.bench.temperature))
-        return context
+
+class RacingUnpredicted(_AboveT0, RestartBoundRace):
+    """Strategy predict above T = 0, restart-bound."""
 
 
-class RacingUnpredicted(RestartBoundRace):
-    """Strategy predict above T = 0, restart-bound: a race, and the report says why."""
-
-    def context(self, store: Store, sweep: SweepRow) -> SweepContext:
-        context = super().context(store, sweep)
-        context.notes.append(ABOVE_T0.format(self.spec.bench.temperature))
-        return context
+def _per_workload(record: TrialRecord, name: str) -> tuple[tuple[str, float], ...]:
+    """(workload, value) of each workload's metric `name` that the record holds as a number."""
+    return tuple(
+        (w, float(v))
+        for w in WORKLOADS
+        if isinstance(v := record.metrics.get(f"{w}_{name}"), int | float)
+    )
 
 
 def _counts(stored: dict) -> ChainCounts:
@@ -297,4 +293,4 @@ def _predicted_words(race: PredictRace) -> str:
     return text
 
 
-__all__ = ["PREDICT_LATER", "Predict", "PredictingRace"]
+__all__ = ["Predict", "PredictingRace"]

@@ -22,7 +22,7 @@ from ddtune.engines import get_engine
 from ddtune.methods import needs_trace
 from ddtune.sweep.plan.costs import Estimate, TrialCosts, timed
 from ddtune.sweep.plan.races.by_start import prior_benches
-from ddtune.sweep.plan.races.predicting import PredictRace
+from ddtune.sweep.plan.races.predicting import PredictRace, dominator, most_verify_tokens
 from ddtune.sweep.plan.strategies.restart_bound import start_settings
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.modes import SweepMode
@@ -130,7 +130,7 @@ def predicted_path(
     if predicted:
         starts.append((predicted[0], BEST_ROLE))
     starts += [(x, UNKNOWN_ROLE) for x in rest if x not in forecast.shapes]
-    never = {x: _dominating(x, race.contenders, forecast) for x in race.left_out}
+    never = {x: dominator(forecast, x, race.contenders) or "another config" for x in race.left_out}
     kept = bool(predicted)  # the config that could be the fastest keeps its start
     estimate = None if costs is None else _estimate(race, len(starts), kept, costs)
     return PredictedPath(tuple(starts), never, estimate)
@@ -156,19 +156,10 @@ def _first_pass(
 def _pin_role(label: str, race: PredictRace, forecast: Forecast) -> str:
     if label == race.baseline:
         return BASELINE_ROLE
-    tokens = {x: _verify_tokens(x, forecast) for x in race.pinned if x != race.baseline}
+    tokens = {x: most_verify_tokens(forecast, x) for x in race.pinned if x != race.baseline}
     if len(tokens) == 1:
         return ONLY_ROLE
     return FEWEST_ROLE if tokens[label] == min(tokens.values()) else MOST_ROLE
-
-
-def _verify_tokens(label: str, forecast: Forecast) -> float:
-    return max(shape.verify_tokens for shape in forecast.shapes[label].values())
-
-
-def _dominating(label: str, labels: tuple[str, ...], forecast: Forecast) -> str:
-    known = [x for x in labels if x in forecast.shapes and label in forecast.shapes]
-    return next((x for x in known if forecast.dominates(x, label)), "another config")
 
 
 def _estimate(race: PredictRace, starts: int, kept: bool, costs: TrialCosts) -> Estimate:

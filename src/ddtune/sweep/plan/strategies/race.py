@@ -36,7 +36,11 @@ from ddtune.sweep.plan.strategies.base import (
     order_words,
     refuse_search_settings,
 )
-from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace, race_mode
+from ddtune.sweep.plan.strategies.restart_bound import (
+    RestartBoundRace,
+    contenders_of,
+    race_mode,
+)
 from ddtune.sweep.plan.trial_order import plan_block, plan_trials
 from ddtune.sweep.spec.checks import passes_divide
 from ddtune.sweep.spec.parse import Config, SweepSpec
@@ -74,6 +78,7 @@ class Race(Strategy):
         self.configs = list(configs if configs is not None else spec.all_configs())
         self.settings = race_settings(spec)
         self._finished: Finished | None = None
+        self._last: RaceState | None = None  # the state `state(store, sweep_id)` replayed last
 
     def first_trials(self) -> list[PlannedTrial]:
         spec = self.spec
@@ -102,18 +107,21 @@ class Race(Strategy):
         return store.add_trials(sweep_id, plan)
 
     def state(self, store: Store | None = None, sweep_id: int | None = None) -> RaceState:
-        """The race after its finished passes (those of `store`'s sweep `sweep_id` when
-        given; else the ones folded last)."""
-        if store is not None and sweep_id is not None:
-            if self._finished is None or self._finished.sweep_id != sweep_id:
-                self._finished = Finished(store, sweep_id)
-            self._finished.update()
-        records = self._finished.records if self._finished is not None else []
-        seconds = {} if store is None or sweep_id is None else store.trial_seconds(sweep_id)
-        passes = pass_results(records, self.spec.objective, self.spec.passes_per_start, seconds)
-        labels = [config.label() for config, _ in self.configs]
-        baseline = next((c.label() for c, is_base in self.configs if is_base), None)
-        return replay(labels, baseline, passes, self.settings)
+        """The race after its finished passes: those of `store`'s sweep `sweep_id` when given;
+        else the state replayed last (their stored seconds counted, so `max_hours` holds)."""
+        if store is None or sweep_id is None:
+            if self._last is not None:
+                return self._last
+            return replay(*contenders_of(self.configs), [], self.settings)
+        if self._finished is None or self._finished.sweep_id != sweep_id:
+            self._finished = Finished(store, sweep_id)
+        self._finished.update()
+        seconds = store.trial_seconds(sweep_id)
+        passes = pass_results(
+            self._finished.records, self.spec.objective, self.spec.passes_per_start, seconds
+        )
+        self._last = replay(*contenders_of(self.configs), passes, self.settings)
+        return self._last
 
     def outcome(self) -> str:
         state = self.state()

@@ -4,34 +4,18 @@
     race = RestartBoundRace(spec, mode)    # what a race runs as when restart-bound
     rows = race.next_batch(store, id)      # the next trial from the finished ones; [] = stopped
 
-`[sweep] restart_bound = true / false` pins the mode. Left at "auto" (the
-default), a race is restart-bound when a restart (stop + start to READY) takes
-at least as long as one bench: the trial is then mostly restart, and deciding
-start by start spends them where they buy information. Not restart-bound: a
-hot service (a reconfigure in place is no restart), configs taking turns by
-request, the Ray backend (a start is reused in this process only), or no costs
-known. `benchmarks/restart_bound.py` measured the restart-bound race ahead of
-the pass-by-pass race down to a restart of 1/10 of a bench on the production
-landscape. The mode is stored with the sweep when it is created (`store/modes.py`).
-
-It plans nothing ahead: every trial comes from the results. A trial is one
-bench: bench b of the config's start s is stored as repeat (s - 1) ·
-most_benches + b, so the runner benches the start still serving when the next
-trial has the same config and start, and restarts otherwise. Each finished
-trial is folded in as it lands (`fold.py`) with its objective, its coding
-counts, when it ended (hours since the sweep's first attempt) and whether its
-attempt restarted the server (`store/modes.py: trial_times`); the rules are
-`races/by_start.py`'s. See docs/sweeps.md "Restart-bound races".
+The mode, how a trial is stored and what each finished one carries: docs/sweeps.md
+"Restart-bound races"; the rules are `races/by_start.py`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from ddtune.errors import UserError
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.summarize import cost_key
-from ddtune.stats.blocked import block_of
 from ddtune.sweep.plan.costs import (
     Estimate,
     Span,
@@ -44,15 +28,10 @@ from ddtune.sweep.plan.fold import Finished
 from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace, StartSettings, prior_benches
 from ddtune.sweep.plan.strategies.base import Strategy, start_words
-from ddtune.sweep.spec.parse import SweepSpec
+from ddtune.sweep.spec.parse import Config, SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode, trial_times
 from ddtune.sweep.store.rows import SweepRow, TrialRow
-
-RESTART_BOUND_LATER = (
-    "; a restart-bound race plans one bench at a time from the results (pass 1 starts every "
-    "config once, later passes only the configs still in the race)"
-)
 
 
 class RestartBoundRace(Strategy):
@@ -60,7 +39,10 @@ class RestartBoundRace(Strategy):
 
     name = "restart-bound race"
     races = True
-    later = RESTART_BOUND_LATER
+    later = (
+        "; a restart-bound race plans one bench at a time from the results (pass 1 starts every "
+        "config once, later passes only the configs still in the race)"
+    )
 
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
         super().__init__(spec, mode)
@@ -164,9 +146,7 @@ class RestartBoundRace(Strategy):
         return context
 
     def _new_race(self) -> StartRace:
-        labels = tuple(config.label() for config, _ in self.configs)
-        baseline = next((c.label() for c, is_base in self.configs if is_base), None)
-        return StartRace(labels, baseline, self.settings, self.spec.seed)
+        return StartRace(*contenders_of(self.configs), self.settings, self.spec.seed)
 
     def _fold(self, store: Store, result: FinishedBench) -> None:
         assert self._race is not None
@@ -182,17 +162,23 @@ class RestartBoundRace(Strategy):
     def _result(
         self, record: TrialRecord, hours: float, fresh: bool, seconds: float
     ) -> FinishedBench:
-        k = self.settings.most_benches
+        start, bench = divmod(record.repeat - 1, self.settings.most_benches)
         return FinishedBench(
             record.label,
-            block_of(record.repeat, k),
-            (record.repeat - 1) % k + 1,
+            start + 1,
+            bench + 1,
             objective_value(record, self.spec.objective),
             record.coding,
             hours,
             seconds,
             fresh,
         )
+
+
+def contenders_of(configs: Sequence[tuple[Config, bool]]) -> tuple[tuple[str, ...], str | None]:
+    """A race's contenders (its configs' labels, in order) and its baseline's label."""
+    labels = tuple(config.label() for config, _ in configs)
+    return labels, next((c.label() for c, is_base in configs if is_base), None)
 
 
 def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
@@ -286,8 +272,8 @@ def _words(race: StartRace) -> str:
 
 
 __all__ = [
-    "RESTART_BOUND_LATER",
     "RestartBoundRace",
+    "contenders_of",
     "race_mode",
     "start_settings",
     "start_span",
