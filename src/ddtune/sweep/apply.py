@@ -61,8 +61,16 @@ def apply_config(
         console.print(escape("\n".join(report.lines())))
     control = spec.service.control
     if control == "systemd":
-        source = origin(store, sweep, config)
-        return _apply_systemd(spec.service, config, workdir, dry_run, console, source)
+        lines, code = apply_lasting(
+            spec.service,
+            config.params,
+            config.user_vars(),
+            origin(store, sweep, config),
+            workdir,
+            config.label(),
+            dry_run,
+        )
+        return _print_lines(lines, code, console)
     if control == "hot":
         return _apply_hot(spec.service, config, workdir, dry_run, console)
     _print_command(spec.service, config, report.engine, console)
@@ -111,20 +119,6 @@ def origin(store: Store, sweep: SweepRow, config: Config) -> str:
 
 
 # ---- systemd -------------------------------------------------------------------------------
-
-
-def _apply_systemd(
-    service: ServiceSpec,
-    config: Config,
-    workdir: Path,
-    dry_run: bool,
-    console: Console,
-    source: str,
-) -> int:
-    lines, code = apply_lasting(
-        service, config.params, config.user_vars(), source, workdir, config.label(), dry_run
-    )
-    return _print_lines(lines, code, console)
 
 
 def _print_lines(lines: list[str], code: int, console: Console) -> int:

@@ -61,9 +61,20 @@ def apply_schedule(
     console.print(escape(launch.words))
     tier = launch.tier
     check_engine(spec, workdir, [Config(tier.params, tuple(sorted(tier.vars.items())))])
-    if service.control == "systemd":
-        return _systemd(service, launch, workdir, dry_run, console, f"{why}, sweep {sweep['name']}")
-    return _print(service, launch, dry_run, console)
+    if service.control != "systemd":
+        return _print(service, launch, dry_run, console)
+    lines, code = apply_lasting(
+        service,
+        tier.params,
+        tier.vars,
+        f"{why}, sweep {sweep['name']}",
+        workdir,
+        "the schedule",
+        dry_run,
+        launch.argv,
+        launch.files,
+    )
+    return _said(lines, code, console)
 
 
 def chosen_schedule(store: Store, sweep: SweepRow, source: str | None) -> tuple[Schedule, int, str]:
@@ -87,29 +98,6 @@ def _typical_in(path: Path) -> int:
         return int(str(choice.get("typical_level") or "c1")[1:])
     except (AttributeError, ValueError):
         return 1
-
-
-def _systemd(
-    service: ServiceSpec,
-    launch: ScheduledLaunch,
-    workdir: Path,
-    dry_run: bool,
-    console: Console,
-    source: str,
-) -> int:
-    tier = launch.tier
-    lines, code = apply_lasting(
-        service,
-        tier.params,
-        tier.vars,
-        source,
-        workdir,
-        "the schedule",
-        dry_run,
-        launch.argv,
-        launch.files,
-    )
-    return _said(lines, code, console)
 
 
 def _said(lines: list[str], code: int, console: Console) -> int:
