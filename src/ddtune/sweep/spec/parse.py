@@ -119,6 +119,7 @@ class RestartBound:
     setting: RestartBoundSetting = "auto"
     most_benches: int = RESTART_BENCHES
     min_passes: int = 1
+    start_spread: float | None = None  # `[sweep] start_spread`: the start prior's spread
 
 
 @dataclass
@@ -326,6 +327,7 @@ def _restart_bound(sweep: SweepTable) -> RestartBound:
         sweep.restart_bound,
         sweep.passes_per_start if "passes_per_start" in written else RESTART_BENCHES,
         sweep.min_repeats if "min_repeats" in written else 1,
+        sweep.start_spread,
     )
 
 

@@ -47,6 +47,7 @@ def _spec(sweep: str = RACE, service: str = SERVICE, costs: str = "", extra: str
 
 
 COSTS = "expected_start_s = 420\nexpected_bench_s = 60\n"
+MODE = SweepMode(True, "restart_bound = true", 5.0, 2.0, 4)
 
 
 @pytest.mark.parametrize(
@@ -173,3 +174,42 @@ def _finish(store: Store, row, value: float | None, fresh: bool) -> None:
     timings = {"bench_s": 60.0} | ({"start_to_ready_s": 420.0} if fresh else {"reused_start": 1.0})
     bench = {"aggregates": {"short_tps": value, "long_tps": value}, "samples": [], "outputs": []}
     store.record_result(row["id"], attempt_id, BenchResult.from_dict(bench), timings=timings)
+
+
+@pytest.mark.parametrize("seed", [19, 26])
+def test_a_stated_start_spread_keeps_one_start_from_deciding(seed):
+    """A machine whose starts move a config's level by 12% (a shared CPU host; the prior says
+    3%), plain decoding truly 8% ahead: on the prior, the race separated the slower config
+    after 3-4 starts (this seed); with `start_spread = 0.12` it does not, and goes on to
+    start again."""
+    noise = NoiseModel(start_sd=0.12, request_sd=0.03, drift_sd=0.0)
+    rates = {"ar": 100.0, "b": 92.0}
+    runs = {}
+    for spread in (None, 0.12):
+        settings = replace(
+            start_settings(_spec(_with_spread(spread) if spread else RACE), MODE),
+            tolerance=0.05,
+            start_s=5.0,
+            bench_s=2.0,
+        )
+        service = SimulatedService(rates, noise, seed, costs=Costs(5.0, 2.0))
+        race = run_start_race(service, list(rates), "ar", settings, seed)
+        runs[spread] = (race.verdict(str), service.starts)
+    (on_prior, few), (stated, more) = runs[None], runs[0.12]
+    assert on_prior.status == "separated" and on_prior.label == "b" and few <= 4
+    assert not (stated.status == "separated" and stated.label == "b") and more > few
+
+
+def test_start_spread_is_read_by_races_only():
+    spec = _spec(_with_spread(0.12))
+    assert start_settings(spec, MODE).priors.start.sd == 0.12
+    assert start_settings(_spec(), MODE).priors.start.sd == 0.03
+    with pytest.raises(Exception, match="start_spread"):
+        _spec(
+            sweep=RACE.replace('strategy = "race"', 'strategy = "grid"'),
+            extra="start_spread = 0.1\n",
+        )
+
+
+def _with_spread(spread: float) -> str:
+    return RACE.replace("seed = 3\n", f"seed = 3\nstart_spread = {spread}\n")

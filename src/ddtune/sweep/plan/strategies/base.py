@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
 
 RACE_REPEATS = 10  # the most passes of a race or search when `repeats` is not written
-RACE_ONLY = ("min_repeats", "max_trials", "max_hours")  # keys that shape a race
+RACE_ONLY = ("min_repeats", "max_trials", "max_hours", "start_spread")  # keys that shape a race
 
 
 class Strategy:

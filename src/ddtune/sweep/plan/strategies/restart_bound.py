@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from ddtune.errors import UserError
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.report.summarize import cost_key
+from ddtune.stats.mixed import Priors, VariancePrior
 from ddtune.sweep.plan.costs import (
     Estimate,
     Span,
@@ -26,7 +27,13 @@ from ddtune.sweep.plan.costs import (
 )
 from ddtune.sweep.plan.fold import Finished
 from ddtune.sweep.plan.passes import objective_value
-from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace, StartSettings, prior_benches
+from ddtune.sweep.plan.races.by_start import (
+    PRIORS,
+    FinishedBench,
+    StartRace,
+    StartSettings,
+    prior_benches,
+)
 from ddtune.sweep.plan.strategies.base import Strategy, start_words
 from ddtune.sweep.spec.parse import Config, SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
@@ -195,7 +202,17 @@ def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
         max_hours=spec.max_hours,
         start_s=start_s,
         bench_s=bench_s,
+        priors=start_priors(spec.restart_bound.start_spread),
     )
+
+
+def start_priors(spread: float | None) -> Priors:
+    """The race's priors, with what a start moves a config's level at `spread` where the spec
+    states it (`[sweep] start_spread`; worth the prior's own df, so a few second starts still
+    outweigh it)."""
+    if spread is None:
+        return PRIORS
+    return dataclasses.replace(PRIORS, start=VariancePrior(spread, PRIORS.start.df))
 
 
 def start_span(spec: SweepSpec, costs: TrialCosts, mode: SweepMode) -> Span:
@@ -275,6 +292,7 @@ __all__ = [
     "RestartBoundRace",
     "contenders_of",
     "race_mode",
+    "start_priors",
     "start_settings",
     "start_span",
 ]
