@@ -17,7 +17,9 @@ per-request rows and the max-rate search (`ddtune.bench.load.generator.LoadResul
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
+from itertools import groupby
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -146,7 +148,7 @@ def pooled_decode_rate(rows: list[dict[str, Any]]) -> float | None:
     the true one, where the burst's would be 100 times it).
     """
     timed = [s for s in rows if s.get("decode_tps")]
-    steady = [s for s in timed if not held_back(s, timed)]
+    steady = [s for s, held in zip(timed, held_back(timed), strict=True) if not held]
     if steady:
         seconds = sum((s["output_tokens"] - 1) / s["decode_tps"] for s in steady)
     else:
@@ -154,17 +156,25 @@ def pooled_decode_rate(rows: list[dict[str, Any]]) -> float | None:
     return sum(s["output_tokens"] - 1 for s in steady) / seconds if seconds > 0 else None
 
 
-def held_back(row: dict[str, Any], rows: list[dict[str, Any]]) -> bool:
-    """Whether the server held `row`'s stream back and sent its tokens late: at once, or with
-    its first token later than a request of `rows` with a prompt as long or longer got its
-    own, by more than the stream's whole decode took (its decode happened before it was
-    sent; measured: vLLM's front end on a busy CPU sent 3 of 4 streams' 47 tokens within
-    2-33 ms after 0.19-0.24 s, while the fourth's first token came after 0.02 s)."""
-    if row.get("sent_at_once"):
-        return True
-    size = row.get("prompt_tokens") or 0
-    first = min(r["ttft_s"] for r in rows if (r.get("prompt_tokens") or 0) >= size)
-    return row["ttft_s"] - first > (row["output_tokens"] - 1) / row["decode_tps"]
+def held_back(rows: list[dict[str, Any]]) -> list[bool]:
+    """Per stream of `rows` (each with decode figures): whether the server held it back and
+    sent its tokens late. At once, or with its first token later than a request of `rows`
+    with a prompt as long or longer got its own, by more than the stream's whole decode took:
+    its decode happened before it was sent (measured: vLLM's front end on a busy CPU sent 3
+    of 4 streams' 47 tokens within 2-33 ms after 0.19-0.24 s, while the fourth's first token
+    came after 0.02 s)."""
+    earliest, first = math.inf, [math.inf] * len(rows)  # per row: over prompts as long or longer
+    by_size = sorted(range(len(rows)), key=lambda i: -(rows[i].get("prompt_tokens") or 0))
+    for _, group in groupby(by_size, key=lambda i: rows[i].get("prompt_tokens") or 0):
+        same = list(group)
+        earliest = min(earliest, *(rows[i]["ttft_s"] for i in same))
+        for i in same:
+            first[i] = earliest
+    return [
+        bool(r.get("sent_at_once"))
+        or r["ttft_s"] - first[i] > (r["output_tokens"] - 1) / r["decode_tps"]
+        for i, r in enumerate(rows)
+    ]
 
 
 def _mean(values: Any) -> float | None:
