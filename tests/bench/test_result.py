@@ -57,7 +57,12 @@ def test_streams_held_back_among_timed_ones_are_left_out() -> None:
         sample(48, 0.1891, 0.2219),
         sample(48, 0.0224, 0.2201),
     ]
+    for row, size in zip(rows, (87, 78, 65, 77), strict=True):  # that bench's prompt sizes
+        row["prompt_tokens"] = size
     assert pooled_decode_rate(rows) == pytest.approx(47 / (0.2201 - 0.0224))
+    for row in rows:  # prompt sizes unknown: only a stream sent at once is judged held
+        row["prompt_tokens"] = None
+    assert pooled_decode_rate(rows) == pytest.approx(47 * 4 / (0.0016 + 0.0016 + 0.0328 + 0.1977))
     # a long prompt's later first token is its prefill, not a held stream
     long_prompt = sample(48, 0.30, 0.30 + 0.2)
     long_prompt["prompt_tokens"] = 2000

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields
-from itertools import groupby
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -142,7 +141,7 @@ def pooled_decode_rate(rows: list[dict[str, Any]]) -> float | None:
 
     A ratio of sums, not a mean of per-request rates, and streams held back are left out
     while any other stream was timed (`held_back`): one such request would otherwise read as
-    thousands of tokens/s. When every stream was held (a front end that held the whole
+    thousands of tokens/s. When every stream was held back (a front end that held the whole
     answer back, or a server that answers instantly), their decode happened before the first
     chunk: they count over their whole time, request to last token (a rate no higher than
     the true one, where the burst's would be 100 times it).
@@ -158,22 +157,26 @@ def pooled_decode_rate(rows: list[dict[str, Any]]) -> float | None:
 
 def held_back(rows: list[dict[str, Any]]) -> list[bool]:
     """Per stream of `rows` (each with decode figures): whether the server held it back and
-    sent its tokens late. At once, or with its first token later than a request of `rows`
-    with a prompt as long or longer got its own, by more than the stream's whole decode took:
-    its decode happened before it was sent (measured: vLLM's front end on a busy CPU sent 3
-    of 4 streams' 47 tokens within 2-33 ms after 0.19-0.24 s, while the fourth's first token
-    came after 0.02 s)."""
-    earliest, first = math.inf, [math.inf] * len(rows)  # per row: over prompts as long or longer
-    by_size = sorted(range(len(rows)), key=lambda i: -(rows[i].get("prompt_tokens") or 0))
-    for _, group in groupby(by_size, key=lambda i: rows[i].get("prompt_tokens") or 0):
-        same = list(group)
-        earliest = min(earliest, *(rows[i]["ttft_s"] for i in same))
-        for i in same:
-            first[i] = earliest
+    sent its tokens late. At once, or with its first token later than its prefill explains by
+    more than the stream's whole decode took: its decode happened before it was sent. Its
+    prefill is bounded by another stream's first token, scaled up by how much longer its own
+    prompt is (a stream of unknown prompt size is judged only by "at once"). Measured: vLLM's
+    front end on a busy CPU sent 3 of 4 streams' 47 tokens 2-33 ms after a first token at
+    0.19-0.24 s, while the fourth's first token came after 0.02 s (prompts of 65-87 tokens).
+    """
+    sized = [(r["prompt_tokens"], r["ttft_s"]) for r in rows if r.get("prompt_tokens")]
+
+    def prefill_bound(size: int) -> float:
+        return min((ttft * max(1.0, size / other) for other, ttft in sized), default=math.inf)
+
     return [
         bool(r.get("sent_at_once"))
-        or r["ttft_s"] - first[i] > (r["output_tokens"] - 1) / r["decode_tps"]
-        for i, r in enumerate(rows)
+        or (
+            bool(r.get("prompt_tokens"))
+            and r["ttft_s"] - prefill_bound(r["prompt_tokens"])
+            > (r["output_tokens"] - 1) / r["decode_tps"]
+        )
+        for r in rows
     ]
 
 

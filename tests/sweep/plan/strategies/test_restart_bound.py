@@ -14,6 +14,7 @@ from simulated_service import Costs, NoiseModel, SimulatedService, run_start_rac
 
 from ddtune.bench.result import BenchResult
 from ddtune.cli import main
+from ddtune.errors import UserError
 from ddtune.params import DecodeParams
 from ddtune.sweep.plan import parse_spec, read_spec
 from ddtune.sweep.plan.costs import trial_costs
@@ -200,15 +201,14 @@ def test_a_stated_start_spread_keeps_one_start_from_deciding(seed):
     assert not (stated.status == "separated" and stated.label == "b") and more > few
 
 
-def test_start_spread_is_read_by_races_only():
+def test_start_spread_is_read_by_restart_bound_races_only():
     spec = _spec(_with_spread(0.12))
     assert start_settings(spec, MODE).priors.start.sd == 0.12
     assert start_settings(_spec(), MODE).priors.start.sd == 0.03
-    with pytest.raises(Exception, match="start_spread"):
-        _spec(
-            sweep=RACE.replace('strategy = "race"', 'strategy = "grid"'),
-            extra="start_spread = 0.1\n",
-        )
+    with pytest.raises(UserError, match="start_spread is read by a restart-bound race only.*grid"):
+        _spec(_with_spread(0.1).replace('strategy = "race"', 'strategy = "grid"'))
+    with pytest.raises(UserError, match="start_spread .* pinned to pass by pass"):
+        _spec(_with_spread(0.1).replace("seed = 3\n", "seed = 3\nrestart_bound = false\n"))
 
 
 def _with_spread(spread: float) -> str:

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ddtune.report.result import ReportSummary
 
 RACE_REPEATS = 10  # the most passes of a race or search when `repeats` is not written
-RACE_ONLY = ("min_repeats", "max_trials", "max_hours", "start_spread")  # keys that shape a race
+RACE_ONLY = ("min_repeats", "max_trials", "max_hours")  # keys that shape a race
 
 
 class Strategy:
@@ -200,6 +200,16 @@ def refuse_search_settings(doc: SpecDocument) -> None:
         )
 
 
+def refuse_start_spread(doc: SpecDocument, why: str) -> None:
+    """`[sweep] start_spread` is read by a restart-bound race only (strategy race or predict)."""
+    if doc.sweep.start_spread is not None:
+        fail(
+            "sweep.start_spread",
+            f"is read by a restart-bound race only (strategy race or predict), not {why}; "
+            "remove it",
+        )
+
+
 def in_passes(doc: SpecDocument, name: str, repeats: int) -> None:
     """A race or search runs interleaved passes, at least `min_repeats` of them."""
     sweep = doc.sweep
@@ -221,6 +231,7 @@ __all__ = [
     "in_passes",
     "order_words",
     "refuse_search_settings",
+    "refuse_start_spread",
     "run_spec",
     "start_words",
 ]

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from ddtune.sweep.plan.costs import Estimate, Span, TrialCosts, grid_estimate
-from ddtune.sweep.plan.strategies.base import RACE_ONLY, Strategy, bench_words, order_words
+from ddtune.sweep.plan.strategies.base import (
+    RACE_ONLY,
+    Strategy,
+    bench_words,
+    order_words,
+    refuse_start_spread,
+)
 from ddtune.sweep.plan.trial_order import plan_trials
 from ddtune.sweep.spec.checks import fail, passes_divide
 from ddtune.sweep.spec.schema import SpecDocument, SweepTable
@@ -23,6 +29,7 @@ class Grid(Strategy):
         for name in RACE_ONLY:
             if name in doc.sweep.model_fields_set:
                 fail(f"sweep.{name}", 'only applies to strategy = "race" or "optuna"')
+        refuse_start_spread(doc, "a grid")
         passes_divide(doc, [("repeats", cls.repeats(doc.sweep))])
 
     def first_trials(self) -> list[PlannedTrial]:

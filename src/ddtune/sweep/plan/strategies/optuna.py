@@ -22,7 +22,7 @@ from ddtune.stats.intervals import fisher_exact_two_sided
 from ddtune.sweep.plan.costs import RACE_ALPHA, Estimate, TrialCosts, estimate, race_span
 from ddtune.sweep.plan.fold import FINISHED, Finished
 from ddtune.sweep.plan.passes import objective_value
-from ddtune.sweep.plan.strategies.base import Strategy, in_passes
+from ddtune.sweep.plan.strategies.base import Strategy, in_passes, refuse_start_spread
 from ddtune.sweep.plan.strategies.race import Race
 from ddtune.sweep.plan.trial_order import plan_trials
 from ddtune.sweep.spec.checks import fail, passes_divide
@@ -58,6 +58,7 @@ class Optuna(Strategy):
         if doc.space is None:
             fail("space", 'strategy = "optuna" needs a [space] with ranges or lists to search')
         passes_divide(doc, [("repeats", repeats), ("min_repeats", doc.sweep.min_repeats)])
+        refuse_start_spread(doc, "a search (its confirming race runs pass by pass)")
 
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:
         super().__init__(spec, mode)

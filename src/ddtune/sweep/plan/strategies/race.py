@@ -35,6 +35,7 @@ from ddtune.sweep.plan.strategies.base import (
     in_passes,
     order_words,
     refuse_search_settings,
+    refuse_start_spread,
 )
 from ddtune.sweep.plan.strategies.restart_bound import (
     RestartBoundRace,
@@ -64,6 +65,8 @@ class Race(Strategy):
         in_passes(doc, cls.name, repeats)
         if doc.sweep.passes_per_start > 1 and doc.sweep.restart_bound is not True:
             passes_divide(doc, [("repeats", repeats), ("min_repeats", doc.sweep.min_repeats)])
+        if doc.sweep.restart_bound is False:
+            refuse_start_spread(doc, "a race pinned to pass by pass (restart_bound = false)")
 
     @classmethod
     def choose_mode(cls, spec: SweepSpec, costs: TrialCosts | None) -> SweepMode:
