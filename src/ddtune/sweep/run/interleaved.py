@@ -54,8 +54,15 @@ class TrialLoop(Protocol):
     workdir: Path
     policy: AttemptPolicy
 
-    def trial(self, controller: Controller, trial: TrialRow, phase: Phase, first: int = 1) -> str:
-        """Attempts `first`.. of one trial alone: its final status."""
+    def trial(
+        self,
+        controller: Controller,
+        trial: TrialRow,
+        phase: Phase,
+        first: int = 1,
+        wait: float | None = None,
+    ) -> str:
+        """Attempts `first`.. of one trial alone, after `wait`: its final status."""
         ...
 
 
@@ -96,9 +103,9 @@ def _retried(
     """After its first attempt here: done, or the rest of its attempts alone."""
     if error is None:
         return "done"
-    if loop.policy.after(trial, 1, error) is None:
+    if (wait := loop.policy.after(trial, 1, error)) is None:
         return "failed"
-    return loop.trial(controller, trial, phase, first=2)
+    return loop.trial(controller, trial, phase, first=2, wait=wait)
 
 
 def _make_ready(

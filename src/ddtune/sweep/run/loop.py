@@ -253,18 +253,26 @@ class TrialLoop:
 
         return run_interleaved_pass(self, controller, unit, phase)
 
-    def trial(self, controller: Controller, trial: TrialRow, phase: Phase, first: int = 1) -> str:
-        """Attempts `first`.. of one trial; returns its final status (done | failed)."""
+    def trial(
+        self,
+        controller: Controller,
+        trial: TrialRow,
+        phase: Phase,
+        first: int = 1,
+        wait: float | None = None,
+    ) -> str:
+        """Attempts `first`.. of one trial, after `wait` (the backoff, when `first` > 1);
+        returns its final status (done | failed)."""
         config, used = self.store.trial_config(trial), first
         while True:
-            if used > 1:
-                self.policy.back_off(used - 1, phase)
+            if wait is not None:
+                self.policy.back_off(wait, phase)
             attempt_id, number = self.store.begin_attempt(trial["id"])
             folder = attempt_dir(self.workdir, trial["id"], trial["label"], trial["repeat"], number)
             error = self._attempt(controller, trial, config, attempt_id, folder, phase)
             if error is None:
                 return "done"
-            if self.policy.after(trial, used, error) is None:
+            if (wait := self.policy.after(trial, used, error)) is None:
                 return "failed"
             used += 1
 

@@ -3,7 +3,7 @@
     policy = AttemptPolicy(spec, store, console, summary)
     error = policy.settle(trial, attempt_id, folder, report)  # stored; None: the trial is done
     wait = policy.after(trial, used, error)     # said; the backoff, or None: the trial failed
-    policy.back_off(used, phase)                # retry.backoff, doubled after each failure
+    policy.back_off(wait, phase)                # that wait, said in the progress line
     if policy.finished(trial, status):          # counted; True: the breaker tripped
         control = policy.control_start()        # the baseline to start as a control
         policy.control_result(outcome_of(control))  # READY: cleared; else ServiceBroken
@@ -92,9 +92,8 @@ class AttemptPolicy:
         """The wait before attempt `used + 1`: retry.backoff, doubled after each failure."""
         return float(self.retry.backoff * 2 ** (used - 1))
 
-    def back_off(self, used: int, phase: Callable[[str], None]) -> None:
-        """Wait `backoff_s(used)`, saying so in the progress line."""
-        seconds = self.backoff_s(used)
+    def back_off(self, seconds: float, phase: Callable[[str], None]) -> None:
+        """Wait `seconds` (what `after` returned), saying so in the progress line."""
         phase(f"backoff {seconds:.0f}s")
         time.sleep(seconds)
 
