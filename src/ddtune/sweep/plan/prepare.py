@@ -15,6 +15,7 @@ this sweep as it runs in that mode (`Strategy.runs_as`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -22,6 +23,8 @@ from ddtune.errors import UserError
 from ddtune.records import SweepContext
 from ddtune.sweep.plan.costs import Estimate, TrialCosts, format_duration, restart_word, trial_costs
 from ddtune.sweep.plan.predictions import spec_forecast, trace_binding, traced_context
+from ddtune.sweep.plan.races.by_start import PRIORS
+from ddtune.sweep.plan.spread import measured_spread
 from ddtune.sweep.plan.strategies import STRATEGIES, Strategy
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
@@ -66,12 +69,27 @@ class Sweep:
         if self.strategy.races:
             kind = "restart-bound" if self.mode.restart_bound else "pass by pass"
             lines.append(f"  race mode: {kind}: {self.mode.reason}")
+        if self.mode.restart_bound:
+            lines.append(f"  start spread: {self._spread_words()}")
         for name, e in self.estimates().items():
             lines.append(
                 f"  {name}: {e.trials} trial(s), {e.restarts} {restart_word(spec)}, "
                 f"~{format_duration(e.seconds)}"
             )
         return "\n".join(lines)
+
+    def _spread_words(self) -> str:
+        """What the race takes one server start to move a config's level by, and why."""
+        stated, measured = self.spec.restart_bound.start_spread, self.mode.spread
+        if stated is not None:
+            return f"{stated:.0%} a start (stated: [sweep] start_spread)"
+        if measured is not None:
+            return f"{measured.sd:.1%} a start ({measured.source})"
+        return (
+            f"{PRIORS.start.sd:.0%} a start, assumed until this sweep's second starts measure it "
+            "(a noisier host: set [sweep] start_spread, or run in a store that holds an earlier "
+            "sweep of this service)"
+        )
 
     @cached_property
     def forecast(self) -> Forecast | None:
@@ -106,6 +124,8 @@ def prepare(spec: SweepSpec, store: Store | None, sweep_id: int | None = None) -
         mode = read_mode(store, sweep_id)
     else:
         mode = rules.choose_mode(spec, costs)
+        if mode.restart_bound and spec.restart_bound.start_spread is None and store is not None:
+            mode = dataclasses.replace(mode, spread=measured_spread(store, spec.objective))
     strategy = rules.runs_as(spec, mode)(spec, mode)
     notes = trace_binding(spec) if spec.trace is not None else []
     return Sweep(spec, mode, strategy, tuple(strategy.first_trials()), costs, notes)

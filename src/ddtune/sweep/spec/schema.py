@@ -221,7 +221,8 @@ class SweepTable(StrictModel):
     # true/false pin the restart-bound race; "auto" chooses it from the start and bench costs
     restart_bound: Annotated[RestartBoundSetting, BeforeValidator(_restart_bound)] = "auto"
     # how much one start moves a config's level (log-sd), where it is known to exceed the
-    # restart-bound race's prior of 3% (e.g. 0.12 on a shared CPU host); none: the prior
+    # restart-bound race's prior of 3% (e.g. 0.12 on a shared CPU host); none: measured on the
+    # store's earlier sweeps where they started a config twice (`plan/spread.py`), else the prior
     start_spread: Annotated[float, Field(gt=0.0, lt=1.0)] | None = None
     trace: str | None = None  # a trace folder (`ddtune trace record`): predictions; "predict"
     # a finite window at least the bench's longest context drafts as "none": refused unless true

@@ -3,6 +3,8 @@
     sweep_modes   sweep_id → restart_bound (0/1), the reason, the costs it was chosen
                   from (start_s, bench_s) and the most benches one start may get
     sweep_forecasts  sweep_id → a predicting race's forecast (`ddtune.trace.forecast`)
+    sweep_spreads    sweep_id → a restart-bound race's start spread measured from the
+                  store's earlier sweeps (`sweep/plan/spread.py`), with its source
 
 The strategy chooses the mode (`Strategy.choose_mode`, asked by
 `sweep/plan/prepare.py`); `Store.open_sweep` writes it in the
@@ -24,6 +26,14 @@ from ddtune.sweep.store.connected import Connected
 
 
 @dataclass(frozen=True)
+class StartSpread:
+    """What one server start moves a config's level by (log-sd), and where that was seen."""
+
+    sd: float
+    source: str  # in words, for `sweep plan` and the run
+
+
+@dataclass(frozen=True)
 class SweepMode:
     restart_bound: bool
     reason: str  # why, in words, for `sweep plan`, the run and the report
@@ -31,6 +41,9 @@ class SweepMode:
     bench_s: float | None = None
     most_benches: int = 1  # restart-bound: the most benches on one start
     forecast: str | None = None  # strategy predict: the trace's `Forecast`, JSON, fixed at creation
+    spread: StartSpread | None = (
+        None  # restart-bound: measured on earlier sweeps, fixed at creation
+    )
 
 
 NOT_RESTART_BOUND = SweepMode(False, "passes of restarts (the sweep predates restart-bound races)")
@@ -55,39 +68,41 @@ def write_mode(db: sqlite3.Connection, sweep_id: int, mode: SweepMode) -> None:
             "INSERT INTO sweep_forecasts (sweep_id, forecast_json) VALUES (?,?)",
             (sweep_id, mode.forecast),
         )
+    if mode.spread is not None:
+        db.execute(
+            "INSERT INTO sweep_spreads (sweep_id, sd, source) VALUES (?,?,?)",
+            (sweep_id, mode.spread.sd, mode.spread.source),
+        )
 
 
 def read_mode(store: Connected, sweep_id: int) -> SweepMode:
     """The stored mode; NOT_RESTART_BOUND without a row, or without the table (a store from
     before it, opened read-only, so not migrated: `sweep watch`, `sweep report`)."""
-    try:
-        query = "SELECT * FROM sweep_modes WHERE sweep_id=?"
-        row = store.db.execute(query, (sweep_id,)).fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise
-        return NOT_RESTART_BOUND
+    row = _row(store, "sweep_modes", sweep_id)
     if row is None:
         return NOT_RESTART_BOUND
+    forecast = _row(store, "sweep_forecasts", sweep_id)
+    spread = _row(store, "sweep_spreads", sweep_id)
     return SweepMode(
         bool(row["restart_bound"]),
         row["reason"],
         row["start_s"],
         row["bench_s"],
         int(row["most_benches"]),
-        _forecast(store, sweep_id),
+        None if forecast is None else str(forecast["forecast_json"]),
+        None if spread is None else StartSpread(float(spread["sd"]), str(spread["source"])),
     )
 
 
-def _forecast(store: Connected, sweep_id: int) -> str | None:
+def _row(store: Connected, table: str, sweep_id: int) -> sqlite3.Row | None:
+    """The sweep's row of an additive table; None without one, or without the table (a store
+    from before it, opened read-only)."""
     try:
-        query = "SELECT forecast_json FROM sweep_forecasts WHERE sweep_id=?"
-        row = store.db.execute(query, (sweep_id,)).fetchone()
-    except sqlite3.OperationalError as exc:  # a store from before the table, read-only
+        return store.db.execute(f"SELECT * FROM {table} WHERE sweep_id=?", (sweep_id,)).fetchone()
+    except sqlite3.OperationalError as exc:
         if "no such table" not in str(exc):
             raise
         return None
-    return None if row is None else str(row[0])
 
 
 def trial_times(store: Connected, sweep_id: int) -> dict[int, tuple[float, bool]]:
@@ -114,4 +129,11 @@ def trial_times(store: Connected, sweep_id: int) -> dict[int, tuple[float, bool]
     }
 
 
-__all__ = ["NOT_RESTART_BOUND", "SweepMode", "read_mode", "trial_times", "write_mode"]
+__all__ = [
+    "NOT_RESTART_BOUND",
+    "StartSpread",
+    "SweepMode",
+    "read_mode",
+    "trial_times",
+    "write_mode",
+]

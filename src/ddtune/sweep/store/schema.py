@@ -10,8 +10,10 @@
     attempt_slots  attempt -> slot name, node (ray backend only; `slot_tables.py`)
     slots          per sweep and slot: what it is doing now (ray backend only)
     sweep_modes    per sweep: a race restart-bound or not, why, and its costs (`modes.py`)
+    sweep_forecasts  per predicting sweep: what its trace or first answers predicted
+    sweep_spreads  per restart-bound sweep: the start spread measured on earlier sweeps
 
-The first five are the store's schema version 1; the last four are created
+The first five are the store's schema version 1; the others are created
 on open when missing (`ensure_additive_tables`), so stores written before
 them read as before.
 """
@@ -84,9 +86,20 @@ FORECAST_TABLE = (
     "CREATE TABLE IF NOT EXISTS sweep_forecasts ("
     " sweep_id INTEGER PRIMARY KEY REFERENCES sweeps(id), forecast_json TEXT NOT NULL)"
 )
+SPREAD_TABLE = (
+    "CREATE TABLE IF NOT EXISTS sweep_spreads ("
+    " sweep_id INTEGER PRIMARY KEY REFERENCES sweeps(id), sd REAL NOT NULL, source TEXT NOT NULL)"
+)
 
 
 def ensure_additive_tables(db: sqlite3.Connection) -> None:
     """Create the tables added after version 1 if missing (inside the caller's transaction)."""
-    for statement in (*SLOT_TABLES, LOAD_TABLE, LOAD_INDEX, MODE_TABLE, FORECAST_TABLE):
+    for statement in (
+        *SLOT_TABLES,
+        LOAD_TABLE,
+        LOAD_INDEX,
+        MODE_TABLE,
+        FORECAST_TABLE,
+        SPREAD_TABLE,
+    ):
         db.execute(statement)

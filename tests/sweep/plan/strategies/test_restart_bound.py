@@ -21,7 +21,7 @@ from ddtune.sweep.plan.costs import trial_costs
 from ddtune.sweep.plan.prepare import prepare
 from ddtune.sweep.plan.strategies.race import Race
 from ddtune.sweep.plan.strategies.restart_bound import RestartBoundRace, start_settings
-from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.sweep.store.modes import SweepMode
 
 EXAMPLE = Path(__file__).parents[4] / "examples" / "sglang-ddtree-systemd.toml"
@@ -213,3 +213,42 @@ def test_start_spread_is_read_by_restart_bound_races_only():
 
 def _with_spread(spread: float) -> str:
     return RACE.replace("seed = 3\n", f"seed = 3\nstart_spread = {spread}\n")
+
+
+def _earlier_grid(store: Store, passes: int, start_sd: float) -> None:
+    """A grid sweep named "earlier" of the same service, one start per config and pass, on a
+    simulated machine whose starts move a config's level by `start_sd`."""
+    spec = replace(_spec(RACE.replace('"race"', '"grid"')), name="earlier", repeats=passes)
+    plan = [
+        PlannedTrial(i, config, p, base)
+        for i, (p, (config, base)) in enumerate(
+            (p, c) for p in range(1, passes + 1) for c in spec.all_configs()
+        )
+    ]
+    sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, plan)
+    noise = NoiseModel(start_sd=start_sd, request_sd=0.02, drift_sd=0.0)
+    service = SimulatedService(_rates(spec), noise, seed=5)
+    for row in store.trials(sweep_id):
+        service.start(row["label"])
+        _finish(store, row, service.bench(row["label"], splits=4).value, fresh=True)
+
+
+def test_the_start_spread_is_measured_on_the_stores_earlier_sweeps(tmp_path):
+    """A new restart-bound race in a store that holds a 4-pass grid of a 12% machine takes
+    the spread measured there as its start prior, keeps it when resumed, and says where it
+    came from; a stated spread wins; a store whose configs each started once measures none."""
+    store = Store(tmp_path / "store.sqlite")
+    _earlier_grid(store, passes=4, start_sd=0.12)
+    spec = _spec(costs=COSTS)
+    sweep = prepare(spec, store)
+    assert sweep.mode.spread is not None and 0.07 < sweep.mode.spread.sd < 0.18
+    assert start_settings(spec, sweep.mode).priors.start.sd == sweep.mode.spread.sd
+    assert "repeated start(s) in sweep(s) earlier of" in sweep.estimate_text()
+    store.open_sweep(spec.name, spec.text, spec.hash, [], None, sweep.mode)
+    assert prepare(spec, store).mode.spread == sweep.mode.spread  # fixed with the sweep
+    stated = prepare(replace(_spec(_with_spread(0.2), costs=COSTS), name="stated"), store)
+    assert stated.mode.spread is None and "20% a start (stated" in stated.estimate_text()
+    once = Store(tmp_path / "once.sqlite")
+    _earlier_grid(once, passes=1, start_sd=0.12)
+    assert prepare(spec, once).mode.spread is None
+    assert "3% a start, assumed" in prepare(spec, once).estimate_text()

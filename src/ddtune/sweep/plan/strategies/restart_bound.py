@@ -193,6 +193,7 @@ def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
     start_s, bench_s = mode.start_s, mode.bench_s
     if start_s is None or bench_s is None:  # pinned on without costs: a start counts as a bench
         start_s = bench_s = 1.0
+    measured = mode.spread.sd if mode.spread is not None else None
     return StartSettings(
         tolerance=spec.tolerance,
         most_benches=mode.most_benches,
@@ -202,14 +203,14 @@ def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
         max_hours=spec.max_hours,
         start_s=start_s,
         bench_s=bench_s,
-        priors=start_priors(spec.restart_bound.start_spread),
+        priors=start_priors(spec.restart_bound.start_spread or measured),
     )
 
 
 def start_priors(spread: float | None) -> Priors:
     """The race's priors, with what a start moves a config's level at `spread` where the spec
-    states it (`[sweep] start_spread`; worth the prior's own df, so a few second starts still
-    outweigh it)."""
+    states it (`[sweep] start_spread`) or the store's earlier sweeps measured it
+    (`spread.py`); worth the prior's own df, so a few second starts still outweigh it."""
     if spread is None:
         return PRIORS
     return dataclasses.replace(PRIORS, start=VariancePrior(spread, PRIORS.start.df))

@@ -1,0 +1,83 @@
+"""How much one server start moves a config's level on this service, measured from the
+store's earlier sweeps (the restart-bound race's start prior when the spec states none).
+
+    spread = measured_spread(store, objective)   # None: no earlier sweep started a config twice
+
+Every earlier sweep in the store whose configs started two or more times (a grid's
+passes, a race's second starts) is read as the restart-bound race reads its own
+benches: a trial whose attempt restarted the server opens a start of its config, a
+bench on a start already serving joins it. The between-start log-sd is estimated per
+sweep with the race's own model (`stats.mixed`: bench noise, start, drift in time),
+without a start prior, and pooled over the sweeps by their degrees of freedom.
+`prepare` fixes it with a new restart-bound sweep (`store/modes.py`), so a resumed
+race keeps the spread it started with. docs/sweeps.md "Restart-bound races".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ddtune.stats.mixed import StartMean, VariancePrior, estimate_components
+from ddtune.sweep.plan.passes import objective_value
+from ddtune.sweep.plan.races.by_start import PRIORS
+from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.modes import StartSpread, trial_times
+
+# The start component is estimated from the data alone (no prior's pull); a bench's noise
+# and the drift keep the race's priors (a grid's starts hold one bench each).
+_UNPRIORED = replace(PRIORS, start=VariancePrior(PRIORS.start.sd, 0.0))
+
+
+@dataclass(frozen=True)
+class _SweepStarts:
+    means: list[StartMean]
+    logs: list[list[float]]  # each start's log values
+
+
+def measured_spread(store: Store, objective: str) -> StartSpread | None:
+    """The pooled between-start log-sd of `store`'s sweeps (module docstring); None where no
+    config of any of them was measured on two starts."""
+    weighted, df, used = 0.0, 0.0, []
+    for sweep_id, name in zip(store.sweep_ids(), store.sweep_names(), strict=True):
+        starts = _starts(store, sweep_id, objective)
+        labels = {m.label for m in starts.means}
+        repeated = len(starts.means) - len(labels)
+        if repeated <= 0:
+            continue
+        start = estimate_components(starts.means, starts.logs, _UNPRIORED).start
+        weighted, df = weighted + start.var * start.df, df + start.df
+        used.append(name)
+    if df <= 0:
+        return None
+    sweeps = ", ".join(used)
+    source = f"measured: {df:.0f} repeated start(s) in sweep(s) {sweeps} of {store.path}"
+    return StartSpread(math.sqrt(weighted / df), source)
+
+
+def _starts(store: Store, sweep_id: int, objective: str) -> _SweepStarts:
+    """One sweep's starts, in time order per config: a restarted trial opens one."""
+    times = trial_times(store, sweep_id)
+    benches: dict[str, list[tuple[float, bool, float]]] = {}
+    for record in store.trial_records(sweep_id):
+        value = objective_value(record, objective)
+        if value is None or record.trial_id not in times:
+            continue
+        hours, fresh = times[record.trial_id]
+        benches.setdefault(record.label, []).append((hours, fresh, math.log(value)))
+    means, logs = [], []
+    for label, runs in benches.items():
+        groups: list[list[tuple[float, float]]] = []
+        for hours, fresh, log in sorted(runs):
+            if fresh or not groups:
+                groups.append([])
+            groups[-1].append((hours, log))
+        for group in groups:
+            values = [log for _, log in group]
+            hours = math.fsum(h for h, _ in group) / len(group)
+            means.append(StartMean(label, math.fsum(values) / len(values), len(values), hours))
+            logs.append(values)
+    return _SweepStarts(means, logs)
+
+
+__all__ = ["measured_spread"]
