@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -52,6 +53,13 @@ from ddtune.server.worker import QueueFull
 
 log = logging.getLogger("ddtune.server")
 
+# The generation routes: path, kind (`generation.handle`), route name (the schema's
+# operationId starts with it), request body model, response model.
+GENERATION_ROUTES = (
+    ("/v1/completions", "completion", "completions", CompletionBody, CompletionResponse),
+    ("/v1/chat/completions", "chat", "chat_completions", ChatBody, ChatCompletionResponse),
+)
+
 
 def create_app(state: ServerState) -> FastAPI:
     """The app: body limits, OpenAI-style errors, the OpenAI routes and ddtune's own."""
@@ -79,21 +87,26 @@ def _add_openai_routes(app: FastAPI, state: ServerState) -> None:
         check_model(model_id, state.model_name)
         return JSONResponse(_model_card(state))
 
-    @app.post(
-        "/v1/completions",
-        openapi_extra=body(CompletionBody),
-        responses=ok(CompletionResponse, stream=True),
-    )
-    async def completions(request: Request) -> Response:
-        return await generation.handle(request, state, "completion")
+    for path, kind, name, request_model, response_model in GENERATION_ROUTES:
+        app.add_api_route(
+            path,
+            _generation_endpoint(state, kind),
+            methods=["POST"],
+            name=name,
+            openapi_extra=body(request_model),
+            responses=ok(response_model, stream=True),
+        )
 
-    @app.post(
-        "/v1/chat/completions",
-        openapi_extra=body(ChatBody),
-        responses=ok(ChatCompletionResponse, stream=True),
-    )
-    async def chat_completions(request: Request) -> Response:
-        return await generation.handle(request, state, "chat")
+
+def _generation_endpoint(
+    state: ServerState, kind: str
+) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+    """The handler of one generation route: `generation.handle` for that kind."""
+
+    async def generate(request: Request) -> Response:
+        return await generation.handle(request, state, kind)
+
+    return generate
 
 
 def _add_admin_routes(app: FastAPI, state: ServerState) -> None:

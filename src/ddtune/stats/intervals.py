@@ -199,15 +199,7 @@ def required_repeats(
     sd = math.sqrt((sd_a * sd_a + sd_b * sd_b) / 2)
     if sd == 0:
         return 2
-    effect = abs(difference) / sd
-    z_sum = float(stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power))
-    normal_n = 2 * (z_sum / effect) ** 2  # the z-test's n; the t-test needs a little more
-    if normal_n > max_repeats:
-        return None
-    for n in range(max(2, int(normal_n)), max_repeats + 1):
-        if _t_test_power(effect, n, alpha) >= power:
-            return n
-    return None
+    return _smallest_n(abs(difference) / sd, 2, alpha, power, max_repeats)
 
 
 RatioMethod = Literal["paired", "welch", "mixed"]  # mixed: `stats/mixed.py` (restart-bound races)
@@ -357,15 +349,7 @@ def required_pairs(
         return None
     if sd_log == 0:
         return 2
-    effect = abs(log_difference) / sd_log
-    z_sum = float(stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power))
-    normal_n = (z_sum / effect) ** 2
-    if normal_n > max_pairs:
-        return None
-    for n in range(max(2, int(normal_n)), max_pairs + 1):
-        if _one_sample_power(effect, n, alpha) >= power:
-            return n
-    return None
+    return _smallest_n(abs(log_difference) / sd_log, 1, alpha, power, max_pairs)
 
 
 def variance_components(groups: Sequence[Sequence[float]]) -> VarianceComponents:
@@ -401,14 +385,18 @@ def ratio_interval(
     return RatioInterval(method, mean, se, df, n, confidence, low, high, p)
 
 
-def _one_sample_power(effect: float, n: int, alpha: float) -> float:
-    """Power of the two-sided one-sample (paired) t-test at standardized effect `effect`."""
-    df = n - 1
-    noncentrality = effect * math.sqrt(n)
-    t_crit = stats.t.ppf(1 - alpha / 2, df)
-    return float(
-        stats.nct.sf(t_crit, df, noncentrality) + stats.nct.cdf(-t_crit, df, noncentrality)
-    )
+def _smallest_n(effect: float, groups: int, alpha: float, power: float, max_n: int) -> int | None:
+    """The fewest values per group (at least 2) for a two-sided t-test at standardized effect
+    `effect` to reach `power`: one sample (paired, `groups` 1) or two equal-n samples
+    (`groups` 2). None when more than `max_n` are needed."""
+    z_sum = float(stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power))
+    normal_n = groups * (z_sum / effect) ** 2  # the z-test's n; the t-test needs a little more
+    if normal_n > max_n:
+        return None
+    for n in range(max(2, int(normal_n)), max_n + 1):
+        if _t_test_power(effect, n, groups, alpha) >= power:
+            return n
+    return None
 
 
 def _t_quantile(q: float, df: float) -> float:
@@ -421,10 +409,11 @@ def _log(value: float) -> float:
     return math.log(value)
 
 
-def _t_test_power(effect: float, n: int, alpha: float) -> float:
-    """Power of the two-sided equal-n two-sample t-test at standardized effect `effect`."""
-    df = 2 * n - 2
-    noncentrality = effect * math.sqrt(n / 2)
+def _t_test_power(effect: float, n: int, groups: int, alpha: float) -> float:
+    """Power of the two-sided t-test at standardized effect `effect` with n values per group:
+    one sample (paired, `groups` 1) or two equal-n samples (`groups` 2)."""
+    df = groups * n - groups
+    noncentrality = effect * math.sqrt(n / groups)
     t_crit = stats.t.ppf(1 - alpha / 2, df)
     upper = stats.nct.sf(t_crit, df, noncentrality)
     lower = stats.nct.cdf(-t_crit, df, noncentrality)

@@ -11,6 +11,7 @@ docs/ddtree.md "Engine".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -21,15 +22,10 @@ if TYPE_CHECKING:
 
 
 def print_speed_rows(console: Console, rows: list[SpeedRow]) -> None:
-    from rich.table import Table
-
     ar = rows[0].tokens_per_second or 1.0
-    table = Table(title="bench-engine (T=0, same prompts)")
-    table.add_column("config", no_wrap=True, min_width=max(len(r.label) for r in rows))
-    for col in ("tok/s", "x AR", "tau", "tree+commit", "draft", "verify", "= AR"):
-        table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(
+    columns = ("config", "tok/s", "x AR", "tau", "tree+commit", "draft", "verify", "= AR")
+    cells = [
+        (
             r.label,
             f"{r.tokens_per_second:.1f}",
             f"{r.tokens_per_second / ar:.2f}",
@@ -39,19 +35,16 @@ def print_speed_rows(console: Console, rows: list[SpeedRow]) -> None:
             f"{r.verify_share:.1%}",
             "yes" if r.lossless else "NO",
         )
-    console.print(table)
+        for r in rows
+    ]
+    _print_table(console, "bench-engine (T=0, same prompts)", columns, cells)
 
 
 def print_rows(console: Console, rows: list[LoadRow]) -> None:
-    from rich.table import Table
-
-    table = Table(title="bench-engine --concurrency (T=0, same prompts, aggregate)")
-    table.add_column("c", justify="right")
-    table.add_column("config", no_wrap=True, min_width=max(len(r.label) for r in rows))
-    for col in ("tok/s wall", "tok/cpu-s", "tau", "batch", "tree+mask+commit", "= AR"):
-        table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(
+    title = "bench-engine --concurrency (T=0, same prompts, aggregate)"
+    columns = ("c", "config", "tok/s wall", "tok/cpu-s", "tau", "batch", "tree+mask+commit", "= AR")
+    cells = [
+        (
             str(r.concurrency),
             r.label,
             f"{r.tokens_per_second:.1f}",
@@ -61,32 +54,35 @@ def print_rows(console: Console, rows: list[LoadRow]) -> None:
             f"{r.overhead_share:.1%}",
             "yes" if r.lossless else "NO",
         )
-    console.print(table)
+        for r in rows
+    ]
+    _print_table(console, title, columns, cells)
 
 
 def print_summary(console: Console, rows: list[LoadRow]) -> None:
-    from rich.table import Table
-
     from ddtune.ddtree.bench.loadspeed import crossover, speed, summarize
 
     clock = "cpu" if all(r.cpu_seconds for r in rows) else "wall"
     summaries = summarize(rows, clock)
     base = speed(summaries[0].ar, clock) or 1.0
     unit = "tok/cpu-s" if clock == "cpu" else "tok/s"
-    table = Table(title=f"per concurrency ({unit}): AR vs the best speculative config")
-    for col in ("c", f"AR {unit}", "AR x c1", "best config", unit, "x AR"):
-        table.add_column(col, justify="right")
-    for s in summaries:
-        best = s.best
-        table.add_row(
+    cells = [
+        (
             str(s.concurrency),
             f"{speed(s.ar, clock):.1f}",
             f"{speed(s.ar, clock) / base:.2f}",
-            best.label if best else "-",
-            f"{speed(best, clock):.1f}" if best else "-",
-            f"{s.advantage:.2f}" if best else "-",
+            s.best.label if s.best else "-",
+            f"{speed(s.best, clock):.1f}" if s.best else "-",
+            f"{s.advantage:.2f}" if s.best else "-",
         )
-    console.print(table)
+        for s in summaries
+    ]
+    _print_table(
+        console,
+        f"per concurrency ({unit}): AR vs the best speculative config",
+        ("c", f"AR {unit}", "AR x c1", "best config", unit, "x AR"),
+        cells,
+    )
     cross = crossover(summaries)
     if any(s.best for s in summaries):
         console.print(
@@ -107,3 +103,20 @@ def _print_overhead(console: Console, rows: list[LoadRow]) -> None:
         f"tree build + mask + commit at {row.label}, concurrency {row.concurrency} "
         f"(mean batch {row.mean_batch:.2f}): {row.overhead_share:.1%} of round time"
     )
+
+
+def _print_table(
+    console: Console, title: str, columns: Sequence[str], cells: Sequence[Sequence[str]]
+) -> None:
+    """Figures right-aligned; a "config" column left-aligned, never wrapped."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for i, col in enumerate(columns):
+        if col == "config":
+            table.add_column(col, no_wrap=True, min_width=max(len(row[i]) for row in cells))
+        else:
+            table.add_column(col, justify="right")
+    for row in cells:
+        table.add_row(*row)
+    console.print(table)

@@ -34,27 +34,6 @@ if TYPE_CHECKING:
     from ddtune.ddtree.models.model import Decoder
     from ddtune.ddtree.models.tokenizer import Tokenizer
 
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "DFlashDrafter": "drafter",
-        "Decoder": "model",
-        "Eagle3Head": "eagle3",
-        "Tokenizer": "tokenizer",
-        **{
-            name: "loading"
-            for name in (
-                "load_decoder",
-                "load_drafter",
-                "load_eagle3",
-                "save_decoder",
-                "save_drafter",
-                "save_eagle3",
-            )
-        },
-    },
-)
-
 __all__ = [
     "DFlashDrafter",
     "Decoder",
@@ -70,3 +49,14 @@ __all__ = [
     "save_drafter",
     "save_eagle3",
 ]
+
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "DFlashDrafter": "drafter",
+        "Decoder": "model",
+        "Eagle3Head": "eagle3",
+        "Tokenizer": "tokenizer",
+        **{name: "loading" for name in __all__ if name.startswith(("load_", "save_"))},
+    },
+)

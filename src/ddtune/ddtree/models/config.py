@@ -88,12 +88,7 @@ class ModelConfig:
 
     def to_hf_dict(self) -> dict[str, Any]:
         """A config.json that transformers loads (v4-style rope fields)."""
-        out: dict[str, Any] = {
-            "architectures": [self.architecture],
-            "model_type": self.family,
-            "hidden_act": "silu",
-        }
-        out.update(_common_hf_fields(self))
+        out = _hf_dict(self, self.architecture, self.family, {})
         if self.family == "llama":
             out["mlp_bias"] = self.mlp_bias
             out["pretraining_tp"] = 1
@@ -148,10 +143,7 @@ class DrafterConfig(ModelConfig):
         )
 
     def to_hf_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "architectures": [DRAFTER_ARCHITECTURE],
-            "model_type": "qwen3",
-            "hidden_act": "silu",
+        own: dict[str, Any] = {
             "block_size": self.block_size,
             "dflash_config": {
                 "target_layer_ids": list(self.target_layer_ids),
@@ -159,8 +151,8 @@ class DrafterConfig(ModelConfig):
             },
         }
         if self.num_target_layers is not None:
-            out["num_target_layers"] = self.num_target_layers
-        out.update(_common_hf_fields(self))
+            own["num_target_layers"] = self.num_target_layers
+        out = _hf_dict(self, DRAFTER_ARCHITECTURE, "qwen3", own)
         out["use_sliding_window"] = False
         return out
 
@@ -226,20 +218,16 @@ class Eagle3Config(ModelConfig):
         )
 
     def to_hf_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "architectures": [EAGLE3_ARCHITECTURE],
-            "model_type": "llama",
-            "hidden_act": "silu",
+        own: dict[str, Any] = {
             "draft_vocab_size": self.draft_vocab_size,
             "eagle_config": {"use_aux_hidden_state": True},
             "pretraining_tp": 1,
         }
         if self.aux_layer_ids:
-            out["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = list(self.aux_layer_ids)
+            own["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = list(self.aux_layer_ids)
         if self.target_hidden_size not in (None, self.hidden_size):
-            out["target_hidden_size"] = self.target_hidden_size
-        out.update(_common_hf_fields(self))
-        return out
+            own["target_hidden_size"] = self.target_hidden_size
+        return _hf_dict(self, EAGLE3_ARCHITECTURE, "llama", own)
 
     def layer_ids(self, num_target_layers: int) -> list[int]:
         """The aux ids in force for a target of that depth (the engines' default if unset)."""
@@ -327,6 +315,14 @@ def _rope(data: dict[str, Any], source: str) -> tuple[float, dict[str, Any] | No
     for name in need:
         _require(scaling, name, f"{source}: rope_scaling")
     return theta, scaling
+
+
+def _hf_dict(
+    cfg: ModelConfig, architecture: str, model_type: str, own: dict[str, Any]
+) -> dict[str, Any]:
+    """A config.json: the architecture and model type, `own` fields, the shared decoder fields."""
+    head = {"architectures": [architecture], "model_type": model_type, "hidden_act": "silu"}
+    return {**head, **own, **_common_hf_fields(cfg)}
 
 
 def _common_hf_fields(cfg: ModelConfig) -> dict[str, Any]:
