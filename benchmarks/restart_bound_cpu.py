@@ -13,6 +13,9 @@ full readiness protocol: a real start of ~5 s against a bench of ~1-2 s).
 3. With `--predict`: predict, then confirm. `ddtune trace record --spec` of the
    same spec as `strategy = "predict"` (the bench's requests, windows 64 and none),
    then `ddtune sweep run` of it; its wall time counts the recording.
+   With `--predict-in-grid-store` as well, after the grid: the same predict sweep
+   without `start_spread`, run in a copy of the grid's store, so the race takes the
+   start spread measured on the grid's passes (docs/sweeps.md).
 4. `ddtune sweep report` of each; printed per sweep: wall time of the run,
    restarts, benches, the throughput recommendation (status, config); then each
    one's wall time as a share of the grid's.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -75,8 +79,10 @@ def record(spec: Path, trace: Path) -> float:
 
 
 def run(spec: Path, out: Path) -> dict[str, object]:
-    """`ddtune sweep run` then `ddtune sweep report`; the figures of the stored sweep."""
+    """`ddtune sweep run` then `ddtune sweep report` in `out`'s store; the figures of the
+    spec's sweep (the store may hold earlier ones)."""
     store = out / "store.sqlite"
+    name = parse_spec(spec.read_text(), str(spec), spec.parent.resolve()).name
     cli = [sys.executable, "-m", "ddtune.cli", "sweep"]
     started = time.monotonic()
     with open(out / "run.log", "w") as log:
@@ -86,27 +92,36 @@ def run(spec: Path, out: Path) -> dict[str, object]:
     wall = time.monotonic() - started
     with open(out / "report.log", "w") as log:
         subprocess.run(
-            [*cli, "report", "--store", str(store), "--out", str(out / "report")],
+            [*cli, "report", "--store", str(store), "--sweep", name, "--out", str(out / "report")],
             stdout=log,
             stderr=subprocess.STDOUT,
             check=True,
         )
     report = json.loads((out / "report" / "results.json").read_text())["report"]
     headline = report["recommendations"][0]
-    return {"exit": code, "wall_s": wall, **_counts(store), **_verdict(headline)}
+    return {"exit": code, "wall_s": wall, **_counts(store, name), **_verdict(headline)}
 
 
-def _counts(store_path: Path) -> dict[str, int]:
+def _counts(store_path: Path, name: str) -> dict[str, int]:
     store = Store(store_path, create=False)
     try:
+        sweep_id = store.sweep_id(name)
+        assert sweep_id is not None, f"{store_path} holds no sweep {name}"
         restarts = store.db.execute(
-            "SELECT COUNT(*) FROM attempts WHERE json_extract(timings_json, '$.start_to_ready_s')"
-            " IS NOT NULL"
+            "SELECT COUNT(*) FROM attempts a JOIN trials t ON t.id = a.trial_id WHERE"
+            " t.sweep_id=? AND json_extract(a.timings_json, '$.start_to_ready_s') IS NOT NULL",
+            (sweep_id,),
         ).fetchone()[0]
-        benches = store.db.execute("SELECT COUNT(*) FROM trials WHERE status='done'").fetchone()[0]
+        benches = len(store.trials(sweep_id, ("done",)))
     finally:
         store.close()
     return {"restarts": int(restarts), "benches": int(benches)}
+
+
+def _copy_store(source: Path, target: Path) -> None:
+    """A consistent copy of a closed store (SQLite's backup: its write-ahead log included)."""
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
 
 
 def _verdict(headline: dict[str, object]) -> dict[str, object]:
@@ -124,6 +139,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/restart-bound-cpu"))
     parser.add_argument("--passes", type=int, default=10)
     parser.add_argument("--predict", action="store_true", help="also predict, then confirm")
+    parser.add_argument(
+        "--predict-in-grid-store",
+        action="store_true",
+        help="with --predict: after the grid, predict again in a copy of the grid's store, "
+        "with the start spread measured there instead of the spec's",
+    )
+    parser.add_argument("--no-race", action="store_true", help="skip the race (step 1)")
     args = parser.parse_args()
     dirs = {name: args.out / name for name in ("race", "predict", "grid")}
     for folder in dirs.values():
@@ -131,7 +153,9 @@ def main() -> None:
     grid_path = dirs["grid"] / "grid.toml"
     grid_path.write_text(grid_spec(args.spec.read_text(), args.passes))
     parse_spec(grid_path.read_text(), str(grid_path), args.spec.parent.resolve())  # checks it
-    figures = {"race": run(args.spec, dirs["race"])}
+    figures: dict[str, dict[str, object]] = {}
+    if not args.no_race:
+        figures["race"] = run(args.spec, dirs["race"])
     if args.predict:
         trace = (dirs["predict"] / "trace").resolve()
         path = dirs["predict"] / "predict.toml"
@@ -141,6 +165,14 @@ def main() -> None:
         figures["predict"]["wall_s"] = float(figures["predict"]["wall_s"]) + traced  # type: ignore[arg-type]
         print(f"trace recorded in {traced:.0f} s (counted in predict's wall time)")
     figures["grid"] = run(grid_path, dirs["grid"])
+    if args.predict and args.predict_in_grid_store:
+        folder = args.out / "predict-in-grid-store"
+        folder.mkdir(parents=True, exist_ok=True)
+        _copy_store(dirs["grid"] / "store.sqlite", folder / "store.sqlite")
+        unstated = folder / "predict.toml"
+        unstated.write_text(re.sub(r"(?m)^start_spread = .*\n", "", path.read_text()))
+        figures["predict-in-grid-store"] = run(unstated, folder)
+        figures["predict-in-grid-store"]["wall_s"] += traced  # type: ignore[operator]
     for name, f in figures.items():
         print(
             f"{name}: exit {f['exit']}, {f['wall_s']:.0f} s, {f['restarts']} restarts, "
@@ -148,7 +180,7 @@ def main() -> None:
         )
         print(f"  {f['text']}")
     grid = figures["grid"]
-    for name in ("race", "predict"):
+    for name in ("race", "predict", "predict-in-grid-store"):
         if name in figures:
             f = figures[name]
             share = float(f["wall_s"]) / float(grid["wall_s"])  # type: ignore[arg-type]
