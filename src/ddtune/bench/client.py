@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -133,65 +133,68 @@ def stream_request(
 ) -> StreamRecord:
     """Send one streaming request and time it (a chat's later turns after it, each in
     `record.turns`); raises BenchError on any failure."""
-    record = _stream_one(client, base_url, engine, spec, model, temperature, ignore_eos)
+
+    def one(turn: RequestSpec) -> StreamRecord:
+        url, body = build_request(engine, base_url, turn, model, temperature, ignore_eos)
+        return _stream_one(client, engine, turn, url, body)
+
+    record = one(spec)
     turn = spec
     while turn.follow_ups:
         turn = next_turn(turn, (record.turns[-1] if record.turns else record).text)
-        record.turns.append(
-            _stream_one(client, base_url, engine, turn, model, temperature, ignore_eos)
-        )
+        record.turns.append(one(turn))
     return record
 
 
 def _stream_one(
-    client: httpx.Client,
-    base_url: str,
-    engine: ServerEngine,
-    spec: RequestSpec,
-    model: str | None,
-    temperature: float,
-    ignore_eos: bool,
+    client: httpx.Client, engine: ServerEngine, spec: RequestSpec, url: str, body: dict[str, Any]
 ) -> StreamRecord:
-    url, body = build_request(engine, base_url, spec, model, temperature, ignore_eos)
     record = StreamRecord(sent_at=time.time())
     start = time.perf_counter()
     try:
         with client.stream("POST", url, json=body) as response:
             if response.status_code != 200:
-                detail = response.read().decode("utf-8", errors="replace")[:300]
-                raise BenchError(
-                    f"{spec.workload} request {spec.index}: HTTP {response.status_code} from {url}: {detail}"
-                )
-            for payload in _sse_payloads(response):
-                chunk = engine.parse_chunk(payload, record.text)
-                apply_chunk(record, chunk, time.perf_counter() - start)
+                raise status_error(spec, response.status_code, url, response.read())
+            read_sse(record, engine, _sse_lines(response), start)
     except httpx.HTTPError as exc:
-        raise BenchError(
-            f"{spec.workload} request {spec.index}: {type(exc).__name__}: {exc}"
-        ) from exc
-    record.e2e_s = time.perf_counter() - start
-    finish_counts(record)
-    return record
+        raise transport_error(spec, exc) from exc
+    return finish_record(record, start)
 
 
-def _sse_payloads(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    """Yield each `data:` JSON object of an SSE stream until `[DONE]`.
-
-    Lines are split from the bytes here (UTF-8 never has a newline byte inside a
-    character): httpx's text and line decoders cost more CPU per chunk than the
-    rest of the client together (benchmarks/load_client_overhead.py).
-    """
+def _sse_lines(response: httpx.Response) -> Iterator[bytes]:
+    """The lines of an SSE stream, split from the bytes here (UTF-8 never has a newline byte
+    inside a character): httpx's text and line decoders cost more CPU per chunk than the
+    rest of the client together (benchmarks/load_client_overhead.py)."""
     buffer = b""
     for data in response.iter_bytes():
         buffer += data
         *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            if not line.startswith(b"data:"):
-                continue
-            payload = sse_data(line[5:].strip())
-            if payload is None:
-                return
-            yield payload
+        yield from lines
+
+
+def read_sse(
+    record: StreamRecord, engine: ServerEngine, lines: Iterable[bytes], start: float
+) -> None:
+    """Each `data:` JSON object of an SSE stream's `lines`, until `[DONE]`, read by the kind
+    and applied to `record` at its time since `start`."""
+    for line in lines:
+        if not line.startswith(b"data:"):
+            continue
+        payload = sse_data(line[5:].strip())
+        if payload is None:
+            return
+        apply_chunk(record, engine.parse_chunk(payload, record.text), time.perf_counter() - start)
+
+
+def status_error(spec: RequestSpec, status: int, url: str, body: bytes) -> BenchError:
+    """The failure of a request the server answered with another status than 200."""
+    detail = body.decode("utf-8", errors="replace")[:300]
+    return BenchError(f"{spec.workload} request {spec.index}: HTTP {status} from {url}: {detail}")
+
+
+def transport_error(spec: RequestSpec, exc: Exception) -> BenchError:
+    """The failure of a request the transport raised `exc` for."""
+    return BenchError(f"{spec.workload} request {spec.index}: {type(exc).__name__}: {exc}")
 
 
 def sse_data(data: bytes) -> dict[str, Any] | None:
@@ -229,7 +232,9 @@ def apply_chunk(record: StreamRecord, chunk: StreamChunk, now: float) -> None:
             record.ttft_s = now
 
 
-def finish_counts(record: StreamRecord) -> None:
+def finish_record(record: StreamRecord, start: float) -> StreamRecord:
+    """The stream ended: its end-to-end time since `start`, and its token counts."""
+    record.e2e_s = time.perf_counter() - start
     source = record.usage if record.usage is not None else record.meta_info
     if source and isinstance(source.get("completion_tokens"), int):
         record.output_tokens = source["completion_tokens"]
@@ -239,3 +244,4 @@ def finish_counts(record: StreamRecord) -> None:
     else:
         record.output_tokens = len(record.chunk_times_s)
         record.tokens_counted_by = "chunks"
+    return record

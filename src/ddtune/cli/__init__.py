@@ -45,6 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_group(
+    subparsers: argparse._SubParsersAction, name: str, text: str, metavar: str = "ACTION"
+) -> argparse._SubParsersAction:
+    """`ddtune NAME ACTION ...`: the group's parser (help `text`) and the subparsers its module
+    adds its actions to; one action is required, its name lands in `args.NAME_command`."""
+    group = subparsers.add_parser(name, help=text)
+    return group.add_subparsers(dest=f"{name}_command", metavar=metavar, required=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -96,4 +105,4 @@ def quiet_pipe() -> int:
     return 141  # 128 + SIGPIPE, what a shell reports for a writer cut off by its reader
 
 
-__all__ = ["COMMANDS", "build_parser", "main", "quiet_pipe"]
+__all__ = ["COMMANDS", "add_group", "build_parser", "main", "quiet_pipe"]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from ddtune.cli import add_group
 from ddtune.cli.sweep_init import add_init
 from ddtune.cli.words import READY
 from ddtune.errors import UserError
@@ -37,10 +38,9 @@ never stops (named in the summary; free the port, then rerun to resume)"""
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """`ddtune sweep ACTION ...` (one small function per action below)."""
-    sweep = subparsers.add_parser(
-        "sweep", help="run, resume, inspect and report a configuration sweep"
+    actions = add_group(
+        subparsers, "sweep", "run, resume, inspect and report a configuration sweep"
     )
-    actions = sweep.add_subparsers(dest="sweep_command", metavar="ACTION", required=True)
     _add_run(actions)
     _add_plan(actions)
     _add_canary(actions)

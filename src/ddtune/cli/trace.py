@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ddtune.cli import add_group
 from ddtune.cli.words import T0, TAU
 from ddtune.errors import UserError
 from ddtune.params import MODES, WINDOW_NONE, DecodeParams, parse_window, window_to_wire
@@ -33,10 +34,9 @@ CAPTURE_CHOICES = ("auto", "post-norm", "pre-norm")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    trace = subparsers.add_parser(
-        "trace", help="record a drafter trace; predict every config's acceptance from it"
+    actions = add_group(
+        subparsers, "trace", "record a drafter trace; predict every config's acceptance from it"
     )
-    actions = trace.add_subparsers(dest="trace_command", metavar="ACTION", required=True)
     _add_record(actions)
     _add_predict(actions)
     _add_landscape(actions)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ddtune.cli import add_group
 from ddtune.cli.bench_engine import parse_budgets
 from ddtune.errors import UserError
 from ddtune.train.configs import (
@@ -34,10 +35,8 @@ from ddtune.train.configs import (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "train", help="train the tokenizer, target, DFlash drafter and EAGLE-3 head"
-    )
-    sub = parser.add_subparsers(dest="train_command", metavar="WHAT", required=True)
+    text = "train the tokenizer, target, DFlash drafter and EAGLE-3 head"
+    sub = add_group(subparsers, "train", text, metavar="WHAT")
     _add_tokenizer(sub)
     _add_tasks(sub)
     _add_training(

@@ -2,7 +2,7 @@
 connection per client thread.
 
 The same request and the same stream parsing as `client.stream_request` (the
-kind's `generate_request` / `parse_chunk`, `client.sse_data`, the same
+kind's `generate_request` / `parse_chunk`, `client.read_sse`, the same
 `StreamRecord` and timing; a request on a kept-alive connection the server
 closed while idle is sent once more on a fresh one, as httpx does), on a
 leaner transport: httpx/httpcore/h11 cost
@@ -20,13 +20,13 @@ import time
 from urllib.parse import urlsplit
 
 from ddtune.bench.client import (
-    BenchError,
     RequestSpec,
     StreamRecord,
-    apply_chunk,
     build_request,
-    finish_counts,
-    sse_data,
+    finish_record,
+    read_sse,
+    status_error,
+    transport_error,
 )
 from ddtune.engines import ServerEngine
 
@@ -70,15 +70,14 @@ class LeanStreamer:
         record, start = StreamRecord(), time.perf_counter()
         try:
             response = self._send(url, json.dumps(body))
-            self._read(response, engine, record, start, url, spec)
+            if response.status != 200:
+                raise status_error(spec, response.status, url, response.read())
+            read_sse(record, engine, iter(response.readline, b""), start)
+            response.read()  # the rest of the body, so the connection can be reused
         except (OSError, http.client.HTTPException) as exc:
             self._drop()  # reconnects on the next request
-            raise BenchError(
-                f"{spec.workload} request {spec.index}: {type(exc).__name__}: {exc}"
-            ) from exc
-        record.e2e_s = time.perf_counter() - start
-        finish_counts(record)
-        return record
+            raise transport_error(spec, exc) from exc
+        return finish_record(record, start)
 
     def _send(self, url: str, body: str) -> http.client.HTTPResponse:
         """POST on this thread's connection; once more on a fresh one when the server had
@@ -101,31 +100,6 @@ class LeanStreamer:
         connection = getattr(self.local, "connection", None)
         if connection is not None:
             connection.close()
-
-    def _read(
-        self,
-        response: http.client.HTTPResponse,
-        engine: ServerEngine,
-        record: StreamRecord,
-        start: float,
-        url: str,
-        spec: RequestSpec,
-    ) -> None:
-        if response.status != 200:
-            detail = response.read().decode("utf-8", errors="replace")[:300]
-            raise BenchError(
-                f"{spec.workload} request {spec.index}: HTTP {response.status} from {url}: {detail}"
-            )
-        for line in iter(response.readline, b""):
-            if not line.startswith(b"data:"):
-                continue
-            payload = sse_data(line[5:].strip())
-            if payload is None:
-                break
-            apply_chunk(
-                record, engine.parse_chunk(payload, record.text), time.perf_counter() - start
-            )
-        response.read()  # the rest of the body, so the connection can be reused
 
     def _connection(self, scheme: str, netloc: str) -> http.client.HTTPConnection:
         key = (scheme, netloc)

@@ -39,27 +39,17 @@ import torch
 from torch import nn
 
 from ddtune.ddtree.models.config import Eagle3Config
-from ddtune.ddtree.models.layers import MLP, RMSNorm, additive_mask, attend
+from ddtune.ddtree.models.layers import MLP, QKVOLinears, RMSNorm, additive_mask, attend
 from ddtune.ddtree.models.rope import Rope, RopeTable, apply_rope, rope_inv_freq
 
 Embed = Callable[[torch.Tensor], torch.Tensor]  # token ids [..] -> embeddings [.., H]
 
 
-class Eagle3Attention(nn.Module):
+class Eagle3Attention(QKVOLinears):
     """Llama attention (no q/k norm) whose q/k/v read the doubled input [embedding ; hidden]."""
 
     def __init__(self, cfg: Eagle3Config) -> None:
-        super().__init__()
-        self.heads, self.kv_heads, self.head_dim = (
-            cfg.num_attention_heads,
-            cfg.num_key_value_heads,
-            cfg.head_dim,
-        )
-        h, bias = cfg.hidden_size, cfg.attention_bias
-        self.q_proj = nn.Linear(2 * h, self.heads * self.head_dim, bias=bias)
-        self.k_proj = nn.Linear(2 * h, self.kv_heads * self.head_dim, bias=bias)
-        self.v_proj = nn.Linear(2 * h, self.kv_heads * self.head_dim, bias=bias)
-        self.o_proj = nn.Linear(self.heads * self.head_dim, h, bias=bias)
+        super().__init__(cfg, 2 * cfg.hidden_size)
 
     def project(self, x: torch.Tensor, rope: Rope) -> tuple[torch.Tensor, ...]:
         """q [B, heads, T, D], k, v [B, kv_heads, T, D] for x [B, T, 2H]; RoPE on q and k."""

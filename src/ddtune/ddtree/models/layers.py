@@ -121,7 +121,25 @@ class MLP(nn.Module):
         return down(F.silu(gate) * up)
 
 
-class AttentionProjections(nn.Module):
+class QKVOLinears(nn.Module):
+    """The q/k/v/o linears of an attention under the Hugging Face names: q, k and v read
+    `width` inputs (the hidden size, or EAGLE-3's doubled input), o writes the hidden size."""
+
+    def __init__(self, cfg: ModelConfig, width: int) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = (
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+        )
+        h, bias = cfg.hidden_size, cfg.attention_bias
+        self.q_proj = nn.Linear(width, self.heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(width, self.kv_heads * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(width, self.kv_heads * self.head_dim, bias=bias)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, h, bias=bias)
+
+
+class AttentionProjections(QKVOLinears):
     """q/k/v/o projections (and Qwen3's q/k norms) under the Hugging Face names.
 
     `project(x, rope)` runs one q|k|v matmul, normalises q and k together
@@ -130,17 +148,7 @@ class AttentionProjections(nn.Module):
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.heads, self.kv_heads, self.head_dim = (
-            cfg.num_attention_heads,
-            cfg.num_key_value_heads,
-            cfg.head_dim,
-        )
-        h, bias = cfg.hidden_size, cfg.attention_bias
-        self.q_proj = nn.Linear(h, self.heads * self.head_dim, bias=bias)
-        self.k_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
-        self.v_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
-        self.o_proj = nn.Linear(self.heads * self.head_dim, h, bias=bias)
+        super().__init__(cfg, cfg.hidden_size)
         self.qk_norm = cfg.uses_qk_norm
         self.eps = cfg.rms_norm_eps
         if self.qk_norm:
