@@ -46,7 +46,9 @@ def grid_spec(text: str, passes: int) -> str:
     text = re.sub(r'(?m)^name = "([^"]+)"', r'name = "\1-grid"', text, count=1)
     text = re.sub(r'(?m)^strategy = "race"', 'strategy = "grid"', text, count=1)
     text = re.sub(r"(?m)^repeats = \d+", f"repeats = {passes}", text, count=1)
-    return re.sub(r"(?m)^(min_repeats|max_trials|max_hours|restart_bound|start_spread) = .*\n", "", text)
+    return re.sub(
+        r"(?m)^(min_repeats|max_trials|max_hours|restart_bound|start_spread) = .*\n", "", text
+    )
 
 
 def predict_spec(text: str, trace: Path) -> str:

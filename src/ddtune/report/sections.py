@@ -304,6 +304,7 @@ STOP_WORDS = {
     "max_passes": "the maximum passes (`repeats`) ran",
     "max_trials": "`max_trials` reached",
     "max_hours": "`max_hours` reached",
+    "futile": "undecided, and the passes left could not decide it at the gaps and spread measured",
 }
 
 

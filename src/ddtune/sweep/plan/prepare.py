@@ -86,9 +86,9 @@ class Sweep:
         if measured is not None:
             return f"{measured.sd:.1%} a start ({measured.source})"
         return (
-            f"{PRIORS.start.sd:.0%} a start, assumed until this sweep's second starts measure it "
-            "(a noisier host: set [sweep] start_spread, or run in a store that holds an earlier "
-            "sweep of this service)"
+            f"{PRIORS.start.sd:.0%} a start (assumed until second starts measure it; on a "
+            "noisier host set [sweep] start_spread, or run in the store of an earlier sweep of "
+            "this service)"
         )
 
     @cached_property

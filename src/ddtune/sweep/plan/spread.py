@@ -8,7 +8,8 @@ passes, a race's second starts) is read as the restart-bound race reads its own
 benches: a trial whose attempt restarted the server opens a start of its config, a
 bench on a start already serving joins it. The between-start log-sd is estimated per
 sweep with the race's own model (`stats.mixed`: bench noise, start, drift in time),
-without a start prior, and pooled over the sweeps by their degrees of freedom.
+without a start prior, pooled over the sweeps by their degrees of freedom, and moderated
+by the race's 3% start prior (its 4 df): one repeated start cannot say "no spread at all".
 `prepare` fixes it with a new restart-bound sweep (`store/modes.py`), so a resumed
 race keeps the spread it started with. docs/sweeps.md "Restart-bound races".
 """
@@ -50,9 +51,13 @@ def measured_spread(store: Store, objective: str) -> StartSpread | None:
         used.append(name)
     if df <= 0:
         return None
-    sweeps = ", ".join(used)
-    source = f"measured: {df:.0f} repeated start(s) in sweep(s) {sweeps} of {store.path}"
-    return StartSpread(math.sqrt(weighted / df), source)
+    prior = PRIORS.start  # a few repeated starts move it a little, a grid's passes decide it
+    var = (prior.df * prior.sd**2 + weighted) / (prior.df + df)
+    source = (
+        f"measured: {df:.0f} repeated start(s) in sweep(s) {', '.join(used)} of {store.path}, "
+        f"with the {prior.sd:.0%} prior worth {prior.df:.0f}"
+    )
+    return StartSpread(math.sqrt(var), source)
 
 
 def _starts(store: Store, sweep_id: int, objective: str) -> _SweepStarts:

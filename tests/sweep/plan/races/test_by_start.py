@@ -5,6 +5,8 @@ say which config must win and which must leave, when and why."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from simulated_service import (
     PRODUCTION_COSTS,
@@ -15,7 +17,15 @@ from simulated_service import (
     run_start_race,
 )
 
-from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace, StartSettings, replay
+from ddtune.sweep.plan.races.by_start import (
+    FUTILE_CHANCE,
+    FinishedBench,
+    StartRace,
+    StartSettings,
+    decision_chance,
+    replay,
+)
+from ddtune.sweep.plan.strategies.restart_bound import start_priors
 from ddtune.sweep.plan.trial_order import block_order
 
 PRODUCTION, COSTS = PRODUCTION_NOISE, PRODUCTION_COSTS  # issue 27's production scale
@@ -143,3 +153,43 @@ def _results_of(rates, seed):
         race.add(result)
         results.append(result)
     return results
+
+
+def test_the_chance_of_a_verdict_is_certain_without_more_data_and_grows_with_it():
+    margin = math.log1p(0.03)
+    assert decision_chance(0.10, 0.04, 0.04, margin, 0.02) == 1.0  # beyond 2.33 se: separated
+    assert decision_chance(0.08, 0.04, 0.04, margin, 0.02) == 0.0  # neither, and no more data
+    few, many = (decision_chance(0.08, 0.10, then, margin, 0.02) for then in (0.08, 0.02))
+    assert few < FUTILE_CHANCE < 0.9 < many
+    assert decision_chance(0.0, 0.05, 0.004, margin, 0.02) > 0.9  # equivalent, once precise
+
+
+def test_a_gap_the_starts_cannot_settle_stops_undecided_before_the_cap():
+    """8% apart on a machine whose starts move a config by 12% (stated), 4 passes at most (the
+    head to head's cap): in most seeds the race sees after pass 2 or 3 that the passes left
+    cannot decide, and stops there instead of starting both configs to the cap; it never
+    separates the slower one. A 40% gap on the same machine still separates in every seed."""
+    noise = NoiseModel(start_sd=0.12, request_sd=0.03, drift_sd=0.0)
+    settings = StartSettings(
+        tolerance=0.03,
+        most_benches=4,
+        max_passes=4,
+        start_s=5.0,
+        bench_s=2.0,
+        priors=start_priors(0.12),
+    )
+    futile = []
+    for seed in range(8):
+        for rates in ({"ar": 100.0, "b": 92.0}, {"ar": 100.0, "b": 60.0}):
+            service = SimulatedService(rates, noise, seed, costs=Costs(5.0, 2.0))
+            race = run_start_race(service, list(rates), "ar", settings, seed)
+            verdict = race.verdict(str)
+            if rates["b"] == 60.0:
+                assert race.stop == "one_left" and race.alive == ["ar"], seed
+                continue
+            assert not (verdict.status == "separated" and verdict.label == "b"), seed
+            if race.stop == "futile":
+                assert race.pass_no <= 3 and service.starts <= 7, seed
+                assert verdict.status == "inconclusive", seed
+                futile.append(seed)
+    assert len(futile) >= 5, futile

@@ -251,4 +251,4 @@ def test_the_start_spread_is_measured_on_the_stores_earlier_sweeps(tmp_path):
     once = Store(tmp_path / "once.sqlite")
     _earlier_grid(once, passes=1, start_sd=0.12)
     assert prepare(spec, once).mode.spread is None
-    assert "3% a start, assumed" in prepare(spec, once).estimate_text()
+    assert "3% a start (assumed" in prepare(spec, once).estimate_text()

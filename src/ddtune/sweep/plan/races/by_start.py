@@ -5,7 +5,7 @@ restart_bound`, chosen by `strategies/restart_bound.py`), a pass of the pass-by-
 race buys one measurement per restart. This race decides bench by bench instead. Its state is
 a fold of the finished benches (`StartRace.add`), so a resumed race plans
 exactly what the uninterrupted one would (`replay`); `next()` says what runs
-next. Rules 1-5 (the `rule N` in method docstrings): docs/sweeps.md
+next. Rules 1-6 (the `rule N` in method docstrings): docs/sweeps.md
 "Restart-bound races".
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 from ddtune.records import Elimination
@@ -57,6 +58,11 @@ PRIORS = Priors(
 # 0.05 a look, 8% at 0.02, for 0.35 h more median at production scale
 # (docs/benchmarks.md, "Restart-bound races": the ablations).
 ALPHA = 0.02
+
+# Rule 6 (futility): after pass 2, a race in which no contender has this chance of being
+# separated from the leader or proven equivalent to it by the last pass stops undecided, there
+# and then, instead of spending the starts left on a verdict they cannot buy.
+FUTILE_CHANCE = 0.1
 
 
 @dataclass(frozen=True)
@@ -321,7 +327,38 @@ class StartRace:
         hours = self.settings.max_hours
         if hours is not None and self.seconds_done + next_cost > hours * 3600:
             return "max_hours"
+        if passes_done >= 2 and not self.queue and self._futile():
+            return "futile"
         return None
+
+    def _futile(self) -> bool:
+        """Rule 6: taking each contender's measured gap to the leader as the truth, does none
+        have a `FUTILE_CHANCE` of a verdict after one more start in every pass left?"""
+        fit, leader, left = self.fit, self.leader, self.settings.max_passes - self.pass_no
+        if fit is None or leader is None or left < 1 or not self._confirmed(leader):
+            return False
+        if any(x not in fit.labels for x in self.alive):
+            return False
+        starts = {x: len(self.groups.get(x, [])) for x in self.alive}
+        margin = math.log1p(self.settings.tolerance)
+        for x in self.alive:
+            if x == leader:
+                continue
+            ratio = fit.contrast(leader, x)
+            if ratio.se is None or ratio.se <= 0:
+                return False
+            now = 1 / starts[x] + 1 / starts[leader]
+            then = 1 / (starts[x] + left) + 1 / (starts[leader] + left)
+            chance = decision_chance(
+                ratio.log_estimate,
+                ratio.se,
+                ratio.se * math.sqrt(then / now),
+                margin,
+                self.settings.alpha,
+            )
+            if chance >= FUTILE_CHANCE:
+                return False
+        return True
 
     def _all_equivalent(self) -> bool:
         fit, leader = self.fit, self.leader
@@ -364,6 +401,27 @@ class StartRace:
         return verdict_of(leader, {x: fit.contrast(leader, x) for x in others}, cost, options)
 
 
+def decision_chance(
+    estimate: float, se: float, se_then: float, margin: float, alpha: float
+) -> float:
+    """The chance that a log ratio measured at `estimate` (`se`) is separated from 0 (two-sided,
+    `alpha`) or proven inside +-`margin` (TOST) once more data bring its se to `se_then`, if
+    `estimate` is the truth (conditional power: the data so far are kept, and the estimate
+    then varies only by what is added, sd `se_then * sqrt(1 - se_then**2 / se**2)`)."""
+    gap = abs(estimate)
+    sd = se_then * math.sqrt(max(0.0, 1 - (se_then / se) ** 2))
+    z_separate, z_equal = NormalDist().inv_cdf(1 - alpha / 2), NormalDist().inv_cdf(1 - alpha)
+    separate_at, equal_below = z_separate * se_then, margin - z_equal * se_then
+    if sd == 0:
+        return float(gap > separate_at or gap < equal_below)
+    unit = NormalDist()
+    separate = unit.cdf((gap - separate_at) / sd) + unit.cdf((-gap - separate_at) / sd)
+    equal = 0.0
+    if equal_below > 0:
+        equal = unit.cdf((equal_below - gap) / sd) - unit.cdf((-equal_below - gap) / sd)
+    return separate + equal
+
+
 def prior_benches(settings: StartSettings) -> int:
     """The benches a start gets before any data: the priors' variances and the costs."""
     p = settings.priors
@@ -398,12 +456,14 @@ def _named(trial: tuple[str, int, int] | None) -> str:
 
 __all__ = [
     "ALPHA",
+    "FUTILE_CHANCE",
     "PRIORS",
     "FinishedBench",
     "Effort",
     "StartRace",
     "StartSettings",
     "Step",
+    "decision_chance",
     "prior_benches",
     "replay",
 ]
