@@ -116,6 +116,14 @@ class DecodeParams:
             fields |= {"method": self.method, "method_knobs": dict(self.method_knobs)}
         return fields
 
+    def verify_tokens(self, block_size: int) -> int:
+        """Tokens one verify forward runs: the root plus the tree (DFlash: its block)."""
+        if self.mode == "ar":
+            return 1
+        if self.mode == "dflash":
+            return block_size
+        return self.budget + 1
+
     def method_config(self) -> MethodConfig:
         """The method this config runs and its knobs (`ar`/`dflash`/`ddtree` from `mode`)."""
         return MethodConfig(self.method or self.mode, self.method_knobs)

@@ -54,6 +54,17 @@ def add_group(
     return group.add_subparsers(dest=f"{name}_command", metavar=metavar, required=True)
 
 
+def comma_ints(text: str, flag: str, least: int) -> list[int]:
+    """`flag`'s value such as "4,8,16": a non-empty list of integers, each at least `least`."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UserError(f"{flag} must be comma-separated integers; got {text!r}") from None
+    if not values or min(values) < least:
+        raise UserError(f"{flag} must list integers >= {least}; got {text!r}")
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ddtune.cli import comma_ints
 from ddtune.cli.generate import model_args, model_dirs, setup_threads
 from ddtune.errors import UserError
 from ddtune.params import WINDOW_NONE, DecodeParams, SamplingParams, parse_window
@@ -179,24 +180,12 @@ def run_single_stream(
 
 def parse_budgets(text: str) -> list[int]:
     """`--budgets` text such as "4,8,16" as a non-empty list of non-negative integers."""
-    try:
-        budgets = [int(b) for b in text.split(",") if b.strip()]
-    except ValueError:
-        raise UserError(f"--budgets must be comma-separated integers; got {text!r}") from None
-    if not budgets or min(budgets) < 0:
-        raise UserError(f"--budgets must list non-negative integers; got {text!r}")
-    return budgets
+    return comma_ints(text, "--budgets", 0)
 
 
 def parse_concurrency(text: str) -> list[int]:
     """`--concurrency` text such as "1,2,4,8": positive integers, ascending, no repeats."""
-    try:
-        values = sorted({int(v) for v in text.split(",") if v.strip()})
-    except ValueError:
-        raise UserError(f"--concurrency must be comma-separated integers; got {text!r}") from None
-    if not values or values[0] < 1:
-        raise UserError(f"--concurrency must list integers >= 1; got {text!r}")
-    return values
+    return sorted(set(comma_ints(text, "--concurrency", 1)))
 
 
 def read_prompts(path: Path | None, count: int = 4) -> tuple[list[str], str]:

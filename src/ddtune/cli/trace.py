@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ddtune.cli import add_group
+from ddtune.cli import add_group, comma_ints
 from ddtune.cli.words import T0, TAU
 from ddtune.errors import UserError
 from ddtune.params import MODES, WINDOW_NONE, DecodeParams, parse_window, window_to_wire
@@ -529,7 +529,12 @@ def cmd_landscape(args: argparse.Namespace) -> int:
 
     trace = Trace.read(args.trace)
     engine = get_engine(args.engine) if args.engine else None
-    land = landscape(trace, _ints(args.budgets, "--budgets"), _ints(args.topks, "--topks"), engine)
+    land = landscape(
+        trace,
+        comma_ints(args.budgets, "--budgets", 1),
+        comma_ints(args.topks, "--topks", 1),
+        engine,
+    )
     out = args.out or args.trace
     out.mkdir(parents=True, exist_ok=True)
     land.heatmap(out / "landscape.png")
@@ -550,16 +555,6 @@ def cmd_landscape(args: argparse.Namespace) -> int:
     print(land.text())
     print(f"wrote {out / 'landscape.png'} and {out / 'landscape.json'}", file=sys.stderr)
     return 0
-
-
-def _ints(text: str, flag: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise UserError(f"{flag} takes integers separated by commas; got {text!r}") from None
-    if not values or min(values) < 1:
-        raise UserError(f"{flag} takes positive integers; got {text!r}")
-    return values
 
 
 __all__ = ["register", "store_requests"]

@@ -24,7 +24,7 @@ from ddtune.errors import UserError
 from ddtune.params import DecodeParams, window_to_wire
 from ddtune.trace.files import RequestData, TraceHeader, read_header, read_request, view_name
 from ddtune.trace.replay import Rules, replay_request
-from ddtune.trace.round_cost import Shape, verify_tokens
+from ddtune.trace.round_cost import Shape
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ class Trace:
             out[workload] = Shape(
                 mode=params.mode,
                 tokens_per_round=sum(per_round) / len(per_round),
-                verify_tokens=verify_tokens(params, q),
+                verify_tokens=params.verify_tokens(q),
                 drafter_share=sum(share) / len(share),
                 acceptance=prediction.acceptance(engine, workload) if engine is not None else None,
                 drafter_positions=sum(s * c for s, c in zip(share, contexts, strict=True))

@@ -47,8 +47,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ddtune.params import DecodeParams
-
 WORKLOADS = ("short", "long")  # what the objectives read: short_tps, long_tps
 METHODS = ("dflash", "ddtree", "ngram", "chain")  # methods with a fixed part of their own
 START_SD = 0.03  # the relative spread of a start's level, shared by its workloads
@@ -304,15 +302,6 @@ def _posterior(
     return cov @ (moment / sigma2 + mean0 / prior_var), (cov + cov.T) / 2
 
 
-def verify_tokens(params: DecodeParams, block_size: int) -> int:
-    """Tokens one verify forward runs: the root plus the tree (or chain)."""
-    if params.mode == "ar":
-        return 1
-    if params.mode == "dflash":
-        return block_size
-    return params.budget + 1
-
-
 __all__ = [
     "DRAWS",
     "METHODS",
@@ -323,5 +312,4 @@ __all__ = [
     "Interval",
     "Observation",
     "Shape",
-    "verify_tokens",
 ]

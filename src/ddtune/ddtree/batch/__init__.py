@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddtune.ddtree.batch.budget import check_round_fits, round_tokens
+from ddtune.ddtree.batch.budget import check_round_fits
 from ddtune.lazy import lazy_names
 
 if TYPE_CHECKING:
@@ -32,5 +32,4 @@ __all__ = [
     "Scheduler",
     "check_round_fits",
     "generate_batch",
-    "round_tokens",
 ]

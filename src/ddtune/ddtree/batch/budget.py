@@ -16,18 +16,9 @@ DEFAULT_MAX_BATCH = 8  # requests decoded together
 DEFAULT_MAX_STEP_TOKENS = 2048  # round tokens of all running requests + prefill, per step
 
 
-def round_tokens(params: DecodeParams, block_size: int) -> int:
-    """Verify tokens one request's round may take: its tree plus the root."""
-    if params.mode == "ar":
-        return 1
-    if params.mode == "dflash":
-        return block_size
-    return params.budget + 1
-
-
 def check_round_fits(params: DecodeParams, block_size: int, max_step_tokens: int) -> None:
     """`UserError` (key `max_step_tokens`) when one request's round exceeds the step budget."""
-    need = round_tokens(params, block_size)
+    need = params.verify_tokens(block_size)
     if need > max_step_tokens:
         raise UserError(
             f"max_step_tokens {max_step_tokens} is smaller than one request's round of "

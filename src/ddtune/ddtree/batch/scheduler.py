@@ -18,7 +18,7 @@ tokens, stop strings, max_new_tokens) and `on_tokens` exactly as in
 the same `GenerationResult`, or the error that failed this request alone
 (its slot is freed, the others go on).
 
-Token budget: a request's round costs `round_tokens(params)` verify tokens
+Token budget: a request's round costs `params.verify_tokens(block)` verify tokens
 (tree budget + root; block size for dflash; 1 for ar). A request is
 admitted while the batch has fewer than `max_batch` requests and the
 round tokens of all admitted requests, its own included, fit
@@ -43,7 +43,6 @@ from ddtune.ddtree.batch.budget import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_STEP_TOKENS,
     check_round_fits,
-    round_tokens,
 )
 from ddtune.ddtree.batch.rounds import BatchDecoder, RoundReport, SeqState
 from ddtune.ddtree.engine import (
@@ -118,8 +117,8 @@ class Scheduler:
     # --- admission -------------------------------------------------------------
 
     def round_tokens(self, params: DecodeParams) -> int:
-        """Verify tokens one request's round may take (`budget.round_tokens`)."""
-        return round_tokens(params, self.engine.block_size)
+        """Verify tokens one request's round may take (`DecodeParams.verify_tokens`)."""
+        return params.verify_tokens(self.engine.block_size)
 
     def check(self, params: DecodeParams) -> None:
         """`UserError` when requests with `params` could never run here."""
