@@ -3,7 +3,9 @@
 Slow. `ddtune trace record --spec` of the example (the bench's requests, windows 64 and
 none), `ddtune sweep run` of it (every trial a real `ddtune serve` restart), `ddtune sweep
 report`; then `ddtune trace record --store` of the finished sweep. Asserts: the sweep
-concludes; every measured config's acceptance equals the trace's prediction exactly (ddtune's
+concludes, or stops early and says the passes left could not decide (rule 6: on this VM a
+start moves a config by 10-15%, and the leader and plain decoding can be within a few percent),
+before its 10th pass; every measured config's acceptance equals the trace's prediction exactly (ddtune's
 server counts as the replay does); unless the check fell back (a loaded machine can move
 tok/s outside the model's interval, and the report then says so), configs were left out
 without a start; the report's "Predicted vs measured" table lists every config; the trace
@@ -65,7 +67,11 @@ def test_predict_then_confirm_on_this_cpu(tmp_path):
     if context["fallback"] is None:
         assert len(measured) < len(predictions)
         assert {p["status"] for p in predictions.values()} & {"dominated", "predicted out"}
-    assert report["recommendations"][0]["status"] in ("separated", "equivalent")
+    status = report["recommendations"][0]["status"]
+    if context["stop"] == "futile":  # two configs too close for this machine's starts to part
+        assert status == "inconclusive" and context["passes"] < 10, context["passes"]
+    else:
+        assert status in ("separated", "equivalent")
     assert "Predicted vs measured" in (tmp_path / "report" / "report.md").read_text()
     from_store = tmp_path / "from-store"
     subprocess.run(
