@@ -70,7 +70,7 @@ def apply_config(
             config.label(),
             dry_run,
         )
-        return print_lines(lines, code, console)
+        return _print_lines(lines, code, console)
     if control == "hot":
         return _apply_hot(spec.service, config, workdir, dry_run, console)
     _print_command(spec.service, config, report.engine, console)
@@ -121,7 +121,7 @@ def origin(store: Store, sweep: SweepRow, config: Config) -> str:
 # ---- systemd -------------------------------------------------------------------------------
 
 
-def print_lines(lines: list[str], code: int, console: Console) -> int:
+def _print_lines(lines: list[str], code: int, console: Console) -> int:
     """`lines` printed as they are (no markup); `code`, the exit code."""
     for line in lines:
         console.print(line, markup=False, highlight=False)
@@ -233,4 +233,4 @@ def _revert_hot(service: ServiceSpec, workdir: Path, dry_run: bool, console: Con
     return _said(outcome, f"reverted to {previous.label()} in place", console)
 
 
-__all__ = ["apply_config", "chosen_config", "print_lines", "revert_config"]
+__all__ = ["apply_config", "chosen_config", "revert_config"]

@@ -35,7 +35,6 @@ from ddtune.errors import UserError
 from ddtune.services import ServiceSpec
 from ddtune.services.applied_dropin import applied_dropin, apply_lasting
 from ddtune.services.scheduled import ScheduledLaunch, scheduled_launch
-from ddtune.sweep.apply import print_lines
 from ddtune.sweep.checks.engine_check import check_engine
 from ddtune.sweep.reporting import analyze_stored, stored_spec
 from ddtune.sweep.spec.parse import Config
@@ -75,7 +74,7 @@ def apply_schedule(
         launch.argv,
         launch.files,
     )
-    return print_lines(lines, code, console)
+    return _said(lines, code, console)
 
 
 def chosen_schedule(store: Store, sweep: SweepRow, source: str | None) -> tuple[Schedule, int, str]:
@@ -99,6 +98,13 @@ def _typical_in(path: Path) -> int:
         return int(str(choice.get("typical_level") or "c1")[1:])
     except (AttributeError, ValueError):
         return 1
+
+
+def _said(lines: list[str], code: int, console: Console) -> int:
+    """`lines` printed as they are (no markup); `code`, the exit code."""
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
+    return code
 
 
 def _print(service: ServiceSpec, launch: ScheduledLaunch, dry_run: bool, console: Console) -> int:
