@@ -408,13 +408,12 @@ def decision_chance(
     `alpha`) or proven inside +-`margin` (TOST) once more data bring its se to `se_then`, if
     `estimate` is the truth (conditional power: the data so far are kept, and the estimate
     then varies only by what is added, sd `se_then * sqrt(1 - se_then**2 / se**2)`)."""
-    gap = abs(estimate)
+    unit, gap = NormalDist(), abs(estimate)
     sd = se_then * math.sqrt(max(0.0, 1 - (se_then / se) ** 2))
-    z_separate, z_equal = NormalDist().inv_cdf(1 - alpha / 2), NormalDist().inv_cdf(1 - alpha)
-    separate_at, equal_below = z_separate * se_then, margin - z_equal * se_then
+    separate_at = unit.inv_cdf(1 - alpha / 2) * se_then
+    equal_below = margin - unit.inv_cdf(1 - alpha) * se_then
     if sd == 0:
         return float(gap > separate_at or gap < equal_below)
-    unit = NormalDist()
     separate = unit.cdf((gap - separate_at) / sd) + unit.cdf((-gap - separate_at) / sd)
     equal = 0.0
     if equal_below > 0:
