@@ -41,9 +41,7 @@ class SweepMode:
     bench_s: float | None = None
     most_benches: int = 1  # restart-bound: the most benches on one start
     forecast: str | None = None  # strategy predict: the trace's `Forecast`, JSON, fixed at creation
-    spread: StartSpread | None = (
-        None  # restart-bound: measured on earlier sweeps, fixed at creation
-    )
+    spread: StartSpread | None = None  # restart-bound: measured on earlier sweeps, at creation
 
 
 NOT_RESTART_BOUND = SweepMode(False, "passes of restarts (the sweep predates restart-bound races)")
