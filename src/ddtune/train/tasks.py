@@ -266,10 +266,6 @@ def _build_loop(rng: random.Random) -> tuple[str, str, str, list[str], tuple]:
     return name, "(xs: list[int]) -> int", doc, body, (acc, term.kind, cond.kind)
 
 
-def _flatten(lines: list[str]) -> list[str]:
-    return [part for line in lines for part in line.split("\n")]
-
-
 def _random_input(rng: random.Random, family: str) -> object:
     if family == "int":
         return rng.randint(-30, 60)

@@ -120,10 +120,6 @@ def _float_to(module: nn.Module, dtype: torch.dtype) -> Eagle3Head:
     return module
 
 
-def read_generation_config(folder: str | Path) -> dict[str, Any]:
-    return read_json(Path(folder) / "generation_config.json")
-
-
 def _folder(folder: str | Path) -> Path:
     folder = Path(folder)
     if not folder.is_dir():
