@@ -87,6 +87,10 @@ class BenchResult:
 # server buffered it, e.g. a front end short of CPU): its decode time is not measured by the
 # client, and (tokens - 1) / ~0 s reads as tens of thousands of tokens/s.
 MIN_DECODE_S = 1e-3
+# ... and so was one whose chunks after the first came less than this apart on average: no
+# engine runs a forward and streams its tokens in 200 µs (vLLM's front end on a busy CPU
+# flushed a stream's 47 chunks within 1.2 ms, 26 µs apart, after holding them for 0.15 s).
+MIN_CHUNK_GAP_S = 2e-4
 
 
 def make_sample(
@@ -94,8 +98,8 @@ def make_sample(
 ) -> dict[str, Any]:
     """One per-request row; decode figures exclude the first token (time to it is TTFT).
 
-    `sent_at_once` marks a stream whose decode took under `MIN_DECODE_S` (see
-    `pooled_decode_rate`).
+    `sent_at_once` marks a stream whose decode took under `MIN_DECODE_S`, or under
+    `MIN_CHUNK_GAP_S` a chunk (see `pooled_decode_rate`).
     """
     ttft = record.ttft_s
     n = record.output_tokens
@@ -111,7 +115,8 @@ def make_sample(
         "tokens_counted_by": record.tokens_counted_by,
         "prompt_tokens": record.prompt_tokens,
         "decode_tps": (n - 1) / decode_s if decode_s else None,
-        "sent_at_once": decode_s is not None and decode_s < MIN_DECODE_S,
+        "sent_at_once": decode_s is not None
+        and decode_s < max(MIN_DECODE_S, MIN_CHUNK_GAP_S * (len(record.chunk_times_s) - 1)),
         "chunks": len(record.chunk_times_s),
         "finish_reason": record.finish_reason,
         "acceptance_length": acceptance,

@@ -59,7 +59,7 @@ PRIORS = Priors(
 # (docs/benchmarks.md, "Restart-bound races": the ablations).
 ALPHA = 0.02
 
-# Rule 6 (futility): after pass 2, a race in which no contender has this chance of being
+# Rule 6 (futility): after pass 2 (and `min_passes`), a race in which no contender has this chance of being
 # separated from the leader or proven equivalent to it by the last pass stops undecided, there
 # and then, instead of spending the starts left on a verdict they cannot buy.
 FUTILE_CHANCE = 0.1
@@ -327,7 +327,7 @@ class StartRace:
         hours = self.settings.max_hours
         if hours is not None and self.seconds_done + next_cost > hours * 3600:
             return "max_hours"
-        if passes_done >= 2 and not self.queue and self._futile():
+        if passes_done >= max(2, self.settings.min_passes) and not self.queue and self._futile():
             return "futile"
         return None
 
