@@ -1,6 +1,6 @@
 """Streaming HTTP client: one request, timed from the server-sent-event stream.
 
-The server kind (`ddtune.engines`) says where to send the request and how to
+The server's engine (`ddtune.engines`) says where to send the request and how to
 read its stream: ddtune, vLLM and generic OpenAI servers get `POST
 /v1/completions` with `stream: true` and `stream_options.include_usage` (the
 last chunk carries `usage`; ddtune adds `usage.spec`); SGLang gets its native
@@ -95,7 +95,7 @@ def build_request(
     temperature: float,
     ignore_eos: bool,
 ) -> tuple[str, dict[str, Any]]:
-    """The kind's (url, JSON body) for one measured request."""
+    """The engine's (url, JSON body) for one measured request."""
     if spec.body_json is not None:
         return engine.replay_request(base_url, json.loads(spec.body_json), model)
     sampling = SamplingParams(
@@ -175,7 +175,7 @@ def _sse_lines(response: httpx.Response) -> Iterator[bytes]:
 def read_sse(
     record: StreamRecord, engine: ServerEngine, lines: Iterable[bytes], start: float
 ) -> None:
-    """Each `data:` JSON object of an SSE stream's `lines`, until `[DONE]`, read by the kind
+    """Each `data:` JSON object of an SSE stream's `lines`, until `[DONE]`, read by the engine
     and applied to `record` at its time since `start`."""
     for line in lines:
         if not line.startswith(b"data:"):

@@ -116,4 +116,4 @@ def quiet_pipe() -> int:
     return 141  # 128 + SIGPIPE, what a shell reports for a writer cut off by its reader
 
 
-__all__ = ["COMMANDS", "add_group", "build_parser", "main", "quiet_pipe"]
+__all__ = ["COMMANDS", "add_group", "build_parser", "comma_ints", "main", "quiet_pipe"]

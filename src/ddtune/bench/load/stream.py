@@ -2,7 +2,7 @@
 connection per client thread.
 
 The same request and the same stream parsing as `client.stream_request` (the
-kind's `generate_request` / `parse_chunk`, `client.read_sse`, the same
+engine's `generate_request` / `parse_chunk`, `client.read_sse`, the same
 `StreamRecord` and timing; a request on a kept-alive connection the server
 closed while idle is sent once more on a fresh one, as httpx does), on a
 leaner transport: httpx/httpcore/h11 cost
