@@ -7,8 +7,8 @@ Measurement-level simulation (`ddtune.sweep.plan.simulate`, no servers) at
 issue 27's production scale: 17 configs (ar + DDTree budget {4, 8, 12, 16} x
 topk {4, 6} x window {2048, none}), a start of 480 s, a bench of 300 s
 (benched a quarter at a time), `PRODUCTION_NOISE` (1.5% a start, 3% a request,
-drift 1%/h steady + 1%/h random walk; `start-noise` and `drift` make one of them
-worse than that). Unlike `restart_bound.py`, each config
+drift 1%/h steady + 1%/h random walk; `start-noise`, `noisy-host` and `drift` make
+one of them worse than that; `noisy-host` states its 12% as the spec would). Unlike `restart_bound.py`, each config
 is built from its rounds on two workloads (short context ~1k tokens, long ~8k):
 a true cost of a round (a GPU-like verify whose cost grows with the tree,
 mildly convex; a drafter that costs more over a whole 8k context than over
@@ -61,6 +61,7 @@ from simulated_service import (
 )
 
 from ddtune.sweep.plan.races.by_start import StartSettings
+from ddtune.sweep.plan.strategies.restart_bound import start_priors
 from ddtune.trace.round_cost import Shape
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -84,6 +85,7 @@ class World:
     wrong_trace: float = 1.0  # the service's τ on window none / the trace's
     cost_step: float = 1.0  # a forward over more than 9 tokens costs this much more
     noise: NoiseModel = PRODUCTION_NOISE
+    stated_spread: float | None = None  # `[sweep] start_spread` as the spec states it
 
 
 def configs() -> list[DecodeParams]:
@@ -186,12 +188,13 @@ class Run(RaceRun):
     full: bool = False  # every config got a start
 
 
-def settings() -> StartSettings:
+def settings(world: World) -> StartSettings:
     return StartSettings(
         tolerance=0.03,
         most_benches=SPLITS,
         start_s=PRODUCTION_COSTS.start_s,
         bench_s=PRODUCTION_COSTS.bench_s / SPLITS,
+        priors=start_priors(world.stated_spread),
     )
 
 
@@ -202,9 +205,11 @@ def one(world: World, seed: int, predicting: bool, probes: bool = True) -> Run:
     race, measure = None, None
     if predicting:
         service.seconds += TRACE_S
-        race = PredictRace(tuple(labels), labels[0], settings(), seed, forecast=fc)
+        race = PredictRace(tuple(labels), labels[0], settings(world), seed, forecast=fc)
         measure = (lambda n: forward(n, world)) if probes else None
-    done = run_start_race(service, labels, labels[0], settings(), seed, race, tau_seen, measure)
+    done = run_start_race(
+        service, labels, labels[0], settings(world), seed, race, tau_seen, measure
+    )
     missed = isinstance(done, PredictRace) and bool(done.missed)
     full = all(e.starts for e in done.efforts.values())
     starts = service.starts + 1  # and the start that restores the service or applies the answer
@@ -218,6 +223,11 @@ WORLDS = {
     "start-noise": World(
         "production, start noise 4% (above the 3% prior)",
         noise=replace(PRODUCTION_NOISE, start_sd=0.04),
+    ),
+    "noisy-host": World(
+        "noisy host: a start moves a config 12%, stated as [sweep] start_spread = 0.12",
+        noise=replace(PRODUCTION_NOISE, start_sd=0.12),
+        stated_spread=0.12,
     ),
     "drift": World(
         "production, drift 4%/h steady (no walk)",

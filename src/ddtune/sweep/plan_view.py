@@ -218,14 +218,17 @@ class PlanPredictions:
     note: str | None = None  # why the sweep races anyway (above T = 0)
 
 
-def plan_predictions(spec: SweepSpec, forecast: Forecast, store: Store | None) -> PlanPredictions:
+def plan_predictions(
+    spec: SweepSpec, forecast: Forecast, store: Store | None, start_sd: float
+) -> PlanPredictions:
     """`sweep plan` of a spec with a trace: every config's predicted τ and, once a store of
-    the same service has measured trials, its tok/s, ranked; the dominated ones."""
+    the same service has measured trials, its tok/s (a start moving it by `start_sd`), ranked;
+    the dominated ones."""
     records: list[TrialRecord] = []
     if store is not None:
         records = [r for i in store.sweep_ids() for r in trial_records(store, i)]
     observations = store_observations(records, forecast)
-    model = CostModel(forecast.shapes, observations, spec.seed)
+    model = CostModel(forecast.shapes, observations, spec.seed, start_sd=start_sd)
     labels = [c.label() for c, _ in spec.all_configs()]
     source = f"predicted from the trace {spec.trace} (T = 0"
     source += (
@@ -260,11 +263,14 @@ def predicted_sections(sweep: Sweep, store: Store | None, everything: bool) -> l
     predictions; without one, the configs alone."""
     forecast = sweep.forecast
     if forecast is None:
-        path = outputs_path(sweep.spec, sweep.costs) if sweep.strategy.from_outputs else None
+        measured = sweep.mode.spread
+        path = (
+            outputs_path(sweep.spec, sweep.costs, measured) if sweep.strategy.from_outputs else None
+        )
         head = [] if path is None else [Section("Predicted", _outputs_blocks(sweep, path))]
         return [*head, configs_section(sweep, None, None, everything)]
-    path = predicted_path(sweep.spec, forecast, sweep.costs)
-    shown = plan_predictions(sweep.spec, forecast, store)
+    path = predicted_path(sweep.spec, forecast, sweep.costs, sweep.mode.spread)
+    shown = plan_predictions(sweep.spec, forecast, store, sweep.start_sd)
     blocks: list[Block] = [Paragraph(shown.source)]
     blocks += [Paragraph(line) for line in path_lines(sweep, path)]
     return [Section("Predicted", blocks), configs_section(sweep, shown, path, everything)]

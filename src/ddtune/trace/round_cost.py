@@ -29,7 +29,8 @@ Fit: weighted least squares on the relative scale (a round's noise is a share
 of its time), a weak prior on every coefficient (mean 0, sd: 3 typical rounds
 over the most its feature reaches, so no config's round is presumed cheap). A
 start's level is shared by its workloads (a server that came up slow is slow on
-both): each start is an effect of its own (sd `START_SD`), so what differs between
+both): each start is an effect of its own (sd `start_sd`: the sweep's start spread, stated
+or measured, else `START_SD`), so what differs between
 a start's workloads (the drafter's window against the context) is measured within
 the start, free of the start's level; the workloads' own residual variance is
 moderated by a stated prior (`ROUND_SD`, 4 df). The draws are
@@ -49,7 +50,7 @@ import numpy as np
 
 WORKLOADS = ("short", "long")  # what the objectives read: short_tps, long_tps
 METHODS = ("dflash", "ddtree", "ngram", "chain")  # methods with a fixed part of their own
-START_SD = 0.03  # the relative spread of a start's level, shared by its workloads
+START_SD = 0.03  # the relative spread of a start's level, shared by its workloads (default)
 ROUND_SD = 0.015  # ... and of one workload's rounds within a start, before the data (4 df)
 PRIOR_DF = 4.0
 DRAWS = 4000
@@ -144,6 +145,7 @@ class CostModel:
         observations: Sequence[Observation],
         seed: int = 0,
         probes: Sequence[ForwardProbe] = (),
+        start_sd: float = START_SD,  # what a start moves a config's level by (relative sd)
     ) -> None:
         self.shapes = shapes
         self.observations = list(observations)
@@ -151,8 +153,9 @@ class CostModel:
         rng = np.random.default_rng(seed)
         x, y = self._rows()
         starts = _start_columns([(o.label, o.start) for o in self._kept()], y)
-        draws, within = _fit((x, y), self._reach(), rng, _prior_mean(self.forward), starts)
-        self.sd = math.sqrt(within**2 + START_SD**2)  # a new start: its level and its rounds
+        prior = _prior_mean(self.forward)
+        draws, within = _fit((x, y), self._reach(), rng, prior, (starts, start_sd))
+        self.sd = math.sqrt(within**2 + start_sd**2)  # a new start: its level and its rounds
         self.coef: dict[str, np.ndarray] = {w: draws for w in self.workloads()}  # [DRAWS, F]
         self.sigma: dict[str, float] = {w: self.sd for w in self.workloads()}
 
@@ -230,13 +233,15 @@ def _fit(
     reach: np.ndarray,
     rng: np.random.Generator,
     prior: tuple[np.ndarray, np.ndarray | None],
-    starts: np.ndarray,
+    starts: tuple[np.ndarray, float],
 ) -> tuple[np.ndarray, float]:
     """Draws [DRAWS, FEATURES] of the coefficients and the relative sd of a workload's rounds
     within a start; each coefficient's prior sd is PRIOR_SCALE typical rounds over the most
-    its feature reaches (where `prior` fixes none), each start's effect N(0, START_SD), the
-    effects integrated out (the coefficients' block of the joint posterior)."""
+    its feature reaches (where `prior` fixes none), each start's effect N(0, start_sd)
+    (`starts`: the observations' start columns and start_sd), the effects integrated out
+    (the coefficients' block of the joint posterior)."""
     x, y = rows
+    columns, start_sd = starts
     active = reach > 1e-9  # a feature no config has is no coefficient (its draws stay 0)
     if not active.all():
         draws, sigma = _fit((x[:, active], y), reach[active], rng, _subset(prior, active), starts)
@@ -249,9 +254,9 @@ def _fit(
     if fixed_sd is not None:
         prior_var = np.where(np.isnan(fixed_sd), prior_var, np.nan_to_num(fixed_sd) ** 2)
     k = len(prior_var)
-    xz = np.hstack([x, starts])  # the coefficients, then one effect per start
-    joint_var = np.concatenate([prior_var, np.full(starts.shape[1], START_SD**2)])
-    joint_mean = np.concatenate([prior_mean, np.zeros(starts.shape[1])])
+    xz = np.hstack([x, columns])  # the coefficients, then one effect per start
+    joint_var = np.concatenate([prior_var, np.full(columns.shape[1], start_sd**2)])
+    joint_mean = np.concatenate([prior_mean, np.zeros(columns.shape[1])])
     weights = 1.0 / np.maximum(y, 1e-12) ** 2  # relative noise
     precision, moment = xz.T @ (weights[:, None] * xz), xz.T @ (weights * y)
     first, _ = _posterior(precision, moment, joint_var, ROUND_SD**2, joint_mean)

@@ -1,10 +1,10 @@
 """What a `[sweep] trace` predicts of a sweep's configs: read once a command, shown beside the
 measurements, and what strategy "predict" decides from.
 
-    forecast = spec_forecast(spec)                  # the trace read and checked (UserError: exit 2)
-    forecast = stored_forecast(spec, mode)          # the one kept with the sweep, else the trace's
+    forecast = spec_forecast(spec)            # the trace read and checked (UserError: exit 2)
+    forecast = stored_forecast(spec, mode)    # the one kept with the sweep, else the trace's
     observations = store_observations(records, forecast)  # seconds per round, done trials
-    traced_context(spec, forecast, store, id, ctx)  # the report of a grid or a race with a trace
+    traced_context(spec, forecast, store, id, ctx, start_sd)  # a grid's or race's report
 
 A trace predicts only the requests its bench sends (`check_requests`) and the
 models its service serves (`trace_binding`: a UserError naming both models when
@@ -59,12 +59,19 @@ def trace_binding(spec: SweepSpec) -> list[str]:
 
 
 def traced_context(
-    spec: SweepSpec, forecast: Forecast, store: Store, sweep_id: int, context: SweepContext
+    spec: SweepSpec,
+    forecast: Forecast,
+    store: Store,
+    sweep_id: int,
+    context: SweepContext,
+    start_sd: float,
 ) -> None:
     """A grid's or a plain race's report with `[sweep] trace`: each config's predicted τ and
-    tok/s (a cost model of this sweep's measured trials) beside the measurements."""
+    tok/s (a cost model of this sweep's measured trials, a start moving a config by
+    `start_sd`) beside the measurements."""
     records = trial_records(store, sweep_id)
-    model = CostModel(forecast.shapes, store_observations(records, forecast), spec.seed)
+    observations = store_observations(records, forecast)
+    model = CostModel(forecast.shapes, observations, spec.seed, start_sd=start_sd)
     done = {r.label for r in records if r.status == "done"}
     statuses = {
         c.label(): "started" if c.label() in done else "not started" for c, _ in spec.all_configs()

@@ -78,6 +78,13 @@ class Sweep:
             )
         return "\n".join(lines)
 
+    @property
+    def start_sd(self) -> float:
+        """What one server start moves a config's level by (relative sd): stated, measured on
+        the store's earlier sweeps, else the race's prior."""
+        stated, measured = self.spec.restart_bound.start_spread, self.mode.spread
+        return stated or (measured.sd if measured is not None else PRIORS.start.sd)
+
     def _spread_words(self) -> str:
         """What the race takes one server start to move a config's level by, and why."""
         stated, measured = self.spec.restart_bound.start_spread, self.mode.spread
@@ -109,7 +116,7 @@ class Sweep:
                 context.notes.append(f"No predictions: {exc}")
                 return context
             assert forecast is not None
-            traced_context(self.run_spec, forecast, store, sweep["id"], context)
+            traced_context(self.run_spec, forecast, store, sweep["id"], context, self.start_sd)
         return context
 
 

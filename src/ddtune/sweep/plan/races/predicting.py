@@ -226,7 +226,8 @@ class PredictRace(StartRace):
             for w, v in per.items()
             if w in shapes[label]
         ]
-        return CostModel(shapes, observations, self.seed, self.probes)
+        start_sd = self.settings.priors.start.sd  # the sweep's start spread, as the race's
+        return CostModel(shapes, observations, self.seed, self.probes, start_sd)
 
     def _shapes(self) -> dict[str, dict[str, Shape]]:
         """The forecast's shapes, each config's tokens a round corrected by what was measured

@@ -25,7 +25,7 @@ from ddtune.sweep.plan.races.by_start import prior_benches
 from ddtune.sweep.plan.races.predicting import PredictRace, dominator, most_verify_tokens
 from ddtune.sweep.plan.strategies.restart_bound import start_settings
 from ddtune.sweep.spec.parse import SweepSpec
-from ddtune.sweep.store.modes import SweepMode
+from ddtune.sweep.store.modes import StartSpread, SweepMode
 from ddtune.trace.chains.forecast import chain_anchors
 from ddtune.trace.forecast import Forecast
 
@@ -66,12 +66,14 @@ def predicts_from_outputs(spec: SweepSpec) -> bool:
     return spec.trace is None and not needs_trace(methods, counts) and probes_forward(spec)
 
 
-def outputs_path(spec: SweepSpec, costs: TrialCosts | None) -> PredictedPath | None:
+def outputs_path(
+    spec: SweepSpec, costs: TrialCosts | None, measured: StartSpread | None = None
+) -> PredictedPath | None:
     """Strategy predict without a trace: the baseline, then the config its answers predict
     fastest (confirmed by its start); None where its answers cannot predict the sweep."""
     if not predicts_from_outputs(spec) or unpredictable(spec) is not None:
         return None
-    race = _first_pass(spec, None, costs)
+    race = _first_pass(spec, None, costs, measured)
     configs = spec.params_by_label()
     anchors = [(x, ANCHOR_ROLE) for x in dict.fromkeys(chain_anchors(configs).values())]
     starts = ((race.baseline or "the baseline", OUTPUTS_ROLE), *anchors, (WINNER, BEST_ROLE))
@@ -118,12 +120,16 @@ def unpredictable(spec: SweepSpec, forecast: Forecast | None = None) -> str | No
 
 
 def predicted_path(
-    spec: SweepSpec, forecast: Forecast, costs: TrialCosts | None
+    spec: SweepSpec,
+    forecast: Forecast,
+    costs: TrialCosts | None,
+    measured: StartSpread | None = None,
 ) -> PredictedPath | None:
-    """Strategy predict's starts for `spec` from `forecast`; None where it cannot predict."""
+    """Strategy predict's starts for `spec` from `forecast`; None where it cannot predict.
+    `measured`: the start spread the store's earlier sweeps measured (`spread.py`)."""
     if unpredictable(spec, forecast) is not None:
         return None
-    race = _first_pass(spec, forecast, costs)
+    race = _first_pass(spec, forecast, costs, measured)
     starts = [(x, _pin_role(x, race, forecast)) for x in race.pinned]
     rest = [x for x in race.queue if x not in race.pinned]
     predicted = [x for x in rest if x in forecast.shapes]
@@ -141,11 +147,15 @@ def _predicts_a_config(spec: SweepSpec, forecast: Forecast) -> bool:
 
 
 def _first_pass(
-    spec: SweepSpec, forecast: Forecast | None, costs: TrialCosts | None
+    spec: SweepSpec,
+    forecast: Forecast | None,
+    costs: TrialCosts | None,
+    measured: StartSpread | None = None,
 ) -> PredictRace:
     """The predicting race as it opens, before any start (its pass 1 ordered)."""
     start_s, bench_s = (costs.start_s, costs.bench_s) if costs is not None else (None, None)
-    mode = SweepMode(True, "", start_s, bench_s, spec.restart_bound.most_benches)
+    most = spec.restart_bound.most_benches
+    mode = SweepMode(True, "", start_s, bench_s, most, spread=measured)
     labels = tuple(config.label() for config, _ in spec.all_configs())
     baseline = spec.baseline.label() if spec.baseline is not None else None
     settings = start_settings(spec, mode)
