@@ -14,8 +14,10 @@ from ddtune.stats.mixed import (
     StartMean,
     VariancePrior,
     benches_per_start,
+    decision_chance,
     estimate_components,
     fit_effects,
+    start_means,
     within_variance,
 )
 
@@ -87,3 +89,18 @@ def test_contrast_is_a_ratio_interval_with_the_start_df():
 def test_benches_per_start(bench_var, start_var, start_s, bench_s, expected):
     components = Components(Component(bench_var, 10), Component(start_var, 10), Component(1e-4, 2))
     assert benches_per_start(components, start_s, bench_s, most=4) == expected
+
+
+def test_the_chance_of_a_verdict_is_certain_without_more_data_and_grows_with_it():
+    margin = math.log1p(0.03)
+    assert decision_chance(0.10, 0.04, 0.04, margin, 0.02) == 1.0  # beyond 2.33 se: separated
+    assert decision_chance(0.08, 0.04, 0.04, margin, 0.02) == 0.0  # neither, and no more data
+    few, many = (decision_chance(0.08, 0.10, then, margin, 0.02) for then in (0.08, 0.02))
+    assert few < 0.1 < 0.9 < many  # 0.1: the race's futility line
+    assert decision_chance(0.0, 0.05, 0.004, margin, 0.02) > 0.9  # equivalent, once precise
+
+
+def test_start_means_average_each_start_and_skip_empty_ones():
+    means, logs = start_means([("a", [(0.1, 1.0), (0.3, 3.0)]), ("a", []), ("b", [(0.5, 2.0)])])
+    assert means == [StartMean("a", 0.2, 2, 2.0), StartMean("b", 0.5, 1, 2.0)]
+    assert logs == [[0.1, 0.3], [0.5]]

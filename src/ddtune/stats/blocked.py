@@ -20,6 +20,7 @@ Decision rules (docs/report.md "How the report is built"):
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -82,7 +83,7 @@ def compare(a: Samples, b: Samples, options: BlockedOptions) -> RatioInterval:
 
 
 def geometric_mean(values: Samples) -> float:
-    return math.exp(math.fsum(math.log(v) for v in values.values()) / len(values))
+    return statistics.geometric_mean(values.values())
 
 
 def decide(

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from scipy import linalg, optimize
@@ -97,6 +98,41 @@ class MixedFit:
         se = math.sqrt(max(float(var), 0.0))
         estimate = float(self.effects[i] - self.effects[j])
         return ratio_interval("mixed", estimate, se, self.components.start.df, 1, confidence)
+
+
+def start_means(
+    starts: Iterable[tuple[str, Sequence[tuple[float, float]]]],
+) -> tuple[list[StartMean], list[list[float]]]:
+    """Each start (its config's label, its benches as (log value, hours)) as a `StartMean`,
+    and each start's log values (what `estimate_components` reads); empty starts skipped."""
+    means, logs = [], []
+    for label, benches in starts:
+        if benches:
+            values = [v for v, _ in benches]
+            hours = math.fsum(h for _, h in benches) / len(benches)
+            means.append(StartMean(label, math.fsum(values) / len(values), len(values), hours))
+            logs.append(values)
+    return means, logs
+
+
+def decision_chance(
+    estimate: float, se: float, se_then: float, margin: float, alpha: float
+) -> float:
+    """The chance that a log ratio measured at `estimate` (`se`) is separated from 0 (two-sided,
+    `alpha`) or proven inside +-`margin` (TOST) once more data bring its se to `se_then`, if
+    `estimate` is the truth (conditional power: the data so far are kept, and the estimate
+    then varies only by what is added, sd `se_then * sqrt(1 - se_then**2 / se**2)`)."""
+    unit, gap = NormalDist(), abs(estimate)
+    sd = se_then * math.sqrt(max(0.0, 1 - (se_then / se) ** 2))
+    separate_at = unit.inv_cdf(1 - alpha / 2) * se_then
+    equal_below = margin - unit.inv_cdf(1 - alpha) * se_then
+    if sd == 0:
+        return float(gap > separate_at or gap < equal_below)
+    separate = unit.cdf((gap - separate_at) / sd) + unit.cdf((-gap - separate_at) / sd)
+    equal = 0.0
+    if equal_below > 0:
+        equal = unit.cdf((equal_below - gap) / sd) - unit.cdf((-equal_below - gap) / sd)
+    return separate + equal
 
 
 def within_variance(groups: Sequence[Sequence[float]], prior: VariancePrior) -> Component:
@@ -267,7 +303,9 @@ __all__ = [
     "VariancePrior",
     "Priors",
     "benches_per_start",
+    "decision_chance",
     "estimate_components",
     "fit_effects",
+    "start_means",
     "within_variance",
 ]

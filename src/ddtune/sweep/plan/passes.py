@@ -9,8 +9,8 @@ analysis instead of being hidden by reused starts. See docs/sweeps.md "Sweep".
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
+from statistics import geometric_mean
 
 from ddtune.records import TrialRecord
 from ddtune.report.summarize import OBJECTIVE_METRICS, record_values
@@ -38,7 +38,7 @@ def blocked_samples(
             block = block_of(record.repeat, passes_per_start)
             values.setdefault(record.label, {}).setdefault(block, []).append(value)
     return {
-        label: {block: _geomean(v) for block, v in blocks.items()}
+        label: {block: geometric_mean(v) for block, v in blocks.items()}
         for label, blocks in values.items()
     }
 
@@ -78,10 +78,6 @@ def _coding(group: Sequence[TrialRecord]) -> dict[str, tuple[int, int]]:
         p, t = pooled.get(record.label, (0, 0))
         pooled[record.label] = (p + record.coding[0], t + record.coding[1])
     return pooled
-
-
-def _geomean(values: Sequence[float]) -> float:
-    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
 
 __all__ = [

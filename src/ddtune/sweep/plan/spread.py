@@ -17,9 +17,9 @@ race keeps the spread it started with. docs/sweeps.md "Restart-bound races".
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from ddtune.stats.mixed import StartMean, VariancePrior, estimate_components
+from ddtune.stats.mixed import StartMean, VariancePrior, estimate_components, start_means
 from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.races.by_start import PRIORS
 from ddtune.sweep.store.db import Store
@@ -30,23 +30,15 @@ from ddtune.sweep.store.modes import StartSpread, trial_times
 _UNPRIORED = replace(PRIORS, start=VariancePrior(PRIORS.start.sd, 0.0))
 
 
-@dataclass(frozen=True)
-class _SweepStarts:
-    means: list[StartMean]
-    logs: list[list[float]]  # each start's log values
-
-
 def measured_spread(store: Store, objective: str) -> StartSpread | None:
     """The pooled between-start log-sd of `store`'s sweeps (module docstring); None where no
     config of any of them was measured on two starts."""
     weighted, df, used = 0.0, 0.0, []
     for sweep_id, name in zip(store.sweep_ids(), store.sweep_names(), strict=True):
-        starts = _starts(store, sweep_id, objective)
-        labels = {m.label for m in starts.means}
-        repeated = len(starts.means) - len(labels)
-        if repeated <= 0:
+        means, logs = _starts(store, sweep_id, objective)
+        if len(means) <= len({m.label for m in means}):  # no config started twice
             continue
-        start = estimate_components(starts.means, starts.logs, _UNPRIORED).start
+        start = estimate_components(means, logs, _UNPRIORED).start
         weighted, df = weighted + start.var * start.df, df + start.df
         used.append(name)
     if df <= 0:
@@ -60,7 +52,9 @@ def measured_spread(store: Store, objective: str) -> StartSpread | None:
     return StartSpread(math.sqrt(var), source)
 
 
-def _starts(store: Store, sweep_id: int, objective: str) -> _SweepStarts:
+def _starts(
+    store: Store, sweep_id: int, objective: str
+) -> tuple[list[StartMean], list[list[float]]]:
     """One sweep's starts, in time order per config: a restarted trial opens one."""
     times = trial_times(store, sweep_id)
     benches: dict[str, list[tuple[float, bool, float]]] = {}
@@ -70,19 +64,13 @@ def _starts(store: Store, sweep_id: int, objective: str) -> _SweepStarts:
             continue
         hours, fresh = times[record.trial_id]
         benches.setdefault(record.label, []).append((hours, fresh, math.log(value)))
-    means, logs = [], []
+    starts: list[tuple[str, list[tuple[float, float]]]] = []
     for label, runs in benches.items():
-        groups: list[list[tuple[float, float]]] = []
         for hours, fresh, log in sorted(runs):
-            if fresh or not groups:
-                groups.append([])
-            groups[-1].append((hours, log))
-        for group in groups:
-            values = [log for _, log in group]
-            hours = math.fsum(h for h, _ in group) / len(group)
-            means.append(StartMean(label, math.fsum(values) / len(values), len(values), hours))
-            logs.append(values)
-    return _SweepStarts(means, logs)
+            if fresh or not starts or starts[-1][0] != label:
+                starts.append((label, []))
+            starts[-1][1].append((log, hours))
+    return start_means(starts)
 
 
 __all__ = ["measured_spread"]

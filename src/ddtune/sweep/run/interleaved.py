@@ -1,6 +1,6 @@
 """A request-interleaved pass (`[sweep] interleave = "request"`): a pass's trials benched in turns.
 
-    statuses = run_interleaved_pass(loop, controller, trials, phase)
+    errors = run_interleaved_pass(policy, workdir, controller, trials, phase)
 
 On a shared machine the CPU speed drifts from second to second: configs in turns
 share the whole pass instead of each its own few seconds (a trial off by 2.3-4.8%
@@ -14,7 +14,8 @@ against 9.7% back to back the same hour; docs/benchmarks.md "The demo").
    before each request a checked config switch (`HotController.switch`) and,
    after it, the response's `system_fingerprint` proves the config it ran under.
 3. Each trial's result (or failure) is stored as its own attempt.
-4. A trial that failed is retried alone, the ordinary way, while attempts are left.
+4. A trial that failed is retried alone, the ordinary way, while attempts are left (by
+   the loop: `errors` holds each trial's first failure, or None).
 
 Only the hot controller switches configs between requests; `spec/checks.py` refuses
 the key for other services. See docs/sweeps.md "Sweep".
@@ -26,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -41,29 +42,6 @@ if TYPE_CHECKING:
     from ddtune.params import DecodeParams
     from ddtune.services import Controller
     from ddtune.services.controllers.hot import HotController, Switched
-    from ddtune.sweep.spec.parse import SweepSpec
-    from ddtune.sweep.store.db import Store
-
-
-class TrialLoop(Protocol):
-    """What an interleaved pass uses of the sweep's loop (`loop.TrialLoop` is one, and the one
-    that calls it; naming only this keeps the pass below the loop)."""
-
-    spec: SweepSpec
-    store: Store
-    workdir: Path
-    policy: AttemptPolicy
-
-    def trial(
-        self,
-        controller: Controller,
-        trial: TrialRow,
-        phase: Phase,
-        first: int = 1,
-        wait: float | None = None,
-    ) -> str:
-        """Attempts `first`.. of one trial alone, after `wait`: its final status."""
-        ...
 
 
 @dataclass
@@ -76,9 +54,13 @@ class _Ready:
 
 
 def run_interleaved_pass(
-    loop: TrialLoop, controller: Controller, trials: list[TrialRow], phase: Phase
-) -> list[str]:
-    """Steps 1-4 of the module docstring; each trial's final status (done | failed)."""
+    policy: AttemptPolicy,
+    workdir: Path,
+    controller: Controller,
+    trials: list[TrialRow],
+    phase: Phase,
+) -> list[str | None]:
+    """Steps 1-3 of the module docstring; each trial's first failure (None: done)."""
     from ddtune.services.controllers.hot import HotController, Switched
 
     if not isinstance(controller, HotController):
@@ -86,30 +68,20 @@ def run_interleaved_pass(
             "request-interleaved passes need the hot controller (service control 'hot')"
         )
     errors: dict[int, str | None] = {}  # trial id -> its first attempt's failure line, or None
-    ready = _make_ready(loop, controller, trials, phase, errors)  # 1
+    ready = _make_ready(policy, workdir, controller, trials, phase, errors)  # 1
     serving = controller.serving()  # a failed trial's cleanup may have stopped the server
-    ready = _drop_stale(loop, ready, serving, errors)
+    ready = _drop_stale(policy, ready, serving, errors)
     if ready:
         phase("benchmarking in turns")
-        arms = _bench_in_turns(loop, controller, ready, Switched.from_identity(serving))  # 2
+        arms = _bench_in_turns(policy, controller, ready, Switched.from_identity(serving))  # 2
         for item, arm in zip(ready, arms, strict=True):  # 3
-            errors[item.trial["id"]] = _store_turns(loop, item, arm)
-    return [_retried(loop, controller, t, errors[t["id"]], phase) for t in trials]  # 4
-
-
-def _retried(
-    loop: TrialLoop, controller: Controller, trial: TrialRow, error: str | None, phase: Phase
-) -> str:
-    """After its first attempt here: done, or the rest of its attempts alone."""
-    if error is None:
-        return "done"
-    if (wait := loop.policy.after(trial, 1, error)) is None:
-        return "failed"
-    return loop.trial(controller, trial, phase, first=2, wait=wait)
+            errors[item.trial["id"]] = _store_turns(policy, item, arm)
+    return [errors[t["id"]] for t in trials]
 
 
 def _make_ready(
-    loop: TrialLoop,
+    policy: AttemptPolicy,
+    workdir: Path,
     controller: HotController,
     trials: list[TrialRow],
     phase: Phase,
@@ -118,22 +90,23 @@ def _make_ready(
     """A new attempt and the readiness protocol per trial; the failures stored in `errors`."""
     ready: list[_Ready] = []
     for trial in trials:
-        attempt_id, number = loop.store.begin_attempt(trial["id"])
-        folder = attempt_dir(loop.workdir, trial["id"], trial["label"], trial["repeat"], number)
+        attempt_id, number = policy.store.begin_attempt(trial["id"])
+        folder = attempt_dir(workdir, trial["id"], trial["label"], trial["repeat"], number)
         started = time.monotonic()
-        outcome = become_ready(controller, loop.store.trial_config(trial), folder, phase)
+        outcome = become_ready(controller, policy.store.trial_config(trial), folder, phase)
         if outcome.ready:
-            loop.policy.note_ready(attempt_id, folder, outcome)
+            policy.note_ready(attempt_id, folder, outcome)
             ready.append(_Ready(trial, attempt_id, folder, outcome, time.monotonic() - started))
         else:
-            errors[trial["id"]] = loop.policy.settle(
-                trial, attempt_id, folder, AttemptReport(outcome)
-            )
+            errors[trial["id"]] = policy.settle(trial, attempt_id, folder, AttemptReport(outcome))
     return ready
 
 
 def _drop_stale(
-    loop: TrialLoop, ready: list[_Ready], serving: dict[str, Any], errors: dict[int, str | None]
+    policy: AttemptPolicy,
+    ready: list[_Ready],
+    serving: dict[str, Any],
+    errors: dict[int, str | None],
 ) -> list[_Ready]:
     """Trials READY on an instance that no longer serves fail (and are retried alone)."""
     for item in [r for r in ready if _instance(r.outcome) != serving.get("instance_id")]:
@@ -142,13 +115,11 @@ def _drop_stale(
             f"this pass stopped (now serving: {serving.get('instance_id') or 'nothing'})"
         )
         report = AttemptReport(item.outcome, bench_error=detail)
-        errors[item.trial["id"]] = loop.policy.settle(
-            item.trial, item.attempt_id, item.folder, report
-        )
+        errors[item.trial["id"]] = policy.settle(item.trial, item.attempt_id, item.folder, report)
     return [r for r in ready if r.trial["id"] not in errors]
 
 
-def _store_turns(loop: TrialLoop, item: _Ready, arm: Arm) -> str | None:
+def _store_turns(policy: AttemptPolicy, item: _Ready, arm: Arm) -> str | None:
     """One trial's share of the turns as its attempt; its own seconds, since attempts overlap."""
     timings = {**item.outcome.timings, "spent_s": item.seconds + arm.seconds}
     report = AttemptReport(
@@ -157,7 +128,7 @@ def _store_turns(loop: TrialLoop, item: _Ready, arm: Arm) -> str | None:
         bench_error=arm.error,
         bench_s=round(arm.seconds, 3),
     )
-    return loop.policy.settle(item.trial, item.attempt_id, item.folder, report)
+    return policy.settle(item.trial, item.attempt_id, item.folder, report)
 
 
 def _instance(outcome: Outcome) -> str | None:
@@ -165,7 +136,7 @@ def _instance(outcome: Outcome) -> str | None:
 
 
 def _bench_in_turns(
-    loop: TrialLoop, controller: HotController, ready: list[_Ready], serving: Switched
+    policy: AttemptPolicy, controller: HotController, ready: list[_Ready], serving: Switched
 ) -> list[Arm]:
     """Each arm switches the server to its trial's config (checked) before each request."""
     last: list[Switched] = [serving]
@@ -178,9 +149,9 @@ def _bench_in_turns(
 
             return switch
 
-        arms = [Arm(switch_to(loop.store.trial_config(r.trial).params)) for r in ready]
+        arms = [Arm(switch_to(policy.store.trial_config(r.trial).params)) for r in ready]
         base_url = ready[0].outcome.base_url
-        return run_alternated(base_url, loop.spec.bench, loop.spec.service.engine, arms)
+        return run_alternated(base_url, policy.spec.bench, policy.spec.service.engine, arms)
 
 
 __all__ = ["run_interleaved_pass"]

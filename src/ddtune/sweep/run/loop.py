@@ -251,7 +251,18 @@ class TrialLoop:
             return [self.trial(controller, unit[0], phase)]
         from ddtune.sweep.run.interleaved import run_interleaved_pass
 
-        return run_interleaved_pass(self, controller, unit, phase)
+        errors = run_interleaved_pass(self.policy, self.workdir, controller, unit, phase)
+        return [self._retried(controller, t, e, phase) for t, e in zip(unit, errors, strict=True)]
+
+    def _retried(
+        self, controller: Controller, trial: TrialRow, error: str | None, phase: Phase
+    ) -> str:
+        """After a first attempt in an interleaved pass: done, or the rest of its attempts."""
+        if error is None:
+            return "done"
+        if (wait := self.policy.after(trial, 1, error)) is None:
+            return "failed"
+        return self.trial(controller, trial, phase, first=2, wait=wait)
 
     def trial(
         self,

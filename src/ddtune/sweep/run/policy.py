@@ -88,10 +88,6 @@ class AttemptPolicy:
 
     # --- one trial's attempts ----------------------------------------------------------
 
-    def backoff_s(self, used: int) -> float:
-        """The wait before attempt `used + 1`: retry.backoff, doubled after each failure."""
-        return float(self.retry.backoff * 2 ** (used - 1))
-
     def back_off(self, seconds: float, phase: Callable[[str], None]) -> None:
         """Wait `seconds` (what `after` returned), saying so in the progress line."""
         phase(f"backoff {seconds:.0f}s")
@@ -140,8 +136,8 @@ class AttemptPolicy:
             f"[red]trial {escape(trial['label'])} r{trial['repeat']} "
             f"attempt {used}/{attempts} failed[/]: {escape(error)}"
         )
-        if used < attempts:
-            return self.backoff_s(used)
+        if used < attempts:  # retry.backoff, doubled after each failure
+            return float(self.retry.backoff * 2 ** (used - 1))
         self.store.finish_trial(trial["id"], "failed")
         return None
 
@@ -153,7 +149,7 @@ class AttemptPolicy:
         breaker = self.breaker
         failure = self.store.attempts(trial["id"])[-1]["failure"] if status == "failed" else None
         if status != "failed" or failure != breaker.failure:
-            self._release()
+            self.close()
         tripped = breaker.record(trial, status, failure)
         if not breaker.streak:  # not held back: done, or the breaker is off
             self.summary.tally(self.store, trial, status)
@@ -186,7 +182,7 @@ class AttemptPolicy:
         anything else stops the sweep with the streak's trials put back."""
         if outcome.ready:
             self.console.print("breaker: the baseline is READY, so these configs fail on their own")
-            self._release()
+            self.close()
             return
         failure = str(self.breaker.failure)
         self.store.reopen_trials([t["id"] for t in self.breaker.streak])
@@ -194,10 +190,7 @@ class AttemptPolicy:
         raise ServiceBroken(_stopped_line(failure, outcome))
 
     def close(self) -> None:
-        """The run ended: what an open streak held back is counted."""
-        self._release()
-
-    def _release(self) -> None:
+        """The streak ended (or the run): what it held back is counted."""
         for trial in self.breaker.streak:
             self.summary.tally(self.store, trial, "failed")
         self.breaker.cleared()

@@ -5,8 +5,6 @@ say which config must win and which must leave, when and why."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from simulated_service import (
     PRODUCTION_COSTS,
@@ -18,11 +16,9 @@ from simulated_service import (
 )
 
 from ddtune.sweep.plan.races.by_start import (
-    FUTILE_CHANCE,
     FinishedBench,
     StartRace,
     StartSettings,
-    decision_chance,
     replay,
 )
 from ddtune.sweep.plan.strategies.restart_bound import start_priors
@@ -153,15 +149,6 @@ def _results_of(rates, seed):
         race.add(result)
         results.append(result)
     return results
-
-
-def test_the_chance_of_a_verdict_is_certain_without_more_data_and_grows_with_it():
-    margin = math.log1p(0.03)
-    assert decision_chance(0.10, 0.04, 0.04, margin, 0.02) == 1.0  # beyond 2.33 se: separated
-    assert decision_chance(0.08, 0.04, 0.04, margin, 0.02) == 0.0  # neither, and no more data
-    few, many = (decision_chance(0.08, 0.10, then, margin, 0.02) for then in (0.08, 0.02))
-    assert few < FUTILE_CHANCE < 0.9 < many
-    assert decision_chance(0.0, 0.05, 0.004, margin, 0.02) > 0.9  # equivalent, once precise
 
 
 def test_a_gap_the_starts_cannot_settle_stops_undecided_before_the_cap():

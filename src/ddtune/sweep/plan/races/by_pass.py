@@ -30,7 +30,6 @@ class RaceSettings:
     alpha: float = 0.05
     max_trials: int | None = None
     max_hours: float | None = None
-    maximize: bool = True
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_passes <= self.max_passes:
@@ -126,7 +125,7 @@ def _step(state: RaceState) -> list[Elimination]:
         state, pass_rate_step(state.alive, state.coding, pass_no, state.settings.alpha)
     )
     alive = {label: samples[label] for label in state.alive}
-    leader = state.leader = leader_of(alive, state.settings.maximize) if alive else None
+    leader = state.leader = leader_of(alive) if alive else None
     if leader is not None:
         contrast = _contrast(state)
         worse = holm_worse(
@@ -141,7 +140,7 @@ def _step(state: RaceState) -> list[Elimination]:
 
 def _contrast(state: RaceState) -> Callable[[str, str], RatioInterval]:
     """One config over another by their passes (paired over the passes both completed)."""
-    options = BlockedOptions(alpha=state.settings.alpha, maximize=state.settings.maximize)
+    options = BlockedOptions(alpha=state.settings.alpha)
     return lambda a, b: compare(state.samples[a], state.samples[b], options)
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from statistics import NormalDist
 from typing import Any
 
 from ddtune.records import Elimination
@@ -27,8 +26,10 @@ from ddtune.stats.mixed import (
     StartMean,
     VariancePrior,
     benches_per_start,
+    decision_chance,
     estimate_components,
     fit_effects,
+    start_means,
 )
 from ddtune.sweep.plan.races.by_pass import (
     all_equivalent,
@@ -261,7 +262,7 @@ class StartRace:
 
     def _clearly_out(self, step: Step) -> Elimination | None:
         """The config of the start in progress, if its leader already beats it (Bonferroni)."""
-        fit = fit_effects(self._start_means(), self._components())
+        fit = fit_effects(self._starts()[0], self._components())
         measured = [label for label in self.alive if label in fit.labels]
         leader = max(measured, key=fit.effect)
         if leader == step.label or not self._confirmed(leader):
@@ -284,7 +285,7 @@ class StartRace:
             detail = f"start {step.start}: no bench completed"
             self._drop([Elimination(label, self.pass_no, "failed", detail)])
         self.components = self._estimate()
-        self.fit = fit_effects(self._start_means(), self.components) if self.groups else None
+        self.fit = fit_effects(self._starts()[0], self.components) if self.groups else None
         self._drop(self._worse())
 
     def _settle(self) -> None:
@@ -370,19 +371,11 @@ class StartRace:
 
     # --- the model's inputs -----------------------------------------------------------
 
-    def _start_means(self) -> list[StartMean]:
-        means = []
-        for label, starts in self.groups.items():
-            for group in starts:
-                if group:
-                    logs = [v for v, _ in group]
-                    hours = math.fsum(h for _, h in group) / len(group)
-                    means.append(StartMean(label, math.fsum(logs) / len(logs), len(logs), hours))
-        return means
+    def _starts(self) -> tuple[list[StartMean], list[list[float]]]:
+        return start_means((x, group) for x, starts in self.groups.items() for group in starts)
 
     def _estimate(self) -> Components:
-        logs = [[v for v, _ in group] for starts in self.groups.values() for group in starts]
-        return estimate_components(self._start_means(), logs, self.settings.priors)
+        return estimate_components(*self._starts(), self.settings.priors)
 
     def _components(self) -> Components:
         return self.components or self._estimate()
@@ -399,26 +392,6 @@ class StartRace:
         options = BlockedOptions(tolerance=self.settings.tolerance, alpha=self.settings.alpha)
         others = [label for label in self.alive if label != leader and label in fit.labels]
         return verdict_of(leader, {x: fit.contrast(leader, x) for x in others}, cost, options)
-
-
-def decision_chance(
-    estimate: float, se: float, se_then: float, margin: float, alpha: float
-) -> float:
-    """The chance that a log ratio measured at `estimate` (`se`) is separated from 0 (two-sided,
-    `alpha`) or proven inside +-`margin` (TOST) once more data bring its se to `se_then`, if
-    `estimate` is the truth (conditional power: the data so far are kept, and the estimate
-    then varies only by what is added, sd `se_then * sqrt(1 - se_then**2 / se**2)`)."""
-    unit, gap = NormalDist(), abs(estimate)
-    sd = se_then * math.sqrt(max(0.0, 1 - (se_then / se) ** 2))
-    separate_at = unit.inv_cdf(1 - alpha / 2) * se_then
-    equal_below = margin - unit.inv_cdf(1 - alpha) * se_then
-    if sd == 0:
-        return float(gap > separate_at or gap < equal_below)
-    separate = unit.cdf((gap - separate_at) / sd) + unit.cdf((-gap - separate_at) / sd)
-    equal = 0.0
-    if equal_below > 0:
-        equal = unit.cdf((equal_below - gap) / sd) - unit.cdf((-equal_below - gap) / sd)
-    return separate + equal
 
 
 def prior_benches(settings: StartSettings) -> int:
@@ -462,7 +435,6 @@ __all__ = [
     "StartRace",
     "StartSettings",
     "Step",
-    "decision_chance",
     "prior_benches",
     "replay",
 ]

@@ -17,6 +17,7 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from statistics import geometric_mean
 
 import numpy as np
 
@@ -220,7 +221,7 @@ class PredictRace(StartRace):
         assert self.forecast is not None
         shapes = self._shapes()
         observations = [
-            Observation(label, w, shapes[label][w].tokens_per_round / _geo(v), s)
+            Observation(label, w, shapes[label][w].tokens_per_round / geometric_mean(v), s)
             for (label, s), per in self.tps.items()
             if label != without and label in shapes
             for w, v in per.items()
@@ -610,10 +611,6 @@ def _drafter_positions(forecast: Forecast, label: str) -> set[float]:
 def _mode(forecast: Forecast, label: str) -> str | None:
     shapes = forecast.shapes.get(label)
     return next(iter(shapes.values())).mode if shapes else None
-
-
-def _geo(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 __all__ = [
