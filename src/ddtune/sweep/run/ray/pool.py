@@ -178,13 +178,8 @@ class RayPool:
             if time.monotonic() - since > self.table.start_timeout:
                 self._give_up(name, "did not restart")
         for name in retired:
-            if name in self.starting or name in live:
-                continue
-            try:
-                node = place(self.ray, [self.slots[name]])[name]
-            except UserError:
-                continue  # its node is not back (yet)
-            self._launch(name, node)
+            if name not in self.starting and name not in live:
+                self._relaunch(name)  # where its node is back
         return live
 
     # --- close --------------------------------------------------------------------------
@@ -217,14 +212,18 @@ class RayPool:
     def _reclaim_lost(self) -> list[str]:
         """Start lost slots once more whose node is alive: a new actor stops what the dead
         one left running (`SlotRunner` reclaims at start), then closes with the rest."""
-        for name, slot in self.slots.items():
-            if name in self.actors or name in self.starting or name not in self.lost:
-                continue
-            try:
-                self._launch(name, place(self.ray, [slot])[name])
-            except UserError:
-                continue  # its node is gone, and its services with it
+        for name in self.slots:
+            if name in self.lost and name not in self.actors and name not in self.starting:
+                self._relaunch(name)  # where its node is gone, so are its services
         return [note for info in self._await_started({}).values() for note in info.notes]
+
+    def _relaunch(self, name: str) -> None:
+        """A new actor for slot `name` where a node can take it (none: it stays down)."""
+        try:
+            node = place(self.ray, [self.slots[name]])[name]
+        except UserError:
+            return
+        self._launch(name, node)
 
 
 def connect(ray: Any, table: ClusterTable, name: str) -> bool:
