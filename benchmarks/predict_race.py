@@ -8,8 +8,8 @@ issue 27's production scale: 17 configs (ar + DDTree budget {4, 8, 12, 16} x
 topk {4, 6} x window {2048, none}), a start of 480 s, a bench of 300 s
 (benched a quarter at a time), `PRODUCTION_NOISE` (1.5% a start, 3% a request,
 drift 1%/h steady + 1%/h random walk; `start-noise`, `noisy-host` and `drift` make
-one of them worse than that; `noisy-host` states its 12% as the spec would). Unlike `restart_bound.py`, each config
-is built from its rounds on two workloads (short context ~1k tokens, long ~8k):
+one of them worse than that; `noisy-host` states its 12% as the spec would).
+Unlike `restart_bound.py`, each config is built from its rounds on two workloads (short context ~1k tokens, long ~8k):
 a true cost of a round (a GPU-like verify whose cost grows with the tree,
 mildly convex; a drafter that costs more over a whole 8k context than over
 2048) and tokens a round; tok/s = tokens a round / seconds a round, measured

@@ -233,7 +233,7 @@ def plan_predictions(
     source = f"predicted from the trace {spec.trace} (T = 0"
     source += (
         f"; tok/s from a round-cost model of {len(observations)} measured start-workload(s) "
-        f"in {store.path})"
+        f"in {store.path}, a start moving a config by {start_sd:.0%})"
         if observations and store is not None
         else "; tok/s once trials are measured: ranked by tau, the acceptance length)"
     )
@@ -270,7 +270,7 @@ def predicted_sections(sweep: Sweep, store: Store | None, everything: bool) -> l
         head = [] if path is None else [Section("Predicted", _outputs_blocks(sweep, path))]
         return [*head, configs_section(sweep, None, None, everything)]
     path = predicted_path(sweep.spec, forecast, sweep.costs, sweep.mode.spread)
-    shown = plan_predictions(sweep.spec, forecast, store, sweep.start_sd)
+    shown = plan_predictions(sweep.spec, forecast, store, sweep.start_sd(store))
     blocks: list[Block] = [Paragraph(shown.source)]
     blocks += [Paragraph(line) for line in path_lines(sweep, path)]
     return [Section("Predicted", blocks), configs_section(sweep, shown, path, everything)]

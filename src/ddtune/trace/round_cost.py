@@ -29,15 +29,15 @@ Fit: weighted least squares on the relative scale (a round's noise is a share
 of its time), a weak prior on every coefficient (mean 0, sd: 3 typical rounds
 over the most its feature reaches, so no config's round is presumed cheap). A
 start's level is shared by its workloads (a server that came up slow is slow on
-both): each start is an effect of its own (sd `start_sd`: the sweep's start spread, stated
-or measured, else `START_SD`), so what differs between
-a start's workloads (the drafter's window against the context) is measured within
-the start, free of the start's level; the workloads' own residual variance is
-moderated by a stated prior (`ROUND_SD`, 4 df). The draws are
-of that posterior (a t) restricted to coefficients >= 0, by rejection (seeded, so
-a resumed sweep decides as an uninterrupted one); a config's predicted tok/s and
-the sweep's objective come from the same draws. Every measured trial refits it:
-the model learns as trials land. See docs/traces.md "Traces".
+both): each start is an effect of its own (sd `start_sd`, the sweep's start
+spread; `START_SD` where none is known), so what differs between a start's
+workloads (the drafter's window against the context) is measured within the
+start, free of the start's level; the workloads' own residual variance is
+moderated by a stated prior (`ROUND_SD`, 4 df). The draws are of that posterior
+(a t) restricted to coefficients >= 0, by rejection (seeded, so a resumed sweep
+decides as an uninterrupted one); a config's predicted tok/s and the sweep's
+objective come from the same draws. Every measured trial refits it: the model
+learns as trials land. See docs/traces.md "Traces".
 """
 
 from __future__ import annotations

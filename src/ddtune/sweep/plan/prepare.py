@@ -78,11 +78,13 @@ class Sweep:
             )
         return "\n".join(lines)
 
-    @property
-    def start_sd(self) -> float:
-        """What one server start moves a config's level by (relative sd): stated, measured on
-        the store's earlier sweeps, else the race's prior."""
+    def start_sd(self, store: Store | None) -> float:
+        """What one server start moves a config's level by (relative sd): stated, fixed with a
+        restart-bound race, else measured on `store`'s sweeps (a grid's own passes count),
+        else the race's prior. The round-cost model's predictions take it."""
         stated, measured = self.spec.restart_bound.start_spread, self.mode.spread
+        if stated is None and measured is None and store is not None:
+            measured = measured_spread(store, self.spec.objective)
         return stated or (measured.sd if measured is not None else PRIORS.start.sd)
 
     def _spread_words(self) -> str:
@@ -116,7 +118,8 @@ class Sweep:
                 context.notes.append(f"No predictions: {exc}")
                 return context
             assert forecast is not None
-            traced_context(self.run_spec, forecast, store, sweep["id"], context, self.start_sd)
+            start_sd = self.start_sd(store)
+            traced_context(self.run_spec, forecast, store, sweep["id"], context, start_sd)
         return context
 
 

@@ -184,7 +184,7 @@ class TrialLoop:
             self._loop(controller, todo, more)
             service.leave_stopped = not self.summary.stopped and not self.restore_at_end
         self.summary.restored = service.restored
-        self.policy.close()
+        self.policy.end_streak()
 
     def _loop(self, controller: Controller, todo: list[TrialRow], more: More | None) -> None:
         current: list[int] = []  # the trials in flight: one, or a request-interleaved pass

@@ -149,7 +149,7 @@ class AttemptPolicy:
         breaker = self.breaker
         failure = self.store.attempts(trial["id"])[-1]["failure"] if status == "failed" else None
         if status != "failed" or failure != breaker.failure:
-            self.close()
+            self.end_streak()
         tripped = breaker.record(trial, status, failure)
         if not breaker.streak:  # not held back: done, or the breaker is off
             self.summary.tally(self.store, trial, status)
@@ -182,15 +182,15 @@ class AttemptPolicy:
         anything else stops the sweep with the streak's trials put back."""
         if outcome.ready:
             self.console.print("breaker: the baseline is READY, so these configs fail on their own")
-            self.close()
+            self.end_streak()
             return
         failure = str(self.breaker.failure)
         self.store.reopen_trials([t["id"] for t in self.breaker.streak])
         self.breaker.cleared()
         raise ServiceBroken(_stopped_line(failure, outcome))
 
-    def close(self) -> None:
-        """The streak ended (or the run): what it held back is counted."""
+    def end_streak(self) -> None:
+        """The streak ended (or the run did): what it held back is counted."""
         for trial in self.breaker.streak:
             self.summary.tally(self.store, trial, "failed")
         self.breaker.cleared()

@@ -252,3 +252,19 @@ def test_the_start_spread_is_measured_on_the_stores_earlier_sweeps(tmp_path):
     _earlier_grid(once, passes=1, start_sd=0.12)
     assert prepare(spec, once).mode.spread is None
     assert "3% a start (assumed" in prepare(spec, once).estimate_text()
+
+
+def test_the_cost_models_start_spread_is_stated_fixed_or_measured_in_the_store(tmp_path):
+    """`Sweep.start_sd`, what the round-cost model's predictions take: a stated spread, the
+    one fixed with a restart-bound race, else the store's measured one (a grid's own passes
+    count, as in its report), else the 3% prior."""
+    store = Store(tmp_path / "store.sqlite")
+    _earlier_grid(store, passes=4, start_sd=0.12)
+    measured = prepare(_spec(costs=COSTS), store)
+    assert measured.mode.spread is not None
+    assert measured.start_sd(None) == measured.start_sd(store) == measured.mode.spread.sd
+    stated = prepare(replace(_spec(_with_spread(0.2), costs=COSTS), name="stated"), store)
+    assert stated.start_sd(store) == 0.2
+    unbound = prepare(_spec(costs=COSTS), None)
+    assert unbound.mode.spread is None and unbound.start_sd(None) == 0.03
+    assert 0.07 < unbound.start_sd(store) < 0.18  # the store's grid measures it

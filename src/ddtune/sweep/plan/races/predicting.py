@@ -227,7 +227,7 @@ class PredictRace(StartRace):
             for w, v in per.items()
             if w in shapes[label]
         ]
-        start_sd = self.settings.priors.start.sd  # the sweep's start spread, as the race's
+        start_sd = math.sqrt(self._components().start.var)  # the race's: its prior, then data
         return CostModel(shapes, observations, self.seed, self.probes, start_sd)
 
     def _shapes(self) -> dict[str, dict[str, Shape]]:

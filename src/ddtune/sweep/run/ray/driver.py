@@ -114,7 +114,7 @@ class SlotLoop:
         while batch and not self.summary.stopped:
             self._run_batch(batch)
             batch = more() if more else []
-        self.policy.close()
+        self.policy.end_streak()
 
     def _run_batch(self, todo: list[TrialRow]) -> None:
         self.queue = list(todo)
