@@ -79,11 +79,12 @@ class Sweep:
         return "\n".join(lines)
 
     def start_sd(self, store: Store | None) -> float:
-        """What one server start moves a config's level by (relative sd): stated, fixed with a
-        restart-bound race, else measured on `store`'s sweeps (a grid's own passes count),
+        """What one server start moves a config's level by (relative sd): stated, or what a
+        restart-bound race fixed at its creation (its race's, measured or not); else, for a
+        sweep not restart-bound, measured on `store`'s sweeps (a grid's own passes count);
         else the race's prior. The round-cost model's predictions take it."""
         stated, measured = self.spec.restart_bound.start_spread, self.mode.spread
-        if stated is None and measured is None and store is not None:
+        if stated is None and not self.mode.restart_bound and store is not None:
             measured = measured_spread(store, self.spec.objective)
         return stated or (measured.sd if measured is not None else PRIORS.start.sd)
 

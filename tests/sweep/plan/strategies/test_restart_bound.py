@@ -256,8 +256,8 @@ def test_the_start_spread_is_measured_on_the_stores_earlier_sweeps(tmp_path):
 
 def test_the_cost_models_start_spread_is_stated_fixed_or_measured_in_the_store(tmp_path):
     """`Sweep.start_sd`, what the round-cost model's predictions take: a stated spread, the
-    one fixed with a restart-bound race, else the store's measured one (a grid's own passes
-    count, as in its report), else the 3% prior."""
+    one fixed with a restart-bound race (the prior where it fixed none), else, for a sweep not
+    restart-bound, the store's measured one (a grid's own passes count, as in its report)."""
     store = Store(tmp_path / "store.sqlite")
     _earlier_grid(store, passes=4, start_sd=0.12)
     measured = prepare(_spec(costs=COSTS), store)
@@ -265,6 +265,8 @@ def test_the_cost_models_start_spread_is_stated_fixed_or_measured_in_the_store(t
     assert measured.start_sd(None) == measured.start_sd(store) == measured.mode.spread.sd
     stated = prepare(replace(_spec(_with_spread(0.2), costs=COSTS), name="stated"), store)
     assert stated.start_sd(store) == 0.2
-    unbound = prepare(_spec(costs=COSTS), None)
-    assert unbound.mode.spread is None and unbound.start_sd(None) == 0.03
-    assert 0.07 < unbound.start_sd(store) < 0.18  # the store's grid measures it
+    fresh = prepare(_spec(costs=COSTS), None)  # restart-bound, created without a store
+    assert fresh.mode.spread is None and fresh.start_sd(store) == 0.03  # as its race's
+    grid = replace(fresh, mode=SweepMode(False, "pass by pass"))
+    assert grid.start_sd(None) == 0.03
+    assert 0.07 < grid.start_sd(store) < 0.18  # the store's grid measures it
