@@ -23,8 +23,7 @@ from ddtune.errors import UserError
 from ddtune.records import SweepContext
 from ddtune.sweep.plan.costs import Estimate, TrialCosts, format_duration, restart_word, trial_costs
 from ddtune.sweep.plan.predictions import spec_forecast, trace_binding, traced_context
-from ddtune.sweep.plan.races.by_start import PRIORS
-from ddtune.sweep.plan.spread import measured_spread
+from ddtune.sweep.plan.spread import chosen_spread, measured_spread
 from ddtune.sweep.plan.strategies import STRATEGIES, Strategy
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
@@ -86,20 +85,12 @@ class Sweep:
         stated, measured = self.spec.restart_bound.start_spread, self.mode.spread
         if stated is None and not self.mode.restart_bound and store is not None:
             measured = measured_spread(store, self.spec.objective)
-        return stated or (measured.sd if measured is not None else PRIORS.start.sd)
+        return chosen_spread(stated, measured).sd
 
     def _spread_words(self) -> str:
         """What the race takes one server start to move a config's level by, and why."""
-        stated, measured = self.spec.restart_bound.start_spread, self.mode.spread
-        if stated is not None:
-            return f"{stated:.0%} a start (stated: [sweep] start_spread)"
-        if measured is not None:
-            return f"{measured.sd:.1%} a start ({measured.source})"
-        return (
-            f"{PRIORS.start.sd:.0%} a start (assumed until second starts measure it; on a "
-            "noisier host set [sweep] start_spread, or run in the store of an earlier sweep of "
-            "this service)"
-        )
+        spread = chosen_spread(self.spec.restart_bound.start_spread, self.mode.spread)
+        return f"{spread.sd:.1%}".replace(".0%", "%") + f" a start ({spread.source})"
 
     @cached_property
     def forecast(self) -> Forecast | None:

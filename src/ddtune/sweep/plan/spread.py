@@ -1,7 +1,8 @@
-"""How much one server start moves a config's level on this service, measured from the
-store's earlier sweeps (the restart-bound race's start prior when the spec states none).
+"""How much one server start moves a config's level on this service: stated, else measured
+from the store's earlier sweeps, else the restart-bound race's prior.
 
     spread = measured_spread(store, objective)   # None: no earlier sweep started a config twice
+    chosen_spread(spec.restart_bound.start_spread, spread)   # the one a sweep takes, and why
 
 Every earlier sweep in the store whose configs started two or more times (a grid's
 passes, a race's second starts) is read as the restart-bound race reads its own
@@ -52,6 +53,21 @@ def measured_spread(store: Store, objective: str) -> StartSpread | None:
     return StartSpread(math.sqrt(var), source)
 
 
+def chosen_spread(stated: float | None, measured: StartSpread | None) -> StartSpread:
+    """The spread a sweep takes, with where it came from: `[sweep] start_spread` where the spec
+    states it, else `measured` (the store's earlier sweeps), else the race's prior. The race's
+    priors, the round-cost model and the words `sweep plan` prints all take it from here."""
+    if stated is not None:
+        return StartSpread(stated, "stated: [sweep] start_spread")
+    if measured is not None:
+        return measured
+    return StartSpread(
+        PRIORS.start.sd,
+        "assumed until second starts measure it; on a noisier host set [sweep] start_spread, "
+        "or run in the store of an earlier sweep of this service",
+    )
+
+
 def _starts(
     store: Store, sweep_id: int, objective: str
 ) -> tuple[list[StartMean], list[list[float]]]:
@@ -73,4 +89,4 @@ def _starts(
     return start_means(starts)
 
 
-__all__ = ["measured_spread"]
+__all__ = ["chosen_spread", "measured_spread"]

@@ -34,6 +34,7 @@ from ddtune.sweep.plan.races.by_start import (
     StartSettings,
     prior_benches,
 )
+from ddtune.sweep.plan.spread import chosen_spread
 from ddtune.sweep.plan.strategies.base import Strategy, start_words
 from ddtune.sweep.spec.parse import Config, SweepSpec
 from ddtune.sweep.store.db import PlannedTrial, Store
@@ -193,7 +194,7 @@ def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
     start_s, bench_s = mode.start_s, mode.bench_s
     if start_s is None or bench_s is None:  # pinned on without costs: a start counts as a bench
         start_s = bench_s = 1.0
-    measured = mode.spread.sd if mode.spread is not None else None
+    spread = chosen_spread(spec.restart_bound.start_spread, mode.spread)
     return StartSettings(
         tolerance=spec.tolerance,
         most_benches=mode.most_benches,
@@ -203,7 +204,7 @@ def start_settings(spec: SweepSpec, mode: SweepMode) -> StartSettings:
         max_hours=spec.max_hours,
         start_s=start_s,
         bench_s=bench_s,
-        priors=start_priors(spec.restart_bound.start_spread or measured),
+        priors=start_priors(spread.sd),
     )
 
 
