@@ -270,3 +270,5 @@ def test_the_cost_models_start_spread_is_stated_fixed_or_measured_in_the_store(t
     grid = replace(fresh, mode=SweepMode(False, "pass by pass"))
     assert grid.start_sd(None) == 0.03
     assert 0.07 < grid.start_sd(store) < 0.18  # the store's grid measures it
+    for sweep in (measured, stated, fresh):  # the race and the cost model take one spread
+        assert start_settings(sweep.spec, sweep.mode).priors.start.sd == sweep.start_sd(store)
