@@ -1,6 +1,7 @@
 """Head to head on vLLM (CPU, bundled target): `vllm bench sweep serve` against `ddtune sweep run`
-over the same n-gram space: K (num_speculative_tokens) in --ks x prompt_lookup_max in --maxes
-(default 1, 2, 4, 6 x 2, 4: 8 configs).
+over the same space: n-gram's K (num_speculative_tokens) in --ks x prompt_lookup_max in --maxes
+(default 1, 2, 4, 6 x 2, 4: 8 configs), or with `--method dflash` vLLM's DFlash over the
+bundled drafter at K in --ks (default 1..7: 7 configs).
 
 vllm: `vllm bench sweep serve` starts a server per `--serve-params` combination (one per
 config: the speculative config as a JSON value) and runs `vllm bench serve` (random prompts,
@@ -9,13 +10,15 @@ the config with the highest mean output tok/s (it names none itself, and gives n
 ddtune: `ddtune sweep run` of examples/vllm-ngram-predict-cpu.toml with the same configs,
 strategy "predict" without a trace: the baseline's T = 0 answers predict every n-gram
 config, the timed forwards on the running baseline what a round costs, and only the
-configs that could still win are started to confirm. Prints per tool: wall time, server
+configs that could still win are started to confirm. DFlash's drafts depend on K, so
+there ddtune runs examples/vllm-dflash-predict-cpu.toml with a trace it records first
+(`ddtune trace record --spec`, counted in its wall time). Prints per tool: wall time, server
 starts, the answer (ddtune's with its verdict), whether the two answers agree (the same
 config, or within ddtune's tolerance on vLLM's own figures), and ddtune's T = 0 check of
 every started config against plain decoding.
 
-    PYTHONPATH=src python benchmarks/head_to_head_vllm.py [--ks 1,2,4,6] [--maxes 2,4]
-        [--num-runs 3] [--num-prompts 8] [--max-concurrency 4] [--out runs/head-to-head]
+    PYTHONPATH=src python benchmarks/head_to_head_vllm.py [--method ngram|dflash]
+        [--ks 1,2,4,6] [--maxes 2,4] [--num-runs 3] [--num-prompts 8] [--max-concurrency 4] [--out runs/head-to-head]
 
 Servers listen on loopback. Needs .venv-vllm (docs/engines.md). Minutes per config on 2 cores;
 run it on a quiet machine (both tools see the same load only if nothing else runs).
@@ -39,7 +42,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
 MODEL = REPO / "src" / "ddtune" / "assets" / "models" / "target"
-EXAMPLE = REPO / "examples" / "vllm-ngram-predict-cpu.toml"
+DRAFTER = REPO / "src" / "ddtune" / "assets" / "models" / "drafter"
+EXAMPLES = {
+    "ngram": REPO / "examples" / "vllm-ngram-predict-cpu.toml",
+    "dflash": REPO / "examples" / "vllm-dflash-predict-cpu.toml",
+}
 BENCH_SERVE = (
     "from vllm.utils.argparse_utils import FlexibleArgumentParser as P; "
     "from vllm.benchmarks.serve import add_cli_args, main; p = P(); add_cli_args(p); "
@@ -48,8 +55,17 @@ BENCH_SERVE = (
 ENV = "VLLM_SERVER_DEV_MODE=1 VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=1 HF_HUB_OFFLINE=1"
 
 
-def ngram(k: int, most: int) -> dict:
+def speculative(method: str, k: int, most: int) -> dict:
+    """vLLM's `--speculative-config` for one config (`most`: n-gram's prompt_lookup_max)."""
+    if method == "dflash":
+        return {"method": "dflash", "num_speculative_tokens": k, "model": str(DRAFTER)}
     return {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": most}
+
+
+def configs(args: argparse.Namespace) -> list[tuple[int, int]]:
+    """(K, prompt_lookup_max) per config; DFlash has no lookup (0)."""
+    maxes = args.maxes if args.method == "ngram" else [0]
+    return [(k, m) for k in args.ks for m in maxes]
 
 
 def run_vllm_sweep(args: argparse.Namespace, out: Path) -> Outcome:
@@ -65,7 +81,7 @@ def run_vllm_sweep(args: argparse.Namespace, out: Path) -> Outcome:
         f"--random-input-len 100 --random-output-len 48 --num-prompts {args.num_prompts} "
         f"--max-concurrency {args.max_concurrency} --temperature 0"
     )
-    params = [{"speculative_config": ngram(k, m)} for k in args.ks for m in args.maxes]
+    params = [{"speculative_config": speculative(args.method, k, m)} for k, m in configs(args)]
     (out / "serve_params.json").write_text(json.dumps(params))
     argv = [str(VLLM_PY), "-m", "vllm.benchmarks.sweep.serve"]  # `vllm bench sweep serve`
     argv += ["--serve-cmd", serve, "--bench-cmd", bench, "--serve-params"]
@@ -120,7 +136,7 @@ def _vllm_answer(rows: list[dict]) -> tuple[str, dict[tuple[int, int], float], l
 
 
 def _name(key: tuple[int, int]) -> str:
-    return f"K={key[0]} lookup<={key[1]}"
+    return f"K={key[0]}" + (f" lookup<={key[1]}" if key[1] else "")
 
 
 def _tps(row: dict) -> str:
@@ -143,24 +159,28 @@ class Outcome:
 
 
 def run_ddtune(args: argparse.Namespace, out: Path) -> Outcome:
-    text = EXAMPLE.read_text().replace('cwd = "."', f'cwd = "{REPO}"')
-    text = re.sub(r"^num_draft_tokens = .*$", f"num_draft_tokens = {args.ks}", text, flags=re.M)
-    text = re.sub(
-        r"^prompt_lookup_max = .*$", f"prompt_lookup_max = {args.maxes}", text, flags=re.M
-    )
+    text = EXAMPLES[args.method].read_text().replace('cwd = "."', f'cwd = "{REPO}"')
+    sub = lambda key, value, t: re.sub(rf"^{key} = .*$", f"{key} = {value}", t, flags=re.M)  # noqa: E731
+    if args.method == "dflash":  # K draft tokens: a block of K + 1
+        text = sub("block_size", [k + 1 for k in args.ks], text)
+        text = sub("drafter", f'"{DRAFTER}"', sub("trace", f'"{out / "trace"}"', text))
+    else:
+        text = sub("prompt_lookup_max", args.maxes, sub("num_draft_tokens", args.ks, text))
     spec = out / "ddtune-h2h.toml"
     spec.write_text(re.sub(r"^port = \d+", f"port = {args.port + 1}", text, flags=re.M))
     store = out / "ddtune" / "store.sqlite"
+    ddtune = [sys.executable, "-m", "ddtune.cli"]
+    env = {**os.environ, "COLUMNS": "400"}  # the answer's lines unwrapped
+    said = ""
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "ddtune.cli", "sweep", "run", str(spec), "--store", str(store)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "COLUMNS": "400"},  # the answer's lines unwrapped
-    )
+    if args.method == "dflash":
+        record = [*ddtune, "trace", "record", "--spec", str(spec), "--out", str(out / "trace")]
+        done = subprocess.run(record, capture_output=True, text=True, cwd=REPO, env=env)
+        said = done.stdout + done.stderr
+    run = [*ddtune, "sweep", "run", str(spec), "--store", str(store)]
+    done = subprocess.run(run, capture_output=True, text=True, cwd=REPO, env=env)
     wall = time.monotonic() - started
-    said = done.stdout + done.stderr
+    said += done.stdout + done.stderr
     (out / "ddtune-sweep.log").write_text(said)
     answer = next(
         (line for line in said.splitlines() if line.startswith("Throughput")),
@@ -179,7 +199,9 @@ def run_ddtune(args: argparse.Namespace, out: Path) -> Outcome:
     leader = named.group(1) if named else ""  # the answer's config (or the one it leans to)
     k = re.search(r"num_draft_tokens=(\d+)", leader)
     most = re.search(r"prompt_lookup_max=(\d+)", leader)
+    block = re.search(r"block_size=(\d+)", leader)
     pick = (int(k.group(1)), int(most.group(1))) if k and most else None
+    pick = (int(block.group(1)) - 1, 0) if block else pick
     return Outcome(wall, int(starts.group(1)) if starts else -1, answer, {}, lines, pick)
 
 
@@ -207,9 +229,13 @@ def agreement(vllm: Outcome, ddtune: Outcome, tolerance: float) -> str:
     )
 
 
+DEFAULT_KS = {"ngram": "1,2,4,6", "dflash": "1,2,3,4,5,6,7"}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--ks", default="1,2,4,6", help="num_speculative_tokens values")
+    p.add_argument("--method", choices=("ngram", "dflash"), default="ngram")
+    p.add_argument("--ks", help="num_speculative_tokens values (ngram: 1,2,4,6; dflash: 1..7)")
     p.add_argument("--maxes", default="2,4", help="prompt_lookup_max values")
     p.add_argument("--num-runs", type=int, default=3)
     p.add_argument("--num-prompts", type=int, default=8)
@@ -218,7 +244,7 @@ def main() -> None:
     p.add_argument("--only", default="vllm,ddtune", help="which tools to run, in order")
     p.add_argument("--out", type=Path, default=REPO / "runs" / "head-to-head")
     args = p.parse_args()
-    args.ks = [int(k) for k in args.ks.split(",")]
+    args.ks = [int(k) for k in (args.ks or DEFAULT_KS[args.method]).split(",")]
     args.maxes = [int(m) for m in args.maxes.split(",")]
     if not VLLM_PY.exists():
         raise SystemExit(f"{VLLM_PY} is missing: install vLLM as docs/engines.md says")

@@ -291,3 +291,66 @@ def test_record_with_an_sglang_spec_records_in_the_dtype_it_serves(models, tmp_p
     assert main(["trace", "record", "--spec", str(spec), "--out", str(out)]) == 0
     assert "recording in bfloat16: the dtype the spec's service serves" in capsys.readouterr().out
     assert read_header(out).dtype == "bfloat16"
+
+
+VLLM_DFLASH_SPEC = """
+[sweep]
+name = "p"
+strategy = "predict"
+trace = "{trace}"
+baseline = {{ method = "ar" }}
+{configs}
+[service]
+control = "process"
+engine = "vllm"
+command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "{target}",
+           "--port", "{{port}}", "{{method_args}}"]
+port = 18799
+""" + SPEC[SPEC.index("[bench]") :]
+
+
+def _dflash_spec(tmp_path, models, blocks):
+    """A vLLM DFlash spec whose configs set these block sizes (None: the drafter's own)."""
+    configs = "".join(
+        f'[[configs]]\nmethod = "dflash"\ndrafter = "{models[1]}"\n'
+        + (f"block_size = {b}\n" if b is not None else "")
+        for b in blocks
+    )
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "eat a toe"}\n{"prompt": "tie a", "workload": "long"}\n')
+    spec = tmp_path / "dflash.toml"
+    text = VLLM_DFLASH_SPEC.format(
+        trace=tmp_path / "trace", configs=configs, target=models[0], prompts=prompts
+    )
+    spec.write_text(text)
+    return spec
+
+
+def test_each_dflash_block_size_is_traced_and_predicted_at_its_own_length(models, tmp_path):
+    """vLLM's DFlash with K draft tokens runs K + 1 drafter queries a round: a spec sweeping
+    `block_size` records a view per block size, and each config is predicted from its own
+    (not every one from the drafter's full block)."""
+    from ddtune.engines import get_engine
+    from ddtune.params import DecodeParams
+    from ddtune.sweep.plan import read_spec
+    from ddtune.sweep.plan.predictions import spec_forecast
+    from ddtune.trace.files import read_header
+    from ddtune.trace.predict import Trace
+
+    spec = _dflash_spec(tmp_path, models, [2, 3])
+    assert main(["trace", "record", "--spec", str(spec), "--out", str(tmp_path / "trace")]) == 0
+    header = read_header(tmp_path / "trace")
+    assert header.query_lengths == (2, 3) and header.capture == "pre-norm"
+    forecast, trace, vllm = (
+        spec_forecast(read_spec(spec)),
+        Trace.read(tmp_path / "trace"),
+        get_engine("vllm"),
+    )
+    for block in (2, 3):
+        label = f"dflash wnone block_size={block}"
+        own = trace.predict(DecodeParams("dflash"), vllm, block).acceptance(vllm)
+        assert forecast.acceptance[label] == own
+        assert {s.verify_tokens for s in forecast.shapes[label].values()} == {block}
+    argv = ["trace", "record", "--spec", str(spec), "--out", str(tmp_path / "q3")]
+    assert main([*argv, "--query-length", "3"]) == 0
+    assert read_header(tmp_path / "q3").query_lengths == (3,)  # as given

@@ -81,3 +81,13 @@ def test_a_full_context_ends_the_rounds_as_in_the_engine(sides):
         )
         assert result.finish_reason == "length" and len(result.token_ids) < 40
         assert list(rounds.lengths) == result.stats.acceptance_lengths
+
+
+def test_a_trace_holds_the_query_lengths_asked_and_the_block_where_a_config_takes_it(sides):
+    """`TraceSettings.block_too`: a sweep with DFlash configs at block sizes 2 and 3 beside one
+    that drafts with the drafter's own block (4) records all three views."""
+    side, request = sides("qwen3", 4), TraceRequest("prompt", "eat", 4, (), True)
+    lengths = lambda settings: build_header(side, [request], settings, "e").query_lengths  # noqa: E731
+    assert lengths(TraceSettings((None,), (3, 2), 4)) == (2, 3)
+    assert lengths(TraceSettings((None,), (3, 2), 4, block_too=True)) == (2, 3, 4)
+    assert lengths(TraceSettings((None,), (), 4)) == (4,)

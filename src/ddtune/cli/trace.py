@@ -86,8 +86,8 @@ def _add_record(actions: argparse._SubParsersAction) -> None:
         type=int,
         action="append",
         default=[],
-        help="drafter queries per round (default: its block; vLLM's DFlash "
-        "with K draft tokens: K + 1; repeatable)",
+        help="drafter queries per round (default: the spec's DFlash block sizes, else the "
+        "drafter's block; vLLM's DFlash with K draft tokens: K + 1; repeatable)",
     )
     record.add_argument(
         "--capture",
@@ -322,6 +322,7 @@ def _baseline_outputs(store: Any, sweep_id: int) -> list[str]:
 
 
 def _settings(args: argparse.Namespace, spec: SweepSpec | None) -> TraceSettings:
+    from ddtune.trace.predict import queries_of
     from ddtune.trace.requests import TraceSettings
 
     params = [c.params for c, _ in spec.all_configs()] if spec is not None else []
@@ -335,7 +336,12 @@ def _settings(args: argparse.Namespace, spec: SweepSpec | None) -> TraceSettings
     if capture == "auto":
         vllm = spec is not None and spec.service.engine == "vllm"
         capture = "pre-norm" if vllm else "post-norm"
-    return TraceSettings(tuple(windows), tuple(args.query_length), topk, capture)
+    lengths, block_too = tuple(args.query_length), False
+    if not lengths:  # the spec's DFlash block sizes, and the drafter's own block where one takes it
+        drafting = [p for p in params if p.mode != "ar"]
+        lengths = tuple(sorted({q for p in drafting if (q := queries_of(p)) is not None}))
+        block_too = any(queries_of(p) is None for p in drafting)
+    return TraceSettings(tuple(windows), lengths, topk, capture, block_too)
 
 
 def _from_service(

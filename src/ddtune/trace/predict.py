@@ -9,7 +9,9 @@
 What a trace cannot answer is a one-line `UserError`, never a guess
 (`Trace.view_for`): a window it did not record, a topk above its K, a draft
 deeper than its views hold. Identical requests count as often as the bench
-sends them. See docs/traces.md "Traces".
+sends them. A DFlash config that sets its `block_size` drafts with that many
+queries a round (`queries_of`; vLLM's K + 1), so its view is that query length's.
+See docs/traces.md "Traces".
 """
 
 from __future__ import annotations
@@ -71,6 +73,16 @@ class Prediction:
         }
 
 
+def queries_of(params: DecodeParams) -> int | None:
+    """The drafter queries one round of `params` runs where the config sets them: a DFlash
+    config's `block_size` (the bonus token and block_size - 1 drafts: vLLM's
+    num_speculative_tokens + 1); None where it takes the drafter's own block."""
+    if params.mode != "dflash":
+        return None
+    block = params.method_config().get("block_size")
+    return block if isinstance(block, int) else None
+
+
 class Trace:
     """A recorded trace folder, read once; `predict` replays any config over it."""
 
@@ -86,7 +98,7 @@ class Trace:
     def view_for(self, params: DecodeParams, query_length: int | None = None) -> str:
         """The view that holds what `params` drafts, or a UserError saying what is missing."""
         h = self.header
-        q = query_length or h.block_size
+        q = query_length or queries_of(params) or h.block_size
         if params.mode != "ar" and params.window not in h.window_values():
             raise UserError(
                 f"{self.folder}: window {window_to_wire(params.window)} is not in the trace "
@@ -117,6 +129,7 @@ class Trace:
         query_length: int | None = None,
     ) -> Prediction:
         """The config's rounds on every traced request, under `engine`'s drafting rule."""
+        query_length = query_length or queries_of(params)
         view = self.view_for(params, query_length) if params.mode != "ar" else ""
         rules = Rules(
             block_size=self.header.block_size,
@@ -140,7 +153,7 @@ class Trace:
     ) -> dict[str, Shape]:
         """Per workload, what the cost model needs of the config's rounds (`costs.Shape`)."""
         prediction = self.predict(params, engine, query_length)
-        q = query_length or self.header.block_size
+        q = query_length or queries_of(params) or self.header.block_size
         out = {}
         for workload in prediction.workloads():
             rows = [
@@ -173,4 +186,4 @@ def _drafter_share(params: DecodeParams, context: float) -> float:
     return 1.0 if params.window is None else min(params.window, context) / context
 
 
-__all__ = ["Prediction", "Trace"]
+__all__ = ["Prediction", "Trace", "queries_of"]

@@ -158,7 +158,8 @@ def build_header(
     weight sha256 is reused where the fingerprint is unchanged (a resume rehashes nothing)."""
     cfg = side.drafter.cfg
     block = cfg.block_size
-    lengths = settings.query_lengths or (block,)
+    lengths = sorted({*settings.query_lengths, *((block,) if settings.block_too else ())})
+    lengths = lengths or [block]
     check_settings(settings, block, lengths)
     return TraceHeader(
         target=model_info(side.target_dir, side.backend, known.target if known else None),

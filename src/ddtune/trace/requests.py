@@ -43,3 +43,4 @@ class TraceSettings:
     query_lengths: tuple[int, ...] = ()  # () = the drafter's block size
     topk_max: int = 8
     capture: str = "post-norm"
+    block_too: bool = False  # the drafter's block size besides `query_lengths`

@@ -84,9 +84,7 @@ class Predict(Race):
             if chains
             else "the baseline's T = 0 answers"
         )
-        why = (
-            f"strategy predict: {source} choose which configs start, a restart-bound race confirms"
-        )
+        why = f"strategy predict: which configs start is chosen from {source}, a restart-bound race confirms"
         forecast = None if spec.trace is None else spec_forecast(spec).to_json()
         most = spec.restart_bound.most_benches
         return SweepMode(True, why, start_s, bench_s, most, forecast=forecast)
