@@ -163,7 +163,8 @@ def run_ddtune(args: argparse.Namespace, out: Path) -> Outcome:
     sub = lambda key, value, t: re.sub(rf"^{key} = .*$", f"{key} = {value}", t, flags=re.M)  # noqa: E731
     if args.method == "dflash":  # K draft tokens: a block of K + 1
         text = sub("block_size", [k + 1 for k in args.ks], text)
-        text = sub("drafter", f'"{DRAFTER}"', sub("trace", f'"{out / "trace"}"', text))
+        trace = (out / "trace").resolve()  # a spec's relative paths are read from its folder
+        text = sub("drafter", f'"{DRAFTER}"', sub("trace", f'"{trace}"', text))
     else:
         text = sub("prompt_lookup_max", args.maxes, sub("num_draft_tokens", args.ks, text))
     spec = out / "ddtune-h2h.toml"

@@ -293,20 +293,18 @@ def test_record_with_an_sglang_spec_records_in_the_dtype_it_serves(models, tmp_p
     assert read_header(out).dtype == "bfloat16"
 
 
-VLLM_DFLASH_SPEC = """
-[sweep]
-name = "p"
-strategy = "predict"
-trace = "{trace}"
-baseline = {{ method = "ar" }}
-{configs}
+VLLM_DFLASH_SPEC = (
+    SPEC[: SPEC.index("[[configs]]")]
+    + """{configs}
 [service]
 control = "process"
 engine = "vllm"
 command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "{target}",
            "--port", "{{port}}", "{{method_args}}"]
 port = 18799
-""" + SPEC[SPEC.index("[bench]") :]
+"""
+    + SPEC[SPEC.index("[bench]") :]
+)
 
 
 def _dflash_spec(tmp_path, models, blocks):
