@@ -232,15 +232,20 @@ def sweep_run(spec: Path, store: Path, timeout: float) -> float:
     return seconds
 
 
-def predicted_sweep(example: Path, folder: Path, configs: int):  # noqa: ANN201
-    """Run a strategy "predict" example without a trace; (spec, seconds, the race as it
-    ended, the trials' records, its starts, its verdict) for the live predict tests."""
+def predicted_sweep(example: Path, folder: Path, configs: int, traced: bool = False):  # noqa: ANN201
+    """Run a strategy "predict" example (`traced`: the trace it names recorded first with
+    `ddtune trace record --spec`); (spec, seconds, the race as it ended, the trials'
+    records, its starts, its verdict) for the live predict tests."""
     from ddtune.sweep.plan import prepare
     from ddtune.sweep.plan.strategies.predict import PredictingRace
     from ddtune.sweep.store.db import Store
 
     spec_path, spec, store_path = live_example(example, 18749, folder)
-    assert len(spec.all_configs()) == configs and spec.trace is None
+    assert len(spec.all_configs()) == configs and (spec.trace is not None) == traced
+    if spec.trace is not None:
+        argv = [str(DDTUNE), "trace", "record", "--spec", str(spec_path), "--out", spec.trace]
+        record = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=1200)
+        assert record.returncode == 0, record.stdout[-4000:] + record.stderr[-4000:]
     elapsed = sweep_run(spec_path, store_path, timeout=5000)
     store = Store(store_path, create=False)
     try:
