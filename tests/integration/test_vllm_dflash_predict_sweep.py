@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import REPO, predicted_sweep, sweep_report  # noqa: E402
+from vllm_setup import REPO, predicted_sweep, sweep_report, tau_as_predicted  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "vllm-dflash-predict-cpu.toml"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
@@ -39,12 +39,7 @@ def test_live_dflash_predict_sweep_predicts_each_k_from_one_trace(tmp_path):
     assert measured
     for record in measured:
         assert record.outputs == baseline.outputs, f"{record.label}: T = 0 text differs from AR"
-        for workload, shape in race.forecast.shapes[record.label].items():
-            tau = record.metrics.get(f"{workload}_acceptance_length")
-            print(
-                f"  {record.label} {workload}: tau predicted {shape.acceptance:.3f}, measured {tau}"
-            )
-            assert tau is not None and abs(tau / shape.acceptance - 1) <= 0.05
+        tau_as_predicted(race, record, within=0.05)
     report = sweep_report(store_path, tmp_path / "report")
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()

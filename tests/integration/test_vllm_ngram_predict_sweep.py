@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from vllm_setup import REPO, predicted_sweep, sweep_report  # noqa: E402
+from vllm_setup import REPO, predicted_sweep, sweep_report, tau_as_predicted  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "vllm-ngram-predict-cpu.toml"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
@@ -38,12 +38,7 @@ def test_live_ngram_predict_sweep_starts_few_and_predicts_tau(tmp_path):
     measured = [r for r in records if r.status == "done" and not r.is_baseline]
     assert measured
     for record in measured:
-        for workload, shape in race.forecast.shapes[record.label].items():
-            tau = record.metrics.get(f"{workload}_acceptance_length")
-            print(
-                f"  {record.label} {workload}: tau predicted {shape.acceptance:.3f}, measured {tau}"
-            )
-            assert tau is not None and abs(tau / shape.acceptance - 1) <= 0.05
+        tau_as_predicted(race, record, within=0.05)
     report = sweep_report(store_path, tmp_path / "report")
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()

@@ -267,6 +267,15 @@ def predicted_sweep(example: Path, folder: Path, configs: int, traced: bool = Fa
     return spec, store_path, elapsed, race, records, starts, verdict
 
 
+def tau_as_predicted(race, record, within: float, word: str = "predicted") -> None:  # noqa: ANN001
+    """Each workload's τ of `record`, as vLLM's counters measured it, within `within` of the
+    race's forecast (printed as "tau `word` X, measured Y")."""
+    for workload, shape in race.forecast.shapes[record.label].items():
+        tau = record.metrics.get(f"{workload}_acceptance_length")
+        print(f"  {record.label} {workload}: tau {word} {shape.acceptance:.3f}, measured {tau}")
+        assert tau is not None and abs(tau / shape.acceptance - 1) <= within
+
+
 def sweep_report(store: Path, out: Path) -> subprocess.CompletedProcess[str]:
     """`ddtune sweep report --store STORE --out OUT`, output captured."""
     argv = [str(DDTUNE), "sweep", "report", "--store", str(store), "--out", str(out)]
