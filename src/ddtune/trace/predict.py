@@ -23,6 +23,7 @@ from typing import Any
 
 from ddtune.engines import RoundTrace, ServerEngine
 from ddtune.errors import UserError
+from ddtune.methods import drafted_tokens
 from ddtune.params import DecodeParams, window_to_wire
 from ddtune.trace.files import RequestData, TraceHeader, read_header, read_request, view_name
 from ddtune.trace.replay import Rules, replay_request
@@ -77,10 +78,8 @@ def queries_of(params: DecodeParams) -> int | None:
     """The drafter queries one round of `params` runs where the config sets them: a DFlash
     config's `block_size` (the bonus token and block_size - 1 drafts: vLLM's
     num_speculative_tokens + 1); None where it takes the drafter's own block."""
-    if params.mode != "dflash":
-        return None
-    block = params.method_config().get("block_size")
-    return block if isinstance(block, int) else None
+    drafts = drafted_tokens(params.method_config()) if params.mode == "dflash" else None
+    return None if drafts is None else drafts + 1
 
 
 class Trace:
