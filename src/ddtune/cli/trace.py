@@ -338,9 +338,9 @@ def _settings(args: argparse.Namespace, spec: SweepSpec | None) -> TraceSettings
         capture = "pre-norm" if vllm else "post-norm"
     lengths, block_too = tuple(args.query_length), False
     if not lengths:  # the spec's DFlash block sizes, and the drafter's own block where one takes it
-        drafting = [p for p in params if p.mode != "ar"]
-        lengths = tuple(sorted({q for p in drafting if (q := queries_of(p)) is not None}))
-        block_too = any(queries_of(p) is None for p in drafting)
+        queries = [queries_of(p) for p in params if p.mode != "ar"]
+        lengths = tuple(sorted({q for q in queries if q is not None}))
+        block_too = None in queries
     return TraceSettings(tuple(windows), lengths, topk, capture, block_too)
 
 

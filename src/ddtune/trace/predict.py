@@ -94,10 +94,15 @@ class Trace:
         header = read_header(folder)
         return cls(folder, header, [read_request(folder, r) for r in header.requests])
 
+    def queries(self, params: DecodeParams, query_length: int | None = None) -> int:
+        """The drafter queries a round of `params` runs: `query_length` where given, else the
+        config's own (`queries_of`), else the traced drafter's block."""
+        return query_length or queries_of(params) or self.header.block_size
+
     def view_for(self, params: DecodeParams, query_length: int | None = None) -> str:
         """The view that holds what `params` drafts, or a UserError saying what is missing."""
         h = self.header
-        q = query_length or queries_of(params) or h.block_size
+        q = self.queries(params, query_length)
         if params.mode != "ar" and params.window not in h.window_values():
             raise UserError(
                 f"{self.folder}: window {window_to_wire(params.window)} is not in the trace "
@@ -128,11 +133,10 @@ class Trace:
         query_length: int | None = None,
     ) -> Prediction:
         """The config's rounds on every traced request, under `engine`'s drafting rule."""
-        query_length = query_length or queries_of(params)
         view = self.view_for(params, query_length) if params.mode != "ar" else ""
         rules = Rules(
             block_size=self.header.block_size,
-            query_length=query_length or self.header.block_size,
+            query_length=self.queries(params, query_length),
             max_context=self.header.max_context,
             vllm=engine is not None and engine.drafts_every_round,
         )
@@ -152,7 +156,7 @@ class Trace:
     ) -> dict[str, Shape]:
         """Per workload, what the cost model needs of the config's rounds (`costs.Shape`)."""
         prediction = self.predict(params, engine, query_length)
-        q = query_length or queries_of(params) or self.header.block_size
+        q = self.queries(params, query_length)
         out = {}
         for workload in prediction.workloads():
             rows = [
