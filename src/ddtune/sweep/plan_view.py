@@ -51,6 +51,7 @@ from ddtune.sweep.checks import check_before_stopping, planned_launches
 from ddtune.sweep.plan import Sweep, prepare
 from ddtune.sweep.plan.costs import Estimate, Span, TrialCosts, format_duration, restart_word
 from ddtune.sweep.plan.predictions import store_observations
+from ddtune.sweep.plan.strategies.predict import PredictingRace
 from ddtune.sweep.plan.strategies.predict_path import (
     PredictedPath,
     outputs_path,
@@ -267,13 +268,32 @@ def predicted_sections(sweep: Sweep, store: Store | None, everything: bool) -> l
         path = (
             outputs_path(sweep.spec, sweep.costs, measured) if sweep.strategy.from_outputs else None
         )
-        head = [] if path is None else [Section("Predicted", _outputs_blocks(sweep, path))]
+        blocks = (
+            [] if path is None else [*_outputs_blocks(sweep, path), *_reused_blocks(sweep, store)]
+        )
+        head = [Section("Predicted", blocks)] if blocks else []
         return [*head, configs_section(sweep, None, None, everything)]
     path = predicted_path(sweep.spec, forecast, sweep.costs, sweep.mode.spread)
     shown = plan_predictions(sweep.spec, forecast, store, sweep.start_sd(store))
     blocks: list[Block] = [Paragraph(shown.source)]
     blocks += [Paragraph(line) for line in path_lines(sweep, path)]
+    blocks += _reused_blocks(sweep, store)
     return [Section("Predicted", blocks), configs_section(sweep, shown, path, everything)]
+
+
+def _reused_blocks(sweep: Sweep, store: Store | None) -> list[Block]:
+    """The baseline's start this sweep takes from an earlier one, where the store holds one."""
+    strategy = sweep.strategy
+    earlier = strategy.reusable(store) if store and isinstance(strategy, PredictingRace) else None
+    if earlier is None:
+        return []
+    return [
+        Paragraph(
+            f"the baseline is not started first: {earlier.words()} measured it as this sweep "
+            "does, so the predicted winner starts first and the baseline once, later (where it "
+            "wins, that start confirms it: one start fewer than above)"
+        )
+    ]
 
 
 def _outputs_blocks(sweep: Sweep, path: PredictedPath) -> list[Block]:

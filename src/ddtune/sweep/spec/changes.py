@@ -67,15 +67,24 @@ class SpecChange:
         )
 
 
-def measured_change(stored_text: str, new_text: str) -> SpecChange | None:
-    """The first changed key outside `OPERATIONAL`, or None (a text that is not TOML: the
-    whole spec)."""
+# what measures the baseline: a start of it in another sweep of the store is one of its own
+# where these are the same (`sweep/plan/reuse.py`)
+BASELINE_MEASURED_BY = ("service", "bench", "sweep.baseline")
+
+
+def measured_change(
+    stored_text: str, new_text: str, within: tuple[str, ...] | None = None
+) -> SpecChange | None:
+    """The first changed key outside `OPERATIONAL` (and inside `within`, dotted prefixes, where
+    given), or None (a text that is not TOML: the whole spec)."""
     try:
         old, new = _flat(tomllib.loads(stored_text)), _flat(tomllib.loads(new_text))
     except tomllib.TOMLDecodeError:
         return SpecChange("spec")
     for key in sorted(old.keys() | new.keys()):
-        if old.get(key, _ABSENT) != new.get(key, _ABSENT) and not _operational(key):
+        if old.get(key, _ABSENT) == new.get(key, _ABSENT) or _under(key, OPERATIONAL):
+            continue
+        if within is None or _under(key, within):
             return SpecChange(key)
     return None
 
@@ -83,8 +92,8 @@ def measured_change(stored_text: str, new_text: str) -> SpecChange | None:
 _ABSENT = object()
 
 
-def _operational(key: str) -> bool:
-    return any(key == prefix or key.startswith(prefix + ".") for prefix in OPERATIONAL)
+def _under(key: str, prefixes: tuple[str, ...]) -> bool:
+    return any(key == prefix or key.startswith(prefix + ".") for prefix in prefixes)
 
 
 def _flat(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -106,4 +115,4 @@ def _items(table: Mapping[str, Any], prefix: str) -> Iterator[tuple[str, Any]]:
             yield path, value
 
 
-__all__ = ["OPERATIONAL", "SpecChange", "measured_change"]
+__all__ = ["BASELINE_MEASURED_BY", "OPERATIONAL", "SpecChange", "measured_change"]

@@ -103,17 +103,21 @@ def _row(store: Connected, table: str, sweep_id: int) -> sqlite3.Row | None:
         return None
 
 
-def trial_times(store: Connected, sweep_id: int) -> dict[int, tuple[float, bool]]:
-    """trial id → (hours from the sweep's first attempt to the trial's end, restarted?).
+def trial_times(
+    store: Connected, sweep_id: int, since: float | None = None
+) -> dict[int, tuple[float, bool]]:
+    """trial id → (hours from `since` (default: the sweep's creation) to the trial's end,
+    restarted?).
 
     The end is the trial's result attempt (done) or its last attempt (failed);
     "restarted" is whether that attempt started the server (its timings hold
-    `start_to_ready_s`) rather than benching a start already serving."""
-    first = store.db.execute(
-        "SELECT MIN(a.started_at) FROM attempts a JOIN trials t ON t.id = a.trial_id"
-        " WHERE t.sweep_id=?",
-        (sweep_id,),
-    ).fetchone()[0]
+    `start_to_ready_s`) rather than benching a start already serving. One clock for
+    every sweep of a store: a start reused from an earlier sweep is read at `since` =
+    the new sweep's creation (a negative time)."""
+    if since is None:
+        since = store.db.execute(
+            "SELECT created_at FROM sweeps WHERE id=?", (sweep_id,)
+        ).fetchone()[0]
     rows = store.db.execute(
         "SELECT t.id, a.ended_at, a.timings_json FROM trials t JOIN attempts a ON a.trial_id = t.id"
         " LEFT JOIN results r ON r.trial_id = t.id WHERE t.sweep_id=? AND a.ended_at IS NOT NULL"
@@ -122,7 +126,7 @@ def trial_times(store: Connected, sweep_id: int) -> dict[int, tuple[float, bool]
         (sweep_id,),
     )
     return {
-        int(trial_id): ((ended - first) / 3600, "start_to_ready_s" in json.loads(timings))
+        int(trial_id): ((ended - since) / 3600, "start_to_ready_s" in json.loads(timings))
         for trial_id, ended, timings in rows
     }
 

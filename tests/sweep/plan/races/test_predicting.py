@@ -285,3 +285,79 @@ def test_a_drafter_window_not_measured_is_not_judged_by_the_prior():
         started = [x for x in wide if race.efforts[x].starts]
         assert started  # one window-none config ran
         assert any(x in race.eliminated for x in wide if x not in started)  # the rest judged
+
+
+# --- the baseline's start from an earlier sweep (rule 6) --------------------------------
+
+
+def _slow_world(seed: int):  # noqa: ANN202
+    """`landscape` on a service where every DDTree round costs 2.5x what its forwards say
+    (a drafter that does not pay): plain decoding is the answer, and, as on vLLM, it reports
+    no acceptance, so only a second start of it confirms it."""
+    shapes, tps = landscape()
+    tps = {x: {w: v / (1 if x == "ar" else 2.5) for w, v in t.items()} for x, t in tps.items()}
+    objective, service = _service(tps, seed)
+    cost = lambda x: (x != "ar", int(x[1:].split()[0]) if x != "ar" else 0, x)  # noqa: E731
+    forecast = Forecast(shapes, {x: s["short"].acceptance for x, s in shapes.items()}, cost)
+    measured = {x: {w: s.acceptance or 1.0 for w, s in by.items()} for x, by in shapes.items()}
+    return objective, service, forecast, measured | {"ar": {}}
+
+
+def _slow_run(seed: int, earlier: tuple[FinishedBench, ...] = ()):  # noqa: ANN202
+    objective, service, forecast, measured = _slow_world(seed)
+    labels = list(objective)
+    race = PredictRace(tuple(labels), "ar", settings(), seed, forecast=forecast, earlier=earlier)
+    seen: list[FinishedBench] = []
+    add = race.add
+    race.add = lambda result: (seen.append(result), add(result))[1]  # type: ignore[method-assign]
+    first = race.next()
+    run_start_race(service, labels, "ar", settings(), seed, race, measured, forward)
+    return race, service, first, seen
+
+
+def test_the_baselines_start_from_an_earlier_sweep_saves_its_first_start():
+    """Where plain decoding wins, a predicting race starts it, the predicted winner, and it
+    again (a leader needs two starts). Given its start from an earlier sweep of the same
+    service (its benches and forwards, hours before), the race starts the predicted winner
+    first and plain decoding once: one start fewer, the same answer; and a resumed race
+    decides as the uninterrupted one."""
+    for seed in range(3):
+        plain, plain_service, first, seen = _slow_run(seed)
+        assert first is not None and first.label == "ar"
+        assert plain.verdict(plain.forecast.cost).label == "ar"
+        earlier = tuple(
+            replace(r, hours=r.hours - 5.0) for r in seen if r.label == "ar" and r.start == 1
+        )
+        assert earlier[0].probes  # its first bench timed the forwards
+        race, service, first, seen = _slow_run(seed + 100, earlier)
+        assert first is not None and first.label != "ar"  # no start of the baseline first
+        assert race.efforts["ar"].starts >= 2 and race.trials_done == len(seen)
+        assert race.verdict(race.forecast.cost).label == "ar"
+        assert service.starts <= plain_service.starts - 1
+        again = PredictRace(
+            race.contenders, "ar", settings(), seed + 100, forecast=race.forecast, earlier=earlier
+        )
+        for result in seen:
+            again.add(result)
+        assert again.eliminated == race.eliminated and again.stop == race.stop
+
+
+def test_the_baseline_reused_still_gets_a_start_of_its_own_before_the_race_stops():
+    """Where a DDTree config beats plain decoding by far, the earlier start of plain decoding
+    alone never decides against it: the race starts it once before it stops (the report and
+    the restore measure the service as it is now), as the last start."""
+    race, objective, service, forecast = run(0)
+    earlier = tuple(
+        replace(r, hours=r.hours - 5.0) for r in race.seen if r.label == "ar" and r.start == 1
+    )
+    _, objective, forecast, service = _world(0)
+    labels = list(objective)
+    reusing = PredictRace(tuple(labels), "ar", settings(), 0, forecast=forecast, earlier=earlier)
+    shapes, _ = landscape()
+    measured = {x: {w: s.acceptance or 1.0 for w, s in by.items()} for x, by in shapes.items()}
+    run_start_race(service, labels, "ar", settings(), 0, reusing, measured, forward)
+    assert reusing.efforts["ar"].starts == 2  # the earlier one and its own
+    assert reusing.last_start["ar"] == reusing.starts_done  # its own came last
+    verdict = reusing.verdict(forecast.cost)
+    best = max(objective, key=objective.__getitem__)
+    assert verdict.label is not None and objective[verdict.label] * 1.03 >= objective[best]

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import pytest
 
+from ddtune.bench.result import BenchResult
 from ddtune.errors import UserError
 from ddtune.params import DecodeParams
 from ddtune.records import TrialRecord
+from ddtune.report.render.document import Paragraph
 from ddtune.sweep.plan import parse_spec, prepare
 from ddtune.sweep.plan.strategies.predict import PROBE_TOKENS, PredictingRace
 from ddtune.sweep.plan.strategies.predict_path import outputs_path
+from ddtune.sweep.plan_view import predicted_sections
+from ddtune.sweep.store.db import Store
 from ddtune.trace.forecast import paths_forecast
 
 NGRAM = """
@@ -146,3 +150,57 @@ def test_a_chain_space_on_vllm_needs_no_trace_its_largest_steps_predicts_the_res
     assert forecast.shapes[one]["long"].acceptance == pytest.approx(1.75)  # its own: 1 + 30 / 40
     with pytest.raises(UserError, match=r"sweep\.trace.*required.*for eagle3"):
         parse(EAGLE3, engine="sglang")  # SGLang counts no acceptance per draft position
+
+
+def _finish_baseline(store: Store, row, fresh: bool) -> None:
+    """The baseline's bench: its answers as token ids and its timed forwards (its first one)."""
+    attempt_id, _ = store.begin_attempt(row["id"])
+    timings = {"bench_s": 20.0} | ({"start_to_ready_s": 60.0} if fresh else {"reused_start": 1.0})
+    aggregates = {"short_tps": 40.0, "long_tps": 38.0}
+    bench = {"aggregates": aggregates, "samples": [], "outputs": []}
+    if fresh:
+        probes = [{"tokens": n, "seconds": 0.02 + 0.001 * n} for n in PROBE_TOKENS]
+        bench |= {"token_paths": _paths(), "forward_probes": probes}
+    store.record_result(row["id"], attempt_id, BenchResult.from_dict(bench), timings=timings)
+
+
+def _opened(store: Store, text: str):  # noqa: ANN202
+    spec = parse(text)
+    sweep = prepare(spec, store)
+    sweep_id = store.open_sweep(spec.name, spec.text, spec.hash, [], None, sweep.mode)
+    return sweep.strategy, sweep_id
+
+
+def test_the_baselines_start_in_an_earlier_sweep_of_the_service_is_not_started_again(tmp_path):
+    """A second predict sweep in the store of a first one, over other n-gram configs of the
+    same service and bench: the first one's start of the baseline (its answers, its timed
+    forwards) counts as the baseline's first start, so its first trial is an n-gram config;
+    the report says so. Another bench measures the baseline otherwise: it starts first."""
+    store = Store(tmp_path / "store.sqlite")
+    first, first_id = _opened(store, NGRAM)
+    rows = first.next_batch(store, first_id)
+    assert [r["label"] for r in rows] == ["ar"]
+    _finish_baseline(store, rows[0], fresh=True)
+    second_text = NGRAM.replace('name = "ng"', 'name = "ng2"').replace(
+        "[2, 4]\nprompt", "[6]\nprompt"
+    )
+    second, second_id = _opened(store, second_text)
+    assert isinstance(second, PredictingRace)
+    rows = second.next_batch(store, second_id)
+    assert rows and rows[0]["label"] != "ar" and "num_draft_tokens=6" in rows[0]["label"]
+    race = second.state(store, second_id)
+    assert race.efforts["ar"].starts == 1 and race.forecast is not None
+    assert second.earlier is not None and second.earlier.sweep == "ng"
+    context = second.context(store, store.sweep_row("ng2"))
+    assert any("was not started first" in note and "sweep ng" in note for note in context.notes)
+    planned = prepare(parse(second_text.replace('name = "ng2"', 'name = "ng4"')), store)
+    said = [
+        block.text
+        for section in predicted_sections(planned, store, False)
+        for block in section.blocks
+        if isinstance(block, Paragraph)
+    ]
+    assert any("the baseline is not started first: its start in sweep ng" in t for t in said)
+    other_bench = second_text.replace('name = "ng2"', 'name = "ng3"') + "[bench]\nwarmup = 3\n"
+    third, third_id = _opened(store, other_bench)
+    assert [r["label"] for r in third.next_batch(store, third_id)] == ["ar"]

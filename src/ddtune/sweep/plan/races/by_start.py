@@ -109,7 +109,7 @@ class FinishedBench:
     bench: int
     value: float | None  # the objective; None: the trial failed
     coding: tuple[int, int] | None = None  # tasks passed, run
-    hours: float = 0.0  # when it ended, hours since the race's first trial began
+    hours: float = 0.0  # when it ended, hours since the sweep was created (before: < 0)
     seconds: float = 0.0  # what it took (restart included), for `max_hours`
     fresh: bool | None = None  # its attempt restarted the server (None: bench == 1)
     tps: tuple[tuple[str, float], ...] = ()  # (workload, tok/s) measured: a predicting race's

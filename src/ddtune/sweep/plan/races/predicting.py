@@ -6,8 +6,8 @@ for n-gram, one run's per-position counts for chains); what a round costs is a
 model that learns (`ddtune.trace.round_cost.CostModel`), refitted after every start,
 with the forward probes of the running baseline where the engine allows them.
 `PredictRace` is a `StartRace` (every rule of `by_start.py` holds for the configs
-it starts) with five more, all a pure fold of the finished benches, so a resumed
-race decides as the uninterrupted one. Rules 1-5 (the `rule N` in method
+it starts) with six more, all a pure fold of the finished benches, so a resumed
+race decides as the uninterrupted one. Rules 1-6 (the `rule N` in method
 docstrings): docs/sweeps.md "Predict, then confirm".
 """
 
@@ -58,6 +58,13 @@ class PredictRace(StartRace):
     partial: Forecast | None = None  # what the benches awaited have said so far
     heard: set[str] = field(default_factory=set)  # ... and which of them
     probing: bool = False  # the baseline's first bench times forwards: no pins but it
+    # the benches of the baseline's start in an earlier sweep of this service and bench (rule 6)
+    earlier: tuple[FinishedBench, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.earlier:
+            self._reuse()
 
     # --- pass 1: who is worth a start ------------------------------------------------
 
@@ -412,6 +419,44 @@ class PredictRace(StartRace):
         self.alive.append(label)
         self.queue.append(label)
         self.order.append(label)
+
+    # --- the baseline from an earlier sweep (rule 6) ----------------------------------
+
+    def _reuse(self) -> None:
+        """The baseline's start in an earlier sweep of this service and bench is its first
+        here: its level, its answers and its timed forwards are in before pass 1 starts
+        anything, on this sweep's clock (its hours negative, so the drift between the two
+        sweeps stays in the model); it costs this sweep neither time nor a trial."""
+        step = None
+        for result in self.earlier:
+            step = Step(result.label, 1, result.bench, self.pass_no)
+            self._record(step, dataclasses.replace(result, seconds=0.0))
+        assert step is not None
+        self.trials_done = 0
+        self._refit(step)
+        self._settle()
+
+    def _owed(self) -> bool:
+        """Does the baseline still owe a start of its own (rule 6)? The sweep's report and
+        its restore measure the service as it is now, not as an earlier sweep found it."""
+        baseline = self.baseline
+        return bool(self.earlier) and baseline is not None and self.efforts[baseline].starts < 2
+
+    def _drop(self, removed: Sequence[Elimination]) -> None:
+        """No verdict on the baseline from an earlier sweep's start alone (rule 6)."""
+        owed = self._owed()
+        super()._drop([e for e in removed if not (owed and e.label == self.baseline)])
+
+    def _settle(self) -> None:
+        """A race that would stop (but at a cap) while the baseline owes its own start starts
+        it first, and judges again (rule 6)."""
+        super()._settle()
+        if self.stop in (None, "max_trials", "max_hours") or not self._owed():
+            return
+        assert self.baseline is not None
+        self.stop = None
+        if self.baseline not in self.queue:
+            self.queue.append(self.baseline)
 
     # --- the check (rule 4) ----------------------------------------------------------
 

@@ -13,15 +13,18 @@ same rule) and the report says why."""
 from __future__ import annotations
 
 import dataclasses
+import time
 
 from ddtune.bench.matrix import BenchMatrix
 from ddtune.engines import get_engine
 from ddtune.methods import needs_trace
 from ddtune.records import SweepContext, TrialRecord
 from ddtune.sweep.plan.costs import TrialCosts
+from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.predictions import spec_forecast, stored_forecast
 from ddtune.sweep.plan.races.by_start import FinishedBench, StartRace
 from ddtune.sweep.plan.races.predicting import PredictRace
+from ddtune.sweep.plan.reuse import EarlierStart, earlier_start
 from ddtune.sweep.plan.strategies.base import Strategy, in_passes
 from ddtune.sweep.plan.strategies.predict_path import outputs_words, probes_forward
 from ddtune.sweep.plan.strategies.race import Race
@@ -113,9 +116,57 @@ class PredictingRace(RestartBoundRace):
         self.params = spec.params_by_label()
         # ... with each chain group's largest K (its counts predict the smaller ones)
         self.anchors = chain_anchors(self.params) if self.from_outputs else {}
+        self.earlier: EarlierStart | None = None  # the baseline's start in an earlier sweep
+        self._earlier_of: int | None = None  # ... looked up for this sweep id
         super().__init__(spec, mode)
 
+    def state(self, store: Store | None = None, sweep_id: int | None = None) -> StartRace:
+        """As a restart-bound race's, with the baseline's start from an earlier sweep of this
+        service and bench folded in first, where the store holds one (`plan/reuse.py`)."""
+        if store is not None and sweep_id is not None and self._earlier_of != sweep_id:
+            self._earlier_of, self._finished = sweep_id, None  # a new race, with it
+            names = dict(zip(store.sweep_ids(), store.sweep_names(), strict=True))
+            self.earlier = self._earlier_start(store, store.sweep_row(names[sweep_id]))
+        return super().state(store, sweep_id)
+
+    def reusable(self, store: Store) -> EarlierStart | None:
+        """The earlier start this sweep takes (`sweep plan`: as a sweep created now, where the
+        store holds none by its name)."""
+        if store.sweep_id(self.spec.name) is not None:
+            return self._earlier_start(store, store.sweep_row(self.spec.name))
+        spec, after = self.spec, max(store.sweep_ids(), default=0) + 1
+        return self._earlier_start(
+            store, SweepRow(after, spec.name, spec.text, spec.hash, None, time.time())
+        )
+
+    def _earlier_start(self, store: Store, sweep: SweepRow) -> EarlierStart | None:
+        baseline = contenders_of(self.configs)[1]
+        if baseline is None:
+            return None
+        return earlier_start(
+            store,
+            sweep,
+            baseline,
+            self._serves_as_first,
+            lambda record: objective_value(record, self.spec.objective),
+        )
+
+    def outcome(self) -> str:
+        words = super().outcome()
+        if self.earlier is None:
+            return words
+        return f"{words}; of the starts, the baseline's first was sweep {self.earlier.sweep}'s"
+
+    def _serves_as_first(self, record: TrialRecord) -> bool:
+        """Does `record` hold what the baseline's first bench measures here (`bench_for`)?"""
+        if not probes_forward(self.spec):
+            return True
+        return bool(record.forward_probes) and (
+            self.forecast is not None or bool(record.token_paths)
+        )
+
     def _new_race(self) -> StartRace:
+        earlier = () if self.earlier is None else self.earlier.benches
         return PredictRace(
             *contenders_of(self.configs),
             self.settings,
@@ -124,6 +175,12 @@ class PredictingRace(RestartBoundRace):
             awaiting=self.forecast is None,
             anchors=tuple(dict.fromkeys(self.anchors.values())),
             probing=probes_forward(self.spec),
+            earlier=tuple(
+                dataclasses.replace(
+                    self._result(record, hours, n == 1, 0.0), start=1, bench=n, fresh=n == 1
+                )
+                for n, (record, hours) in enumerate(earlier, start=1)
+            ),
         )
 
     def bench_for(self, trial: TrialRow, matrix: BenchMatrix) -> BenchMatrix:
@@ -202,6 +259,14 @@ class PredictingRace(RestartBoundRace):
     def context(self, store: Store, sweep: SweepRow) -> SweepContext:
         context = super().context(store, sweep)
         race = self.state()
+        if self.earlier is not None and race.baseline in context.efforts:
+            starts, benches = context.efforts[race.baseline]  # this sweep's own
+            context.efforts[race.baseline] = (starts - 1, benches - len(self.earlier.benches))
+            context.notes.append(
+                f"The baseline ({race.baseline}) was not started first: {self.earlier.words()} "
+                "measured it as this sweep does (the same service and bench), so it counted as "
+                "the baseline's first start here; it started again only as the race needed it."
+            )
         if isinstance(race, PredictRace):
             context.predictions, context.fallback = race.predictions(), race.fallback
             if self.forecast is not None:
