@@ -268,11 +268,11 @@ def predicted_sections(sweep: Sweep, store: Store | None, everything: bool) -> l
         path = (
             outputs_path(sweep.spec, sweep.costs, measured) if sweep.strategy.from_outputs else None
         )
-        blocks = (
-            [] if path is None else [*_outputs_blocks(sweep, path), *_reused_blocks(sweep, store)]
-        )
-        head = [Section("Predicted", blocks)] if blocks else []
-        return [*head, configs_section(sweep, None, None, everything)]
+        configs = configs_section(sweep, None, None, everything)
+        if path is None:
+            return [configs]
+        said = [*_outputs_blocks(sweep, path), *_reused_blocks(sweep, store)]
+        return [Section("Predicted", said), configs]
     path = predicted_path(sweep.spec, forecast, sweep.costs, sweep.mode.spread)
     shown = plan_predictions(sweep.spec, forecast, store, sweep.start_sd(store))
     blocks: list[Block] = [Paragraph(shown.source)]
