@@ -26,6 +26,7 @@ See docs/sweeps.md "Sweep".
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,27 +272,28 @@ def predicted_sections(sweep: Sweep, store: Store | None, everything: bool) -> l
         configs = configs_section(sweep, None, None, everything)
         if path is None:
             return [configs]
-        said = [*_outputs_blocks(sweep, path), *_reused_blocks(sweep, store)]
+        said = [*_outputs_blocks(sweep, path), *_reused_blocks(sweep)]
         return [Section("Predicted", said), configs]
     path = predicted_path(sweep.spec, forecast, sweep.costs, sweep.mode.spread)
     shown = plan_predictions(sweep.spec, forecast, store, sweep.start_sd(store))
     blocks: list[Block] = [Paragraph(shown.source)]
     blocks += [Paragraph(line) for line in path_lines(sweep, path)]
-    blocks += _reused_blocks(sweep, store)
+    blocks += _reused_blocks(sweep)
     return [Section("Predicted", blocks), configs_section(sweep, shown, path, everything)]
 
 
-def _reused_blocks(sweep: Sweep, store: Store | None) -> list[Block]:
+def _reused_blocks(sweep: Sweep) -> list[Block]:
     """The baseline's start this sweep takes from an earlier one, where the store holds one."""
     strategy = sweep.strategy
-    earlier = strategy.reusable(store) if store and isinstance(strategy, PredictingRace) else None
-    if earlier is None:
+    if not isinstance(strategy, PredictingRace) or strategy.earlier is None:
         return []
+    earlier = strategy.earlier
+    since = time.time() if strategy.created is None else strategy.created
     return [
         Paragraph(
-            f"the baseline is not started first: {earlier.words()} measured it as this sweep "
-            "does, so the predicted winner starts first and the baseline once, later (where it "
-            "wins, that start confirms it: one start fewer than above)"
+            f"the baseline is not started first: {earlier.words(since)} measured it as this "
+            "sweep does, so the predicted winner starts first and the baseline once, later "
+            "(where it wins, that start confirms it: one start fewer than above)"
         )
     ]
 

@@ -128,6 +128,8 @@ def prepare(spec: SweepSpec, store: Store | None, sweep_id: int | None = None) -
         mode = rules.choose_mode(spec, costs)
         if mode.restart_bound and spec.restart_bound.start_spread is None and store is not None:
             mode = dataclasses.replace(mode, spread=measured_spread(store, spec.objective))
+        if store is not None:
+            mode = rules.runs_as(spec, mode).fixed_at_creation(spec, mode, store)
     strategy = rules.runs_as(spec, mode)(spec, mode)
     notes = trace_binding(spec) if spec.trace is not None else []
     return Sweep(spec, mode, strategy, tuple(strategy.first_trials()), costs, notes)

@@ -1,74 +1,102 @@
 """The baseline's start from an earlier sweep of the same service and bench, for strategy
 predict to confirm with instead of starting the baseline first.
 
-    earlier = earlier_start(store, sweep, baseline, serves)   # None: no earlier sweep has one
+    earlier = earlier_start(store, spec, baseline, serves, value)   # None: no sweep has one
+    mode = replace(mode, reused=earlier.to_json())                  # fixed with the new sweep
 
 An earlier sweep of the store qualifies when its stored spec measures the baseline as this
-one does: the same `[service]`, `[bench]` and baseline config, their run settings aside
-(timeouts, retry...: what a resume may change, `spec/changes.py`). Of the baseline's
-starts there that ended before this sweep was created, the latest one whose benches all
-finished with a value and whose first bench holds what this sweep's forecast reads from
-the baseline (`serves`: its answers as token ids, its timed forwards) is taken, every
-bench of it, with its times on this sweep's clock (negative hours: the drift between the
-two sweeps stays in the race's model), from the newest sweep that has one.
+one does: the same spec folder, the same `[service]`, `[bench]` and baseline config, their
+run settings aside (timeouts, retry...: what a resume may change, `spec/changes.py`; the
+served model name counts). Of the baseline's starts there, the latest one whose benches all
+finished with a value and whose first bench holds what this sweep's forecast reads from the
+baseline (`serves`: its answers as token ids, its timed forwards) is taken, every bench of
+it with when it ended, from the newest sweep that has one. It is looked up once, when the
+new sweep is created, and stored with its mode (`store/modes.py`), so a resume replays it
+whatever becomes of the earlier sweep.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ddtune.records import TrialRecord
-from ddtune.sweep.spec.changes import BASELINE_MEASURED_BY, measured_change
+from ddtune.sweep.spec.changes import BASELINE_MEASURED_BY, OPERATIONAL, measured_change
+from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import Store
 from ddtune.sweep.store.modes import trial_times
-from ddtune.sweep.store.rows import SweepRow
+
+# a resume may change these; a reused start must not: another served model is another baseline
+_RUN_SETTINGS = tuple(key for key in OPERATIONAL if key != "service.model")
 
 
 @dataclass(frozen=True)
 class EarlierStart:
-    """One start of the baseline in an earlier sweep: its benches in order, each bench's end
-    in hours from this sweep's creation."""
+    """One start of the baseline in an earlier sweep: its benches in order, each with when it
+    ended (seconds since the epoch)."""
 
     sweep: str
     benches: tuple[tuple[TrialRecord, float], ...]
 
-    def words(self) -> str:
-        hours = -self.benches[-1][1]
+    def hours(self, since: float) -> tuple[float, ...]:
+        """Each bench's end in hours from `since` (a sweep's creation: negative)."""
+        return tuple((ended - since) / 3600 for _, ended in self.benches)
+
+    def words(self, since: float) -> str:
+        before = -self.hours(since)[-1]
         return (
-            f"its start in sweep {self.sweep} ({len(self.benches)} bench(es), ended {hours:.1f} h "
-            "before this sweep began)"
+            f"its start in sweep {self.sweep} ({len(self.benches)} bench(es), ended "
+            f"{before:.1f} h before this sweep)"
         )
+
+    def to_json(self) -> str:
+        benches = [{"record": record.to_dict(), "ended": ended} for record, ended in self.benches]
+        return json.dumps({"sweep": self.sweep, "benches": benches})
+
+    @classmethod
+    def from_json(cls, text: str) -> EarlierStart:
+        data = json.loads(text)
+        benches = tuple(
+            (TrialRecord.from_dict(b["record"]), float(b["ended"])) for b in data["benches"]
+        )
+        return cls(str(data["sweep"]), benches)
 
 
 def earlier_start(
     store: Store,
-    sweep: SweepRow,
+    spec: SweepSpec,
     baseline: str,
     serves: Callable[[TrialRecord], bool],
     value: Callable[[TrialRecord], float | None],
 ) -> EarlierStart | None:
-    """The start to reuse (module docstring); `value`: a bench's objective (None: no value)."""
-    for other_id, name in reversed(list(zip(store.sweep_ids(), store.sweep_names(), strict=True))):
-        if other_id >= sweep.id:
-            continue
+    """The start a sweep of `spec` created now takes (module docstring); `value`: a bench's
+    objective (None: no value)."""
+    for sweep_id, name in reversed(list(zip(store.sweep_ids(), store.sweep_names(), strict=True))):
         other = store.sweep_row(name)
-        if measured_change(other.spec_text, sweep.spec_text, BASELINE_MEASURED_BY) is not None:
+        if other.spec_dir != spec.base_dir or _measures_otherwise(other.spec_text, spec.text):
             continue
-        starts = _starts(store, other_id, baseline, sweep.created_at)
-        for benches in reversed(starts):
-            complete = all(r.status == "done" and value(r) is not None for r, _ in benches)
-            if complete and serves(benches[0][0]):
+        for benches in reversed(_starts(store, sweep_id, baseline)):
+            if all(_counts(value(r)) for r, _ in benches) and serves(benches[0][0]):
                 return EarlierStart(name, tuple(benches))
     return None
 
 
-def _starts(
-    store: Store, sweep_id: int, baseline: str, since: float
-) -> list[list[tuple[TrialRecord, float]]]:
-    """The baseline's starts in sweep `sweep_id` that ended before `since`, in time order:
+def _measures_otherwise(stored_text: str, text: str) -> bool:
+    change = measured_change(stored_text, text, BASELINE_MEASURED_BY, _RUN_SETTINGS)
+    return change is not None
+
+
+def _counts(value: float | None) -> bool:
+    """A bench the race counts (as `StartRace` does: a finite objective above 0)."""
+    return value is not None and math.isfinite(value) and value > 0
+
+
+def _starts(store: Store, sweep_id: int, baseline: str) -> list[list[tuple[TrialRecord, float]]]:
+    """The baseline's starts in sweep `sweep_id`, in time order, each bench with when it ended:
     a trial whose attempt restarted the server opens one."""
-    times = trial_times(store, sweep_id, since)
+    times = trial_times(store, sweep_id, since=0.0)
     ran = sorted(
         (
             (times[r.trial_id], r)
@@ -79,11 +107,9 @@ def _starts(
     )
     starts: list[list[tuple[TrialRecord, float]]] = []
     for (hours, fresh), record in ran:
-        if hours >= 0:  # ended after this sweep began (the earlier one resumed since)
-            break
         if fresh or not starts:
             starts.append([])
-        starts[-1].append((record, hours))
+        starts[-1].append((record, hours * 3600))
     return starts
 
 

@@ -73,16 +73,19 @@ BASELINE_MEASURED_BY = ("service", "bench", "sweep.baseline")
 
 
 def measured_change(
-    stored_text: str, new_text: str, within: tuple[str, ...] | None = None
+    stored_text: str,
+    new_text: str,
+    within: tuple[str, ...] | None = None,
+    operational: tuple[str, ...] = OPERATIONAL,
 ) -> SpecChange | None:
-    """The first changed key outside `OPERATIONAL` (and inside `within`, dotted prefixes, where
-    given), or None (a text that is not TOML: the whole spec)."""
+    """The first changed key outside `operational` (and inside `within`, dotted prefixes,
+    where given), or None (a text that is not TOML: the whole spec)."""
     try:
         old, new = _flat(tomllib.loads(stored_text)), _flat(tomllib.loads(new_text))
     except tomllib.TOMLDecodeError:
         return SpecChange("spec")
     for key in sorted(old.keys() | new.keys()):
-        if old.get(key, _ABSENT) == new.get(key, _ABSENT) or _under(key, OPERATIONAL):
+        if old.get(key, _ABSENT) == new.get(key, _ABSENT) or _under(key, operational):
             continue
         if within is None or _under(key, within):
             return SpecChange(key)

@@ -5,6 +5,8 @@
     sweep_forecasts  sweep_id → a predicting race's forecast (`ddtune.trace.forecast`)
     sweep_spreads    sweep_id → a restart-bound race's start spread measured from the
                   store's earlier sweeps (`sweep/plan/spread.py`), with its source
+    sweep_reused     sweep_id → a predicting race's baseline start taken from an earlier
+                  sweep (`sweep/plan/reuse.py`), JSON
 
 The strategy chooses the mode (`Strategy.choose_mode`, asked by
 `sweep/plan/prepare.py`); `Store.open_sweep` writes it in the
@@ -42,6 +44,9 @@ class SweepMode:
     most_benches: int = 1  # restart-bound: the most benches on one start
     forecast: str | None = None  # strategy predict: the trace's `Forecast`, JSON, fixed at creation
     spread: StartSpread | None = None  # restart-bound: measured on earlier sweeps, at creation
+    reused: str | None = (
+        None  # predict: the baseline's start in an earlier sweep, JSON, at creation
+    )
 
 
 NOT_RESTART_BOUND = SweepMode(False, "passes of restarts (the sweep predates restart-bound races)")
@@ -71,6 +76,11 @@ def write_mode(db: sqlite3.Connection, sweep_id: int, mode: SweepMode) -> None:
             "INSERT INTO sweep_spreads (sweep_id, sd, source) VALUES (?,?,?)",
             (sweep_id, mode.spread.sd, mode.spread.source),
         )
+    if mode.reused is not None:
+        db.execute(
+            "INSERT INTO sweep_reused (sweep_id, reused_json) VALUES (?,?)",
+            (sweep_id, mode.reused),
+        )
 
 
 def read_mode(store: Connected, sweep_id: int) -> SweepMode:
@@ -81,6 +91,7 @@ def read_mode(store: Connected, sweep_id: int) -> SweepMode:
         return NOT_RESTART_BOUND
     forecast = _row(store, "sweep_forecasts", sweep_id)
     spread = _row(store, "sweep_spreads", sweep_id)
+    reused = _row(store, "sweep_reused", sweep_id)
     return SweepMode(
         bool(row["restart_bound"]),
         row["reason"],
@@ -89,6 +100,7 @@ def read_mode(store: Connected, sweep_id: int) -> SweepMode:
         int(row["most_benches"]),
         None if forecast is None else str(forecast["forecast_json"]),
         None if spread is None else StartSpread(float(spread["sd"]), str(spread["source"])),
+        None if reused is None else str(reused["reused_json"]),
     )
 
 

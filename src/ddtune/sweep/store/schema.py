@@ -12,6 +12,7 @@
     sweep_modes    per sweep: a race restart-bound or not, why, and its costs (`modes.py`)
     sweep_forecasts  per predicting sweep: what its trace or first answers predicted
     sweep_spreads  per restart-bound sweep: the start spread measured on earlier sweeps
+    sweep_reused   per predicting sweep: the baseline's start it took from an earlier sweep
 
 The first five are the store's schema version 1; the others are created
 on open when missing (`ensure_additive_tables`), so stores written before
@@ -90,6 +91,10 @@ SPREAD_TABLE = (
     "CREATE TABLE IF NOT EXISTS sweep_spreads ("
     " sweep_id INTEGER PRIMARY KEY REFERENCES sweeps(id), sd REAL NOT NULL, source TEXT NOT NULL)"
 )
+REUSED_TABLE = (
+    "CREATE TABLE IF NOT EXISTS sweep_reused ("
+    " sweep_id INTEGER PRIMARY KEY REFERENCES sweeps(id), reused_json TEXT NOT NULL)"
+)
 
 
 def ensure_additive_tables(db: sqlite3.Connection) -> None:
@@ -101,5 +106,6 @@ def ensure_additive_tables(db: sqlite3.Connection) -> None:
         MODE_TABLE,
         FORECAST_TABLE,
         SPREAD_TABLE,
+        REUSED_TABLE,
     ):
         db.execute(statement)

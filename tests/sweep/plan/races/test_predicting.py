@@ -303,15 +303,16 @@ def _slow_world(seed: int):  # noqa: ANN202
     return objective, service, forecast, measured | {"ar": {}}
 
 
-def _slow_run(seed: int, earlier: tuple[FinishedBench, ...] = ()):  # noqa: ANN202
+def _slow_run(seed: int, earlier: tuple[FinishedBench, ...] = (), capped: int | None = None):  # noqa: ANN202
     objective, service, forecast, measured = _slow_world(seed)
     labels = list(objective)
-    race = PredictRace(tuple(labels), "ar", settings(), seed, forecast=forecast, earlier=earlier)
+    rules = replace(settings(), max_trials=capped)
+    race = PredictRace(tuple(labels), "ar", rules, seed, forecast=forecast, earlier=earlier)
     seen: list[FinishedBench] = []
     add = race.add
     race.add = lambda result: (seen.append(result), add(result))[1]  # type: ignore[method-assign]
     first = race.next()
-    run_start_race(service, labels, "ar", settings(), seed, race, measured, forward)
+    run_start_race(service, labels, "ar", rules, seed, race, measured, forward)
     return race, service, first, seen
 
 
@@ -319,8 +320,9 @@ def test_the_baselines_start_from_an_earlier_sweep_saves_its_first_start():
     """Where plain decoding wins, a predicting race starts it, the predicted winner, and it
     again (a leader needs two starts). Given its start from an earlier sweep of the same
     service (its benches and forwards, hours before), the race starts the predicted winner
-    first and plain decoding once: one start fewer, the same answer; and a resumed race
-    decides as the uninterrupted one."""
+    first and plain decoding once: one start fewer, the same answer; a resumed race decides
+    as the uninterrupted one; and a cap reached first still leaves the baseline its own start
+    (the report compares with it)."""
     for seed in range(3):
         plain, plain_service, first, seen = _slow_run(seed)
         assert first is not None and first.label == "ar"
@@ -329,17 +331,20 @@ def test_the_baselines_start_from_an_earlier_sweep_saves_its_first_start():
             replace(r, hours=r.hours - 5.0) for r in seen if r.label == "ar" and r.start == 1
         )
         assert earlier[0].probes  # its first bench timed the forwards
-        race, service, first, seen = _slow_run(seed + 100, earlier)
+        race, service, first, seen = _slow_run(seed, earlier)
         assert first is not None and first.label != "ar"  # no start of the baseline first
         assert race.efforts["ar"].starts >= 2 and race.trials_done == len(seen)
         assert race.verdict(race.forecast.cost).label == "ar"
         assert service.starts <= plain_service.starts - 1
         again = PredictRace(
-            race.contenders, "ar", settings(), seed + 100, forecast=race.forecast, earlier=earlier
+            race.contenders, "ar", settings(), seed, forecast=race.forecast, earlier=earlier
         )
         for result in seen:
             again.add(result)
         assert again.eliminated == race.eliminated and again.stop == race.stop
+        capped, _, _, _ = _slow_run(seed, earlier, capped=2)  # one start's benches at most
+        assert capped.stop is not None and capped.trials_done > 2  # past the cap, for:
+        assert capped.efforts["ar"].starts == 2  # the baseline's own start
 
 
 def test_the_baseline_reused_still_gets_a_start_of_its_own_before_the_race_stops():

@@ -15,7 +15,7 @@ from ddtune.sweep.plan import parse_spec, prepare
 from ddtune.sweep.plan.strategies.predict import PROBE_TOKENS, PredictingRace
 from ddtune.sweep.plan.strategies.predict_path import outputs_path
 from ddtune.sweep.plan_view import predicted_sections
-from ddtune.sweep.store.db import Store
+from ddtune.sweep.store.db import PlannedTrial, Store
 from ddtune.trace.forecast import paths_forecast
 
 NGRAM = """
@@ -204,3 +204,30 @@ def test_the_baselines_start_in_an_earlier_sweep_of_the_service_is_not_started_a
     other_bench = second_text.replace('name = "ng2"', 'name = "ng3"') + "[bench]\nwarmup = 3\n"
     third, third_id = _opened(store, other_bench)
     assert [r["label"] for r in third.next_batch(store, third_id)] == ["ar"]
+    service = SERVICE.format(engine="vllm").replace("port = 18000", 'port = 18000\nmodel = "x"')
+    other_model = parse_spec(second_text.replace('"ng2"', '"ng5"') + service, source="t.toml")
+    assert prepare(other_model, store).strategy.earlier is None  # another served model
+
+
+def test_the_reused_start_is_fixed_with_the_sweep_and_its_own_start_is_the_next_ones(tmp_path):
+    """The start taken is stored with the new sweep: a resume replays it even after the earlier
+    sweep measured the baseline again. The sweep's own first start of the baseline measures
+    what a forecast reads (its answers, its forwards), so the next sweep takes that newer one."""
+    store = Store(tmp_path / "store.sqlite")
+    first, first_id = _opened(store, NGRAM)
+    _finish_baseline(store, first.next_batch(store, first_id)[0], fresh=True)
+    second_text = NGRAM.replace('name = "ng"', 'name = "ng2"')
+    second, second_id = _opened(store, second_text)
+    assert isinstance(second, PredictingRace) and second.earlier is not None
+    taken = second.earlier
+    most = second.settings.most_benches
+    own = {"is_baseline": 1, "repeat": most + 1}
+    assert second.bench_for(own, second.spec.bench).forward_probes == PROBE_TOKENS  # type: ignore[arg-type]
+    assert not second.bench_for({"is_baseline": 1, "repeat": 1}, second.spec.bench).token_paths  # type: ignore[arg-type]
+    later = store.add_trials(first_id, [PlannedTrial(9, first.configs[0][0], 9, True)])
+    _finish_baseline(store, later[0], fresh=True)  # the first sweep measured the baseline again
+    resumed = prepare(parse(second_text), store).strategy
+    assert isinstance(resumed, PredictingRace) and resumed.earlier == taken
+    third = prepare(parse(NGRAM.replace('name = "ng"', 'name = "ng3"')), store).strategy
+    assert isinstance(third, PredictingRace) and third.earlier is not None
+    assert third.earlier.benches[0][0].trial_id == later[0]["id"]  # the newest start

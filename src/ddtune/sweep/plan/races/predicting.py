@@ -448,10 +448,11 @@ class PredictRace(StartRace):
         super()._drop([e for e in removed if not (owed and e.label == self.baseline)])
 
     def _settle(self) -> None:
-        """A race that would stop (but at a cap) while the baseline owes its own start starts
-        it first, and judges again (rule 6)."""
+        """A race that would stop while the baseline owes its own start starts it first (past
+        `max_trials` or `max_hours` too: the report compares with it), and judges again
+        (rule 6)."""
         super()._settle()
-        if self.stop in (None, "max_trials", "max_hours") or not self._owed():
+        if self.stop is None or not self._owed():
             return
         assert self.baseline is not None
         self.stop = None

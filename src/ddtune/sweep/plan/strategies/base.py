@@ -87,6 +87,12 @@ class Strategy:
     def runs_as(cls, spec: SweepSpec, mode: SweepMode) -> type[Strategy]:
         return cls
 
+    @classmethod
+    def fixed_at_creation(cls, spec: SweepSpec, mode: SweepMode, store: Store) -> SweepMode:
+        """What a new sweep in `store` fixes with its mode from the store's earlier sweeps
+        (stored with it, so a resume replays it): nothing by default."""
+        return mode
+
     # --- bound to one sweep ---------------------------------------------------------------
 
     def __init__(self, spec: SweepSpec, mode: SweepMode) -> None:

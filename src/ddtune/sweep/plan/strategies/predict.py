@@ -116,57 +116,59 @@ class PredictingRace(RestartBoundRace):
         self.params = spec.params_by_label()
         # ... with each chain group's largest K (its counts predict the smaller ones)
         self.anchors = chain_anchors(self.params) if self.from_outputs else {}
-        self.earlier: EarlierStart | None = None  # the baseline's start in an earlier sweep
-        self._earlier_of: int | None = None  # ... looked up for this sweep id
+        # the baseline's start in an earlier sweep of this service and bench, fixed at creation
+        self.earlier = None if mode.reused is None else EarlierStart.from_json(mode.reused)
+        self.created: float | None = None  # the sweep's creation (its clock), once it has one
         super().__init__(spec, mode)
 
-    def state(self, store: Store | None = None, sweep_id: int | None = None) -> StartRace:
-        """As a restart-bound race's, with the baseline's start from an earlier sweep of this
-        service and bench folded in first, where the store holds one (`plan/reuse.py`)."""
-        if store is not None and sweep_id is not None and self._earlier_of != sweep_id:
-            self._earlier_of, self._finished = sweep_id, None  # a new race, with it
-            names = dict(zip(store.sweep_ids(), store.sweep_names(), strict=True))
-            self.earlier = self._earlier_start(store, store.sweep_row(names[sweep_id]))
-        return super().state(store, sweep_id)
+    @classmethod
+    def fixed_at_creation(cls, spec: SweepSpec, mode: SweepMode, store: Store) -> SweepMode:
+        """The baseline's latest start in an earlier sweep of the store that measured it as
+        this one does (`plan/reuse.py`), kept with the new sweep's mode."""
+        if spec.baseline is None or spec.bench.temperature != 0:
+            return mode
+        probing = probes_forward(spec)
 
-    def reusable(self, store: Store) -> EarlierStart | None:
-        """The earlier start this sweep takes (`sweep plan`: as a sweep created now, where the
-        store holds none by its name)."""
-        if store.sweep_id(self.spec.name) is not None:
-            return self._earlier_start(store, store.sweep_row(self.spec.name))
-        spec, after = self.spec, max(store.sweep_ids(), default=0) + 1
-        return self._earlier_start(
-            store, SweepRow(after, spec.name, spec.text, spec.hash, None, time.time())
-        )
+        def serves(record: TrialRecord) -> bool:  # what the baseline's first bench measures
+            paths = spec.trace is not None or bool(record.token_paths)
+            return not probing or (bool(record.forward_probes) and paths)
 
-    def _earlier_start(self, store: Store, sweep: SweepRow) -> EarlierStart | None:
-        baseline = contenders_of(self.configs)[1]
-        if baseline is None:
-            return None
-        return earlier_start(
+        earlier = earlier_start(
             store,
-            sweep,
-            baseline,
-            self._serves_as_first,
-            lambda record: objective_value(record, self.spec.objective),
+            spec,
+            spec.baseline.label(),
+            serves,
+            lambda record: objective_value(record, spec.objective),
         )
+        return mode if earlier is None else dataclasses.replace(mode, reused=earlier.to_json())
+
+    def state(self, store: Store | None = None, sweep_id: int | None = None) -> StartRace:
+        """As a restart-bound race's, on the sweep's own clock (the earlier start's benches
+        hours before it)."""
+        if store is not None and sweep_id is not None and self.created is None:
+            names = dict(zip(store.sweep_ids(), store.sweep_names(), strict=True))
+            self.created, self._finished = store.sweep_row(names[sweep_id])["created_at"], None
+        return super().state(store, sweep_id)
 
     def outcome(self) -> str:
         words = super().outcome()
         if self.earlier is None:
             return words
-        return f"{words}; of the starts, the baseline's first was sweep {self.earlier.sweep}'s"
+        return f"{words}; and the baseline's start in sweep {self.earlier.sweep} (reused)"
 
-    def _serves_as_first(self, record: TrialRecord) -> bool:
-        """Does `record` hold what the baseline's first bench measures here (`bench_for`)?"""
-        if not probes_forward(self.spec):
-            return True
-        return bool(record.forward_probes) and (
-            self.forecast is not None or bool(record.token_paths)
-        )
+    def efforts(self) -> dict[str, tuple[int, int]]:
+        """This sweep's own starts and benches: the earlier start's are not its."""
+        efforts = super().efforts()
+        baseline = self.state().baseline
+        if self.earlier is not None and baseline in efforts:
+            starts, benches = efforts[baseline]
+            efforts[baseline] = (starts - 1, benches - len(self.earlier.benches))
+        return efforts
 
     def _new_race(self) -> StartRace:
         earlier = () if self.earlier is None else self.earlier.benches
+        since = time.time() if self.created is None else self.created
+        hours = () if self.earlier is None else self.earlier.hours(since)
         return PredictRace(
             *contenders_of(self.configs),
             self.settings,
@@ -177,16 +179,19 @@ class PredictingRace(RestartBoundRace):
             probing=probes_forward(self.spec),
             earlier=tuple(
                 dataclasses.replace(
-                    self._result(record, hours, n == 1, 0.0), start=1, bench=n, fresh=n == 1
+                    self._result(record, h, n == 1, 0.0), start=1, bench=n, fresh=n == 1
                 )
-                for n, (record, hours) in enumerate(earlier, start=1)
+                for n, ((record, _), h) in enumerate(zip(earlier, hours, strict=True), start=1)
             ),
         )
 
     def bench_for(self, trial: TrialRow, matrix: BenchMatrix) -> BenchMatrix:
-        """The baseline's first bench also measures what the forecast reads: its token paths
-        (no trace) and the forwards it times (`bench/forecast_inputs.py`)."""
-        if not trial["is_baseline"] or trial["repeat"] != 1 or not probes_forward(self.spec):
+        """The baseline's first bench (of its first start in this sweep, where an earlier one's
+        was reused: a later sweep then reuses this fresher one) also measures what the
+        forecast reads: its token paths (no trace) and the forwards it times
+        (`bench/forecast_inputs.py`)."""
+        first = 1 if self.earlier is None else self.settings.most_benches + 1
+        if not trial["is_baseline"] or trial["repeat"] != first or not probes_forward(self.spec):
             return matrix
         update = {"forward_probes": PROBE_TOKENS, "token_paths": self.forecast is None}
         return matrix.model_copy(update=update)
@@ -259,11 +264,10 @@ class PredictingRace(RestartBoundRace):
     def context(self, store: Store, sweep: SweepRow) -> SweepContext:
         context = super().context(store, sweep)
         race = self.state()
-        if self.earlier is not None and race.baseline in context.efforts:
-            starts, benches = context.efforts[race.baseline]  # this sweep's own
-            context.efforts[race.baseline] = (starts - 1, benches - len(self.earlier.benches))
+        if self.earlier is not None:
+            when = self.earlier.words(sweep["created_at"])
             context.notes.append(
-                f"The baseline ({race.baseline}) was not started first: {self.earlier.words()} "
+                f"The baseline ({race.baseline}) was not started first: {when} "
                 "measured it as this sweep does (the same service and bench), so it counted as "
                 "the baseline's first start here; it started again only as the race needed it."
             )

@@ -90,10 +90,14 @@ class RestartBoundRace(Strategy):
             self._fold(store, self._result(record, hours, fresh, seconds.get(record.trial_id, 0.0)))
         return self._race
 
-    def outcome(self) -> str:
+    def efforts(self) -> dict[str, tuple[int, int]]:
+        """label -> (starts, benches) of each config that started in this sweep."""
         race = self.state()
-        starts = sum(e.starts for e in race.efforts.values())
-        benches = sum(e.benches for e in race.efforts.values())
+        return {label: (e.starts, e.benches) for label, e in race.efforts.items() if e.starts}
+
+    def outcome(self) -> str:
+        race, efforts = self.state(), self.efforts().values()
+        starts, benches = sum(s for s, _ in efforts), sum(b for _, b in efforts)
         left = ", ".join(
             f"{e.label} (pass {e.at_pass}, {e.reason})" for e in race.eliminated.values()
         )
@@ -146,10 +150,9 @@ class RestartBoundRace(Strategy):
         race = self.state(store, sweep["id"])
         params = {config.label(): config.params for config, _ in self.configs}
         verdict = race.verdict(lambda label: (cost_key(params[label]), label))
-        efforts = {label: (e.starts, e.benches) for label, e in race.efforts.items() if e.starts}
         context = SweepContext("race", self.spec.objective, race.pass_no, race.stop, race=True)
         context.exits = list(race.eliminated.values())
-        context.efforts, context.verdict = efforts, verdict
+        context.efforts, context.verdict = self.efforts(), verdict
         context.notes.append(f"Restart-bound race ({self.mode.reason}): {_words(race)}")
         return context
 
