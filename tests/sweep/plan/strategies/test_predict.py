@@ -193,6 +193,7 @@ def test_the_baselines_start_in_an_earlier_sweep_of_the_service_is_not_started_a
     assert second.earlier is not None and second.earlier.sweep == "ng"
     context = second.context(store, store.sweep_row("ng2"))
     assert any("was not started first" in note and "sweep ng" in note for note in context.notes)
+    assert "ar" not in context.efforts  # no start of its own in this sweep yet
     planned = prepare(parse(second_text.replace('name = "ng2"', 'name = "ng4"')), store)
     said = [
         block.text

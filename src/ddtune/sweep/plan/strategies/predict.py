@@ -158,12 +158,12 @@ class PredictingRace(RestartBoundRace):
 
     def efforts(self) -> dict[str, tuple[int, int]]:
         """This sweep's own starts and benches: the earlier start's are not its."""
-        efforts = super().efforts()
-        baseline = self.state().baseline
-        if self.earlier is not None and baseline in efforts:
-            starts, benches = efforts[baseline]
-            efforts[baseline] = (starts - 1, benches - len(self.earlier.benches))
-        return efforts
+        efforts, earlier = super().efforts(), self.earlier
+        if earlier is None:
+            return efforts
+        baseline, reused = self.state().baseline, len(earlier.benches)
+        own = {x: (s - 1, b - reused) if x == baseline else (s, b) for x, (s, b) in efforts.items()}
+        return {x: effort for x, effort in own.items() if effort[0]}
 
     def _new_race(self) -> StartRace:
         earlier = () if self.earlier is None else self.earlier.benches
