@@ -448,16 +448,19 @@ class PredictRace(StartRace):
         super()._drop([e for e in removed if not (owed and e.label == self.baseline)])
 
     def _settle(self) -> None:
-        """A race that would stop while the baseline owes its own start starts it first (past
-        `max_trials` or `max_hours` too: the report compares with it), and judges again
-        (rule 6)."""
-        super()._settle()
-        if self.stop is None or not self._owed():
-            return
-        assert self.baseline is not None
-        self.stop = None
-        if self.baseline not in self.queue:
+        """While the baseline owes its own start, it is next once the pass has nothing else
+        to start, and the race does not stop before it (past `max_trials` or `max_hours` too:
+        the report compares with it); then it judges again (rule 6)."""
+        owed = self._owed()
+        if owed and not self.queue:
+            assert self.baseline is not None
             self.queue.append(self.baseline)
+        super()._settle()
+        if self.stop is not None and owed:
+            assert self.baseline is not None
+            self.stop = None
+            if self.baseline not in self.queue:
+                self.queue.append(self.baseline)
 
     # --- the check (rule 4) ----------------------------------------------------------
 
