@@ -23,10 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ddtune.records import TrialRecord
+from ddtune.sweep.plan.spread import config_starts
 from ddtune.sweep.spec.changes import BASELINE_MEASURED_BY, OPERATIONAL, measured_change
 from ddtune.sweep.spec.parse import SweepSpec
 from ddtune.sweep.store.db import Store
-from ddtune.sweep.store.modes import trial_times
 
 # a resume may change these; a reused start must not: another served model is another baseline
 _RUN_SETTINGS = tuple(key for key in OPERATIONAL if key != "service.model")
@@ -77,9 +77,10 @@ def earlier_start(
         other = store.sweep_row(name)
         if other.spec_dir != spec.base_dir or _measures_otherwise(other.spec_text, spec.text):
             continue
-        for benches in reversed(_starts(store, sweep_id, baseline)):
+        starts = config_starts(store, sweep_id, lambda r: r.label == baseline, since=0.0)
+        for _, benches in reversed(starts):
             if all(_counts(value(r)) for r, _ in benches) and serves(benches[0][0]):
-                return EarlierStart(name, tuple(benches))
+                return EarlierStart(name, tuple((r, hours * 3600) for r, hours in benches))
     return None
 
 
@@ -91,26 +92,6 @@ def _measures_otherwise(stored_text: str, text: str) -> bool:
 def _counts(value: float | None) -> bool:
     """A bench the race counts (as `StartRace` does: a finite objective above 0)."""
     return value is not None and math.isfinite(value) and value > 0
-
-
-def _starts(store: Store, sweep_id: int, baseline: str) -> list[list[tuple[TrialRecord, float]]]:
-    """The baseline's starts in sweep `sweep_id`, in time order, each bench with when it ended:
-    a trial whose attempt restarted the server opens one."""
-    times = trial_times(store, sweep_id, since=0.0)
-    ran = sorted(
-        (
-            (times[r.trial_id], r)
-            for r in store.trial_records(sweep_id)
-            if r.label == baseline and r.trial_id in times
-        ),
-        key=lambda pair: pair[0][0],
-    )
-    starts: list[list[tuple[TrialRecord, float]]] = []
-    for (hours, fresh), record in ran:
-        if fresh or not starts:
-            starts.append([])
-        starts[-1].append((record, hours * 3600))
-    return starts
 
 
 __all__ = ["EarlierStart", "earlier_start"]

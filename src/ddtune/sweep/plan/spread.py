@@ -18,8 +18,10 @@ race keeps the spread it started with. docs/sweeps.md "Restart-bound races".
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
+from ddtune.records import TrialRecord
 from ddtune.stats.mixed import StartMean, VariancePrior, estimate_components, start_means
 from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.races.by_start import PRIORS
@@ -68,25 +70,41 @@ def chosen_spread(stated: float | None, measured: StartSpread | None) -> StartSp
     )
 
 
+def config_starts(
+    store: Store, sweep_id: int, keep: Callable[[TrialRecord], bool], since: float | None = None
+) -> list[tuple[str, list[tuple[TrialRecord, float]]]]:
+    """Each config's starts in sweep `sweep_id`, of the ended trials `keep` takes, in time order
+    per config, each bench with when it ended (`trial_times`: hours from `since`, default the
+    sweep's creation): a trial whose attempt restarted the server opens a start."""
+    times = trial_times(store, sweep_id, since)
+    runs: dict[str, list[tuple[float, bool, TrialRecord]]] = {}
+    for record in store.trial_records(sweep_id):
+        if record.trial_id in times and keep(record):
+            hours, fresh = times[record.trial_id]
+            runs.setdefault(record.label, []).append((hours, fresh, record))
+    starts: list[tuple[str, list[tuple[TrialRecord, float]]]] = []
+    for label, ran in runs.items():
+        for hours, fresh, record in sorted(ran, key=lambda run: run[:2]):
+            if fresh or not starts or starts[-1][0] != label:
+                starts.append((label, []))
+            starts[-1][1].append((record, hours))
+    return starts
+
+
 def _starts(
     store: Store, sweep_id: int, objective: str
 ) -> tuple[list[StartMean], list[list[float]]]:
-    """One sweep's starts, in time order per config: a restarted trial opens one."""
-    times = trial_times(store, sweep_id)
-    benches: dict[str, list[tuple[float, bool, float]]] = {}
-    for record in store.trial_records(sweep_id):
+    """One sweep's starts, in time order per config, of its benches with a value."""
+    logs: dict[int, float] = {}
+
+    def valued(record: TrialRecord) -> bool:
         value = objective_value(record, objective)
-        if value is None or record.trial_id not in times:
-            continue
-        hours, fresh = times[record.trial_id]
-        benches.setdefault(record.label, []).append((hours, fresh, math.log(value)))
-    starts: list[tuple[str, list[tuple[float, float]]]] = []
-    for label, runs in benches.items():
-        for hours, fresh, log in sorted(runs):
-            if fresh or not starts or starts[-1][0] != label:
-                starts.append((label, []))
-            starts[-1][1].append((log, hours))
-    return start_means(starts)
+        if value is not None:
+            logs[record.trial_id] = math.log(value)
+        return value is not None
+
+    starts = config_starts(store, sweep_id, valued)
+    return start_means((x, [(logs[r.trial_id], h) for r, h in runs]) for x, runs in starts)
 
 
-__all__ = ["chosen_spread", "measured_spread"]
+__all__ = ["chosen_spread", "config_starts", "measured_spread"]
