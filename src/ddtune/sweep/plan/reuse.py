@@ -18,11 +18,11 @@ whatever becomes of the earlier sweep.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ddtune.records import TrialRecord
+from ddtune.sweep.plan.races.by_start import counted
 from ddtune.sweep.plan.spread import config_starts
 from ddtune.sweep.spec.changes import BASELINE_MEASURED_BY, OPERATIONAL, measured_change
 from ddtune.sweep.spec.parse import SweepSpec
@@ -79,7 +79,7 @@ def earlier_start(
             continue
         starts = config_starts(store, sweep_id, lambda r: r.label == baseline, since=0.0)
         for _, benches in reversed(starts):
-            if all(_counts(value(r)) for r, _ in benches) and serves(benches[0][0]):
+            if all(counted(value(r)) for r, _ in benches) and serves(benches[0][0]):
                 return EarlierStart(name, tuple((r, hours * 3600) for r, hours in benches))
     return None
 
@@ -87,11 +87,6 @@ def earlier_start(
 def _measures_otherwise(stored_text: str, text: str) -> bool:
     change = measured_change(stored_text, text, BASELINE_MEASURED_BY, _RUN_SETTINGS)
     return change is not None
-
-
-def _counts(value: float | None) -> bool:
-    """A bench the race counts (as `StartRace` does: a finite objective above 0)."""
-    return value is not None and math.isfinite(value) and value > 0
 
 
 __all__ = ["EarlierStart", "earlier_start"]

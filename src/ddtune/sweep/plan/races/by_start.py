@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from ddtune.records import Elimination
 from ddtune.stats.blocked import BlockedOptions, Verdict, verdict_of
@@ -215,7 +215,7 @@ class StartRace:
         if result.coding is not None and result.coding[1] > 0:
             passed, total = self.coding.get(step.label, (0, 0))
             self.coding[step.label] = (passed + result.coding[0], total + result.coding[1])
-        if result.value is None or not math.isfinite(result.value) or result.value <= 0:
+        if not counted(result.value):
             return
         effort.benches += 1
         self.start_benches += 1
@@ -394,6 +394,11 @@ class StartRace:
         return verdict_of(leader, {x: fit.contrast(leader, x) for x in others}, cost, options)
 
 
+def counted(value: float | None) -> TypeGuard[float]:
+    """Does a bench with this objective count in the race (a finite value above 0)?"""
+    return value is not None and math.isfinite(value) and value > 0
+
+
 def prior_benches(settings: StartSettings) -> int:
     """The benches a start gets before any data: the priors' variances and the costs."""
     p = settings.priors
@@ -435,6 +440,7 @@ __all__ = [
     "StartRace",
     "StartSettings",
     "Step",
+    "counted",
     "prior_benches",
     "replay",
 ]
