@@ -133,16 +133,19 @@ def throughput_aggregates(samples: list[dict[str, Any]]) -> dict[str, float | No
     out: dict[str, float | None] = {}
     for workload in ("short", "long", "coding"):
         rows = [s for s in samples if s["workload"] == workload]
-        out[f"{workload}_tps"] = pooled_decode_rate(rows)
+        out[f"{workload}_tps"] = pooled_decode_rate(rows, samples)
         out[f"{workload}_ttft_s"] = _mean(s["ttft_s"] for s in rows)
         out[f"{workload}_e2e_s"] = _mean(s["e2e_s"] for s in rows)
         out[f"{workload}_itl_s"] = _mean(s["itl_s"] for s in rows)
     return out
 
 
-def pooled_decode_rate(rows: list[dict[str, Any]]) -> float | None:
+def pooled_decode_rate(
+    rows: list[dict[str, Any]], bench: list[dict[str, Any]] | None = None
+) -> float | None:
     """Decode tokens/s of a workload: the tokens after the first over the seconds after the
-    first token, summed over its requests that have decode figures.
+    first token, summed over its requests that have decode figures; `bench`: every request of
+    the bench the workload ran in (default `rows`), whose first tokens bound a prefill.
 
     A ratio of sums, not a mean of per-request rates, and streams held back are left out
     while any other stream was timed (`held_back`): one such request would otherwise read as
@@ -152,7 +155,7 @@ def pooled_decode_rate(rows: list[dict[str, Any]]) -> float | None:
     the true one, where the burst's would be 100 times it).
     """
     timed = [s for s in rows if s.get("decode_tps")]
-    steady = [s for s, held in zip(timed, held_back(timed), strict=True) if not held]
+    steady = [s for s, held in zip(timed, held_back(timed, bench), strict=True) if not held]
     if steady:
         seconds = sum((s["output_tokens"] - 1) / s["decode_tps"] for s in steady)
     else:
@@ -160,16 +163,24 @@ def pooled_decode_rate(rows: list[dict[str, Any]]) -> float | None:
     return sum(s["output_tokens"] - 1 for s in steady) / seconds if seconds > 0 else None
 
 
-def held_back(rows: list[dict[str, Any]]) -> list[bool]:
+def held_back(rows: list[dict[str, Any]], bench: list[dict[str, Any]] | None = None) -> list[bool]:
     """Per stream of `rows` (each with decode figures): whether the server held it back and
     sent its tokens late. At once, or with its first token later than its prefill explains by
     more than the stream's whole decode took: its decode happened before it was sent. Its
-    prefill is bounded by another stream's first token, scaled up by how much longer its own
-    prompt is (a stream of unknown prompt size is judged only by "at once"). Measured: vLLM's
-    front end on a busy CPU sent 3 of 4 streams' 47 tokens 2-33 ms after a first token at
-    0.19-0.24 s, while the fourth's first token came after 0.02 s (prompts of 65-87 tokens).
+    prefill is bounded by the first token of another stream of the bench (`bench`, default
+    `rows`: any workload's, the same server serving them one after the other), scaled up by
+    how much longer its own prompt is (a stream of unknown prompt size is judged only by "at
+    once"). Measured: vLLM's front end on a busy CPU sent 3 of 4 streams' 47 tokens 2-33 ms
+    after a first token at 0.19-0.24 s, while the fourth's first token came after 0.02 s
+    (prompts of 65-87 tokens); and in another bench all 4 short streams' first tokens came
+    after 0.19-0.32 s, 3 at once and the fourth's 47 tokens within 51 ms, while the long
+    workload's 233-300-token prompts got theirs after 0.023-0.027 s.
     """
-    sized = [(r["prompt_tokens"], r["ttft_s"]) for r in rows if r.get("prompt_tokens")]
+    sized = [
+        (r["prompt_tokens"], r["ttft_s"])
+        for r in (rows if bench is None else bench)
+        if r.get("prompt_tokens") and r.get("ttft_s") is not None
+    ]
 
     def prefill_bound(size: int) -> float:
         return min((ttft * max(1.0, size / other) for other, ttft in sized), default=math.inf)

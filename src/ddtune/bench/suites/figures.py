@@ -39,7 +39,9 @@ def workload_figures(
     for i, sample in enumerate(samples):
         groups.setdefault(workload_of(sample), []).append(i)
     return {
-        name: _figures([samples[i] for i in groups[name]], [per_request[i] for i in groups[name]])
+        name: _figures(
+            [samples[i] for i in groups[name]], [per_request[i] for i in groups[name]], samples
+        )
         for name in WORKLOAD_NAMES
         if name in groups
     }
@@ -57,10 +59,14 @@ def mix_tps(figures: Mapping[str, Figures], weights: Mapping[str, float] | None)
     return total / time if time > 0 else None
 
 
-def _figures(rows: list[dict[str, Any]], acceptance: list[tuple[float | None, float]]) -> Figures:
+def _figures(
+    rows: list[dict[str, Any]],
+    acceptance: list[tuple[float | None, float]],
+    bench: list[dict[str, Any]],
+) -> Figures:
     scored = [r["passed"] for r in rows if r.get("passed") is not None]
     return {
-        "tps": pooled_decode_rate(rows),
+        "tps": pooled_decode_rate(rows, bench),
         "ttft_s": _mean(r["ttft_s"] for r in rows),
         "e2e_s": _mean(r["e2e_s"] for r in rows),
         "itl_s": _mean(r["itl_s"] for r in rows),
