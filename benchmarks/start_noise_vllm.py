@@ -9,7 +9,7 @@ server (`[bench] forward_probes`). It then reads the store as the restart-bound 
 own benches and prints:
 
 1. the spread of one bench inside a start and of one start's level (log-sd, the race's own
-   model: `stats.mixed.estimate_components`, without a start prior);
+   model, without a start prior: `spread.sweep_components`, as a later sweep's measured spread);
 2. whether a start's timed forwards predict its level: within each config, the regression of
    a start's mean log tok/s on its mean log forward time (the correlation, the slope, and the
    spread of a start's level left once the forwards are accounted for);
@@ -35,17 +35,15 @@ from statistics import NormalDist, fmean
 import numpy as np
 
 from ddtune.records import TrialRecord
-from ddtune.stats.mixed import Priors, VariancePrior, estimate_components, start_means
 from ddtune.sweep.plan.passes import objective_value
-from ddtune.sweep.plan.races.by_start import ALPHA, PRIORS
-from ddtune.sweep.plan.spread import config_starts
+from ddtune.sweep.plan.races.by_start import ALPHA
+from ddtune.sweep.plan.spread import config_starts, sweep_components
 from ddtune.sweep.store.db import Store
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "vllm-ngram-predict-cpu.toml"
 PROBES = [1, 8, 32, 64]
 GAPS = (0.05, 0.10, 0.15, 0.20, 0.30)
-UNPRIORED = Priors(PRIORS.bench, VariancePrior(PRIORS.start.sd, 0.0), PRIORS.drift)
 
 
 def write_spec(args: argparse.Namespace, out: Path) -> Path:
@@ -87,17 +85,13 @@ def forward_level(record: TrialRecord) -> float | None:
 
 def analyse(store_path: Path) -> None:
     store = Store(store_path, read_only=True)
-    sweep_id = store.sweep_ids()[-1]
-    objective = "throughput"
+    sweep_id, objective = store.sweep_ids()[-1], "throughput"
+    found = sweep_components(store, sweep_id, objective)
+    if found is None:
+        sys.exit(f"{store_path}: no config of its last sweep started twice")
+    parts, means = found
+    # the same starts with their trials, in the same order, for each start's timed forwards
     starts = config_starts(store, sweep_id, lambda r: objective_value(r, objective) is not None)
-    log = {
-        r.trial_id: math.log(v)
-        for _, runs in starts
-        for r, _ in runs
-        if (v := objective_value(r, objective)) is not None
-    }
-    means, logs = start_means((x, [(log[r.trial_id], h) for r, h in runs]) for x, runs in starts)
-    parts = estimate_components(means, logs, UNPRIORED)
     benches = round(fmean(m.benches for m in means))
     print(f"{len(means)} starts, {sum(m.benches for m in means)} benches, objective {objective}")
     print(f"  a bench inside a start: {parts.bench.sd:.1%} (log-sd, {parts.bench.df:.0f} df)")
@@ -110,9 +104,10 @@ def analyse(store_path: Path) -> None:
     ys, xs = [], []  # within each config: a start's level and its forward time, centred
     for label in dict.fromkeys(m.label for m in means):
         rows = [
-            (fmean(log[r.trial_id] for r, _ in runs), fmean(f))
-            for x, runs in starts
-            if x == label and (f := [v for r, _ in runs if (v := forward_level(r)) is not None])
+            (m.log_mean, fmean(f))
+            for m, (_, runs) in zip(means, starts, strict=True)
+            if m.label == label
+            and (f := [v for r, _ in runs if (v := forward_level(r)) is not None])
         ]
         if len(rows) >= 2:
             y, x = np.array(rows).T

@@ -123,7 +123,12 @@ def test_a_workload_held_back_whole_is_judged_by_the_other_workloads_first_token
     a short prompt's prefill, so all four short streams were held back: they count over
     their whole time."""
     short = []
-    for ttft, e2e, size in ((0.3239, 0.3254, 87), (0.2383, 0.2394, 78), (0.1868, 0.2382, 65)):
+    for ttft, e2e, size in (
+        (0.3239, 0.3254, 87),
+        (0.2383, 0.2394, 78),
+        (0.1868, 0.2382, 65),
+        (0.2372, 0.2381, 77),
+    ):
         row = sample(48, ttft, e2e)
         row["prompt_tokens"] = size
         short.append(row)
@@ -134,6 +139,6 @@ def test_a_workload_held_back_whole_is_judged_by_the_other_workloads_first_token
         long.append(row)
     assert pooled_decode_rate(short) == pytest.approx(47 / (0.2382 - 0.1868))  # ~914
     figures = throughput_aggregates([*short, *long])
-    assert figures["short_tps"] == pytest.approx(3 * 47 / (0.3254 + 0.2394 + 0.2382))
+    assert figures["short_tps"] == pytest.approx(4 * 47 / (0.3254 + 0.2394 + 0.2382 + 0.2381))
     assert figures["short_tps"] < 200
     assert figures["long_tps"] == pytest.approx(2 * 47 / (0.2540 - 0.0266 + 0.2236 - 0.0230))

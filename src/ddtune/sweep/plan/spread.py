@@ -22,7 +22,13 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ddtune.records import TrialRecord
-from ddtune.stats.mixed import StartMean, VariancePrior, estimate_components, start_means
+from ddtune.stats.mixed import (
+    Components,
+    StartMean,
+    VariancePrior,
+    estimate_components,
+    start_means,
+)
 from ddtune.sweep.plan.passes import objective_value
 from ddtune.sweep.plan.races.by_start import PRIORS
 from ddtune.sweep.store.db import Store
@@ -38,10 +44,10 @@ def measured_spread(store: Store, objective: str) -> StartSpread | None:
     config of any of them was measured on two starts."""
     weighted, df, used = 0.0, 0.0, []
     for sweep_id, name in zip(store.sweep_ids(), store.sweep_names(), strict=True):
-        means, logs = _starts(store, sweep_id, objective)
-        if len(means) <= len({m.label for m in means}):  # no config started twice
+        found = sweep_components(store, sweep_id, objective)
+        if found is None:
             continue
-        start = estimate_components(means, logs, _UNPRIORED).start
+        start = found[0].start
         weighted, df = weighted + start.var * start.df, df + start.df
         used.append(name)
     if df <= 0:
@@ -53,6 +59,17 @@ def measured_spread(store: Store, objective: str) -> StartSpread | None:
         f"with the {prior.sd:.0%} prior worth {prior.df:.0f}"
     )
     return StartSpread(math.sqrt(var), source)
+
+
+def sweep_components(
+    store: Store, sweep_id: int, objective: str
+) -> tuple[Components, list[StartMean]] | None:
+    """One sweep's spreads by the race's model (a bench, a start without the start prior, the
+    drift), with its starts in time order per config; None where no config started twice."""
+    means, logs = _starts(store, sweep_id, objective)
+    if len(means) <= len({m.label for m in means}):
+        return None
+    return estimate_components(means, logs, _UNPRIORED), means
 
 
 def chosen_spread(stated: float | None, measured: StartSpread | None) -> StartSpread:
@@ -107,4 +124,4 @@ def _starts(
     return start_means((x, [(logs[r.trial_id], h) for r, h in runs]) for x, runs in starts)
 
 
-__all__ = ["chosen_spread", "config_starts", "measured_spread"]
+__all__ = ["chosen_spread", "config_starts", "measured_spread", "sweep_components"]
