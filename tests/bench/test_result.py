@@ -15,8 +15,12 @@ from ddtune.bench.result import (
 )
 
 
-def sample(tokens: int, ttft: float, e2e: float, workload: str = "short") -> dict:
-    record = StreamRecord(text="x" * tokens, ttft_s=ttft, e2e_s=e2e, output_tokens=tokens)
+def sample(
+    tokens: int, ttft: float, e2e: float, workload: str = "short", prompt: int | None = None
+) -> dict:
+    record = StreamRecord(
+        text="x" * tokens, ttft_s=ttft, e2e_s=e2e, output_tokens=tokens, prompt_tokens=prompt
+    )
     return make_sample(workload, 0, record, None)
 
 
@@ -57,24 +61,19 @@ def test_streams_held_back_among_timed_ones_are_left_out() -> None:
     """A bench measured on vLLM with its front end short of CPU: 3 of 4 streams' first tokens
     came 0.19-0.24 s after the request and the rest 2-33 ms later; the fourth streamed from
     0.02 s. The workload read 804 tok/s against 210-240 for the benches around it."""
-    rows = [
-        sample(48, 0.2351, 0.2367),
-        sample(48, 0.2238, 0.2254),
-        sample(48, 0.1891, 0.2219),
-        sample(48, 0.0224, 0.2201),
+    rows = [  # with that bench's prompt sizes
+        sample(48, 0.2351, 0.2367, prompt=87),
+        sample(48, 0.2238, 0.2254, prompt=78),
+        sample(48, 0.1891, 0.2219, prompt=65),
+        sample(48, 0.0224, 0.2201, prompt=77),
     ]
-    for row, size in zip(rows, (87, 78, 65, 77), strict=True):  # that bench's prompt sizes
-        row["prompt_tokens"] = size
     assert pooled_decode_rate(rows) == pytest.approx(47 / (0.2201 - 0.0224))
     for row in rows:  # prompt sizes unknown: only a stream sent at once is judged held
         row["prompt_tokens"] = None
     assert pooled_decode_rate(rows) == pytest.approx(47 * 4 / (0.0016 + 0.0016 + 0.0328 + 0.1977))
     # a long prompt's later first token is its prefill, not a held stream
-    long_prompt = sample(48, 0.30, 0.30 + 0.2)
-    long_prompt["prompt_tokens"] = 2000
-    short = [sample(48, 0.02, 0.02 + 0.2) for _ in range(2)]
-    for row in short:
-        row["prompt_tokens"] = 100
+    long_prompt = sample(48, 0.30, 0.30 + 0.2, prompt=2000)
+    short = [sample(48, 0.02, 0.02 + 0.2, prompt=100) for _ in range(2)]
     assert pooled_decode_rate([*short, long_prompt]) == pytest.approx(47 * 3 / 0.6)
 
 
@@ -122,21 +121,16 @@ def test_a_workload_held_back_whole_is_judged_by_the_other_workloads_first_token
     and the workload read 914 tok/s (the benches around it: 160-220). The long prompts bound
     a short prompt's prefill, so all four short streams were held back: they count over
     their whole time."""
-    short = []
-    for ttft, e2e, size in (
-        (0.3239, 0.3254, 87),
-        (0.2383, 0.2394, 78),
-        (0.1868, 0.2382, 65),
-        (0.2372, 0.2381, 77),
-    ):
-        row = sample(48, ttft, e2e)
-        row["prompt_tokens"] = size
-        short.append(row)
-    long = []
-    for ttft, e2e, size in ((0.0266, 0.2540, 300), (0.0230, 0.2236, 233)):
-        row = sample(48, ttft, e2e, workload="long")
-        row["prompt_tokens"] = size
-        long.append(row)
+    short = [
+        sample(48, 0.3239, 0.3254, prompt=87),
+        sample(48, 0.2383, 0.2394, prompt=78),
+        sample(48, 0.1868, 0.2382, prompt=65),
+        sample(48, 0.2372, 0.2381, prompt=77),
+    ]
+    long = [
+        sample(48, 0.0266, 0.2540, "long", prompt=300),
+        sample(48, 0.0230, 0.2236, "long", prompt=233),
+    ]
     assert pooled_decode_rate(short) == pytest.approx(47 / (0.2382 - 0.1868))  # ~914
     figures = throughput_aggregates([*short, *long])
     assert figures["short_tps"] == pytest.approx(4 * 47 / (0.3254 + 0.2394 + 0.2382 + 0.2381))
